@@ -1,0 +1,34 @@
+GO ?= go
+CUE := $(GO) tool cue
+
+.PHONY: all build generate check-generated test test-e2e bench e2e-deps update-golden
+
+all: build
+
+build:
+	$(GO) build -o bin/flameox ./cmd/flameox
+
+# generate turns the CUE contracts into contracts/ (JSON Schemas, catalog) and
+# generated/contracts (Go types, enums, unions, registry).
+generate:
+	$(CUE) vet -c=false ./cue/contracts
+	$(GO) run ./tools/contractgen -pkg ./cue/contracts -contracts contracts -go generated/contracts
+	gofmt -l generated | (! grep .)
+
+# check-generated fails when the checked-in output differs from a fresh generation.
+check-generated: generate
+	git diff --exit-code -- contracts generated
+	test -z "$$(git status --porcelain -- contracts generated)"
+
+e2e-deps:
+	cd e2e && npm ci --no-audit --no-fund
+
+test:
+	$(GO) vet ./...
+	$(GO) test ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./...
+
+update-golden:
+	$(GO) test ./cmd/flameox -run TestScripts -update

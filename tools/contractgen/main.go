@@ -1,0 +1,168 @@
+// Command contractgen turns the CUE contracts in cue/contracts into the checked-in
+// contract files (contracts/: one JSON Schema per tool input and output, and the tool
+// catalog) and the generated Go package (generated/contracts: types, enums with their
+// value lists, kind-discriminated unions and the operation registry).
+//
+// It is run by `make generate`; its output is deterministic so that CI can fail when the
+// checked-in files are stale.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/load"
+)
+
+func main() {
+	pkg := flag.String("pkg", "./cue/contracts", "CUE package holding the contracts")
+	contractsDir := flag.String("contracts", "contracts", "output directory for JSON contracts")
+	goDir := flag.String("go", "generated/contracts", "output directory for generated Go")
+	flag.Parse()
+	if err := run(*pkg, *contractsDir, *goDir); err != nil {
+		fmt.Fprintln(os.Stderr, "contractgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(pkg, contractsDir, goDir string) error {
+	insts := load.Instances([]string{pkg}, nil)
+	if len(insts) != 1 {
+		return fmt.Errorf("expected one CUE instance, got %d", len(insts))
+	}
+	if insts[0].Err != nil {
+		return insts[0].Err
+	}
+	root := cuecontext.New().BuildInstance(insts[0])
+	if err := root.Err(); err != nil {
+		return err
+	}
+	m := &model{root: root}
+	if err := m.loadRegistry(); err != nil {
+		return err
+	}
+	files, err := m.contractFiles()
+	if err != nil {
+		return err
+	}
+	gofiles, err := m.goFiles()
+	if err != nil {
+		return err
+	}
+	if err := writeTree(contractsDir, files, []string{".json"}); err != nil {
+		return err
+	}
+	return writeTree(goDir, gofiles, []string{"_gen.go"})
+}
+
+// writeTree replaces the generated files under dir (those with one of the suffixes) with files.
+func writeTree(dir string, files map[string][]byte, suffixes []string) error {
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		for _, s := range suffixes {
+			if len(p) > len(s) && p[len(p)-len(s):] == s {
+				return os.Remove(p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for name, b := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// model is the loaded CUE contract package.
+type model struct {
+	root cue.Value
+	ops  []operation
+}
+
+// operation is one entry of the CUE operation registry.
+type operation struct {
+	Name             string
+	Description      string
+	Formats          []string
+	MinSources       int
+	MaxSources       int
+	FieldsDef        string // name of the fields definition, without '#'
+	CaptureProviders []string
+	Experiment       bool
+	Released         bool
+	Limitations      []string
+	fields           cue.Value
+}
+
+func (m *model) loadRegistry() error {
+	list, err := m.root.LookupPath(cue.ParsePath("operations")).List()
+	if err != nil {
+		return err
+	}
+	for list.Next() {
+		v := list.Value()
+		var op operation
+		if err := v.Decode(&struct {
+			Name             *string   `json:"name"`
+			Description      *string   `json:"description"`
+			Formats          *[]string `json:"formats"`
+			MinSources       *int      `json:"min_sources"`
+			MaxSources       *int      `json:"max_sources"`
+			CaptureProviders *[]string `json:"capture_providers"`
+			Experiment       *bool     `json:"experiment"`
+			Released         *bool     `json:"released"`
+			Limitations      *[]string `json:"limitations"`
+		}{&op.Name, &op.Description, &op.Formats, &op.MinSources, &op.MaxSources,
+			&op.CaptureProviders, &op.Experiment, &op.Released, &op.Limitations}); err != nil {
+			return fmt.Errorf("operation %d: %w", len(m.ops), err)
+		}
+		op.fields = v.LookupPath(cue.MakePath(cue.Str("fields").Required()))
+		op.FieldsDef = defReference(op.fields)
+		if op.FieldsDef == "" {
+			return fmt.Errorf("operation %s: fields must reference a definition", op.Name)
+		}
+		m.ops = append(m.ops, op)
+	}
+	return nil
+}
+
+// def returns the definition #name.
+func (m *model) def(name string) cue.Value {
+	return m.root.LookupPath(cue.ParsePath("#" + name))
+}
+
+// defReference returns the name (without '#') of the top-level definition v refers to,
+// looking through the unification of a field constraint with its value.
+func defReference(v cue.Value) string {
+	if _, p := v.ReferencePath(); len(p.Selectors()) == 1 && p.Selectors()[0].IsDefinition() {
+		return p.Selectors()[0].String()[1:]
+	}
+	if op, args := v.Expr(); op == cue.AndOp {
+		for _, a := range args {
+			if n := defReference(a); n != "" {
+				return n
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/encoding/jsonschema"
+)
+
+// schema is a decoded JSON Schema object.
+type schema = map[string]any
+
+// defSchema returns the JSON Schema of definition #name with every $ref inlined, integer
+// bounds flattened, descriptions cleaned and scalar defaults injected from CUE.
+func (m *model) defSchema(name string) (schema, error) {
+	v := m.def(name)
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	return m.valueSchema(v)
+}
+
+func (m *model) valueSchema(v cue.Value) (schema, error) {
+	expr, err := jsonschema.Generate(v, nil)
+	if err != nil {
+		return nil, err
+	}
+	b, err := v.Context().BuildExpr(expr).MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var s schema
+	if err := dec.Decode(&s); err != nil {
+		return nil, err
+	}
+	defs, _ := s["$defs"].(schema)
+	delete(s, "$defs")
+	delete(s, "$schema")
+	out := normalize(inline(s, defs)).(schema)
+	m.injectDefaults(v, out)
+	return out, nil
+}
+
+// inline replaces every {"$ref": "#/$defs/X", ...} with the definition merged with the
+// sibling keywords (a sibling description wins). The contracts are acyclic.
+func inline(n any, defs schema) any {
+	switch x := n.(type) {
+	case schema:
+		if ref, ok := x["$ref"].(string); ok {
+			name := strings.TrimPrefix(ref, "#/$defs/")
+			def, ok := defs[name].(schema)
+			if !ok {
+				panic("unresolved $ref " + ref)
+			}
+			merged := schema{}
+			for k, v := range inline(deepCopy(def), defs).(schema) {
+				merged[k] = v
+			}
+			for k, v := range x {
+				if k != "$ref" {
+					merged[k] = inline(v, defs)
+				}
+			}
+			return merged
+		}
+		out := schema{}
+		for k, v := range x {
+			out[k] = inline(v, defs)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = inline(v, defs)
+		}
+		return out
+	}
+	return n
+}
+
+func deepCopy(n any) any {
+	b, _ := json.Marshal(n)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	_ = dec.Decode(&out)
+	return out
+}
+
+var defPrefix = regexp.MustCompile(`^#([A-Z][A-Za-z0-9]*)`)
+
+// normalize flattens CUE's allOf[{type:number},{type:integer,...}] encoding of bounded
+// integers into one integer schema and removes the '#' of definition names in
+// descriptions.
+func normalize(n any) any {
+	switch x := n.(type) {
+	case schema:
+		for k, v := range x {
+			x[k] = normalize(v)
+		}
+		if all, ok := x["allOf"].([]any); ok && len(all) == 2 {
+			a, _ := all[0].(schema)
+			b, _ := all[1].(schema)
+			if a != nil && b != nil && a["type"] == "number" && len(a) == 1 {
+				delete(x, "allOf")
+				for k, v := range b {
+					x[k] = v
+				}
+			}
+		}
+		if d, ok := x["description"].(string); ok {
+			x["description"] = defPrefix.ReplaceAllString(d, "$1")
+		}
+		return x
+	case []any:
+		for i, v := range x {
+			x[i] = normalize(v)
+		}
+	}
+	return n
+}
+
+// injectDefaults adds "default" to each property whose CUE field has a scalar default.
+func (m *model) injectDefaults(v cue.Value, s schema) {
+	props, _ := s["properties"].(schema)
+	for name, p := range props {
+		ps, ok := p.(schema)
+		if !ok {
+			continue
+		}
+		f := v.LookupPath(cue.MakePath(cue.Str(name).Optional()))
+		if !f.Exists() {
+			continue
+		}
+		d, ok := f.Default()
+		if !ok || !d.IsConcrete() {
+			continue
+		}
+		switch d.Kind() {
+		case cue.IntKind, cue.FloatKind, cue.NumberKind, cue.StringKind, cue.BoolKind:
+			var val any
+			if err := d.Decode(&val); err == nil {
+				ps["default"] = val
+			}
+		}
+	}
+}
+
+// marshalSchema renders s as indented JSON with sorted keys and a trailing newline.
+func marshalSchema(s any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+// toolInputSchema composes the input schema of an analysis tool: the shared transport
+// fields, the operation's cardinality and accepted formats, and its fields at top level.
+func (m *model) toolInputSchema(op operation) (schema, error) {
+	s, err := m.defSchema("AnalysisArguments")
+	if err != nil {
+		return nil, err
+	}
+	fields, err := m.valueSchema(op.fields)
+	if err != nil {
+		return nil, fmt.Errorf("%s fields: %w", op.Name, err)
+	}
+	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	s["title"] = op.Name
+	s["description"] = op.Description
+	props := s["properties"].(schema)
+	sources := props["sources"].(schema)
+	sources["minItems"] = op.MinSources
+	sources["maxItems"] = op.MaxSources
+	items := sources["items"].(schema)
+	arms, _ := items["anyOf"].([]any)
+	if len(arms) == 0 {
+		return nil, fmt.Errorf("sources items are not a union")
+	}
+	for _, a := range arms {
+		arm := a.(schema)
+		ap := arm["properties"].(schema)
+		if k, _ := ap["kind"].(schema); k["const"] == "path" {
+			f := ap["format"].(schema)
+			enum := make([]any, len(op.Formats))
+			for i, v := range op.Formats {
+				enum[i] = v
+			}
+			ap["format"] = schema{"description": f["description"], "enum": enum}
+		}
+	}
+	required := toStrings(s["required"])
+	if fp, ok := fields["properties"].(schema); ok {
+		for k, v := range fp {
+			if _, dup := props[k]; dup {
+				return nil, fmt.Errorf("%s: field %q collides with a transport field", op.Name, k)
+			}
+			props[k] = v
+		}
+	}
+	required = append(required, toStrings(fields["required"])...)
+	s["required"] = toAny(required)
+	return s, nil
+}
+
+// toolOutputSchema is the union of the success envelope, the recoverable states and the
+// failure envelope. It uses only keywords common to draft-07 and 2020-12 and no $ref.
+func (m *model) toolOutputSchema(op operation) (schema, error) {
+	var arms []any
+	for _, name := range []string{"AnalysisResult", "Recoverable", "Failure"} {
+		s, err := m.defSchema(name)
+		if err != nil {
+			return nil, err
+		}
+		if name == "AnalysisResult" {
+			p := s["properties"].(schema)
+			p["operation"] = schema{"const": op.Name, "description": "Operation (task name) that produced the result."}
+		}
+		arms = append(arms, s)
+	}
+	return schema{
+		"type":        "object",
+		"description": "Result of " + op.Name + ": a complete analysis, a recoverable state (retryable or unavailable) or a failure.",
+		"anyOf":       arms,
+	}, nil
+}
+
+func toStrings(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		out = append(out, x.(string))
+	}
+	return out
+}
+
+func toAny(l []string) []any {
+	out := make([]any, len(l))
+	for i, v := range l {
+		out[i] = v
+	}
+	return out
+}
