@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"io/fs"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flameox/flameox/contracts"
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/runtime"
+	"github.com/flameox/flameox/runtime/failure"
+)
+
+func newInspectCommand(stdout io.Writer) *cobra.Command {
+	var tool string
+	var full bool
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "Print the MCP tool catalog: compact, one tool's exact schemas (--tool), or all (--full)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if tool != "" && full {
+				return failure.Invalid(failure.Path("tool"), nil, "--tool and --full are mutually exclusive")
+			}
+			rt, err := runtime.New(nil)
+			if err != nil {
+				return err
+			}
+			switch {
+			case tool != "":
+				t, ok := rt.Tool(tool)
+				if !ok {
+					return failure.New(gen.FailureCodeUnknownOperation, "there is no tool named %q", tool).
+						Field(failure.Path("tool"), rt.ToolNames()).
+						With("requested_tool", tool).With("available_tools", rt.ToolNames()).
+						With("recovery", "run flameox mcp inspect to list the tools")
+				}
+				return writeJSON(stdout, map[string]any{"tools": []any{fullTool(t)}, "operation": operationView(t, true)})
+			case full:
+				var tools []any
+				for _, t := range rt.Tools() {
+					tools = append(tools, fullTool(t))
+				}
+				return writeJSON(stdout, map[string]any{"tools": tools, "server": serverView()})
+			}
+			var tools, ops []any
+			for _, t := range rt.Tools() {
+				var schema struct {
+					Required []string `json:"required"`
+				}
+				_ = json.Unmarshal(t.InputSchema, &schema)
+				tools = append(tools, map[string]any{"name": t.Name, "description": t.Description,
+					"required_inputs": schema.Required, "annotations": mcpTool(t).Annotations})
+				ops = append(ops, operationView(t, false))
+			}
+			return writeJSON(stdout, map[string]any{"tool_count": len(tools), "tools": tools, "operations": ops})
+		},
+	}
+	cmd.Flags().StringVar(&tool, "tool", "", "print one tool's exact input and output schemas and an example call")
+	cmd.Flags().BoolVar(&full, "full", false, "print every tool with its schemas")
+	return cmd
+}
+
+func serverView() map[string]any {
+	return map[string]any{"name": gen.ServerName, "version": runtime.Version,
+		"tools_list_cache": map[string]any{"ttl_ms": gen.CatalogTTLMillis, "scope": gen.CatalogScope}}
+}
+
+// fullTool is the MCP Tool object exactly as tools/list carries it.
+func fullTool(t *runtime.Tool) any {
+	b, _ := json.Marshal(mcpTool(t))
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func operationView(t *runtime.Tool, detailed bool) map[string]any {
+	op := t.Operation
+	v := map[string]any{
+		"operation":            string(op.Name),
+		"tool":                 t.Name,
+		"summary":              op.Description,
+		"accepted_formats":     op.FormatStrings(),
+		"minimum_sources":      op.MinSources,
+		"maximum_sources":      op.MaxSources,
+		"capture_supported":    false,
+		"experiment_supported": false,
+		"capture_providers":    []string{},
+	}
+	if detailed {
+		v["limitations"] = op.Limitations
+		v["analysis_example"] = map[string]any{"tool": t.Name, "arguments": exampleArguments(op)}
+	}
+	return v
+}
+
+// exampleArguments is a minimal valid call of the operation's tool.
+func exampleArguments(op gen.OperationDecl) map[string]any {
+	return map[string]any{
+		"sources":   []any{map[string]any{"kind": "path", "path": "/absolute/path/to/artifact", "format": string(op.Formats[0])}},
+		"page_size": 100,
+	}
+}
+
+var _ = fs.ReadFile
+var _ = contracts.FS

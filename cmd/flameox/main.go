@@ -1,0 +1,24 @@
+// Command flameox gives coding agents bounded, reproducible runtime evidence. It is an
+// MCP server over stdio (flameox mcp serve) and a one-shot CLI that mirror each other;
+// both are thin projections over the runtime package.
+package main
+
+import (
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes one CLI invocation and returns the process exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := newRootCommand(stdin, stdout, stderr)
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		writeFailure(stderr, asFailure(err))
+		return 1
+	}
+	return 0
+}

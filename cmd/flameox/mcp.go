@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/runtime"
+	"github.com/flameox/flameox/runtime/failure"
+)
+
+func newServeCommand() *cobra.Command {
+	var limits string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the Flameox tools over MCP on stdio",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			rt, err := runtime.New([]byte(limits))
+			if err != nil {
+				return err
+			}
+			return newServer(rt).Run(c.Context(), &mcp.StdioTransport{})
+		},
+	}
+	cmd.Flags().StringVar(&limits, "limits", "", "RequestLimits JSON: startup ceilings for this server")
+	return cmd
+}
+
+// newServer projects the runtime's catalog onto an MCP server. Tools are registered with
+// the low-level AddTool so the SDK never validates: the runtime does, against the same
+// schema bytes that tools/list publishes.
+func newServer(rt *runtime.Runtime) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: gen.ServerName, Version: runtime.Version}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			if _, ok := req.(*mcp.ListToolsRequest); ok {
+				c.TTLMs = gen.CatalogTTLMillis
+				c.CacheScope = gen.CatalogScope
+			}
+		},
+	})
+	for _, t := range rt.Tools() {
+		s.AddTool(mcpTool(t), handler(rt, t.Name))
+	}
+	return s
+}
+
+func mcpTool(t *runtime.Tool) *mcp.Tool {
+	a := &mcp.ToolAnnotations{
+		Title:           t.Title,
+		ReadOnlyHint:    t.Annotations.ReadOnlyHint,
+		IdempotentHint:  t.Annotations.IdempotentHint,
+		DestructiveHint: t.Annotations.DestructiveHint,
+		OpenWorldHint:   &t.Annotations.OpenWorldHint,
+	}
+	return &mcp.Tool{
+		Name:         t.Name,
+		Title:        t.Title,
+		Description:  t.Description,
+		InputSchema:  t.InputSchema,
+		OutputSchema: t.OutputSchema,
+		Annotations:  a,
+	}
+}
+
+func handler(rt *runtime.Runtime, name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, f := rt.Call(ctx, name, req.Params.Arguments)
+		if f != nil {
+			if f.Code == gen.FailureCodeCancelled && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return toolResult(f.Envelope(), true)
+		}
+		return toolResult(res, false)
+	}
+}
+
+// toolResult returns the complete JSON in one text block and the same object as
+// structuredContent.
+func toolResult(v any, isError bool) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		f := failure.New(gen.FailureCodeInternalContractFailure, "the result could not be encoded")
+		b, _ = json.Marshal(f.Envelope())
+		isError = true
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		StructuredContent: json.RawMessage(b),
+		IsError:           isError,
+	}, nil
+}

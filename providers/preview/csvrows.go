@@ -1,0 +1,146 @@
+package preview
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// csvReader yields one row per data record, keyed by the header in column order. Duplicate
+// header names and records whose field count differs from the header are decode failures:
+// values are never dropped or invented.
+type csvReader struct {
+	f      *os.File
+	budget *budgetReader
+	r      *csv.Reader
+	header []string
+	index  int
+	digest string
+	row    int64
+	// nested is true when a header collides with input_sha256: values move under value.
+	nested bool
+}
+
+// budgetReader fails once one record has consumed more than its byte budget, so a
+// runaway quoted field cannot grow without bound.
+type budgetReader struct {
+	r    io.Reader
+	used int64
+}
+
+var errRecordTooLarge = errors.New("record too large")
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.used > MaxRecordBytes {
+		return 0, errRecordTooLarge
+	}
+	n, err := b.r.Read(p)
+	b.used += int64(n)
+	return n, err
+}
+
+func openCSV(src Source, index int) (*csvReader, error) {
+	f, err := os.Open(src.Path)
+	if err != nil {
+		return nil, err
+	}
+	budget := &budgetReader{r: bufio.NewReaderSize(f, readBufferBytes)}
+	r := csv.NewReader(budget)
+	r.ReuseRecord = false
+	c := &csvReader{f: f, budget: budget, r: r, index: index, digest: src.SHA256}
+	header, err := r.Read()
+	if err == io.EOF {
+		return c, nil
+	}
+	if err != nil {
+		f.Close()
+		return nil, c.fail(err)
+	}
+	if len(header) > 0 {
+		header[0] = strings.TrimPrefix(header[0], "\ufeff")
+	}
+	seen := map[string]bool{}
+	for _, h := range header {
+		if seen[h] {
+			f.Close()
+			return nil, &DecodeError{Source: index, Message: fmt.Sprintf("the CSV header of source %d repeats the column %q", index, h)}
+		}
+		seen[h] = true
+		if h == "input_sha256" {
+			c.nested = true
+		}
+	}
+	c.header = header
+	r.FieldsPerRecord = len(header)
+	return c, nil
+}
+
+func (c *csvReader) Close() error { return c.f.Close() }
+
+func (c *csvReader) fail(err error) error {
+	if errors.Is(err, errRecordTooLarge) {
+		return &LimitError{Source: c.index, Row: c.row + 1, Limit: MaxRecordBytes,
+			Message: fmt.Sprintf("CSV record %d of source %d is larger than %d bytes", c.row+1, c.index, MaxRecordBytes)}
+	}
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		if errors.Is(pe.Err, csv.ErrFieldCount) {
+			return &DecodeError{Source: c.index, Row: c.row + 1, err: err,
+				Message: fmt.Sprintf("CSV record %d (line %d) of source %d has a different number of fields than its %d-column header", c.row+1, pe.StartLine, c.index, len(c.header))}
+		}
+		return &DecodeError{Source: c.index, Row: c.row + 1, err: err,
+			Message: fmt.Sprintf("CSV record %d (line %d) of source %d is malformed: %s", c.row+1, pe.StartLine, c.index, pe.Err)}
+	}
+	return &DecodeError{Source: c.index, Row: c.row + 1, err: err, Message: fmt.Sprintf("source %d could not be read as CSV", c.index)}
+}
+
+func (c *csvReader) read() ([]string, error) {
+	if c.header == nil {
+		return nil, io.EOF
+	}
+	c.budget.used = 0
+	rec, err := c.r.Read()
+	if err == io.EOF {
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	c.row++
+	return rec, nil
+}
+
+func (c *csvReader) skip(n int64) (int64, error) {
+	var done int64
+	for done < n {
+		if _, err := c.read(); err != nil {
+			return done, err
+		}
+		done++
+	}
+	return done, nil
+}
+
+func (c *csvReader) next() (json.RawMessage, error) {
+	rec, err := c.read()
+	if err != nil {
+		return nil, err
+	}
+	fields := newObject()
+	for i, h := range c.header {
+		fields.str(h, rec[i])
+	}
+	if !c.nested {
+		fields.str("input_sha256", c.digest)
+		return fields.done(), nil
+	}
+	o := newObject()
+	o.raw("value", fields.done())
+	o.str("input_sha256", c.digest)
+	return o.done(), nil
+}

@@ -1,0 +1,179 @@
+// Package preview reads the logical rows of text, JSON, JSONL, CSV and Parquet artifacts
+// for preview_artifact. Every reader streams: it skips to an offset without materializing
+// the skipped rows, returns at most one page plus one look-ahead row, and bounds the bytes
+// one row may occupy.
+package preview
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/flameox/flameox/generated/contracts"
+)
+
+// Limits on a single logical row. A larger row is a typed LimitError, never a silent cut.
+const (
+	// MaxTextLineBytes bounds one text line in line mode; longer lines need text_fragment_chars.
+	MaxTextLineBytes = 1 << 20
+	// MaxRecordBytes bounds one JSONL record, CSV record or JSON entry.
+	MaxRecordBytes = 16 << 20
+)
+
+// Source is one resolved input.
+type Source struct {
+	Path   string
+	Format contracts.Format
+	SHA256 string
+	Size   int64
+}
+
+// Options select the page.
+type Options struct {
+	// Offset is the zero-based logical row offset across all sources.
+	Offset int64
+	// MaxRows is the page size.
+	MaxRows int
+	// FragmentChars, when positive, splits text lines into fragments of that many characters.
+	FragmentChars int
+}
+
+// Page is one page of rows.
+type Page struct {
+	Rows []json.RawMessage
+	// Observed counts rows from the first row through this page and its look-ahead.
+	Observed int64
+	// Complete is true when no row follows this page.
+	Complete bool
+	// Population is the total row count; known only when Complete.
+	Population int64
+}
+
+// DecodeError reports malformed native input. Its message is path-free.
+type DecodeError struct {
+	Source  int
+	Row     int64
+	Message string
+	err     error
+}
+
+func (e *DecodeError) Error() string { return e.Message }
+func (e *DecodeError) Unwrap() error { return e.err }
+
+// LimitError reports a row larger than the reader's bound.
+type LimitError struct {
+	Source  int
+	Row     int64
+	Limit   int64
+	Message string
+}
+
+func (e *LimitError) Error() string { return e.Message }
+
+// OffsetError reports an offset at or beyond the end of the population.
+type OffsetError struct {
+	Offset     int64
+	Population int64
+}
+
+func (e *OffsetError) Error() string {
+	return fmt.Sprintf("offset %d is at or beyond the end of the %d available rows", e.Offset, e.Population)
+}
+
+// rowReader streams the rows of one source.
+type rowReader interface {
+	// skip discards up to n rows and returns how many it discarded (fewer only at the end).
+	skip(n int64) (int64, error)
+	// next returns the next row, or io.EOF.
+	next() (json.RawMessage, error)
+	Close() error
+}
+
+func open(src Source, index int, opt Options) (rowReader, error) {
+	switch src.Format {
+	case contracts.FormatText:
+		if opt.FragmentChars > 0 {
+			return openFragments(src, index, opt.FragmentChars)
+		}
+		return openText(src, index)
+	case contracts.FormatJSON:
+		return openJSON(src, index)
+	case contracts.FormatJsonl:
+		return openJSONL(src, index)
+	case contracts.FormatCSV:
+		return openCSV(src, index)
+	case contracts.FormatParquet:
+		return openParquet(src, index)
+	}
+	return nil, fmt.Errorf("preview: format %q has no reader", src.Format)
+}
+
+// Read returns the page selected by opt across sources in order.
+func Read(ctx context.Context, sources []Source, opt Options) (*Page, error) {
+	if opt.MaxRows < 1 {
+		return nil, errors.New("preview: MaxRows must be positive")
+	}
+	page := &Page{Rows: make([]json.RawMessage, 0, min(opt.MaxRows, 1024))}
+	remaining := opt.Offset
+	more := false
+	for i, src := range sources {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := open(src, i, opt)
+		if err != nil {
+			return nil, err
+		}
+		done, err := func() (bool, error) {
+			defer r.Close()
+			if remaining > 0 {
+				k, err := r.skip(remaining)
+				page.Observed += k
+				remaining -= k
+				if err != nil && err != io.EOF {
+					return false, err
+				}
+				if remaining > 0 {
+					return false, nil
+				}
+			}
+			for {
+				if len(page.Rows)%256 == 0 {
+					if err := ctx.Err(); err != nil {
+						return false, err
+					}
+				}
+				row, err := r.next()
+				if err == io.EOF {
+					return false, nil
+				}
+				if err != nil {
+					return false, err
+				}
+				page.Observed++
+				if len(page.Rows) == opt.MaxRows {
+					more = true
+					return true, nil
+				}
+				page.Rows = append(page.Rows, row)
+			}
+		}()
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
+	}
+	population := page.Observed
+	if opt.Offset > 0 && (remaining > 0 || len(page.Rows) == 0) {
+		return nil, &OffsetError{Offset: opt.Offset, Population: population}
+	}
+	page.Complete = !more
+	if page.Complete {
+		page.Population = population
+	}
+	return page, nil
+}

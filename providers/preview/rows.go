@@ -1,0 +1,257 @@
+package preview
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// object builds one ordered JSON object row.
+type object struct{ b []byte }
+
+func newObject() *object { return &object{b: append(make([]byte, 0, 128), '{')} }
+
+func (o *object) key(k string) {
+	if len(o.b) > 1 {
+		o.b = append(o.b, ',')
+	}
+	o.b = appendString(o.b, k)
+	o.b = append(o.b, ':')
+}
+
+func (o *object) str(k, v string) { o.key(k); o.b = appendString(o.b, v) }
+func (o *object) int(k string, v int64) {
+	o.key(k)
+	o.b = strconv.AppendInt(o.b, v, 10)
+}
+func (o *object) bool(k string, v bool) { o.key(k); o.b = strconv.AppendBool(o.b, v) }
+func (o *object) raw(k string, v []byte) {
+	o.key(k)
+	o.b = append(o.b, v...)
+}
+
+// members appends the members of the compact JSON object obj.
+func (o *object) members(obj []byte) {
+	inner := bytes.TrimSpace(obj[1 : len(obj)-1])
+	if len(inner) == 0 {
+		return
+	}
+	if len(o.b) > 1 {
+		o.b = append(o.b, ',')
+	}
+	o.b = append(o.b, inner...)
+}
+
+func (o *object) done() json.RawMessage { return append(o.b, '}') }
+
+// appendString appends s as a JSON string, replacing each invalid UTF-8 byte with U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		s = replaceInvalid(s)
+	}
+	out, err := jsontext.AppendQuote(dst, s)
+	if err != nil {
+		panic(err) // unreachable: s is valid UTF-8
+	}
+	return out
+}
+
+// replaceInvalid decodes s as UTF-8, replacing every invalid byte with U+FFFD as Python's
+// "replace" error handler does.
+func replaceInvalid(s string) string {
+	var b []byte
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return string(b)
+}
+
+// maxSafe is 2^53-1: integers beyond it become decimal strings.
+const maxSafe = 1<<53 - 1
+
+// projectValue returns the compact canonical projection of one native JSON value:
+// integers outside +-(2^53-1) and numbers that overflow float64 become strings.
+func projectValue(v jsontext.Value) (jsontext.Value, error) {
+	if err := v.Compact(); err != nil {
+		return nil, err
+	}
+	if !hasLongNumber(v) {
+		return v, nil
+	}
+	var out bytes.Buffer
+	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	enc := jsontext.NewEncoder(&out)
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			break
+		}
+		if tok.Kind() == '0' {
+			if s, wide := wideNumber(tok.String()); wide {
+				tok = jsontext.String(s)
+			}
+		}
+		if err := enc.WriteToken(tok); err != nil {
+			return nil, err
+		}
+	}
+	return jsontext.Value(bytes.TrimSpace(out.Bytes())), nil
+}
+
+// hasLongNumber reports whether v may hold a number needing projection: a run of more
+// than 15 digits, or an exponent (which can overflow float64).
+func hasLongNumber(v []byte) bool {
+	inString, escaped, run := false, false, 0
+	for _, c := range v {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inString, run = true, 0
+		case c >= '0' && c <= '9':
+			run++
+			if run > 15 {
+				return true
+			}
+		case c == 'e' || c == 'E':
+			return true
+		default:
+			run = 0
+		}
+	}
+	return false
+}
+
+// wideNumber reports whether the literal must be carried as a string.
+func wideNumber(lit string) (string, bool) {
+	isInt := true
+	for i := 0; i < len(lit); i++ {
+		if c := lit[i]; c == '.' || c == 'e' || c == 'E' {
+			isInt = false
+			break
+		}
+	}
+	if isInt {
+		n, err := strconv.ParseInt(lit, 10, 64)
+		if err != nil || n > maxSafe || n < -maxSafe {
+			return lit, true
+		}
+		return "", false
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) {
+		if f < 0 {
+			return "-Infinity", true
+		}
+		return "Infinity", true
+	}
+	return "", false
+}
+
+// topLevelNames returns the member names of a compact JSON object.
+func topLevelNames(obj jsontext.Value) ([]string, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	var names []string
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, tok.String())
+		if err := dec.SkipValue(); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// recordRow projects one native record into a preview row: an object keeps its members
+// (unless one collides with the reserved names, then it moves under value), anything else
+// becomes {"value": ...}. prefix members (such as section) come first.
+func recordRow(v jsontext.Value, digest string, reserved []string, prefix func(*object)) (json.RawMessage, error) {
+	v, err := projectValue(v)
+	if err != nil {
+		return nil, err
+	}
+	o := newObject()
+	if prefix != nil {
+		prefix(o)
+	}
+	if v.Kind() == '{' {
+		names, err := topLevelNames(v)
+		if err != nil {
+			return nil, err
+		}
+		collides := false
+		for _, n := range names {
+			for _, r := range reserved {
+				if n == r {
+					collides = true
+				}
+			}
+		}
+		if !collides {
+			o.members(v)
+			o.str("input_sha256", digest)
+			return o.done(), nil
+		}
+	}
+	o.raw("value", v)
+	o.str("input_sha256", digest)
+	return o.done(), nil
+}
+
+// floatValue renders a native float, carrying non-finite values as strings.
+func floatValue(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(dst, `"-Infinity"`...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
+// intValue renders a native integer, carrying wide values as strings.
+func intValue(dst []byte, n int64) []byte {
+	if n > maxSafe || n < -maxSafe {
+		dst = append(dst, '"')
+		dst = strconv.AppendInt(dst, n, 10)
+		return append(dst, '"')
+	}
+	return strconv.AppendInt(dst, n, 10)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,93 @@
+// Package failure defines RuntimeFailure, the typed error every Flameox layer returns for a
+// request that cannot produce trustworthy evidence. Transports project it into the
+// failure envelope; it never carries raw library or exception text or host paths.
+package failure
+
+import (
+	"fmt"
+
+	"github.com/flameox/flameox/generated/contracts"
+)
+
+// Failure is a typed, path-free runtime failure.
+type Failure struct {
+	Code           contracts.FailureCode
+	Message        string
+	Retryable      bool
+	FieldPath      []any
+	AcceptedValues []string
+	NextAction     *contracts.NextAction
+	Details        map[string]any
+	// cause is kept for local debugging only; it is never serialized.
+	cause error
+}
+
+func (f *Failure) Error() string { return string(f.Code) + ": " + f.Message }
+
+// Unwrap returns the local cause, if any.
+func (f *Failure) Unwrap() error { return f.cause }
+
+// New returns a failure with code and message.
+func New(code contracts.FailureCode, format string, args ...any) *Failure {
+	return &Failure{Code: code, Message: fmt.Sprintf(format, args...), Details: map[string]any{}}
+}
+
+// Wrap returns a failure that keeps err as its local, never-serialized cause.
+func Wrap(err error, code contracts.FailureCode, format string, args ...any) *Failure {
+	f := New(code, format, args...)
+	f.cause = err
+	return f
+}
+
+// Invalid returns an INVALID_INPUT failure for the field at path.
+func Invalid(path []any, accepted []string, format string, args ...any) *Failure {
+	f := New(contracts.FailureCodeInvalidInput, format, args...)
+	f.FieldPath = path
+	f.AcceptedValues = accepted
+	return f
+}
+
+// With sets a detail and returns f.
+func (f *Failure) With(key string, value any) *Failure {
+	if f.Details == nil {
+		f.Details = map[string]any{}
+	}
+	f.Details[key] = value
+	return f
+}
+
+// Field sets the field path and accepted values and returns f.
+func (f *Failure) Field(path []any, accepted []string) *Failure {
+	f.FieldPath = path
+	f.AcceptedValues = accepted
+	return f
+}
+
+// Path builds a field path from keys and indices.
+func Path(elems ...any) []any { return elems }
+
+// Envelope projects f into the failure envelope. When no next action was set and the
+// failure names a field, the caller is told to adjust that field.
+func (f *Failure) Envelope() contracts.Failure {
+	details := f.Details
+	if details == nil {
+		details = map[string]any{}
+	}
+	next := f.NextAction
+	if next == nil && (f.FieldPath != nil || f.AcceptedValues != nil) {
+		msg := "Adjust the request and retry: " + f.Message
+		next = &contracts.NextAction{AdjustRequest: &contracts.AdjustRequest{
+			Kind: "adjust_request", FieldPath: f.FieldPath, Message: msg,
+		}}
+	}
+	return contracts.Failure{
+		Status:         "failed",
+		Code:           f.Code,
+		Message:        f.Message,
+		Retryable:      f.Retryable,
+		FieldPath:      f.FieldPath,
+		AcceptedValues: f.AcceptedValues,
+		NextAction:     next,
+		Details:        details,
+	}
+}

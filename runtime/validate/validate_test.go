@@ -1,0 +1,85 @@
+package validate
+
+import (
+	"io/fs"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flameox/flameox/contracts"
+)
+
+func previewSchema(t *testing.T) *Schema {
+	t.Helper()
+	b, err := fs.ReadFile(contracts.FS, "tools/preview_artifact.input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Compile("preview_artifact.input.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestValidateFailures(t *testing.T) {
+	s := previewSchema(t)
+	src := `{"kind":"path","path":"/tmp/x.txt"}`
+	tests := []struct {
+		name     string
+		args     string
+		path     []any
+		accepted []string
+	}{
+		{"missing sources", `{}`, []any{"sources"}, nil},
+		{"unknown top-level field", `{"sources":[` + src + `],"bogus":1}`, []any{"bogus"},
+			[]string{"continuation", "limits", "offset", "page_size", "sources", "text_fragment_chars"}},
+		{"format outside the operation", `{"sources":[{"kind":"path","path":"/x","format":"pstats"}]}`,
+			[]any{"sources", 0, "format"}, []string{"json", "jsonl", "csv", "text", "parquet"}},
+		{"unknown kind", `{"sources":[{"kind":"blob","path":"/x"}]}`, []any{"sources", 0, "kind"}, []string{"path", "evidence"}},
+		{"unknown source field", `{"sources":[{"kind":"path","path":"/x","bogus":true}]}`, []any{"sources", 0, "bogus"},
+			[]string{"expected_sha256", "format", "kind", "path", "producer"}},
+		{"relative path", `{"sources":[{"kind":"path","path":"x.txt"}]}`, []any{"sources", 0, "path"}, []string{"pattern ^/"}},
+		{"page size too large", `{"sources":[` + src + `],"page_size":5000}`, []any{"page_size"}, []string{">=1", "<=1000"}},
+		{"page size numeric string", `{"sources":[` + src + `],"page_size":"5"}`, []any{"page_size"}, []string{"integer"}},
+		{"page size boolean", `{"sources":[` + src + `],"page_size":true}`, []any{"page_size"}, []string{"integer"}},
+		{"fraction", `{"sources":[` + src + `],"page_size":1.5}`, []any{"page_size"}, []string{"integer"}},
+		{"fragment chars zero", `{"sources":[` + src + `],"text_fragment_chars":0}`, []any{"text_fragment_chars"}, []string{">=1", "<=4096"}},
+		{"limit below floor", `{"sources":[` + src + `],"limits":{"max_input_bytes":1}}`, []any{"limits", "max_input_bytes"}, []string{">=1024", "<=1073741824"}},
+		{"too many sources", `{"sources":[` + repeat(src, 33) + `]}`, []any{"sources"}, nil},
+		{"bad digest", `{"sources":[{"kind":"path","path":"/x","expected_sha256":"ZZ"}]}`, []any{"sources", 0, "expected_sha256"}, []string{"pattern ^[a-f0-9]{64}$"}},
+		{"not an object", `[1]`, []any{}, []string{"object"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, f := s.Validate([]byte(tt.args))
+			if f == nil {
+				t.Fatal("no failure")
+			}
+			if f.Code != "INVALID_INPUT" {
+				t.Errorf("code = %s", f.Code)
+			}
+			if diff := cmp.Diff(tt.path, f.FieldPath); diff != "" {
+				t.Errorf("field path (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.accepted, f.AcceptedValues); diff != "" {
+				t.Errorf("accepted (-want +got):\n%s\nmessage: %s", diff, f.Message)
+			}
+		})
+	}
+}
+
+func TestValidateAcceptsIntegralFloats(t *testing.T) {
+	s := previewSchema(t)
+	if _, f := s.Validate([]byte(`{"sources":[{"kind":"path","path":"/x"}],"page_size":2.0}`)); f != nil {
+		t.Fatalf("2.0 refused: %v", f)
+	}
+}
+
+func repeat(s string, n int) string {
+	out := s
+	for i := 1; i < n; i++ {
+		out += "," + s
+	}
+	return out
+}
