@@ -201,10 +201,10 @@ func setLimit(l *gen.EffectiveLimits, name string, v float64) {
 	}
 }
 
-// lower applies the fields of r to ceiling; a field above the ceiling is LIMIT_EXCEEDED.
+// lower applies the fields of r to base; a field above the ceiling is LIMIT_EXCEEDED.
 // pageSizeAlias names the field path used when max_rows came from page_size.
-func lower(ceiling gen.EffectiveLimits, r *gen.RequestLimits, pageSizeAlias []any, scope string) (gen.EffectiveLimits, *failure.Failure) {
-	eff := ceiling
+func lower(base, ceiling gen.EffectiveLimits, r *gen.RequestLimits, pageSizeAlias []any, scope string) (gen.EffectiveLimits, *failure.Failure) {
+	eff := base
 	fields := limitFields(r)
 	names := make([]string, 0, len(fields))
 	for n := range fields {
@@ -263,7 +263,7 @@ func (rt *Runtime) effectiveLimits(r *gen.RequestLimits, pageSize *int64) (gen.E
 		r = &merged
 		alias = failure.Path("page_size")
 	}
-	return lower(rt.limits, r, alias, "request_limit")
+	return lower(rt.limits, rt.limits, r, alias, "request_limit")
 }
 
 // parseStartupLimits validates --limits JSON against the RequestLimits contract, the same

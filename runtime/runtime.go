@@ -78,7 +78,7 @@ func New(startup []byte) (*Runtime, error) {
 		if f != nil {
 			return nil, f
 		}
-		eff, f := lower(gen.LimitMaxima, lim, nil, "--limits")
+		eff, f := lower(gen.LimitDefaults, gen.LimitMaxima, lim, nil, "startup_limit")
 		if f != nil {
 			return nil, f
 		}

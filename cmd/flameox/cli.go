@@ -227,7 +227,7 @@ func writeFailure(w io.Writer, f *failure.Failure) {
 	b, _ := json.Marshal(env)
 	var x any
 	_ = json.Unmarshal(b, &x)
-	b, _ = json.Marshal(x)
-	w.Write(append(b, '\n'))
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(x)
 }
-

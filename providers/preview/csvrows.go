@@ -91,7 +91,7 @@ func (c *csvReader) fail(err error) error {
 	if errors.As(err, &pe) {
 		if errors.Is(pe.Err, csv.ErrFieldCount) {
 			return &DecodeError{Source: c.index, Row: c.row + 1, err: err,
-				Message: fmt.Sprintf("CSV record %d (line %d) of source %d has a different number of fields than its %d-column header", c.row+1, pe.StartLine, c.index, len(c.header))}
+				Message: fmt.Sprintf("CSV record %d (line %d) of source %d has a different number of fields than its %d-column header; declare the format text to read its raw lines", c.row+1, pe.StartLine, c.index, len(c.header))}
 		}
 		return &DecodeError{Source: c.index, Row: c.row + 1, err: err,
 			Message: fmt.Sprintf("CSV record %d (line %d) of source %d is malformed: %s", c.row+1, pe.StartLine, c.index, pe.Err)}

@@ -269,4 +269,3 @@ func (j *jsonlReader) next() (json.RawMessage, error) {
 	}
 	return recordRow(v, j.text.digest, []string{"input_sha256"}, nil)
 }
-

@@ -25,13 +25,13 @@ func TestRefusals(t *testing.T) {
 	forged := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), `"offset":5`, `"offset":6`, 1)))
 	negative, _ := Encode(req, -1)
 	tests := map[string]struct{ tok, req string }{
-		"other request":  {tok, strings.Repeat("b", 64)},
-		"forged offset":  {forged, req},
-		"not base64":     {"!!!!", req},
-		"not json":       {base64.RawURLEncoding.EncodeToString([]byte("nope")), req},
-		"negative":       {negative, req},
-		"truncated":      {tok[:len(tok)-3], req},
-		"string offset":  {base64.RawURLEncoding.EncodeToString([]byte(`{"checksum":"x","payload":{"offset":"5","request":"` + req + `"}}`)), req},
+		"other request": {tok, strings.Repeat("b", 64)},
+		"forged offset": {forged, req},
+		"not base64":    {"!!!!", req},
+		"not json":      {base64.RawURLEncoding.EncodeToString([]byte("nope")), req},
+		"negative":      {negative, req},
+		"truncated":     {tok[:len(tok)-3], req},
+		"string offset": {base64.RawURLEncoding.EncodeToString([]byte(`{"checksum":"x","payload":{"offset":"5","request":"` + req + `"}}`)), req},
 	}
 	for name, tt := range tests {
 		if _, err := Decode(tt.tok, tt.req); err != ErrMismatch {
