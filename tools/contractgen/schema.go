@@ -114,6 +114,11 @@ func normalize(n any) any {
 				}
 			}
 		}
+		// CUE renders an open struct with no fields, {...}, as const {}: it means any object.
+		if c, ok := x["const"].(schema); ok && len(c) == 0 {
+			delete(x, "const")
+			x["type"] = "object"
+		}
 		if d, ok := x["description"].(string); ok {
 			x["description"] = defPrefix.ReplaceAllString(d, "$1")
 		}

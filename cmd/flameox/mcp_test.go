@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/flameox/flameox/runtime"
+)
+
+func connect(t *testing.T, limits string) *mcp.ClientSession {
+	t.Helper()
+	rt, err := runtime.New([]byte(limits))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := newServer(rt).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call invokes a tool and checks that the text block and structuredContent carry the same
+// object, which also validates against the advertised output schema.
+func call(t *testing.T, cs *mcp.ClientSession, out *jsonschema.Schema, args any) (map[string]any, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "preview_artifact", Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("want one content block, got %d", len(res.Content))
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	var fromText, fromStructured map[string]any
+	if err := json.Unmarshal([]byte(text), &fromText); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &fromStructured); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fromText, fromStructured); diff != "" {
+		t.Fatalf("text and structuredContent differ:\n%s", diff)
+	}
+	inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err := out.Validate(inst); err != nil {
+		t.Fatalf("result does not match the output schema: %v", err)
+	}
+	return fromText, res.IsError
+}
+
+func outputSchema(t *testing.T, cs *mcp.ClientSession) *jsonschema.Schema {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var out any
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == "preview_artifact" {
+			out = tl.OutputSchema
+			a := tl.Annotations
+			if !a.ReadOnlyHint || !a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
+				t.Errorf("annotations = %+v", a)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"preview_artifact"}, names); diff != "" {
+		t.Fatalf("tools (-want +got):\n%s", diff)
+	}
+	if tools.TTLMs != 3600000 || tools.CacheScope != "public" {
+		t.Errorf("cache hint = %d %q", tools.TTLMs, tools.CacheScope)
+	}
+	b, _ := json.Marshal(out)
+	doc, _ := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft7)
+	if err := c.AddResource("mem:///out.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("mem:///out.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestMCPPagesWithNextPageUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lines.txt")
+	var b strings.Builder
+	for i := 1; i <= 25; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, "")
+	out := outputSchema(t, cs)
+	args := any(map[string]any{"sources": []any{map[string]any{"kind": "path", "path": path}}, "page_size": 10})
+	var lines []float64
+	var ids []string
+	for page := 0; page < 10; page++ {
+		res, isErr := call(t, cs, out, args)
+		if isErr {
+			t.Fatalf("page %d failed: %v", page, res)
+		}
+		if res["continuation"] != nil {
+			t.Errorf("MCP results keep the token only in next_page")
+		}
+		ids = append(ids, res["analysis_id"].(string))
+		for _, r := range res["blocks"].([]any)[1].(map[string]any)["rows"].([]any) {
+			lines = append(lines, r.(map[string]any)["line"].(float64))
+		}
+		next, _ := res["next_page"].(map[string]any)
+		if next == nil {
+			break
+		}
+		if next["tool"] != "preview_artifact" {
+			t.Fatalf("next_page.tool = %v", next["tool"])
+		}
+		args = next["arguments"]
+	}
+	if len(lines) != 25 || lines[0] != 1 || lines[24] != 25 {
+		t.Fatalf("lines = %v", lines)
+	}
+	if len(ids) != 3 || ids[0] == ids[1] || len(ids[0]) != 64 {
+		t.Errorf("analysis ids = %v", ids)
+	}
+	// Changing the file invalidates the recorded digest in next_page sources.
+	res, _ := call(t, cs, out, map[string]any{"sources": []any{map[string]any{"kind": "path", "path": path}}, "page_size": 10})
+	next := res["next_page"].(map[string]any)["arguments"]
+	if err := os.WriteFile(path, []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, isErr := call(t, cs, out, next)
+	if !isErr || res["code"] != "MISSING_OR_CHANGED_INPUT" {
+		t.Fatalf("changed input: %v", res)
+	}
+	if diff := cmp.Diff([]any{"sources", 0.0, "expected_sha256"}, res["field_path"]); diff != "" {
+		t.Errorf("field_path (-want +got):\n%s", diff)
+	}
+}
+
+func TestMCPFailuresAreStructured(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(path, []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := map[string]any{"kind": "path", "path": path}
+	cs := connect(t, `{"max_rows":50}`)
+	out := outputSchema(t, cs)
+	tests := []struct {
+		name     string
+		args     any
+		code     string
+		path     []any
+		accepted []any
+	}{
+		{"unknown field", map[string]any{"sources": []any{src}, "options": map[string]any{}}, "INVALID_INPUT", []any{"options"},
+			[]any{"continuation", "limits", "offset", "page_size", "sources", "text_fragment_chars"}},
+		{"no sources", map[string]any{}, "INVALID_INPUT", []any{"sources"}, nil},
+		{"raising a limit", map[string]any{"sources": []any{src}, "limits": map[string]any{"max_rows": 100}}, "LIMIT_EXCEEDED",
+			[]any{"limits", "max_rows"}, []any{"<=50"}},
+		{"page size and max_rows disagree", map[string]any{"sources": []any{src}, "page_size": 5, "limits": map[string]any{"max_rows": 6}},
+			"INVALID_INPUT", []any{"page_size"}, nil},
+		{"wrong digest", map[string]any{"sources": []any{map[string]any{"kind": "path", "path": path, "expected_sha256": strings.Repeat("0", 64)}}},
+			"MISSING_OR_CHANGED_INPUT", []any{"sources", 0.0, "expected_sha256"}, nil},
+		{"missing file", map[string]any{"sources": []any{map[string]any{"kind": "path", "path": filepath.Join(dir, "secret-name.txt")}}},
+			"MISSING_OR_CHANGED_INPUT", []any{"sources", 0.0, "path"}, nil},
+		{"unknown evidence", map[string]any{"sources": []any{map[string]any{"kind": "evidence", "evidence_id": strings.Repeat("a", 64)}}},
+			"MISSING_EVIDENCE", []any{"sources", 0.0, "evidence_id"}, nil},
+		{"offset past the end", map[string]any{"sources": []any{src}, "offset": 1}, "INVALID_INPUT", []any{"offset"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, isErr := call(t, cs, out, tt.args)
+			if !isErr {
+				t.Fatalf("isError = false: %v", res)
+			}
+			if res["status"] != "failed" || res["code"] != tt.code {
+				t.Fatalf("status/code = %v/%v: %v", res["status"], res["code"], res["message"])
+			}
+			if diff := cmp.Diff(tt.path, res["field_path"]); diff != "" {
+				t.Errorf("field_path (-want +got):\n%s", diff)
+			}
+			if tt.accepted != nil {
+				if diff := cmp.Diff(tt.accepted, res["accepted_values"]); diff != "" {
+					t.Errorf("accepted_values (-want +got):\n%s", diff)
+				}
+			}
+			b, _ := json.Marshal(res)
+			if strings.Contains(string(b), dir) {
+				t.Errorf("a host path reached the MCP message: %s", b)
+			}
+			if na, _ := res["next_action"].(map[string]any); na == nil || na["kind"] != "adjust_request" {
+				t.Errorf("next_action = %v", res["next_action"])
+			}
+		})
+	}
+}
