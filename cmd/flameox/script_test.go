@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -46,6 +48,16 @@ func corpusDir(t testing.TB) string {
 
 func TestScripts(t *testing.T) {
 	corpus := corpusDir(t)
+	e2e, err := filepath.Abs("../../e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, nodeErr := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(e2e, "node_modules", "@modelcontextprotocol", "sdk"))
+	e2eReady := nodeErr == nil && modErr == nil
+	if !e2eReady && os.Getenv("CI") != "" {
+		t.Fatal("CI must run the end-to-end MCP client: install node and run make e2e-deps")
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testscripts",
 		UpdateScripts:       *update,
@@ -53,7 +65,15 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("CORPUS", corpus)
+			env.Setenv("E2E", e2e)
 			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "e2e":
+				return e2eReady, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"mkparquet": cmdMkparquet,
