@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -81,39 +82,17 @@ func replaceInvalid(s string) string {
 const maxSafe = 1<<53 - 1
 
 // projectValue returns the compact canonical projection of one native JSON value:
-// integers outside +-(2^53-1) and numbers that overflow float64 become strings.
+// integers outside +-(2^53-1) and numbers that overflow float64 become strings. It scans
+// the compact bytes once and copies only when a number needs rewriting.
 func projectValue(v jsontext.Value) (jsontext.Value, error) {
 	if err := v.Compact(); err != nil {
 		return nil, err
 	}
-	if !hasLongNumber(v) {
-		return v, nil
-	}
-	var out bytes.Buffer
-	dec := jsontext.NewDecoder(bytes.NewReader(v))
-	enc := jsontext.NewEncoder(&out)
-	for {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			break
-		}
-		if tok.Kind() == '0' {
-			if s, wide := wideNumber(tok.String()); wide {
-				tok = jsontext.String(s)
-			}
-		}
-		if err := enc.WriteToken(tok); err != nil {
-			return nil, err
-		}
-	}
-	return jsontext.Value(bytes.TrimSpace(out.Bytes())), nil
-}
-
-// hasLongNumber reports whether v may hold a number needing projection: a run of more
-// than 15 digits, or an exponent (which can overflow float64).
-func hasLongNumber(v []byte) bool {
-	inString, escaped, run := false, false, 0
-	for _, c := range v {
+	var out []byte
+	last := 0
+	inString, escaped := false, false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
 		if inString {
 			switch {
 			case escaped:
@@ -125,21 +104,30 @@ func hasLongNumber(v []byte) bool {
 			}
 			continue
 		}
-		switch {
-		case c == '"':
-			inString, run = true, 0
-		case c >= '0' && c <= '9':
-			run++
-			if run > 15 {
-				return true
-			}
-		case c == 'e' || c == 'E':
-			return true
-		default:
-			run = 0
+		if c == '"' {
+			inString = true
+			continue
 		}
+		if c != '-' && (c < '0' || c > '9') {
+			continue
+		}
+		end := i
+		for end < len(v) && strings.IndexByte("+-.eE0123456789", v[end]) >= 0 {
+			end++
+		}
+		if end-i > 15 || bytes.ContainsAny(v[i:end], "eE") {
+			if s, wide := wideNumber(string(v[i:end])); wide {
+				out = append(out, v[last:i]...)
+				out = appendString(out, s)
+				last = end
+			}
+		}
+		i = end - 1
 	}
-	return false
+	if out == nil {
+		return v, nil
+	}
+	return append(out, v[last:]...), nil
 }
 
 // wideNumber reports whether the literal must be carried as a string.
@@ -168,24 +156,40 @@ func wideNumber(lit string) (string, bool) {
 	return "", false
 }
 
-// topLevelNames returns the member names of a compact JSON object.
-func topLevelNames(obj jsontext.Value) ([]string, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, err
-	}
-	var names []string
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil, err
+// hasTopLevelKey reports whether the compact, valid JSON object obj has a member named
+// one of keys. It scans bytes instead of decoding: this runs once per returned row.
+func hasTopLevelKey(obj []byte, keys []string) bool {
+	depth, inString, escaped, start := 0, false, false, 0
+	for i, c := range obj {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+				if depth == 1 && i+1 < len(obj) && obj[i+1] == ':' {
+					name := obj[start+1 : i]
+					for _, k := range keys {
+						if string(name) == k {
+							return true
+						}
+					}
+				}
+			}
+			continue
 		}
-		names = append(names, tok.String())
-		if err := dec.SkipValue(); err != nil {
-			return nil, err
+		switch c {
+		case '"':
+			inString, start = true, i
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
 		}
 	}
-	return names, nil
+	return false
 }
 
 // recordRow projects one native record into a preview row: an object keeps its members
@@ -201,19 +205,7 @@ func recordRow(v jsontext.Value, digest string, reserved []string, prefix func(*
 		prefix(o)
 	}
 	if v.Kind() == '{' {
-		names, err := topLevelNames(v)
-		if err != nil {
-			return nil, err
-		}
-		collides := false
-		for _, n := range names {
-			for _, r := range reserved {
-				if n == r {
-					collides = true
-				}
-			}
-		}
-		if !collides {
+		if !hasTopLevelKey(v, reserved) {
 			o.members(v)
 			o.str("input_sha256", digest)
 			return o.done(), nil

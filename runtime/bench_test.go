@@ -1,0 +1,131 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// largeFile writes (once per process) a file of about size bytes made of numbered lines.
+var largeFiles sync.Map
+
+func largeFile(b *testing.B, kind string, size int64) string {
+	if p, ok := largeFiles.Load(kind); ok {
+		return p.(string)
+	}
+	dir := os.Getenv("FLAMEOX_BENCH_DIR")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	p := filepath.Join(dir, fmt.Sprintf("flameox-bench-%s-%d", kind, size))
+	if st, err := os.Stat(p); err != nil || st.Size() < size-4096 {
+		f, err := os.Create(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		var n int64
+		for i := 0; n < size-200; i++ {
+			var k int
+			if kind == "jsonl" {
+				k, _ = fmt.Fprintf(w, `{"seq":%d,"name":"request-%d","latency_ns":%d,"ok":true,"tags":["a","b"]}`+"\n", i, i, 1000+i%977)
+			} else {
+				k, _ = fmt.Fprintf(w, "2026-11-29T20:00:00Z INFO request %d served in %d us by worker %d\n", i, 1000+i%977, i%16)
+			}
+			n += int64(k)
+		}
+		if err := w.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+	largeFiles.Store(kind, p)
+	return p
+}
+
+// peakHeap samples HeapInuse while f runs and returns the maximum seen.
+func peakHeap(f func()) uint64 {
+	goruntime.GC()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		var ms goruntime.MemStats
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			goruntime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	f()
+	close(done)
+	return peak.Load()
+}
+
+const benchSize = 1 << 30
+
+func benchPage(b *testing.B, kind string, offset int64) {
+	path := largeFile(b, kind, benchSize)
+	rt, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := fmt.Sprintf(`{"sources":[{"kind":"path","path":%q,"format":%q}],"page_size":100,"offset":%d}`, path, kind, offset)
+	var peak uint64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := peakHeap(func() {
+			if _, f := rt.Call(context.Background(), "preview_artifact", []byte(args)); f != nil {
+				b.Fatal(f)
+			}
+		})
+		peak = max(peak, p)
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	st, _ := os.Stat(path)
+	b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
+}
+
+// BenchmarkPreviewFirstPage1GiBText includes hashing the whole file before and after.
+func BenchmarkPreviewFirstPage1GiBText(b *testing.B)  { benchPage(b, "text", 0) }
+func BenchmarkPreviewDeepPage1GiBText(b *testing.B)   { benchPage(b, "text", 10_000_000) }
+func BenchmarkPreviewFirstPage1GiBJSONL(b *testing.B) { benchPage(b, "jsonl", 0) }
+func BenchmarkPreviewDeepPage1GiBJSONL(b *testing.B)  { benchPage(b, "jsonl", 10_000_000) }
+
+// BenchmarkHashFile compares file hashing with crypto/sha256 over the same bytes in memory.
+func BenchmarkHashFile(b *testing.B) {
+	path := largeFile(b, "text", benchSize)
+	st, _ := os.Stat(path)
+	b.SetBytes(st.Size())
+	for i := 0; i < b.N; i++ {
+		if _, _, err := HashFile(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSHA256InMemory(b *testing.B) {
+	buf := make([]byte, 256<<20)
+	for i := range buf {
+		buf[i] = byte(i * 31)
+	}
+	b.SetBytes(int64(len(buf)))
+	for i := 0; i < b.N; i++ {
+		sha256.Sum256(buf)
+	}
+}
