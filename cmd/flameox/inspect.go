@@ -3,11 +3,9 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"io/fs"
 
 	"github.com/spf13/cobra"
 
-	"github.com/flameox/flameox/contracts"
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/runtime"
 	"github.com/flameox/flameox/runtime/failure"
@@ -103,6 +101,3 @@ func exampleArguments(op gen.OperationDecl) map[string]any {
 		"page_size": 100,
 	}
 }
-
-var _ = fs.ReadFile
-var _ = contracts.FS
