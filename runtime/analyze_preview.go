@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers/preview"
@@ -179,14 +178,4 @@ func (rt *Runtime) paginate(req *request, in []resolved, res *Result, returned i
 	args["limits"] = req.limits
 	res.NextPage = &gen.NextPage{Tool: req.tool.Name, Arguments: args}
 	return nil
-}
-
-// SortedFieldNames returns the keys of m in order; used by transports for stable output.
-func SortedFieldNames(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/runtime/failure"
@@ -138,82 +137,63 @@ func newFields(op gen.OperationDecl) (any, error) {
 	return nil, fmt.Errorf("no Go model for #%s", op.FieldsDefinition)
 }
 
-func limitFields(r *gen.RequestLimits) map[string]*float64 {
-	out := map[string]*float64{}
-	if r == nil {
-		return out
-	}
-	add := func(name string, p *int64) {
-		if p != nil {
-			v := float64(*p)
-			out[name] = &v
-		}
-	}
-	add("max_rows", r.MaxRows)
-	add("max_input_bytes", r.MaxInputBytes)
-	add("max_input_files", r.MaxInputFiles)
-	add("max_output_bytes", r.MaxOutputBytes)
-	add("max_memory_bytes", r.MaxMemoryBytes)
-	add("max_provenance_bytes", r.MaxProvenanceBytes)
-	if r.TimeoutSeconds != nil {
-		v := *r.TimeoutSeconds
-		out["timeout_seconds"] = &v
-	}
-	return out
+// limitField binds one RequestLimits field to its EffectiveLimits counterpart; values
+// are compared as float64 (every limit fits exactly).
+type limitField struct {
+	name      string
+	requested func(*gen.RequestLimits) (float64, bool)
+	get       func(*gen.EffectiveLimits) float64
+	set       func(*gen.EffectiveLimits, float64)
 }
 
-func getLimit(l *gen.EffectiveLimits, name string) float64 {
-	switch name {
-	case "max_rows":
-		return float64(l.MaxRows)
-	case "max_input_bytes":
-		return float64(l.MaxInputBytes)
-	case "max_input_files":
-		return float64(l.MaxInputFiles)
-	case "max_output_bytes":
-		return float64(l.MaxOutputBytes)
-	case "max_memory_bytes":
-		return float64(l.MaxMemoryBytes)
-	case "max_provenance_bytes":
-		return float64(l.MaxProvenanceBytes)
-	case "timeout_seconds":
-		return l.TimeoutSeconds
+func intLimit(name string, req func(*gen.RequestLimits) *int64, eff func(*gen.EffectiveLimits) *int64) limitField {
+	return limitField{
+		name: name,
+		requested: func(r *gen.RequestLimits) (float64, bool) {
+			if p := req(r); p != nil {
+				return float64(*p), true
+			}
+			return 0, false
+		},
+		get: func(l *gen.EffectiveLimits) float64 { return float64(*eff(l)) },
+		set: func(l *gen.EffectiveLimits, v float64) { *eff(l) = int64(v) },
 	}
-	panic("unknown limit " + name)
 }
 
-func setLimit(l *gen.EffectiveLimits, name string, v float64) {
-	switch name {
-	case "max_rows":
-		l.MaxRows = int64(v)
-	case "max_input_bytes":
-		l.MaxInputBytes = int64(v)
-	case "max_input_files":
-		l.MaxInputFiles = int64(v)
-	case "max_output_bytes":
-		l.MaxOutputBytes = int64(v)
-	case "max_memory_bytes":
-		l.MaxMemoryBytes = int64(v)
-	case "max_provenance_bytes":
-		l.MaxProvenanceBytes = int64(v)
-	case "timeout_seconds":
-		l.TimeoutSeconds = v
-	}
+// limitTable lists every limit in name order, so failures report the first by name.
+var limitTable = []limitField{
+	intLimit("max_input_bytes", func(r *gen.RequestLimits) *int64 { return r.MaxInputBytes }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxInputBytes }),
+	intLimit("max_input_files", func(r *gen.RequestLimits) *int64 { return r.MaxInputFiles }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxInputFiles }),
+	intLimit("max_memory_bytes", func(r *gen.RequestLimits) *int64 { return r.MaxMemoryBytes }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxMemoryBytes }),
+	intLimit("max_output_bytes", func(r *gen.RequestLimits) *int64 { return r.MaxOutputBytes }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxOutputBytes }),
+	intLimit("max_provenance_bytes", func(r *gen.RequestLimits) *int64 { return r.MaxProvenanceBytes }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxProvenanceBytes }),
+	intLimit("max_rows", func(r *gen.RequestLimits) *int64 { return r.MaxRows }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxRows }),
+	{
+		name: "timeout_seconds",
+		requested: func(r *gen.RequestLimits) (float64, bool) {
+			if r.TimeoutSeconds != nil {
+				return *r.TimeoutSeconds, true
+			}
+			return 0, false
+		},
+		get: func(l *gen.EffectiveLimits) float64 { return l.TimeoutSeconds },
+		set: func(l *gen.EffectiveLimits, v float64) { l.TimeoutSeconds = v },
+	},
 }
 
 // lower applies the fields of r to base; a field above the ceiling is LIMIT_EXCEEDED.
 // pageSizeAlias names the field path used when max_rows came from page_size.
 func lower(base, ceiling gen.EffectiveLimits, r *gen.RequestLimits, pageSizeAlias []any, scope string) (gen.EffectiveLimits, *failure.Failure) {
 	eff := base
-	fields := limitFields(r)
-	names := make([]string, 0, len(fields))
-	for n := range fields {
-		names = append(names, n)
+	if r == nil {
+		return eff, nil
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		v := *fields[name]
-		max := getLimit(&ceiling, name)
+	for _, lf := range limitTable {
+		v, ok := lf.requested(r)
+		if !ok {
+			continue
+		}
+		name, max := lf.name, lf.get(&ceiling)
 		if v > max {
 			path := failure.Path("limits", name)
 			if name == "max_rows" && pageSizeAlias != nil {
@@ -230,7 +210,7 @@ func lower(base, ceiling gen.EffectiveLimits, r *gen.RequestLimits, pageSizeAlia
 				With("recovery", map[string]any{"action": "restart_reconnect", "startup_setting": name})
 			return eff, f
 		}
-		setLimit(&eff, name, v)
+		lf.set(&eff, v)
 	}
 	return eff, nil
 }

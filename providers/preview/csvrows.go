@@ -94,7 +94,7 @@ func (c *csvReader) fail(err error) error {
 				Message: fmt.Sprintf("CSV record %d (line %d) of source %d has a different number of fields than its %d-column header; declare the format text to read its raw lines", c.row+1, pe.StartLine, c.index, len(c.header))}
 		}
 		return &DecodeError{Source: c.index, Row: c.row + 1, err: err,
-			Message: fmt.Sprintf("CSV record %d (line %d) of source %d is malformed: %s", c.row+1, pe.StartLine, c.index, pe.Err)}
+			Message: fmt.Sprintf("CSV record %d (line %d) of source %d has a malformed quoted field", c.row+1, pe.StartLine, c.index)}
 	}
 	return &DecodeError{Source: c.index, Row: c.row + 1, err: err, Message: fmt.Sprintf("source %d could not be read as CSV", c.index)}
 }
@@ -116,14 +116,7 @@ func (c *csvReader) read() ([]string, error) {
 }
 
 func (c *csvReader) skip(n int64) (int64, error) {
-	var done int64
-	for done < n {
-		if _, err := c.read(); err != nil {
-			return done, err
-		}
-		done++
-	}
-	return done, nil
+	return skipRows(n, func() error { _, err := c.read(); return err })
 }
 
 func (c *csvReader) next() (json.RawMessage, error) {

@@ -204,14 +204,7 @@ func (j *jsonReader) readValue() (jsontext.Value, error) {
 }
 
 func (j *jsonReader) skip(n int64) (int64, error) {
-	var done int64
-	for done < n {
-		if _, err := j.step(false); err != nil {
-			return done, err
-		}
-		done++
-	}
-	return done, nil
+	return skipRows(n, func() error { _, err := j.step(false); return err })
 }
 
 func (j *jsonReader) next() (json.RawMessage, error) { return j.step(true) }
@@ -245,15 +238,13 @@ func (j *jsonlReader) readRecord() ([]byte, error) {
 }
 
 func (j *jsonlReader) skip(n int64) (int64, error) {
-	var done int64
-	for done < n {
-		if _, err := j.readRecord(); err != nil {
-			return done, err
+	return skipRows(n, func() error {
+		_, err := j.readRecord()
+		if err == nil {
+			j.row++
 		}
-		j.row++
-		done++
-	}
-	return done, nil
+		return err
+	})
 }
 
 func (j *jsonlReader) next() (json.RawMessage, error) {

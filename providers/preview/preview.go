@@ -91,6 +91,18 @@ type rowReader interface {
 	Close() error
 }
 
+// skipRows calls step until it has discarded n rows or step fails (io.EOF at the end).
+func skipRows(n int64, step func() error) (int64, error) {
+	var done int64
+	for done < n {
+		if err := step(); err != nil {
+			return done, err
+		}
+		done++
+	}
+	return done, nil
+}
+
 func open(src Source, index int, opt Options) (rowReader, error) {
 	switch src.Format {
 	case contracts.FormatText:

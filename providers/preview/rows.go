@@ -90,22 +90,10 @@ func projectValue(v jsontext.Value) (jsontext.Value, error) {
 	}
 	var out []byte
 	last := 0
-	inString, escaped := false, false
 	for i := 0; i < len(v); i++ {
 		c := v[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
 		if c == '"' {
-			inString = true
+			i = stringEnd(v, i)
 			continue
 		}
 		if c != '-' && (c < '0' || c > '9') {
@@ -156,33 +144,35 @@ func wideNumber(lit string) (string, bool) {
 	return "", false
 }
 
+// stringEnd returns the index of the quote closing the JSON string that opens at v[start].
+func stringEnd(v []byte, start int) int {
+	for i := start + 1; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(v)
+}
+
 // hasTopLevelKey reports whether the compact, valid JSON object obj has a member named
 // one of keys. It scans bytes instead of decoding: this runs once per returned row.
 func hasTopLevelKey(obj []byte, keys []string) bool {
-	depth, inString, escaped, start := 0, false, false, 0
-	for i, c := range obj {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-				if depth == 1 && i+1 < len(obj) && obj[i+1] == ':' {
-					name := obj[start+1 : i]
-					for _, k := range keys {
-						if string(name) == k {
-							return true
-						}
+	depth := 0
+	for i := 0; i < len(obj); i++ {
+		switch obj[i] {
+		case '"':
+			end := stringEnd(obj, i)
+			if depth == 1 && end+1 < len(obj) && obj[end+1] == ':' {
+				for _, k := range keys {
+					if string(obj[i+1:end]) == k {
+						return true
 					}
 				}
 			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString, start = true, i
+			i = end
 		case '{', '[':
 			depth++
 		case '}', ']':

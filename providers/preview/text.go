@@ -34,38 +34,25 @@ func openText(src Source, index int) (*textReader, error) {
 
 func (t *textReader) Close() error { return t.f.Close() }
 
-// skip counts line ends without building rows.
+// skip counts line ends on buffered reads without building rows.
 func (t *textReader) skip(n int64) (int64, error) {
 	var done int64
+	partial := false // a long line's earlier chunks were read
 	for done < n {
 		chunk, err := t.r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A long line: keep reading until its end.
-			for err == bufio.ErrBufferFull {
-				_, err = t.r.ReadSlice('\n')
-			}
-			if err == nil || (err == io.EOF) {
-				done++
-				t.line++
-				if err == io.EOF {
-					return done, io.EOF
-				}
-				continue
-			}
-			return done, err
-		}
-		if err == io.EOF {
-			if len(chunk) > 0 {
-				done++
-				t.line++
+		switch err {
+		case nil:
+			done, t.line, partial = done+1, t.line+1, false
+		case bufio.ErrBufferFull:
+			partial = true
+		case io.EOF:
+			if len(chunk) > 0 || partial {
+				done, t.line = done+1, t.line+1
 			}
 			return done, io.EOF
-		}
-		if err != nil {
+		default:
 			return done, err
 		}
-		done++
-		t.line++
 	}
 	return done, nil
 }
@@ -171,16 +158,13 @@ func (t *fragmentReader) advance(terminated bool) (line, fragment int64) {
 }
 
 func (t *fragmentReader) skip(n int64) (int64, error) {
-	var done int64
-	for done < n {
+	return skipRows(n, func() error {
 		terminated, err := t.read()
-		if err != nil {
-			return done, err
+		if err == nil {
+			t.advance(terminated)
 		}
-		t.advance(terminated)
-		done++
-	}
-	return done, nil
+		return err
+	})
 }
 
 func (t *fragmentReader) next() (json.RawMessage, error) {
