@@ -5,7 +5,8 @@ package contracts
 
 import "embed"
 
-// FS holds catalog.json and tools/*.json.
+// FS holds catalog.json, tools/*.json and the evidence store's document schemas,
+// repository/*.json.
 //
-//go:embed catalog.json tools
+//go:embed catalog.json tools repository
 var FS embed.FS

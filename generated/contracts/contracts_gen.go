@@ -299,6 +299,300 @@ type Recoverable struct {
 	Details    map[string]any `json:"details"`
 }
 
+// RepositoryDocument is repository.json at the store root.
+type RepositoryDocument struct {
+	FormatVersion string `json:"format_version"`
+	CreatedAt     string `json:"created_at"`
+}
+
+// ArtifactDocument is artifact.json beside the exact native bytes of one artifact.
+type ArtifactDocument struct {
+	FormatVersion string `json:"format_version"`
+	SHA256        string `json:"sha256"`
+	SizeBytes     int64  `json:"size_bytes"`
+}
+
+// ManifestInput is one input of preserved evidence, without its host path.
+type ManifestInput struct {
+	SHA256    string `json:"sha256"`
+	SizeBytes int64  `json:"size_bytes"`
+	Format    Format `json:"format"`
+	Role      string `json:"role"`
+}
+
+// RecordedInput is one input of the recorded analysis request, with the path the caller gave.
+type RecordedInput struct {
+	SHA256 string `json:"sha256"`
+	Format Format `json:"format"`
+	// Host path of a path source; null for an evidence source.
+	Path     *string `json:"path"`
+	Role     string  `json:"role"`
+	Producer *string `json:"producer"`
+}
+
+// RecordedFailure is an analysis failure kept with preserved capture evidence.
+type RecordedFailure struct {
+	Code    FailureCode    `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+// AnalysisRequestRecord is the effective analysis request that produced the evidence.
+type AnalysisRequestRecord struct {
+	Operation OperationName   `json:"operation"`
+	Inputs    []RecordedInput `json:"inputs"`
+	Offset    int64           `json:"offset"`
+	// Operation fields after defaults, as the analysis consumed them.
+	Arguments map[string]any `json:"arguments"`
+	// Effective limits of the analysis.
+	Limits  RequestLimits    `json:"limits"`
+	Failure *RecordedFailure `json:"failure"`
+}
+
+// StoredProvider identifies the provider of preserved evidence.
+type StoredProvider struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+}
+
+// StoredCoverage is the coverage of the preserved page.
+type StoredCoverage struct {
+	RowsReturned int64 `json:"rows_returned"`
+	RowsObserved int64 `json:"rows_observed"`
+	Complete     bool  `json:"complete"`
+}
+
+// Episode records when the evidence was produced.
+type Episode struct {
+	CreatedAt string `json:"created_at"`
+}
+
+// ArtifactEntry is one content-addressed artifact of a bundle.
+type ArtifactEntry struct {
+	FormatVersion string  `json:"format_version"`
+	SHA256        string  `json:"sha256"`
+	SizeBytes     int64   `json:"size_bytes"`
+	Role          string  `json:"role"`
+	Format        Format  `json:"format"`
+	Producer      *string `json:"producer"`
+}
+
+// LayoutSource is one logical source of a bundle: a file (one artifact) or a directory.
+type LayoutSource struct {
+	Role            string   `json:"role"`
+	SHA256          string   `json:"sha256"`
+	SizeBytes       int64    `json:"size_bytes"`
+	Format          Format   `json:"format"`
+	Producer        *string  `json:"producer"`
+	IsDirectory     bool     `json:"is_directory"`
+	ArtifactIndices []int64  `json:"artifact_indices"`
+	RelativePaths   []string `json:"relative_paths"`
+}
+
+// SourceLayout maps logical sources to artifacts and names the ordered analysis sources.
+type SourceLayout struct {
+	Sources         []LayoutSource `json:"sources"`
+	AnalysisSources []int64        `json:"analysis_sources"`
+}
+
+// DataFile is one derived data file of a bundle.
+type DataFile struct {
+	Path      string `json:"path"`
+	SHA256    string `json:"sha256"`
+	SizeBytes int64  `json:"size_bytes"`
+	MediaType string `json:"media_type"`
+}
+
+// ManifestBody is the content whose RFC 8785 canonical bytes hash to the evidence_id.
+type ManifestBody struct {
+	EvidenceKind string          `json:"evidence_kind"`
+	Operation    OperationName   `json:"operation"`
+	Provider     StoredProvider  `json:"provider"`
+	Inputs       []ManifestInput `json:"inputs"`
+	// Capture provenance; null for analysis evidence.
+	CaptureRequest  map[string]any        `json:"capture_request"`
+	AnalysisRequest AnalysisRequestRecord `json:"analysis_request"`
+	Episode         Episode               `json:"episode"`
+	Coverage        StoredCoverage        `json:"coverage"`
+	Limitations     []string              `json:"limitations"`
+	Artifacts       []ArtifactEntry       `json:"artifacts"`
+	SourceLayout    SourceLayout          `json:"source_layout"`
+	DataFiles       []DataFile            `json:"data_files"`
+}
+
+// Manifest is manifest.json of one evidence bundle.
+type Manifest struct {
+	FormatVersion string       `json:"format_version"`
+	EvidenceID    string       `json:"evidence_id"`
+	Body          ManifestBody `json:"body"`
+}
+
+// PreserveEvidenceArguments are preserve_evidence's arguments.
+type PreserveEvidenceArguments struct {
+	// Session handle (analysis_id) of a live analysis in this MCP session.
+	AnalysisID string `json:"analysis_id"`
+}
+
+// RescueEvidenceArguments are rescue_evidence's arguments.
+type RescueEvidenceArguments struct {
+	// Session handle (analysis_id) of a live analysis in this MCP session.
+	AnalysisID string `json:"analysis_id"`
+	// Absolute path of a new directory under an existing parent, outside the active evidence store. It becomes a complete evidence store.
+	Destination string `json:"destination"`
+}
+
+// QueryEvidenceArguments are query_evidence's arguments.
+type QueryEvidenceArguments struct {
+	// Only evidence of this kind.
+	EvidenceKind *string `json:"evidence_kind,omitempty"`
+	// Only evidence produced by this operation.
+	Operation *OperationName `json:"operation,omitempty"`
+	// Only evidence whose analysis provider (or, for capture evidence, collector) has this id.
+	ProviderID *string `json:"provider_id,omitempty"`
+	// Only evidence with an input of this SHA-256.
+	InputSHA256 *string `json:"input_sha256,omitempty"`
+	// Only evidence created at or after this RFC 3339 time (a timezone is required).
+	CreatedAfter *string `json:"created_after,omitempty"`
+	// Only evidence created at or before this RFC 3339 time (a timezone is required); not before created_after.
+	CreatedBefore *string `json:"created_before,omitempty"`
+	// Manifests per page (1-200).
+	PageSize int64 `json:"page_size,omitempty"`
+	// Cursor from the previous page's next_page.arguments; valid only with the same filters and an unchanged inventory.
+	Cursor *string `json:"cursor,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *QueryEvidenceArguments) ApplyDefaults() {
+	if isZero(x.PageSize) {
+		x.PageSize = 50
+	}
+}
+
+// InspectEvidenceArguments are inspect_evidence's arguments.
+type InspectEvidenceArguments struct {
+	// Evidence identity from preserve_evidence or query_evidence.
+	EvidenceID string `json:"evidence_id"`
+}
+
+// Preserved reports the evidence a result was preserved as.
+type Preserved struct {
+	EvidenceID    string `json:"evidence_id"`
+	ArtifactCount int64  `json:"artifact_count"`
+}
+
+// PreservationResult is the result of preserve_evidence.
+type PreservationResult struct {
+	// Always "complete".
+	Status string `json:"status"`
+	// Durable identity: the SHA-256 of the canonical manifest body.
+	EvidenceID string `json:"evidence_id"`
+	// Content-addressed artifacts in the bundle.
+	ArtifactCount int64 `json:"artifact_count"`
+	// The analysis's next page over the preserved evidence sources; it supersedes the live-path handoff. Null when the analysis was complete.
+	NextPage *NextPage `json:"next_page"`
+}
+
+// RescueResult is the result of rescue_evidence.
+type RescueResult struct {
+	// The new evidence store that holds the rescued evidence.
+	RescueDestination string `json:"rescue_destination"`
+	// Restart or reconnect Flameox with this environment to read the rescued store.
+	NextAction RestartReconnect `json:"next_action"`
+	// Always "complete".
+	Status string `json:"status"`
+	// Durable identity: the SHA-256 of the canonical manifest body.
+	EvidenceID string `json:"evidence_id"`
+	// Content-addressed artifacts in the bundle.
+	ArtifactCount int64 `json:"artifact_count"`
+	// The analysis's next page over the preserved evidence sources; it supersedes the live-path handoff. Null when the analysis was complete.
+	NextPage *NextPage `json:"next_page"`
+}
+
+// EvidenceSummary is one manifest in a query page.
+type EvidenceSummary struct {
+	EvidenceID   string        `json:"evidence_id"`
+	EvidenceKind string        `json:"evidence_kind"`
+	Operation    OperationName `json:"operation"`
+	Provider     Provider      `json:"provider"`
+	CreatedAt    string        `json:"created_at"`
+	Coverage     Coverage      `json:"coverage"`
+	Limitations  []string      `json:"limitations"`
+}
+
+// QueryResult is one page of query_evidence.
+type QueryResult struct {
+	// Always "complete".
+	Status string `json:"status"`
+	// Matching manifests in inventory order.
+	Evidence []EvidenceSummary `json:"evidence"`
+	// SHA-256 of the sorted inventory this page was read from.
+	InventoryDigest string `json:"inventory_digest"`
+	// Evidence bundles in the inventory.
+	InventorySize int64 `json:"inventory_size"`
+	// The exact query_evidence call for the next page, or null.
+	NextPage *NextPage `json:"next_page"`
+}
+
+// LogicalSource is one preserved logical source in an inspect_evidence projection.
+type LogicalSource struct {
+	Role      string  `json:"role"`
+	SHA256    string  `json:"sha256"`
+	SizeBytes int64   `json:"size_bytes"`
+	Format    Format  `json:"format"`
+	Producer  *string `json:"producer"`
+	// Evidence source selecting this logical source; pass it to an analysis tool.
+	Source EvidenceSource `json:"source"`
+}
+
+// ProjectedArtifact is one artifact identity in an inspect_evidence projection.
+type ProjectedArtifact struct {
+	Role      string `json:"role"`
+	SHA256    string `json:"sha256"`
+	SizeBytes int64  `json:"size_bytes"`
+	Format    Format `json:"format"`
+	// Evidence source selecting this artifact.
+	Source EvidenceSource `json:"source"`
+}
+
+// ProjectedRequest is the redacted analysis request.
+type ProjectedRequest struct {
+	// SHA-256 of the canonical recorded request.
+	RequestSHA256 string          `json:"request_sha256"`
+	Operation     OperationName   `json:"operation"`
+	Inputs        []ManifestInput `json:"inputs"`
+	Offset        int64           `json:"offset"`
+	Arguments     map[string]any  `json:"arguments"`
+	Limits        RequestLimits   `json:"limits"`
+	Failure       map[string]any  `json:"failure"`
+}
+
+// ProjectedBody is the allowlisted projection of a manifest body: no argv, environment values, working directories or host paths.
+type ProjectedBody struct {
+	EvidenceKind    string              `json:"evidence_kind"`
+	Operation       OperationName       `json:"operation"`
+	Provider        Provider            `json:"provider"`
+	Inputs          []ManifestInput     `json:"inputs"`
+	CaptureRequest  map[string]any      `json:"capture_request"`
+	AnalysisRequest ProjectedRequest    `json:"analysis_request"`
+	Episode         Episode             `json:"episode"`
+	Coverage        Coverage            `json:"coverage"`
+	Limitations     []string            `json:"limitations"`
+	Artifacts       []ProjectedArtifact `json:"artifacts"`
+	DataFiles       []map[string]any    `json:"data_files"`
+}
+
+// EvidenceProjection is the result of inspect_evidence.
+type EvidenceProjection struct {
+	// Always "complete".
+	Status        string `json:"status"`
+	FormatVersion string `json:"format_version"`
+	EvidenceID    string `json:"evidence_id"`
+	// Ordered sources to pass unchanged to an analysis tool to replay the native artifacts.
+	AnalysisSources []EvidenceSource `json:"analysis_sources"`
+	LogicalSources  []LogicalSource  `json:"logical_sources"`
+	Body            ProjectedBody    `json:"body"`
+}
+
 // CompareFields are compare_benchmarks's and compare_kernel_validation's fields.
 type CompareFields struct {
 	// Metric to compare; omit for the operation default.

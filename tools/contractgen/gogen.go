@@ -29,6 +29,13 @@ var goStructs = []string{
 	"Provider", "Input", "Coverage", "Truncation", "NextPage",
 	"CallTool", "AdjustRequest", "ReconnectMCP", "ConfigureEnvironment", "WaitAndRetry",
 	"OperatorAction", "PreserveThenAnalyze", "RestartReconnect", "Failure", "Recoverable",
+	"RepositoryDocument", "ArtifactDocument", "ManifestInput", "RecordedInput", "RecordedFailure",
+	"AnalysisRequestRecord", "StoredProvider", "StoredCoverage", "Episode", "ArtifactEntry",
+	"LayoutSource", "SourceLayout", "DataFile", "ManifestBody", "Manifest",
+	"PreserveEvidenceArguments", "RescueEvidenceArguments", "QueryEvidenceArguments",
+	"InspectEvidenceArguments", "Preserved", "PreservationResult", "RescueResult",
+	"EvidenceSummary", "QueryResult", "LogicalSource", "ProjectedArtifact", "ProjectedRequest",
+	"ProjectedBody", "EvidenceProjection",
 }
 
 // goUnions are kind-discriminated unions of struct definitions.

@@ -221,21 +221,28 @@ func (m *model) toolInputSchema(op operation) (schema, error) {
 // toolOutputSchema is the union of the success envelope, the recoverable states and the
 // failure envelope. It uses only keywords common to draft-07 and 2020-12 and no $ref.
 func (m *model) toolOutputSchema(op operation) (schema, error) {
-	var arms []any
-	for _, name := range []string{"AnalysisResult", "Recoverable", "Failure"} {
+	s, err := m.defSchema("AnalysisResult")
+	if err != nil {
+		return nil, err
+	}
+	p := s["properties"].(schema)
+	p["operation"] = schema{"const": op.Name, "description": "Operation (task name) that produced the result."}
+	return m.outputUnion(op.Name, s)
+}
+
+// outputUnion is the output schema of a tool whose success envelope is result.
+func (m *model) outputUnion(tool string, result schema) (schema, error) {
+	arms := []any{result}
+	for _, name := range []string{"Recoverable", "Failure"} {
 		s, err := m.defSchema(name)
 		if err != nil {
 			return nil, err
-		}
-		if name == "AnalysisResult" {
-			p := s["properties"].(schema)
-			p["operation"] = schema{"const": op.Name, "description": "Operation (task name) that produced the result."}
 		}
 		arms = append(arms, s)
 	}
 	return schema{
 		"type":        "object",
-		"description": "Result of " + op.Name + ": a complete analysis, a recoverable state (retryable or unavailable) or a failure.",
+		"description": "Result of " + tool + ": a complete result, a recoverable state (retryable or unavailable) or a failure.",
 		"anyOf":       arms,
 	}, nil
 }
