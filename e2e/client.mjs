@@ -1,14 +1,21 @@
 // client.mjs drives `flameox mcp serve` over stdio with the official TypeScript MCP SDK,
 // an implementation independent of the Go server's SDK. It lists the tools, pages through
-// a file by submitting next_page unchanged, and provokes a failure. The SDK validates each
+// a file by submitting next_page unchanged, preserves the first page, queries and inspects
+// the evidence, replays it, and provokes a failure. The SDK validates each
 // structuredContent against the advertised outputSchema, failures included.
+// FLAMEOX_DATA_DIR is passed through to the server.
 //
 // usage: node client.mjs FLAMEOX_BINARY FILE
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const [bin, file] = process.argv.slice(2);
-const transport = new StdioClientTransport({ command: bin, args: ["mcp", "serve"], stderr: "inherit" });
+const transport = new StdioClientTransport({
+  command: bin,
+  args: ["mcp", "serve"],
+  stderr: "inherit",
+  env: { PATH: process.env.PATH, HOME: process.env.HOME, FLAMEOX_DATA_DIR: process.env.FLAMEOX_DATA_DIR },
+});
 const client = new Client({ name: "flameox-e2e", version: "1.0.0" });
 await client.connect(transport);
 
@@ -18,23 +25,43 @@ report.tools = tools.map((t) => ({
   name: t.name,
   readOnlyHint: t.annotations?.readOnlyHint,
   openWorldHint: t.annotations?.openWorldHint,
-  sourcesMaxItems: t.inputSchema.properties.sources.maxItems,
+  sourcesMaxItems: t.inputSchema.properties.sources?.maxItems ?? null,
   hasOutputSchema: t.outputSchema?.type === "object",
 }));
 
-let args = { sources: [{ kind: "path", path: file }], page_size: 4 };
-const pages = [];
-for (let i = 0; i < 20; i++) {
-  const res = await client.callTool({ name: "preview_artifact", arguments: args });
+async function call(name, args) {
+  const res = await client.callTool({ name, arguments: args });
   const sc = res.structuredContent;
   const text = JSON.parse(res.content[0].text);
   if (JSON.stringify(text) !== JSON.stringify(sc)) throw new Error("text block differs from structuredContent");
-  if (res.isError) throw new Error("page failed: " + res.content[0].text);
-  pages.push(sc.blocks[sc.blocks.length - 1].rows.map((r) => r.line));
+  if (res.isError) throw new Error(name + " failed: " + res.content[0].text);
+  return sc;
+}
+const lines = (sc) => sc.blocks[sc.blocks.length - 1].rows.map((r) => r.line);
+
+let args = { sources: [{ kind: "path", path: file }], page_size: 4 };
+const pages = [];
+let firstID;
+for (let i = 0; i < 20; i++) {
+  const sc = await call("preview_artifact", args);
+  firstID ??= sc.analysis_id;
+  pages.push(lines(sc));
   if (!sc.next_page) break;
   args = sc.next_page.arguments;
 }
 report.pages = pages;
+
+const preserved = await call("preserve_evidence", { analysis_id: firstID });
+const query = await call("query_evidence", { operation: "preview_artifact" });
+const view = await call("inspect_evidence", { evidence_id: preserved.evidence_id });
+const replay = await call("preview_artifact", { sources: view.analysis_sources, page_size: 4 });
+const next = await call(preserved.next_page.tool, preserved.next_page.arguments);
+report.evidence = {
+  queried: query.evidence.map((e) => e.evidence_id === preserved.evidence_id),
+  analysis_sources: view.analysis_sources.map((s) => s.kind),
+  replayed_first_page: lines(replay),
+  evidence_second_page: lines(next),
+};
 
 const bad = await client.callTool({
   name: "preview_artifact",

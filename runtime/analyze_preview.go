@@ -140,9 +140,12 @@ func (req *request) bind(in []resolved) *failure.Failure {
 func newResult(req *request, in []resolved, rows []json.RawMessage, complete bool, observed int64) *Result {
 	res := &Result{Status: "complete", Operation: string(req.tool.Operation.Name)}
 	for _, r := range in {
-		p := r.path
-		res.Inputs = append(res.Inputs, gen.Input{Path: &p, SHA256: r.sha256, SizeBytes: r.size,
-			Format: r.format, Producer: r.producer, Role: r.role})
+		in := gen.Input{SHA256: r.sha256, SizeBytes: r.size, Format: r.format, Producer: r.producer, Role: r.role}
+		if r.evidence == nil {
+			p := r.path
+			in.Path = &p
+		}
+		res.Inputs = append(res.Inputs, in)
 	}
 	res.Coverage = gen.Coverage{RowsReturned: int64(len(rows)), RowsObserved: observed, Complete: complete}
 	return res
@@ -166,6 +169,10 @@ func (rt *Runtime) paginate(req *request, in []resolved, res *Result, returned i
 	}
 	sources := make([]any, len(in))
 	for i, r := range in {
+		if r.evidence != nil {
+			sources[i] = *r.evidence
+			continue
+		}
 		s := map[string]any{"kind": "path", "path": r.path, "format": string(r.format), "expected_sha256": r.sha256}
 		if r.producer != nil {
 			s["producer"] = *r.producer

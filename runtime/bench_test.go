@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"github.com/flameox/flameox/runtime/sourcefile"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -113,7 +114,7 @@ func BenchmarkHashFile(b *testing.B) {
 	st, _ := os.Stat(path)
 	b.SetBytes(st.Size())
 	for i := 0; i < b.N; i++ {
-		if _, _, err := HashFile(path); err != nil {
+		if _, _, err := sourcefile.Hash(path); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/runtime/failure"
@@ -27,6 +28,9 @@ type request struct {
 	// digest and offset are set once inputs are resolved.
 	digest string
 	offset int64
+	// inputs are the resolved sources; started is when admission began.
+	inputs  []resolved
+	started time.Time
 }
 
 // normalizeNumbers rewrites integral JSON numbers (2.0) as integers so they decode into
@@ -65,7 +69,7 @@ func decodeInto(v any, into any) error {
 // admit turns a schema-valid instance into a typed request.
 func (rt *Runtime) admit(t *Tool, inst any) (*request, *failure.Failure) {
 	obj, _ := normalizeNumbers(inst).(map[string]any)
-	req := &request{tool: t, fields: map[string]any{}}
+	req := &request{tool: t, fields: map[string]any{}, started: time.Now()}
 	var transport struct {
 		Sources      []gen.Source       `json:"sources"`
 		Continuation *string            `json:"continuation"`

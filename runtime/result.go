@@ -20,6 +20,7 @@ type Result struct {
 	Limitations  []string        `json:"limitations"`
 	Continuation *string         `json:"continuation"`
 	NextPage     *gen.NextPage   `json:"next_page"`
+	Preserved    *gen.Preserved  `json:"preserved,omitempty"`
 
 	// Token is the continuation for the next page ("" when complete). Transports decide
 	// where it appears: MCP keeps it only inside next_page.arguments.
@@ -47,14 +48,14 @@ type lru struct {
 
 type lruEntry struct {
 	key string
-	val *Result
+	val *record
 }
 
 func newLRU(max int) *lru {
 	return &lru{max: max, order: list.New(), items: map[string]*list.Element{}}
 }
 
-func (l *lru) put(key string, val *Result) {
+func (l *lru) put(key string, val *record) {
 	if e, ok := l.items[key]; ok {
 		e.Value.(*lruEntry).val = val
 		l.order.MoveToFront(e)
@@ -68,11 +69,36 @@ func (l *lru) put(key string, val *Result) {
 	}
 }
 
-func (l *lru) get(key string) (*Result, bool) {
+func (l *lru) get(key string) (*record, bool) {
 	e, ok := l.items[key]
 	if !ok {
 		return nil, false
 	}
 	l.order.MoveToFront(e)
 	return e.Value.(*lruEntry).val, true
+}
+
+// rescueKey identifies a rescue request.
+type rescueKey struct{ analysisID, destination string }
+
+// rescueMemo remembers rescue handoffs in insertion order, oldest dropped first.
+type rescueMemo struct {
+	max   int
+	order []rescueKey
+	items map[rescueKey]*gen.RescueResult
+}
+
+func newRescueMemo(max int) *rescueMemo {
+	return &rescueMemo{max: max, items: map[rescueKey]*gen.RescueResult{}}
+}
+
+func (m *rescueMemo) put(k rescueKey, v *gen.RescueResult) {
+	if _, ok := m.items[k]; !ok {
+		m.order = append(m.order, k)
+	}
+	m.items[k] = v
+	for len(m.order) > m.max {
+		delete(m.items, m.order[0])
+		m.order = m.order[1:]
+	}
 }

@@ -13,10 +13,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/flameox/flameox/contracts"
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/repository"
 	"github.com/flameox/flameox/runtime/canon"
 	"github.com/flameox/flameox/runtime/failure"
 	"github.com/flameox/flameox/runtime/validate"
@@ -34,7 +37,7 @@ type Tool struct {
 	Title        string
 	Description  string
 	Family       string
-	Operation    gen.OperationDecl
+	Operation    gen.OperationDecl // zero for a lifecycle tool
 	Annotations  Annotations
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
@@ -49,6 +52,9 @@ type Annotations struct {
 	OpenWorldHint   bool  `json:"openWorldHint"`
 }
 
+// MaxSessionRescues bounds the remembered rescue handoffs.
+const MaxSessionRescues = 64
+
 // Runtime is AnalysisRuntime.
 type Runtime struct {
 	limits  gen.EffectiveLimits
@@ -56,15 +62,38 @@ type Runtime struct {
 	byName  map[string]*Tool
 	session string
 
-	mu    sync.Mutex
-	cache *lru
+	// store is the configured evidence store; storeErr says why there is none.
+	store    *repository.Store
+	storeErr error
+
+	mu      sync.Mutex
+	cache   *lru
+	rescues *rescueMemo
+}
+
+// Option configures a Runtime.
+type Option func(*Runtime)
+
+// WithStore uses the evidence store at loc instead of the one the environment configures.
+func WithStore(loc repository.Location) Option {
+	return func(rt *Runtime) { rt.store, rt.storeErr = repository.Open(loc), nil }
 }
 
 // New builds a runtime whose server ceilings are the contract defaults lowered by startup.
 // startup is the raw --limits JSON (nil or empty for none); it is validated against the
-// RequestLimits contract.
-func New(startup []byte) (*Runtime, error) {
-	rt := &Runtime{limits: gen.LimitDefaults, byName: map[string]*Tool{}, cache: newLRU(MaxSessionAnalyses)}
+// RequestLimits contract. The evidence store is the one FLAMEOX_DATA_DIR or the platform
+// default names, unless an option says otherwise; nothing is created until preservation.
+func New(startup []byte, opts ...Option) (*Runtime, error) {
+	rt := &Runtime{limits: gen.LimitDefaults, byName: map[string]*Tool{}, cache: newLRU(MaxSessionAnalyses),
+		rescues: newRescueMemo(MaxSessionRescues)}
+	if loc, err := repository.FromEnvironment(os.Getenv); err == nil {
+		rt.store = repository.Open(loc)
+	} else {
+		rt.storeErr = err
+	}
+	for _, o := range opts {
+		o(rt)
+	}
 	var sid [16]byte
 	if _, err := rand.Read(sid[:]); err != nil {
 		return nil, err
@@ -131,12 +160,20 @@ func (rt *Runtime) loadCatalog() error {
 		return err
 	}
 	for _, c := range cat.Tools {
-		op, ok := gen.LookupOperation(c.Operation)
-		if !ok {
-			return fmt.Errorf("catalog tool %s names unknown operation %s", c.Name, c.Operation)
-		}
-		if _, ok := analyzers[op.Name]; !ok {
-			return fmt.Errorf("catalog tool %s has no analyzer in this build", c.Name)
+		var op gen.OperationDecl
+		var ok bool
+		if c.Family == "lifecycle" {
+			_, ok = lifecycleHandlers[c.Name]
+			if !ok {
+				return fmt.Errorf("catalog tool %s has no handler in this build", c.Name)
+			}
+		} else {
+			if op, ok = gen.LookupOperation(c.Operation); !ok {
+				return fmt.Errorf("catalog tool %s names unknown operation %s", c.Name, c.Operation)
+			}
+			if _, ok := analyzers[op.Name]; !ok {
+				return fmt.Errorf("catalog tool %s has no analyzer in this build", c.Name)
+			}
 		}
 		in, err := fs.ReadFile(contracts.FS, c.InputSchema)
 		if err != nil {
@@ -158,12 +195,30 @@ func (rt *Runtime) loadCatalog() error {
 	return nil
 }
 
-// Call runs the named tool on raw JSON arguments.
-func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (*Result, *failure.Failure) {
+// Call runs the named tool on raw JSON arguments and returns its success envelope: a
+// *Result for an analysis tool, the lifecycle tool's result otherwise.
+func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *failure.Failure) {
 	t, ok := rt.byName[name]
 	if !ok {
 		return nil, failure.New(gen.FailureCodeUnknownTool, "there is no tool named %q", name).
 			Field(failure.Path(), rt.ToolNames())
+	}
+	if t.Family == "lifecycle" {
+		inst, f := t.input.Validate(raw)
+		if f != nil {
+			return nil, f
+		}
+		return lifecycleHandlers[name](ctx, rt, normalizeNumbers(inst))
+	}
+	return rt.Analyze(ctx, name, raw)
+}
+
+// Analyze runs the named analysis tool on raw JSON arguments.
+func (rt *Runtime) Analyze(ctx context.Context, name string, raw []byte) (*Result, *failure.Failure) {
+	t, ok := rt.byName[name]
+	if !ok || t.Family == "lifecycle" {
+		return nil, failure.New(gen.FailureCodeUnknownOperation, "there is no analysis operation named %q", name).
+			Field(failure.Path("operation"), rt.OperationNames()).With("available_operations", rt.OperationNames())
 	}
 	inst, f := t.input.Validate(raw)
 	if f != nil {
@@ -181,6 +236,27 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (*Result, 
 	return res, nil
 }
 
+// OperationNames lists the analysis tools in catalog order.
+func (rt *Runtime) OperationNames() []string {
+	var out []string
+	for _, t := range rt.tools {
+		if t.Family != "lifecycle" {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// record is one session analysis: its result and everything preservation needs.
+type record struct {
+	result    *Result
+	req       *request
+	inputs    []resolved
+	createdAt time.Time
+	// preserved is set once the analysis is preserved in the configured store.
+	preserved *repository.Evidence
+}
+
 // remember stores the result under its session handle.
 func (rt *Runtime) remember(req *request, res *Result) {
 	sum := sha256.New()
@@ -193,12 +269,34 @@ func (rt *Runtime) remember(req *request, res *Result) {
 	res.AnalysisID = hex.EncodeToString(sum.Sum(nil))
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	rt.cache.put(res.AnalysisID, res)
+	if _, ok := rt.cache.get(res.AnalysisID); ok {
+		// The same request identity and offset: the first record, and any preservation of
+		// it, stays; the lookup refreshed its recency.
+		return
+	}
+	rt.cache.put(res.AnalysisID, &record{result: res, req: req, inputs: req.inputs, createdAt: req.started})
 }
 
 // Analysis returns a cached session analysis by handle.
 func (rt *Runtime) Analysis(id string) (*Result, bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.cache.get(id)
+	r, ok := rt.cache.get(id)
+	if !ok {
+		return nil, false
+	}
+	return r.result, true
+}
+
+// Store returns the configured evidence store, or a failure that says how to configure one.
+func (rt *Runtime) Store() (*repository.Store, *failure.Failure) {
+	if rt.store != nil {
+		return rt.store, nil
+	}
+	f := failure.Wrap(rt.storeErr, gen.FailureCodeRepositoryIoFailure,
+		"no evidence store is configured: neither FLAMEOX_DATA_DIR nor a user data directory is available")
+	f.NextAction = &gen.NextAction{ConfigureEnvironment: &gen.ConfigureEnvironment{Kind: "configure_environment",
+		Environment: map[string]any{repository.EnvironmentVariable: "<absolute directory>"},
+		Message:     "Set FLAMEOX_DATA_DIR to an absolute directory and restart or reconnect Flameox."}}
+	return nil, f.With("configuration_variable", repository.EnvironmentVariable)
 }

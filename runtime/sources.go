@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +9,9 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/repository"
 	"github.com/flameox/flameox/runtime/failure"
+	"github.com/flameox/flameox/runtime/sourcefile"
 )
 
 // resolved is one path source after resolution and hashing.
@@ -23,25 +23,9 @@ type resolved struct {
 	producer *string
 	role     string
 	declared bool
-}
-
-// hashBufferBytes is the read size for hashing; large reads keep hashing near the
-// speed of crypto/sha256 on memory.
-const hashBufferBytes = 1 << 20
-
-// HashFile returns the SHA-256 and size of the file at path in one streaming pass.
-func HashFile(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.CopyBuffer(h, f, make([]byte, hashBufferBytes))
-	if err != nil {
-		return "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
+	// evidence is the evidence source this input was read from, with its selector; path
+	// is then the stored payload.
+	evidence *gen.EvidenceSource
 }
 
 func role(i, n int) string {
@@ -52,35 +36,49 @@ func role(i, n int) string {
 }
 
 // resolveSources checks declared formats before touching any path, then resolves, sizes
-// and hashes every path source, checks expected digests, and detects omitted formats.
+// and hashes every source, checks expected digests, and detects omitted formats. An
+// evidence source is read from the configured store after the bundle validates; its
+// payload digest is verified by the same hashing pass.
 func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 	op := req.tool.Operation
 	for i, s := range req.sources {
-		if s.EvidenceSource != nil {
-			return nil, failure.New(gen.FailureCodeMissingEvidence,
-				"evidence %s is not in the evidence store", s.EvidenceSource.EvidenceID).
-				Field(failure.Path("sources", i, "evidence_id"), nil).With("source_index", i)
+		if s.PathSource == nil {
+			continue
 		}
 		if f := s.PathSource.Format; f != nil && !op.Accepts(*f) {
 			return nil, unsupportedFormat(op, i, string(*f))
 		}
 	}
 	out := make([]resolved, len(req.sources))
+	bundles := map[string]*repository.Evidence{}
 	var total int64
 	for i, s := range req.sources {
-		p := s.PathSource
-		st, err := os.Stat(p.Path)
-		if err != nil {
-			return nil, failure.Wrap(err, gen.FailureCodeMissingOrChangedInput,
-				"source %d does not exist or cannot be read", i).
-				Field(failure.Path("sources", i, "path"), nil).With("source_index", i)
+		if s.EvidenceSource != nil {
+			r, f := rt.resolveEvidence(op, i, s.EvidenceSource, bundles)
+			if f != nil {
+				return nil, f
+			}
+			out[i] = *r
+		} else {
+			p := s.PathSource
+			st, err := os.Stat(p.Path)
+			if err != nil {
+				return nil, failure.Wrap(err, gen.FailureCodeMissingOrChangedInput,
+					"source %d does not exist or cannot be read", i).
+					Field(failure.Path("sources", i, "path"), nil).With("source_index", i)
+			}
+			if st.IsDir() || !st.Mode().IsRegular() {
+				return nil, failure.New(gen.FailureCodeUnsupportedFormat,
+					"source %d is not a regular file; %s reads files in the formats %s", i, op.Name, strings.Join(op.FormatStrings(), ", ")).
+					Field(failure.Path("sources", i, "path"), op.FormatStrings()).With("source_index", i)
+			}
+			out[i] = resolved{path: p.Path, size: st.Size(), producer: p.Producer}
+			if p.Format != nil {
+				out[i].format, out[i].declared = *p.Format, true
+			}
 		}
-		if st.IsDir() || !st.Mode().IsRegular() {
-			return nil, failure.New(gen.FailureCodeUnsupportedFormat,
-				"source %d is not a regular file; %s reads files in the formats %s", i, op.Name, strings.Join(op.FormatStrings(), ", ")).
-				Field(failure.Path("sources", i, "path"), op.FormatStrings()).With("source_index", i)
-		}
-		total += st.Size()
+		out[i].role = role(i, len(req.sources))
+		total += out[i].size
 		if total > req.limits.MaxInputBytes {
 			return nil, failure.New(gen.FailureCodeLimitExceeded,
 				"the sources hold more than limits.max_input_bytes (%d bytes)", req.limits.MaxInputBytes).
@@ -92,13 +90,16 @@ func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 				"the sources hold more than limits.max_input_files (%d files)", req.limits.MaxInputFiles).
 				Field(failure.Path("limits", "max_input_files"), nil).With("field", "max_input_files")
 		}
-		out[i] = resolved{path: p.Path, producer: p.Producer, role: role(i, len(req.sources))}
-		if p.Format != nil {
-			out[i].format, out[i].declared = *p.Format, true
-		}
 	}
 	for i := range out {
-		sum, size, err := HashFile(out[i].path)
+		sum, size, err := sourcefile.Hash(out[i].path)
+		if out[i].evidence != nil {
+			if err != nil || sum != out[i].sha256 || size != out[i].size {
+				store, _ := rt.Store()
+				return nil, store.CheckArtifact(out[i].sha256, out[i].size, true).With("source_index", i)
+			}
+			continue
+		}
 		if err != nil {
 			return nil, failure.Wrap(err, gen.FailureCodeMissingOrChangedInput, "source %d could not be read", i).
 				Field(failure.Path("sources", i, "path"), nil).With("source_index", i)
@@ -118,13 +119,47 @@ func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 			out[i].format = f
 		}
 	}
+	req.inputs = out
 	return out, nil
+}
+
+// resolveEvidence selects source i's native file from a validated bundle of the store.
+func (rt *Runtime) resolveEvidence(op gen.OperationDecl, i int, src *gen.EvidenceSource, bundles map[string]*repository.Evidence) (*resolved, *failure.Failure) {
+	store, f := rt.Store()
+	if f != nil {
+		return nil, f
+	}
+	ev, ok := bundles[src.EvidenceID]
+	if !ok {
+		ev, f = store.Read(src.EvidenceID, repository.LevelArtifacts)
+		if f != nil {
+			if f.Code == gen.FailureCodeMissingEvidence || f.Code == gen.FailureCodeInvalidInput {
+				f.Field(failure.Path("sources", i, "evidence_id"), nil)
+			}
+			return nil, f.With("source_index", i)
+		}
+		bundles[src.EvidenceID] = ev
+	}
+	sel, f := ev.Select(src.ArtifactSelector, failure.Path("sources", i))
+	if f != nil {
+		return nil, f.With("source_index", i)
+	}
+	if !op.Accepts(sel.Format) {
+		return nil, unsupportedFormat(op, i, string(sel.Format)).Field(failure.Path("sources", i), op.FormatStrings()).
+			With("evidence_id", ev.ID)
+	}
+	selector := sel.Selector
+	return &resolved{
+		path: store.PayloadPath(sel.SHA256), size: sel.Size, sha256: sel.SHA256, format: sel.Format,
+		producer: sel.Producer, declared: true,
+		evidence: &gen.EvidenceSource{Kind: "evidence", EvidenceID: ev.ID, ArtifactSelector: &selector},
+	}, nil
 }
 
 // recheck hashes every input again after analysis; a changed input invalidates the page.
 func recheck(in []resolved) *failure.Failure {
 	for i, r := range in {
-		sum, _, err := HashFile(r.path)
+		sum, _, err := sourcefile.Hash(r.path)
 		if err != nil || sum != r.sha256 {
 			return failure.New(gen.FailureCodeMissingOrChangedInput,
 				"source %d changed or disappeared during analysis; retry to analyze its current content", i).

@@ -33,71 +33,116 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	})
 	mcp := &cobra.Command{Use: "mcp", Short: "Serve or inspect the MCP tool catalog"}
 	mcp.AddCommand(newServeCommand(), newInspectCommand(stdout))
-	root.AddCommand(mcp, newAnalyzeCommand(stdout))
+	root.AddCommand(mcp, newAnalyzeCommand(stdout), newEvidenceCommand(stdout))
 	return root
 }
 
 func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 	var formats []string
-	var arguments, limits, token string
+	var arguments, limits, token, evidence, rescueTo string
+	var preserve bool
 	cmd := &cobra.Command{
 		Use:   "analyze OPERATION [PATH...]",
-		Short: "Analyze explicit artifacts with one operation and print the JSON result",
+		Short: "Analyze explicit artifacts or preserved evidence with one operation and print the JSON result",
 		Long: "Analyze explicit artifacts with one operation. Relative paths are made absolute against the\n" +
-			"working directory. --format applies to every path, or is repeated once per path in order.",
+			"working directory. --format applies to every path, or is repeated once per path in order.\n" +
+			"--evidence ID analyzes a preserved record's ordered analysis sources instead of paths.\n" +
+			"--preserve publishes the analysis to the evidence store; --rescue-to ABS_PATH writes it as a\n" +
+			"new store at a new directory instead (the two are mutually exclusive).",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if preserve && rescueTo != "" {
+				return failure.Invalid(failure.Path("rescue_to"), nil,
+					"--preserve and --rescue-to are mutually exclusive: choose one publication destination")
+			}
+			if evidence != "" && len(formats) > 0 {
+				return failure.Invalid(failure.Path("format"), nil,
+					"--format applies to paths only; preserved evidence keeps its recorded format")
+			}
+			if evidence != "" && len(args) > 1 {
+				return failure.Invalid(failure.Path("sources"), nil, "give artifact paths or --evidence EVIDENCE_ID, not both")
+			}
 			rt, err := runtime.New([]byte(limits))
 			if err != nil {
 				return err
 			}
+			if rescueTo != "" {
+				if f := rt.PreflightRescue(rescueTo); f != nil {
+					return f
+				}
+			}
 			op := args[0]
 			if _, ok := rt.Tool(op); !ok {
 				return failure.New(gen.FailureCodeUnknownOperation, "there is no operation named %q", op).
-					Field(failure.Path("operation"), rt.ToolNames()).With("available_operations", rt.ToolNames())
+					Field(failure.Path("operation"), rt.OperationNames()).With("available_operations", rt.OperationNames())
 			}
-			raw, f := analyzeArguments(args[1:], formats, arguments, token)
+			var sources []any
+			if evidence != "" {
+				es, f := rt.EvidenceSources(evidence)
+				if f != nil {
+					return f
+				}
+				for _, e := range es {
+					sources = append(sources, e)
+				}
+			} else {
+				var f *failure.Failure
+				if sources, f = pathSources(args[1:], formats); f != nil {
+					return f
+				}
+			}
+			raw, f := analyzeArguments(sources, arguments, token)
 			if f != nil {
 				return f
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
-			res, f := rt.Call(ctx, op, raw)
+			res, f := rt.Analyze(ctx, op, raw)
 			if f != nil {
 				return f
 			}
-			return writeJSON(stdout, cliResult(res))
+			out := cliResult(res)
+			switch {
+			case preserve:
+				p, f := rt.Preserve(res.AnalysisID)
+				if f != nil {
+					return f
+				}
+				out["preserved"] = gen.Preserved{EvidenceID: p.EvidenceID, ArtifactCount: p.ArtifactCount}
+				if p.NextPage != nil {
+					out["next_page"] = cliNextPage(res.Operation, p.NextPage.Arguments, nil)
+				}
+			case rescueTo != "":
+				r, f := rt.Rescue(res.AnalysisID, rescueTo)
+				if f != nil {
+					return f
+				}
+				out["rescued"] = r
+				if r.NextPage != nil {
+					out["next_page"] = cliNextPage(res.Operation, r.NextPage.Arguments, r.NextAction.Environment)
+				}
+			}
+			return writeJSON(stdout, out)
 		},
 	}
 	cmd.Flags().StringArrayVar(&formats, "format", nil, "native format of the paths (once for all, or once per path)")
 	cmd.Flags().StringVar(&arguments, "arguments", "", "operation fields as one JSON object")
 	cmd.Flags().StringVar(&limits, "limits", "", "RequestLimits JSON: startup bounds for this invocation")
 	cmd.Flags().StringVar(&token, "continuation", "", "continuation token from next_page.argv")
+	cmd.Flags().StringVar(&evidence, "evidence", "", "analyze the ordered analysis sources of this preserved evidence")
+	cmd.Flags().BoolVar(&preserve, "preserve", false, "preserve the analysis in the evidence store")
+	cmd.Flags().StringVar(&rescueTo, "rescue-to", "", "write the analysis as a new evidence store at this absolute path")
 	return cmd
 }
 
-// analyzeArguments builds the tool arguments the MCP tool would receive.
-func analyzeArguments(paths, formats []string, arguments, token string) ([]byte, *failure.Failure) {
+// pathSources builds path sources from CLI paths, made absolute, with their formats.
+func pathSources(paths, formats []string) ([]any, *failure.Failure) {
 	if len(paths) == 0 {
-		return nil, failure.Invalid(failure.Path("sources"), nil, "provide artifact paths")
+		return nil, failure.Invalid(failure.Path("sources"), nil, "provide artifact paths or --evidence EVIDENCE_ID")
 	}
 	if len(formats) > 1 && len(formats) != len(paths) {
 		return nil, failure.Invalid(failure.Path("format"), nil,
 			"--format is given %d times for %d paths; give it once for all paths or once per path", len(formats), len(paths))
-	}
-	args := map[string]any{}
-	if arguments != "" {
-		dec := json.NewDecoder(bytes.NewReader([]byte(arguments)))
-		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil || args == nil {
-			return nil, failure.Invalid(failure.Path("arguments"), nil, "--arguments must be one JSON object of operation fields")
-		}
-		for _, k := range []string{"sources", "continuation", "limits"} {
-			if _, ok := args[k]; ok {
-				return nil, failure.Invalid(failure.Path("arguments", k), nil,
-					"%s is not an operation field; use the positional paths, --continuation or --limits", k)
-			}
-		}
 	}
 	sources := make([]any, len(paths))
 	for i, p := range paths {
@@ -114,6 +159,25 @@ func analyzeArguments(paths, formats []string, arguments, token string) ([]byte,
 		}
 		sources[i] = s
 	}
+	return sources, nil
+}
+
+// analyzeArguments builds the tool arguments the MCP tool would receive.
+func analyzeArguments(sources []any, arguments, token string) ([]byte, *failure.Failure) {
+	args := map[string]any{}
+	if arguments != "" {
+		dec := json.NewDecoder(bytes.NewReader([]byte(arguments)))
+		dec.UseNumber()
+		if err := dec.Decode(&args); err != nil || args == nil {
+			return nil, failure.Invalid(failure.Path("arguments"), nil, "--arguments must be one JSON object of operation fields")
+		}
+		for _, k := range []string{"sources", "continuation", "limits"} {
+			if _, ok := args[k]; ok {
+				return nil, failure.Invalid(failure.Path("arguments", k), nil,
+					"%s is not an operation field; use the positional paths, --continuation or --limits", k)
+			}
+		}
+	}
 	args["sources"] = sources
 	if token != "" {
 		args["continuation"] = token
@@ -127,13 +191,14 @@ func analyzeArguments(paths, formats []string, arguments, token string) ([]byte,
 
 // CLINextPage is the executable handoff of a paginated CLI analysis.
 type CLINextPage struct {
-	Command string   `json:"command"`
-	Argv    []string `json:"argv"`
+	Command     string         `json:"command"`
+	Argv        []string       `json:"argv"`
+	Environment map[string]any `json:"environment,omitempty"`
 }
 
 // cliResult projects a runtime result for the CLI: no process-local analysis_id, the
 // continuation visible, and next_page as an executable argv.
-func cliResult(res *runtime.Result) any {
+func cliResult(res *runtime.Result) map[string]any {
 	out := *res
 	out.AnalysisID = ""
 	out.NextPage = nil
@@ -141,7 +206,7 @@ func cliResult(res *runtime.Result) any {
 	if res.Token != "" {
 		tok := res.Token
 		out.Continuation = &tok
-		next = cliNextPage(res)
+		next = cliNextPage(res.Operation, res.NextPage.Arguments, nil)
 	}
 	b, _ := json.Marshal(out)
 	var m map[string]any
@@ -150,25 +215,38 @@ func cliResult(res *runtime.Result) any {
 	return m
 }
 
-func cliNextPage(res *runtime.Result) *CLINextPage {
-	args := res.NextPage.Arguments
-	argv := []string{"analyze", res.Operation}
-	sources, _ := args["sources"].([]any)
-	var formats []string
+// cliNextPage turns next_page arguments into an argv: the paths with their formats, or
+// --evidence when every source reads one preserved record.
+func cliNextPage(operation string, args map[string]any, env map[string]any) *CLINextPage {
+	argv := []string{"analyze", operation}
+	var b []byte
+	b, _ = json.Marshal(args["sources"])
+	var sources []map[string]any
+	_ = json.Unmarshal(b, &sources)
+	evidence := ""
 	for _, s := range sources {
-		m := s.(map[string]any)
-		argv = append(argv, m["path"].(string))
-		formats = append(formats, m["format"].(string))
+		if s["kind"] == "evidence" {
+			evidence, _ = s["evidence_id"].(string)
+		}
 	}
-	same := true
-	for _, f := range formats {
-		same = same && f == formats[0]
-	}
-	if same && len(formats) > 0 {
-		argv = append(argv, "--format", formats[0])
+	if evidence != "" {
+		argv = append(argv, "--evidence", evidence)
 	} else {
+		var formats []string
+		for _, m := range sources {
+			argv = append(argv, m["path"].(string))
+			formats = append(formats, m["format"].(string))
+		}
+		same := true
 		for _, f := range formats {
-			argv = append(argv, "--format", f)
+			same = same && f == formats[0]
+		}
+		if same && len(formats) > 0 {
+			argv = append(argv, "--format", formats[0])
+		} else {
+			for _, f := range formats {
+				argv = append(argv, "--format", f)
+			}
 		}
 	}
 	fields := map[string]any{}
@@ -181,7 +259,7 @@ func cliNextPage(res *runtime.Result) *CLINextPage {
 	}
 	argv = append(argv, "--arguments", compactSorted(fields), "--limits", compactSorted(args["limits"]),
 		"--continuation", args["continuation"].(string))
-	return &CLINextPage{Command: "flameox", Argv: argv}
+	return &CLINextPage{Command: "flameox", Argv: argv, Environment: env}
 }
 
 // compactSorted renders v as compact JSON with sorted keys.

@@ -35,7 +35,11 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 						With("requested_tool", tool).With("available_tools", rt.ToolNames()).
 						With("recovery", "run flameox mcp inspect to list the tools")
 				}
-				return writeJSON(stdout, map[string]any{"tools": []any{fullTool(t)}, "operation": operationView(t, true)})
+				out := map[string]any{"tools": []any{fullTool(t)}}
+				if t.Family != "lifecycle" {
+					out["operation"] = operationView(t, true)
+				}
+				return writeJSON(stdout, out)
 			case full:
 				var tools []any
 				for _, t := range rt.Tools() {
@@ -51,7 +55,9 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 				_ = json.Unmarshal(t.InputSchema, &schema)
 				tools = append(tools, map[string]any{"name": t.Name, "description": t.Description,
 					"required_inputs": schema.Required, "annotations": mcpTool(t).Annotations})
-				ops = append(ops, operationView(t, false))
+				if t.Family != "lifecycle" {
+					ops = append(ops, operationView(t, false))
+				}
 			}
 			return writeJSON(stdout, map[string]any{"tool_count": len(tools), "tools": tools, "operations": ops})
 		},

@@ -13,12 +13,27 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/flameox/flameox/repository"
 	"github.com/flameox/flameox/runtime"
 )
 
-func connect(t *testing.T, limits string) *mcp.ClientSession {
+// session is an in-memory MCP client session over a runtime whose evidence store is a
+// test directory.
+type session struct {
+	t     *testing.T
+	cs    *mcp.ClientSession
+	out   map[string]*jsonschema.Schema
+	store string
+}
+
+func connect(t *testing.T, limits string) *session {
 	t.Helper()
-	rt, err := runtime.New([]byte(limits))
+	return connectStore(t, limits, filepath.Join(t.TempDir(), "store"))
+}
+
+func connectStore(t *testing.T, limits, store string) *session {
+	t.Helper()
+	rt, err := runtime.New([]byte(limits), runtime.WithStore(repository.Location{Dir: store, Source: repository.SourceExplicit}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,14 +49,17 @@ func connect(t *testing.T, limits string) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return cs
+	s := &session{t: t, cs: cs, out: map[string]*jsonschema.Schema{}, store: store}
+	s.listTools()
+	return s
 }
 
 // call invokes a tool and checks that the text block and structuredContent carry the same
-// object, which also validates against the advertised output schema.
-func call(t *testing.T, cs *mcp.ClientSession, out *jsonschema.Schema, args any) (map[string]any, bool) {
+// object, which also validates against the tool's advertised output schema.
+func (s *session) call(tool string, args any) (map[string]any, bool) {
+	t := s.t
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "preview_artifact", Arguments: args})
+	res, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,48 +79,71 @@ func call(t *testing.T, cs *mcp.ClientSession, out *jsonschema.Schema, args any)
 		t.Fatalf("text and structuredContent differ:\n%s", diff)
 	}
 	inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(text))
-	if err := out.Validate(inst); err != nil {
-		t.Fatalf("result does not match the output schema: %v", err)
+	if err := s.out[tool].Validate(inst); err != nil {
+		t.Fatalf("%s result does not match the output schema: %v\n%s", tool, err, text)
 	}
 	return fromText, res.IsError
 }
 
-func outputSchema(t *testing.T, cs *mcp.ClientSession) *jsonschema.Schema {
+// nextArgs returns res's next_page.arguments after checking that next_page names tool, or
+// nil when the result is the last page.
+func (s *session) nextArgs(res map[string]any, tool string) any {
+	s.t.Helper()
+	next, _ := res["next_page"].(map[string]any)
+	if next == nil {
+		return nil
+	}
+	if next["tool"] != tool {
+		s.t.Fatalf("next_page.tool = %v, want %s", next["tool"], tool)
+	}
+	return next["arguments"]
+}
+
+// preview calls preview_artifact.
+func (s *session) preview(args any) (map[string]any, bool) {
+	s.t.Helper()
+	return s.call("preview_artifact", args)
+}
+
+// listTools checks the catalog, its annotations and cache hint, and compiles every
+// output schema as draft-07, the dialect strict clients use.
+func (s *session) listTools() {
+	t := s.t
 	t.Helper()
-	tools, err := cs.ListTools(context.Background(), nil)
+	tools, err := s.cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	var out any
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
-		if tl.Name == "preview_artifact" {
-			out = tl.OutputSchema
-			a := tl.Annotations
-			if !a.ReadOnlyHint || !a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
-				t.Errorf("annotations = %+v", a)
-			}
+		a := tl.Annotations
+		readOnly := tl.Name == "preview_artifact" || tl.Name == "query_evidence" || tl.Name == "inspect_evidence"
+		if a.ReadOnlyHint != readOnly || !a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint ||
+			(!readOnly && (a.DestructiveHint == nil || *a.DestructiveHint)) {
+			t.Errorf("%s annotations = %+v", tl.Name, a)
 		}
+		b, _ := json.Marshal(tl.OutputSchema)
+		doc, _ := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft7)
+		if err := c.AddResource("mem:///out.json", doc); err != nil {
+			t.Fatal(err)
+		}
+		sch, err := c.Compile("mem:///out.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.out[tl.Name] = sch
 	}
-	if diff := cmp.Diff([]string{"preview_artifact"}, names); diff != "" {
+	// The SDK lists tools sorted by name.
+	want := []string{"inspect_evidence", "preserve_evidence", "preview_artifact", "query_evidence", "rescue_evidence"}
+	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("tools (-want +got):\n%s", diff)
 	}
 	if tools.TTLMs != 3600000 || tools.CacheScope != "public" {
 		t.Errorf("cache hint = %d %q", tools.TTLMs, tools.CacheScope)
 	}
-	b, _ := json.Marshal(out)
-	doc, _ := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft7)
-	if err := c.AddResource("mem:///out.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("mem:///out.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 func TestMCPPagesWithNextPageUnchanged(t *testing.T) {
@@ -115,13 +156,12 @@ func TestMCPPagesWithNextPageUnchanged(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, "")
-	out := outputSchema(t, cs)
+	s := connect(t, "")
 	args := any(map[string]any{"sources": []any{map[string]any{"kind": "path", "path": path}}, "page_size": 10})
 	var lines []float64
 	var ids []string
 	for page := 0; page < 10; page++ {
-		res, isErr := call(t, cs, out, args)
+		res, isErr := s.preview(args)
 		if isErr {
 			t.Fatalf("page %d failed: %v", page, res)
 		}
@@ -132,14 +172,9 @@ func TestMCPPagesWithNextPageUnchanged(t *testing.T) {
 		for _, r := range res["blocks"].([]any)[1].(map[string]any)["rows"].([]any) {
 			lines = append(lines, r.(map[string]any)["line"].(float64))
 		}
-		next, _ := res["next_page"].(map[string]any)
-		if next == nil {
+		if args = s.nextArgs(res, "preview_artifact"); args == nil {
 			break
 		}
-		if next["tool"] != "preview_artifact" {
-			t.Fatalf("next_page.tool = %v", next["tool"])
-		}
-		args = next["arguments"]
 	}
 	if len(lines) != 25 || lines[0] != 1 || lines[24] != 25 {
 		t.Fatalf("lines = %v", lines)
@@ -148,12 +183,12 @@ func TestMCPPagesWithNextPageUnchanged(t *testing.T) {
 		t.Errorf("analysis ids = %v", ids)
 	}
 	// Changing the file invalidates the recorded digest in next_page sources.
-	res, _ := call(t, cs, out, map[string]any{"sources": []any{map[string]any{"kind": "path", "path": path}}, "page_size": 10})
+	res, _ := s.preview(map[string]any{"sources": []any{map[string]any{"kind": "path", "path": path}}, "page_size": 10})
 	next := res["next_page"].(map[string]any)["arguments"]
 	if err := os.WriteFile(path, []byte("changed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, isErr := call(t, cs, out, next)
+	res, isErr := s.preview(next)
 	if !isErr || res["code"] != "MISSING_OR_CHANGED_INPUT" {
 		t.Fatalf("changed input: %v", res)
 	}
@@ -169,8 +204,7 @@ func TestMCPFailuresAreStructured(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := map[string]any{"kind": "path", "path": path}
-	cs := connect(t, `{"max_rows":50}`)
-	out := outputSchema(t, cs)
+	s := connect(t, `{"max_rows":50}`)
 	tests := []struct {
 		name     string
 		args     any
@@ -195,7 +229,7 @@ func TestMCPFailuresAreStructured(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, isErr := call(t, cs, out, tt.args)
+			res, isErr := s.preview(tt.args)
 			if !isErr {
 				t.Fatalf("isError = false: %v", res)
 			}

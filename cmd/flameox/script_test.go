@@ -66,6 +66,8 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("CORPUS", corpus)
 			env.Setenv("E2E", e2e)
+			// Every script has its own evidence store; nothing touches the user's.
+			env.Setenv("FLAMEOX_DATA_DIR", filepath.Join(env.WorkDir, "store"))
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -78,6 +80,10 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"mkparquet": cmdMkparquet,
 			"follow":    cmdFollow,
+			"getjson":   cmdGetJSON,
+			"storedir":  cmdStoreDir,
+			"flipbyte":  cmdFlipByte,
+			"subst":     cmdSubst,
 		},
 	})
 }
@@ -121,16 +127,96 @@ func cmdFollow(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	var res struct {
 		NextPage *struct {
-			Command string   `json:"command"`
-			Argv    []string `json:"argv"`
+			Command     string            `json:"command"`
+			Argv        []string          `json:"argv"`
+			Environment map[string]string `json:"environment"`
 		} `json:"next_page"`
 	}
 	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &res))
 	if res.NextPage == nil {
 		ts.Fatalf("%s has no next_page", args[0])
 	}
+	// The handoff's environment applies to this command only.
+	for k, v := range res.NextPage.Environment {
+		old := ts.Getenv(k)
+		ts.Setenv(k, v)
+		defer ts.Setenv(k, old)
+	}
 	err := ts.Exec(res.NextPage.Command, res.NextPage.Argv...)
 	if neg != (err != nil) {
 		ts.Fatalf("follow: unexpected result %v", err)
 	}
+}
+
+// cmdGetJSON sets VAR to the string or number at a dotted PATH (object keys and array
+// indices) of the JSON document in FILE: getjson FILE PATH VAR.
+func cmdGetJSON(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: getjson FILE PATH VAR")
+	}
+	var v any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &v))
+	for _, k := range strings.Split(args[1], ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			ts.Check(err)
+			if i >= len(x) {
+				ts.Fatalf("getjson: index %d out of range", i)
+			}
+			v = x[i]
+		default:
+			ts.Fatalf("getjson: %s is not a container at %q", args[1], k)
+		}
+	}
+	if v == nil {
+		ts.Fatalf("getjson: %s is absent or null", args[1])
+	}
+	ts.Setenv(args[2], fmt.Sprint(v))
+}
+
+// cmdStoreDir sets VAR to the directory of an evidence bundle or an artifact in the
+// store at $FLAMEOX_DATA_DIR: storedir VAR evidence|artifact DIGEST.
+func cmdStoreDir(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 || (args[1] != "evidence" && args[1] != "artifact") || len(args[2]) != 64 {
+		ts.Fatalf("usage: storedir VAR evidence|artifact DIGEST")
+	}
+	top := map[string]string{"evidence": "evidence", "artifact": "artifacts"}[args[1]]
+	ts.Setenv(args[0], filepath.Join(ts.Getenv("FLAMEOX_DATA_DIR"), top, "sha256", args[2][:2], args[2]))
+}
+
+// cmdFlipByte inverts the bits of the byte at OFFSET of FILE in place: flipbyte FILE OFFSET.
+func cmdFlipByte(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: flipbyte FILE OFFSET")
+	}
+	off, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_RDWR, 0)
+	ts.Check(err)
+	defer f.Close()
+	b := make([]byte, 1)
+	_, err = f.ReadAt(b, off)
+	ts.Check(err)
+	b[0] ^= 0xff
+	_, err = f.WriteAt(b, off)
+	ts.Check(err)
+}
+
+// cmdSubst replaces every OLD with NEW in FILE, failing when OLD is absent: subst FILE OLD NEW.
+func cmdSubst(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: subst FILE OLD NEW")
+	}
+	p := ts.MkAbs(args[0])
+	b, err := os.ReadFile(p)
+	ts.Check(err)
+	if !strings.Contains(string(b), args[1]) {
+		ts.Fatalf("subst: %q is not in %s", args[1], args[0])
+	}
+	st, err := os.Stat(p)
+	ts.Check(err)
+	ts.Check(os.WriteFile(p, []byte(strings.ReplaceAll(string(b), args[1], args[2])), st.Mode()))
 }

@@ -56,3 +56,16 @@ func checkWide(b []byte) error {
 		}
 	}
 }
+
+// Canonical returns the RFC 8785 canonical form of the JSON value raw, refusing integers
+// outside the interoperable range as Marshal does.
+func Canonical(raw []byte) ([]byte, error) {
+	if err := checkWide(raw); err != nil {
+		return nil, err
+	}
+	val := jsontext.Value(append([]byte(nil), raw...))
+	if err := val.Canonicalize(); err != nil {
+		return nil, err
+	}
+	return []byte(val), nil
+}

@@ -1,0 +1,422 @@
+package repository
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/runtime/canon"
+	"github.com/flameox/flameox/runtime/failure"
+	"github.com/flameox/flameox/runtime/sourcefile"
+)
+
+// SourceFile is one native file to preserve as a logical source.
+type SourceFile struct {
+	// Path is where the bytes are read from now: the caller's path or a stored payload.
+	Path     string
+	SHA256   string
+	Size     int64
+	Format   gen.Format
+	Producer *string
+	Role     string
+}
+
+// Bundle is everything one evidence bundle records.
+type Bundle struct {
+	Kind      string // "analysis" or "capture"
+	Operation gen.OperationName
+	Provider  gen.StoredProvider
+	// Sources are the logical sources in order; AnalysisSources index them.
+	Sources         []SourceFile
+	AnalysisSources []int64
+	AnalysisRequest gen.AnalysisRequestRecord
+	CaptureRequest  map[string]any
+	Coverage        gen.StoredCoverage
+	Limitations     []string
+	// Data is data/analysis.json.
+	Data      []byte
+	CreatedAt time.Time
+}
+
+// testHookBeforeRename, when set by a test, runs after a bundle is staged and validated
+// and before it is renamed into place.
+var testHookBeforeRename func(stage string)
+
+// Publish preserves b: it re-hashes every source (a changed input publishes nothing),
+// creates the store lazily, publishes each artifact and then the evidence bundle through a
+// validated staging directory and an atomic no-replace rename, and fsyncs. A concurrent
+// publisher's entry is validated and reused, never overwritten. Publishing the same bundle
+// again validates it and returns it.
+func (s *Store) Publish(b *Bundle) (*Evidence, *failure.Failure) {
+	for i, src := range b.Sources {
+		sum, size, err := sourcefile.Hash(src.Path)
+		if err != nil || sum != src.SHA256 || size != src.Size {
+			return nil, failure.New(gen.FailureCodeMissingOrChangedInput,
+				"source %d changed or disappeared since it was analyzed; nothing was preserved", i).
+				With("source_index", i).With("sha256_analyzed", src.SHA256)
+		}
+	}
+	body, f := b.body()
+	if f != nil {
+		return nil, f
+	}
+	canonBody, err := canon.Marshal(body)
+	if err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the manifest has no canonical form")
+	}
+	sum := sha256.Sum256(canonBody)
+	id := hex.EncodeToString(sum[:])
+	manifest, err := canon.Marshal(gen.Manifest{FormatVersion: FormatVersion, EvidenceID: id, Body: *body})
+	if err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the manifest has no canonical form")
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.initialize(); f != nil {
+		return nil, f
+	}
+	defer os.Remove(s.path(".staging", s.owner))
+	for i, src := range b.Sources {
+		if f := s.publishArtifact(src); f != nil {
+			return nil, f.With("source_index", i)
+		}
+	}
+	return s.publishEvidence(id, manifest, b.Data)
+}
+
+// body builds the manifest body: artifacts, layout and data file entries from the sources.
+func (b *Bundle) body() (*gen.ManifestBody, *failure.Failure) {
+	dataSum := sha256.Sum256(b.Data)
+	body := &gen.ManifestBody{
+		EvidenceKind:    b.Kind,
+		Operation:       b.Operation,
+		Provider:        b.Provider,
+		CaptureRequest:  b.CaptureRequest,
+		AnalysisRequest: b.AnalysisRequest,
+		Episode:         gen.Episode{CreatedAt: b.CreatedAt.UTC().Format(time.RFC3339Nano)},
+		Coverage:        b.Coverage,
+		Limitations:     append([]string{}, b.Limitations...),
+		SourceLayout:    gen.SourceLayout{AnalysisSources: append([]int64{}, b.AnalysisSources...)},
+		DataFiles: []gen.DataFile{{Path: "data/analysis.json", SHA256: hex.EncodeToString(dataSum[:]),
+			SizeBytes: int64(len(b.Data)), MediaType: DataMediaType}},
+	}
+	for i, src := range b.Sources {
+		body.Inputs = append(body.Inputs, gen.ManifestInput{SHA256: src.SHA256, SizeBytes: src.Size, Format: src.Format, Role: src.Role})
+		body.Artifacts = append(body.Artifacts, gen.ArtifactEntry{FormatVersion: FormatVersion, SHA256: src.SHA256,
+			SizeBytes: src.Size, Role: src.Role, Format: src.Format, Producer: src.Producer})
+		body.SourceLayout.Sources = append(body.SourceLayout.Sources, gen.LayoutSource{Role: src.Role, SHA256: src.SHA256,
+			SizeBytes: src.Size, Format: src.Format, Producer: src.Producer, IsDirectory: false,
+			ArtifactIndices: []int64{int64(i)}, RelativePaths: []string{}})
+	}
+	if body.Limitations == nil {
+		body.Limitations = []string{}
+	}
+	return body, nil
+}
+
+// initialize creates the store when it is absent or empty and removes abandoned staging.
+// repository.json is written through staging and hard-linked into place, so it is never
+// overwritten and never seen half-written.
+func (s *Store) initialize() *failure.Failure {
+	state, f := s.checkRoot()
+	if f != nil {
+		return f
+	}
+	if state == rootAbsent {
+		if err := os.MkdirAll(s.loc.Dir, 0o700); err != nil {
+			return s.ioFailure(err, "created")
+		}
+	}
+	if err := os.MkdirAll(s.path(".staging", s.owner), 0o700); err != nil {
+		return s.ioFailure(err, "created")
+	}
+	if state != rootReady {
+		doc, err := canon.Marshal(gen.RepositoryDocument{FormatVersion: FormatVersion,
+			CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)})
+		if err != nil {
+			return failure.Wrap(err, gen.FailureCodeInternalFailure, "the repository document has no canonical form")
+		}
+		tmp := s.path(".staging", s.owner, "repository-"+randomHex(12)+".json")
+		if err := writeSynced(tmp, doc); err != nil {
+			return s.ioFailure(err, "created")
+		}
+		err = os.Link(tmp, s.path("repository.json"))
+		os.Remove(tmp)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return s.ioFailure(err, "created")
+		}
+		if err := syncDir(s.loc.Dir); err != nil {
+			return s.ioFailure(err, "created")
+		}
+		if _, f := s.checkRoot(); f != nil {
+			return f
+		}
+	}
+	for _, d := range [][]string{{"artifacts", "sha256"}, {"evidence", "sha256"}} {
+		if f := s.mkdirs(d...); f != nil {
+			return f
+		}
+	}
+	if !s.cleaned {
+		s.cleaned = true
+		s.removeAbandonedStaging()
+	}
+	return nil
+}
+
+// mkdirs creates the directories rel below the root, refusing links on the way.
+func (s *Store) mkdirs(rel ...string) *failure.Failure {
+	p := s.loc.Dir
+	for _, r := range rel {
+		p = filepath.Join(p, r)
+		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return s.ioFailure(err, "created")
+		}
+	}
+	_, f, err := s.realDir(rel...)
+	if err != nil {
+		return s.ioFailure(err, "created")
+	}
+	return f
+}
+
+// stage creates a new staging directory for one publication.
+func (s *Store) stage(kind string) (string, *failure.Failure) {
+	p := s.path(".staging", s.owner, kind+"-"+randomHex(12))
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		return "", s.ioFailure(err, "written")
+	}
+	return p, nil
+}
+
+// publishArtifact stores src's exact bytes under their digest unless a valid copy exists.
+func (s *Store) publishArtifact(src SourceFile) *failure.Failure {
+	rel := artifactRel(src.SHA256)
+	if _, f, err := s.realDir(rel...); err == nil {
+		if f != nil {
+			return f
+		}
+		return s.CheckArtifact(src.SHA256, src.Size, true)
+	}
+	stage, f := s.stage("artifact")
+	if f != nil {
+		return f
+	}
+	defer os.RemoveAll(stage)
+	if err := sourcefile.CopyVerified(src.Path, stage+"/payload", src.SHA256, src.Size); err != nil {
+		if errors.Is(err, sourcefile.ErrChanged) || errors.Is(err, fs.ErrNotExist) {
+			return failure.Wrap(err, gen.FailureCodeMissingOrChangedInput,
+				"a source changed or disappeared while it was preserved; nothing was preserved for it")
+		}
+		return s.ioFailure(err, "written")
+	}
+	doc, err := canon.Marshal(gen.ArtifactDocument{FormatVersion: FormatVersion, SHA256: src.SHA256, SizeBytes: src.Size})
+	if err != nil {
+		return failure.Wrap(err, gen.FailureCodeInternalFailure, "the artifact document has no canonical form")
+	}
+	if err := writeSynced(stage+"/artifact.json", doc); err != nil {
+		return s.ioFailure(err, "written")
+	}
+	if err := syncDir(stage); err != nil {
+		return s.ioFailure(err, "written")
+	}
+	// The payload digest was verified while copying; validate the staged structure.
+	if f := s.checkArtifactDir(stage, src.SHA256, src.Size, false); f != nil {
+		return f
+	}
+	return s.place(stage, rel, func() *failure.Failure { return s.CheckArtifact(src.SHA256, src.Size, true) })
+}
+
+// place renames stage to rel without replacing anything. When another publisher placed
+// the same entry first, validateExisting decides whether it can be reused.
+func (s *Store) place(stage string, rel []string, validateExisting func() *failure.Failure) *failure.Failure {
+	if f := s.mkdirs(rel[:len(rel)-1]...); f != nil {
+		return f
+	}
+	dest := s.path(rel...)
+	if testHookBeforeRename != nil {
+		testHookBeforeRename(stage)
+	}
+	err := renameNoReplace(stage, dest)
+	if errors.Is(err, errExists) {
+		return validateExisting()
+	}
+	if err != nil {
+		return s.ioFailure(err, "written")
+	}
+	if err := syncDir(filepath.Dir(dest)); err != nil {
+		return s.ioFailure(err, "written")
+	}
+	return nil
+}
+
+// publishEvidence stages manifest.json and data/analysis.json, validates them as a reader
+// would, and renames the bundle into place.
+func (s *Store) publishEvidence(id string, manifest, data []byte) (*Evidence, *failure.Failure) {
+	rel := evidenceRel(id)
+	if _, f, err := s.realDir(rel...); err == nil {
+		if f != nil {
+			return nil, f
+		}
+		return s.readBundle(id, LevelFull)
+	}
+	stage, f := s.stage("evidence")
+	if f != nil {
+		return nil, f
+	}
+	defer os.RemoveAll(stage)
+	if err := os.Mkdir(stage+"/data", 0o700); err != nil {
+		return nil, s.ioFailure(err, "written")
+	}
+	if err := writeSynced(stage+"/data/analysis.json", data); err != nil {
+		return nil, s.ioFailure(err, "written")
+	}
+	if err := writeSynced(stage+"/manifest.json", manifest); err != nil {
+		return nil, s.ioFailure(err, "written")
+	}
+	if err := syncDir(stage + "/data"); err != nil {
+		return nil, s.ioFailure(err, "written")
+	}
+	if err := syncDir(stage); err != nil {
+		return nil, s.ioFailure(err, "written")
+	}
+	ev, f := s.readManifestAt(stage, id)
+	if f != nil {
+		return nil, f
+	}
+	if f := s.checkDataFiles(ev); f != nil {
+		return nil, f
+	}
+	if f := s.checkArtifacts(ev, false); f != nil {
+		return nil, f
+	}
+	if f := s.place(stage, rel, func() *failure.Failure { _, f := s.readBundle(id, LevelFull); return f }); f != nil {
+		return nil, f
+	}
+	return s.readBundle(id, LevelArtifacts)
+}
+
+var errExists = errors.New("repository: destination exists")
+
+// renameNoReplace renames old to new atomically and fails with errExists when new exists,
+// even as an empty directory. It falls back to rename(2), which refuses a non-empty
+// directory, where renameat2 is unavailable.
+func renameNoReplace(old, new string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, old, unix.AT_FDCWD, new, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
+		if _, serr := os.Lstat(new); serr == nil {
+			return errExists
+		}
+		err = os.Rename(old, new)
+	}
+	if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+		return errExists
+	}
+	return err
+}
+
+func writeSynced(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(p string) error {
+	d, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
+
+// ownerName names this process's staging directory: pid, the process start time in clock
+// ticks since boot (0 where /proc is unavailable) and random bytes.
+func ownerName() string {
+	pid := os.Getpid()
+	return fmt.Sprintf("%d-%d-%s", pid, processStart(pid), randomHex(8))
+}
+
+// processStart returns field 22 of /proc/PID/stat, or 0.
+func processStart(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is parenthesized and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(fields[19], 10, 64)
+	return v
+}
+
+// ownerGone reports whether the process that owns a staging directory is provably gone:
+// no process has its pid, or the process with that pid started at another time.
+func ownerGone(owner string) bool {
+	parts := strings.SplitN(owner, "-", 3)
+	if len(parts) != 3 {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[0])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	start, err := strconv.ParseUint(parts[1], 10, 64)
+	if err != nil {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	if start != 0 {
+		if now := processStart(pid); now != 0 && now != start {
+			return true
+		}
+	}
+	return false
+}
+
+// removeAbandonedStaging removes staging directories whose owner is provably gone.
+func (s *Store) removeAbandonedStaging() {
+	entries, err := os.ReadDir(s.path(".staging"))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Name() == s.owner || !e.IsDir() || !ownerGone(e.Name()) {
+			continue
+		}
+		os.RemoveAll(s.path(".staging", e.Name()))
+	}
+}

@@ -1,0 +1,183 @@
+package repository
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/runtime/canon"
+	"github.com/flameox/flameox/runtime/failure"
+)
+
+// Filter selects manifests; nil fields match everything. Times are inclusive.
+type Filter struct {
+	Kind          *string
+	Operation     *string
+	ProviderID    *string
+	InputSHA256   *string
+	CreatedAfter  *time.Time
+	CreatedBefore *time.Time
+}
+
+// Digest identifies the filter for cursors: the SHA-256 of its canonical form with times
+// in UTC RFC 3339.
+func (f Filter) Digest() string {
+	t := func(x *time.Time) any {
+		if x == nil {
+			return nil
+		}
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	s := func(x *string) any {
+		if x == nil {
+			return nil
+		}
+		return *x
+	}
+	d, err := canon.Digest(map[string]any{
+		"evidence_kind": s(f.Kind), "operation": s(f.Operation), "provider_id": s(f.ProviderID),
+		"input_sha256": s(f.InputSHA256), "created_after": t(f.CreatedAfter), "created_before": t(f.CreatedBefore),
+	})
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// InventoryDigest is the SHA-256 of the newline-joined sorted evidence ids.
+func InventoryDigest(ids []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(ids, "\n")))
+	return hex.EncodeToString(sum[:])
+}
+
+// Page is one page of a query.
+type Page struct {
+	Evidence        []gen.EvidenceSummary
+	InventoryDigest string
+	InventorySize   int
+	// NextOffset is the inventory index of the first match after this page, or -1.
+	NextOffset int
+}
+
+// cursor is the decoded query cursor.
+type cursor struct {
+	Inventory string `json:"inventory"`
+	Query     string `json:"query"`
+	Offset    int64  `json:"offset"`
+}
+
+// EncodeCursor returns the opaque cursor for offset in the inventory and filter given.
+func EncodeCursor(inventory, query string, offset int) string {
+	b, err := canon.Marshal(cursor{inventory, query, int64(offset)})
+	if err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Query returns up to limit summaries of manifests that match f, scanning the sorted
+// inventory from the position the cursor names (the start when it is empty). A cursor
+// from another filter or another inventory is INVALID_INPUT.
+func (s *Store) Query(f Filter, tok string, limit int) (*Page, *failure.Failure) {
+	ids, fail := s.Inventory()
+	if fail != nil {
+		return nil, fail
+	}
+	inv := InventoryDigest(ids)
+	page := &Page{InventoryDigest: inv, InventorySize: len(ids), NextOffset: -1, Evidence: []gen.EvidenceSummary{}}
+	offset := 0
+	if tok != "" {
+		var c cursor
+		raw, err := base64.RawURLEncoding.DecodeString(tok)
+		if err == nil {
+			err = json.Unmarshal(raw, &c)
+		}
+		switch {
+		case err != nil:
+			return nil, failure.Invalid(failure.Path("cursor"), nil, "the cursor is not a query_evidence cursor; start again without cursor")
+		case c.Query != f.Digest():
+			return nil, failure.Invalid(failure.Path("cursor"), nil,
+				"the cursor does not match its filters; repeat the original filters unchanged with this cursor")
+		case c.Inventory != inv:
+			return nil, failure.Invalid(failure.Path("cursor"), nil,
+				"the cursor is stale: evidence was preserved since it was issued; start again without cursor").
+				With("inventory_digest", inv)
+		case c.Offset < 0 || c.Offset >= int64(len(ids)):
+			return nil, failure.Invalid(failure.Path("cursor"), nil, "the cursor's offset is outside the inventory")
+		}
+		offset = int(c.Offset)
+	}
+	for i := offset; i < len(ids); i++ {
+		ev, fail := s.readBundle(ids[i], LevelManifest)
+		if fail != nil {
+			return nil, fail
+		}
+		if !f.matches(&ev.Manifest.Body) {
+			continue
+		}
+		if len(page.Evidence) == limit {
+			page.NextOffset = i
+			break
+		}
+		page.Evidence = append(page.Evidence, summary(ev))
+	}
+	return page, nil
+}
+
+func (f Filter) matches(b *gen.ManifestBody) bool {
+	if f.Kind != nil && b.EvidenceKind != *f.Kind {
+		return false
+	}
+	if f.Operation != nil && string(b.Operation) != *f.Operation {
+		return false
+	}
+	if f.ProviderID != nil && b.Provider.ID != *f.ProviderID && captureProvider(b) != *f.ProviderID {
+		return false
+	}
+	if f.InputSHA256 != nil {
+		found := false
+		for _, in := range b.Inputs {
+			found = found || in.SHA256 == *f.InputSHA256
+		}
+		if !found {
+			return false
+		}
+	}
+	if f.CreatedAfter != nil || f.CreatedBefore != nil {
+		t, err := time.Parse(time.RFC3339Nano, b.Episode.CreatedAt)
+		if err != nil {
+			return false
+		}
+		if f.CreatedAfter != nil && t.Before(*f.CreatedAfter) || f.CreatedBefore != nil && t.After(*f.CreatedBefore) {
+			return false
+		}
+	}
+	return true
+}
+
+// captureProvider returns the collector id recorded in capture provenance, or "".
+func captureProvider(b *gen.ManifestBody) string {
+	if t, ok := b.CaptureRequest["target"].(map[string]any); ok {
+		if id, ok := t["provider_id"].(string); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+func summary(ev *Evidence) gen.EvidenceSummary {
+	b := &ev.Manifest.Body
+	return gen.EvidenceSummary{
+		EvidenceID:   ev.ID,
+		EvidenceKind: b.EvidenceKind,
+		Operation:    b.Operation,
+		Provider:     gen.Provider{ID: b.Provider.ID, Version: b.Provider.Version},
+		CreatedAt:    b.Episode.CreatedAt,
+		Coverage:     gen.Coverage{RowsReturned: b.Coverage.RowsReturned, RowsObserved: b.Coverage.RowsObserved, Complete: b.Coverage.Complete},
+		Limitations:  append([]string{}, b.Limitations...),
+	}
+}

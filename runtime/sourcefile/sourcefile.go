@@ -1,0 +1,64 @@
+// Package sourcefile owns native-source identities: streaming SHA-256 hashing of an
+// explicit file and the bounded, verified copy that preservation uses.
+package sourcefile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// BufferBytes is the read size for hashing and copying; large reads keep hashing near the
+// speed of crypto/sha256 on memory.
+const BufferBytes = 1 << 20
+
+// Hash returns the SHA-256 and size of the file at path in one streaming pass.
+func Hash(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, f, make([]byte, BufferBytes))
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// ErrChanged reports that a copied source no longer has its recorded digest or size.
+var ErrChanged = errors.New("sourcefile: source changed")
+
+// CopyVerified copies the file at src to a new file dst (mode 0600), reading at most
+// size+1 bytes, and checks the copy against the recorded digest and size before it syncs
+// dst. A mismatch returns ErrChanged and leaves dst for the caller to discard.
+func CopyVerified(src, dst, sum string, size int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.CopyBuffer(io.MultiWriter(out, h), io.LimitReader(in, size+1), make([]byte, BufferBytes))
+	if err != nil {
+		out.Close()
+		return err
+	}
+	if n != size || hex.EncodeToString(h.Sum(nil)) != sum {
+		out.Close()
+		return fmt.Errorf("%w: copied %d bytes", ErrChanged, n)
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
