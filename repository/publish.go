@@ -88,6 +88,14 @@ func (s *Store) Publish(b *Bundle) (*Evidence, *failure.Failure) {
 		return nil, f
 	}
 	defer os.Remove(s.path(".staging", s.owner))
+	// Evidence that exists already is validated as it stands, before any artifact is
+	// written: a damaged bundle stays damaged and the publication fails.
+	if _, f, err := s.realDir(evidenceRel(id)...); err == nil {
+		if f != nil {
+			return nil, f
+		}
+		return s.readBundle(id, LevelFull)
+	}
 	for i, src := range b.Sources {
 		if f := s.publishArtifact(src); f != nil {
 			return nil, f.With("source_index", i)
