@@ -53,20 +53,14 @@ type Bundle struct {
 // and before it is renamed into place.
 var testHookBeforeRename func(stage string)
 
-// Publish preserves b: it re-hashes every source (a changed input publishes nothing),
-// creates the store lazily, publishes each artifact and then the evidence bundle through a
-// validated staging directory and an atomic no-replace rename, and fsyncs. A concurrent
+// Publish preserves b. Every source is re-hashed first: a source whose artifact is new is
+// verified by the copy into staging, one whose artifact is stored already is hashed again,
+// and a changed input fails before anything is renamed into place. The store is created
+// lazily; each artifact and then the evidence bundle is published through a validated
+// staging directory and an atomic no-replace rename, with fsync. A concurrent
 // publisher's entry is validated and reused, never overwritten. Publishing the same bundle
 // again validates it and returns it.
 func (s *Store) Publish(b *Bundle) (*Evidence, *failure.Failure) {
-	for i, src := range b.Sources {
-		sum, size, err := sourcefile.Hash(src.Path)
-		if err != nil || sum != src.SHA256 || size != src.Size {
-			return nil, failure.New(gen.FailureCodeMissingOrChangedInput,
-				"source %d changed or disappeared since it was analyzed; nothing was preserved", i).
-				With("source_index", i).With("sha256_analyzed", src.SHA256)
-		}
-	}
 	body, f := b.body()
 	if f != nil {
 		return nil, f
@@ -94,14 +88,76 @@ func (s *Store) Publish(b *Bundle) (*Evidence, *failure.Failure) {
 		if f != nil {
 			return nil, f
 		}
+		for i, src := range b.Sources {
+			if f := unchanged(i, src); f != nil {
+				return nil, f
+			}
+		}
 		return s.readBundle(id, LevelFull)
 	}
+	staged := map[string]string{} // artifact digest -> staging directory
+	defer func() {
+		for _, dir := range staged {
+			os.RemoveAll(dir)
+		}
+	}()
 	for i, src := range b.Sources {
-		if f := s.publishArtifact(src); f != nil {
+		if _, ok := staged[src.SHA256]; ok {
+			if f := unchanged(i, src); f != nil {
+				return nil, f
+			}
+			continue
+		}
+		if _, f, err := s.realDir(artifactRel(src.SHA256)...); err == nil {
+			if f == nil {
+				f = unchanged(i, src)
+			}
+			if f == nil {
+				f = s.CheckArtifact(src.SHA256, src.Size, true)
+			}
+			if f != nil {
+				return nil, f.With("source_index", i)
+			}
+			continue
+		}
+		dir, f := s.stageArtifact(i, src)
+		if dir != "" {
+			staged[src.SHA256] = dir
+		}
+		if f != nil {
 			return nil, f.With("source_index", i)
 		}
 	}
+	for _, src := range b.Sources {
+		dir, ok := staged[src.SHA256]
+		if !ok {
+			continue
+		}
+		delete(staged, src.SHA256)
+		if f := s.place(dir, artifactRel(src.SHA256), func() *failure.Failure {
+			return s.CheckArtifact(src.SHA256, src.Size, true)
+		}); f != nil {
+			os.RemoveAll(dir)
+			return nil, f
+		}
+		os.RemoveAll(dir) // empty unless a concurrent publisher placed the artifact first
+	}
 	return s.publishEvidence(id, manifest, b.Data)
+}
+
+// unchanged re-hashes source i and fails when it no longer has its analyzed identity.
+func unchanged(i int, src SourceFile) *failure.Failure {
+	sum, size, err := sourcefile.Hash(src.Path)
+	if err != nil || sum != src.SHA256 || size != src.Size {
+		return changed(i, src)
+	}
+	return nil
+}
+
+func changed(i int, src SourceFile) *failure.Failure {
+	return failure.New(gen.FailureCodeMissingOrChangedInput,
+		"source %d changed or disappeared since it was analyzed; nothing was preserved", i).
+		With("source_index", i).With("sha256_analyzed", src.SHA256)
 }
 
 // body builds the manifest body: artifacts, layout and data file entries from the sources.
@@ -209,42 +265,32 @@ func (s *Store) stage(kind string) (string, *failure.Failure) {
 	return p, nil
 }
 
-// publishArtifact stores src's exact bytes under their digest unless a valid copy exists.
-func (s *Store) publishArtifact(src SourceFile) *failure.Failure {
-	rel := artifactRel(src.SHA256)
-	if _, f, err := s.realDir(rel...); err == nil {
-		if f != nil {
-			return f
-		}
-		return s.CheckArtifact(src.SHA256, src.Size, true)
-	}
+// stageArtifact copies src's exact bytes into a new staging directory, verifying them
+// against the analyzed digest and size, with artifact.json beside them, and validates the
+// staged structure. It returns the directory (to be placed, or removed on failure).
+func (s *Store) stageArtifact(i int, src SourceFile) (string, *failure.Failure) {
 	stage, f := s.stage("artifact")
 	if f != nil {
-		return f
+		return "", f
 	}
-	defer os.RemoveAll(stage)
 	if err := sourcefile.CopyVerified(src.Path, stage+"/payload", src.SHA256, src.Size); err != nil {
 		if errors.Is(err, sourcefile.ErrChanged) || errors.Is(err, fs.ErrNotExist) {
-			return failure.Wrap(err, gen.FailureCodeMissingOrChangedInput,
-				"a source changed or disappeared while it was preserved; nothing was preserved for it")
+			return stage, changed(i, src)
 		}
-		return s.ioFailure(err, "written")
+		return stage, s.ioFailure(err, "written")
 	}
 	doc, err := canon.Marshal(gen.ArtifactDocument{FormatVersion: FormatVersion, SHA256: src.SHA256, SizeBytes: src.Size})
 	if err != nil {
-		return failure.Wrap(err, gen.FailureCodeInternalFailure, "the artifact document has no canonical form")
+		return stage, failure.Wrap(err, gen.FailureCodeInternalFailure, "the artifact document has no canonical form")
 	}
 	if err := writeSynced(stage+"/artifact.json", doc); err != nil {
-		return s.ioFailure(err, "written")
+		return stage, s.ioFailure(err, "written")
 	}
 	if err := syncDir(stage); err != nil {
-		return s.ioFailure(err, "written")
+		return stage, s.ioFailure(err, "written")
 	}
 	// The payload digest was verified while copying; validate the staged structure.
-	if f := s.checkArtifactDir(stage, src.SHA256, src.Size, false); f != nil {
-		return f
-	}
-	return s.place(stage, rel, func() *failure.Failure { return s.CheckArtifact(src.SHA256, src.Size, true) })
+	return stage, s.checkArtifactDir(stage, src.SHA256, src.Size, false)
 }
 
 // place renames stage to rel without replacing anything. When another publisher placed
@@ -335,6 +381,9 @@ func renameNoReplace(old, new string) error {
 	return err
 }
 
+// skipSync disables fsync; only benchmark setup that builds thousands of bundles sets it.
+var skipSync bool
+
 func writeSynced(p string, b []byte) error {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -344,6 +393,9 @@ func writeSynced(p string, b []byte) error {
 		f.Close()
 		return err
 	}
+	if skipSync {
+		return f.Close()
+	}
 	if err := f.Sync(); err != nil {
 		f.Close()
 		return err
@@ -352,6 +404,9 @@ func writeSynced(p string, b []byte) error {
 }
 
 func syncDir(p string) error {
+	if skipSync {
+		return nil
+	}
 	d, err := os.Open(p)
 	if err != nil {
 		return err

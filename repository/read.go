@@ -3,7 +3,6 @@ package repository
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -101,7 +100,7 @@ func (s *Store) readManifestAt(dir, id string) (*Evidence, *failure.Failure) {
 		return nil, s.ioFailure(err, "read")
 	}
 	var m gen.Manifest
-	raw, f := s.readDocumentRaw(dir+"/manifest.json", "manifest.json", maxManifestBytes, schemaManifest, &m)
+	raw, members, f := s.readDocumentRaw(dir+"/manifest.json", "manifest.json", maxManifestBytes, schemaManifest, &m)
 	if f != nil {
 		return nil, f
 	}
@@ -118,13 +117,7 @@ func (s *Store) readManifestAt(dir, id string) (*Evidence, *failure.Failure) {
 	if len(want) > 0 {
 		return nil, s.corrupt("missing_entry", "evidence %s lacks a declared entry", id)
 	}
-	var probe struct {
-		Body json.RawMessage `json:"body"`
-	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, s.corrupt("unparseable_document", "manifest.json of evidence %s cannot be parsed", id)
-	}
-	body, err := canon.Canonical(probe.Body)
+	body, err := canon.Canonical(members["body"])
 	if err != nil {
 		return nil, s.corrupt("manifest_identity", "the manifest body of evidence %s has no canonical form", id)
 	}

@@ -158,8 +158,35 @@ func TestPublishRefusesAChangedInput(t *testing.T) {
 	if _, f := s.Publish(b); f == nil || f.Code != gen.FailureCodeMissingOrChangedInput {
 		t.Fatalf("got %v", f)
 	}
-	if _, err := os.Stat(s.loc.Dir); !os.IsNotExist(err) {
-		t.Errorf("a refused publication created the store")
+	// The store may exist now, but nothing is published and no staging is left.
+	got := snapshot(t, s.loc.Dir)
+	want := map[string]string{".": "dir", "artifacts": "dir", "artifacts/sha256": "dir", "evidence": "dir",
+		"evidence/sha256": "dir", "repository.json": got["repository.json"]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a refused publication left entries (-want +got):\n%s", diff)
+	}
+	if entries, _ := os.ReadDir(s.path(".staging")); len(entries) != 0 {
+		t.Errorf("staging left behind: %v", entries)
+	}
+}
+
+// TestPublishRefusesAChangedSecondSource changes the second of two sources: the first
+// source's new artifact is staged but never placed.
+func TestPublishRefusesAChangedSecondSource(t *testing.T) {
+	dir := t.TempDir()
+	a := testBundle(writeFile(t, dir, "a.txt", "alpha\n"))
+	b := testBundle(writeFile(t, dir, "b.txt", "bravo\n"))
+	a.Sources = append(a.Sources, b.Sources[0])
+	a.Sources[1].Role = "input-0002"
+	a.Sources[0].Role = "input-0001"
+	writeFile(t, dir, "b.txt", "changed\n")
+	s := Open(Location{Dir: filepath.Join(dir, "store"), Source: SourceExplicit})
+	_, f := s.Publish(a)
+	if f == nil || f.Code != gen.FailureCodeMissingOrChangedInput || f.Details["source_index"] != 1 {
+		t.Fatalf("got %v", f)
+	}
+	if entries, _ := os.ReadDir(s.path("artifacts", "sha256")); len(entries) != 0 {
+		t.Errorf("an artifact was published: %v", entries)
 	}
 }
 

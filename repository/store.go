@@ -252,39 +252,41 @@ func compiledSchema(name string) func() *validate.Schema {
 // not a link, at most max bytes, in this store format, matching its schema, decoded
 // strictly into into. It returns the raw bytes through into's decoding only.
 func (s *Store) readDocument(p, document string, max int64, sch func() *validate.Schema, into any) *failure.Failure {
-	_, f := s.readDocumentRaw(p, document, max, sch, into)
+	_, _, f := s.readDocumentRaw(p, document, max, sch, into)
 	return f
 }
 
-func (s *Store) readDocumentRaw(p, document string, max int64, sch func() *validate.Schema, into any) ([]byte, *failure.Failure) {
+// readDocumentRaw is readDocument that also returns the raw bytes and their top-level
+// members.
+func (s *Store) readDocumentRaw(p, document string, max int64, sch func() *validate.Schema, into any) ([]byte, map[string]json.RawMessage, *failure.Failure) {
 	st, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, s.corrupt("missing_document", "%s is missing", document).With("document", document)
+		return nil, nil, s.corrupt("missing_document", "%s is missing", document).With("document", document)
 	}
 	if err != nil {
-		return nil, s.ioFailure(err, "read")
+		return nil, nil, s.ioFailure(err, "read")
 	}
 	if st.Mode()&fs.ModeSymlink != 0 {
-		return nil, s.corrupt("symlink", "%s is a symbolic link", document).With("document", document)
+		return nil, nil, s.corrupt("symlink", "%s is a symbolic link", document).With("document", document)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, s.corrupt("unexpected_entry", "%s is not a regular file", document).With("document", document)
+		return nil, nil, s.corrupt("unexpected_entry", "%s is not a regular file", document).With("document", document)
 	}
 	file, err := os.Open(p)
 	if err != nil {
-		return nil, s.ioFailure(err, "read")
+		return nil, nil, s.ioFailure(err, "read")
 	}
 	defer file.Close()
 	raw, err := io.ReadAll(io.LimitReader(file, max+1))
 	if err != nil {
-		return nil, s.ioFailure(err, "read")
+		return nil, nil, s.ioFailure(err, "read")
 	}
 	if int64(len(raw)) > max {
-		return nil, s.corrupt("oversized_document", "%s exceeds %d bytes", document, max).With("document", document)
+		return nil, nil, s.corrupt("oversized_document", "%s exceeds %d bytes", document, max).With("document", document)
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, s.corrupt("unparseable_document", "%s is not a JSON object", document).With("document", document)
+		return nil, nil, s.corrupt("unparseable_document", "%s is not a JSON object", document).With("document", document)
 	}
 	var version any
 	if v, ok := probe["format_version"]; ok {
@@ -292,20 +294,20 @@ func (s *Store) readDocumentRaw(p, document string, max int64, sch func() *valid
 	}
 	if version != FormatVersion {
 		if version == nil {
-			return nil, s.corrupt("missing_format_version", "%s has no format_version", document).With("document", document)
+			return nil, nil, s.corrupt("missing_format_version", "%s has no format_version", document).With("document", document)
 		}
-		return nil, s.unsupported(document, version)
+		return nil, nil, s.unsupported(document, version)
 	}
 	if _, vf := sch().Validate(raw); vf != nil {
-		return nil, s.corrupt("document_shape", "%s does not match its schema at %v", document, displayPath(vf.FieldPath)).
+		return nil, nil, s.corrupt("document_shape", "%s does not match its schema at %v", document, displayPath(vf.FieldPath)).
 			With("document", document).With("field_path", vf.FieldPath)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
-		return nil, s.corrupt("document_shape", "%s does not decode into its contract", document).With("document", document)
+		return nil, nil, s.corrupt("document_shape", "%s does not decode into its contract", document).With("document", document)
 	}
-	return raw, nil
+	return raw, probe, nil
 }
 
 func displayPath(p []any) string {
