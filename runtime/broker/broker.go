@@ -1,0 +1,479 @@
+// Package broker runs one bound subprocess for a request and owns everything about it
+// until it is gone: its own process group, bounded stdout and stderr readers, an optional
+// wall-clock timeout, sampled resident memory of the whole process tree, a writable-growth
+// check against a pre-launch baseline, a storage reserve, and on every exit (normal,
+// limit, cancellation, error) termination of the whole tree and settlement of the readers
+// before Run returns. It is trusted local execution with bounds, not a sandbox.
+package broker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Spec is one invocation.
+type Spec struct {
+	// Path is the exact executable; Args is the argv, Args[0] as the caller gave it.
+	Path string
+	Args []string
+	Dir  string
+	Env  []string
+
+	// StdoutFile and StderrFile, when set, receive the retained streams (full retention);
+	// otherwise the first ExcerptBytes of each stream are kept in memory.
+	StdoutFile, StderrFile string
+	ExcerptBytes           int
+	// MaxOutputBytes bounds the combined observed output; beyond it the tree is terminated
+	// (output_limit). Zero means no bound.
+	MaxOutputBytes int64
+
+	// Timeout bounds wall-clock time; zero means none.
+	Timeout time.Duration
+	// MaxRSSBytes bounds the sampled resident memory of the process tree; zero means none.
+	MaxRSSBytes int64
+	// WritableRoots are measured before launch, while running and after exit; growth past
+	// MaxWritableGrowth terminates the tree. Zero means no check.
+	WritableRoots     []string
+	MaxWritableGrowth int64
+	// ReserveDir's filesystem must keep ReserveBytes free while the process runs.
+	ReserveDir   string
+	ReserveBytes int64
+
+	// SampleInterval is the sampling period; zero means 50 ms.
+	SampleInterval time.Duration
+}
+
+// Stream describes one output stream.
+type Stream struct {
+	Observed int64
+	Retained int64
+	// Complete is true when every observed byte was retained and the stream reached EOF.
+	Complete bool
+	Excerpt  []byte
+	IOError  error
+}
+
+// Limit describes the bound that terminated the invocation.
+type Limit struct {
+	Kind       string // timeout, output_limit, memory_limit_exceeded, writable_limit_exceeded, storage_reserve_exceeded
+	Configured float64
+	Observed   *float64
+	Unit       string // seconds, bytes, bytes_free
+	Recovery   string
+}
+
+// Result is the receipt of one invocation.
+type Result struct {
+	// Termination is exited (the process reported an exit), terminated (the broker ended
+	// it) or unreported (it never ran to a reported end: cancelled before launch).
+	Termination string
+	// ExitCode is the process's exit status; nil when it was killed or never ran.
+	ExitCode  *int
+	Started   bool
+	WallTime  time.Duration
+	Stdout    Stream
+	Stderr    Stream
+	Limit     *Limit
+	Cancelled bool
+	// DescendantsTerminated counts processes of the tree still running at the end, all
+	// killed before Run returned.
+	DescendantsTerminated int
+	ReadersSettled        bool
+	PeakRSS               *int64
+	RSSSamples            int
+	// WritableComplete is false when a writable root was too large to measure completely.
+	WritableComplete bool
+}
+
+// ErrStart is returned (wrapped) when the process could not be started.
+var ErrStart = errors.New("broker: the process could not be started")
+
+// readerSettleTimeout bounds how long Run waits for the output readers once the tree is
+// gone; a descendant that escaped with an inherited pipe cannot hold the call.
+const readerSettleTimeout = 2 * time.Second
+
+// walkEntryBound bounds one writable-root measurement.
+const walkEntryBound = 10000
+
+// Run runs spec and returns after the process tree is terminated and the readers settled.
+func Run(ctx context.Context, spec Spec) (*Result, error) {
+	res := &Result{Termination: "unreported", WritableComplete: true}
+	if ctx.Err() != nil {
+		res.Cancelled = true
+		res.ReadersSettled = true
+		return res, nil
+	}
+	interval := spec.SampleInterval
+	if interval <= 0 {
+		interval = 50 * time.Millisecond
+	}
+	var baseline int64
+	if spec.MaxWritableGrowth > 0 {
+		var complete bool
+		baseline, complete = writableSize(spec.WritableRoots)
+		res.WritableComplete = complete
+	}
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return res, errors.Join(ErrStart, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return res, errors.Join(ErrStart, err)
+	}
+	out := newSink(spec.StdoutFile, spec.ExcerptBytes)
+	errs := newSink(spec.StderrFile, spec.ExcerptBytes)
+	budget := &outputBudget{max: spec.MaxOutputBytes, exceeded: make(chan struct{})}
+
+	cmd := &exec.Cmd{
+		Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
+		Stdout: outW, Stderr: errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		out.close()
+		errs.close()
+		res.ReadersSettled = true
+		return res, errors.Join(ErrStart, err)
+	}
+	res.Started = true
+	outW.Close()
+	errW.Close()
+	pid := cmd.Process.Pid
+
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); out.drain(outR, budget) }()
+	go func() { defer readers.Done(); errs.drain(errR, budget) }()
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	var timeout <-chan time.Time
+	if spec.Timeout > 0 {
+		t := time.NewTimer(spec.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+
+	tracked := map[int]procInfo{}
+	var peak int64
+	var waitErr error
+	done := false
+	killed := false
+	kill := func() {
+		killed = true
+		for _, p := range tree(pid) {
+			tracked[p.pid] = p
+		}
+		res.DescendantsTerminated += terminate(pid, tracked)
+	}
+	sample := 0
+	for !done {
+		select {
+		case waitErr = <-exited:
+			done = true
+		case <-ctx.Done():
+			res.Cancelled = true
+			kill()
+			waitErr = <-exited
+			done = true
+		case <-timeout:
+			obs := time.Since(start).Seconds()
+			res.Limit = &Limit{Kind: "timeout", Configured: spec.Timeout.Seconds(), Observed: &obs, Unit: "seconds",
+				Recovery: "Raise target.budget.timeout_seconds or shorten the workload."}
+			kill()
+			waitErr = <-exited
+			done = true
+		case <-budget.exceeded:
+			obs := float64(budget.observed())
+			res.Limit = &Limit{Kind: "output_limit", Configured: float64(spec.MaxOutputBytes), Observed: &obs, Unit: "bytes",
+				Recovery: "Make the workload print less, or lower nothing and raise limits.max_output_bytes within the server ceiling."}
+			kill()
+			waitErr = <-exited
+			done = true
+		case <-ticker.C:
+			sample++
+			procs := tree(pid)
+			var total int64
+			for _, p := range procs {
+				tracked[p.pid] = p
+				total += rss(p.pid)
+			}
+			res.RSSSamples++
+			if total > peak {
+				peak = total
+			}
+			if spec.MaxRSSBytes > 0 && total > spec.MaxRSSBytes {
+				obs := float64(total)
+				res.Limit = &Limit{Kind: "memory_limit_exceeded", Configured: float64(spec.MaxRSSBytes), Observed: &obs, Unit: "bytes",
+					Recovery: "Raise target.budget.max_memory_bytes or reduce the workload's memory; the figure is the sampled resident memory of the whole process tree."}
+				kill()
+				waitErr = <-exited
+				done = true
+				continue
+			}
+			if spec.ReserveBytes > 0 && spec.ReserveDir != "" && sample%4 == 0 {
+				if free, ok := freeBytes(spec.ReserveDir); ok && free < spec.ReserveBytes {
+					obs := float64(free)
+					res.Limit = &Limit{Kind: "storage_reserve_exceeded", Configured: float64(spec.ReserveBytes), Observed: &obs, Unit: "bytes_free",
+						Recovery: "Free disk space on the scratch filesystem and retry."}
+					kill()
+					waitErr = <-exited
+					done = true
+					continue
+				}
+			}
+			if spec.MaxWritableGrowth > 0 && sample%5 == 0 {
+				if lim := writableLimit(spec, baseline, res); lim != nil {
+					res.Limit = lim
+					kill()
+					waitErr = <-exited
+					done = true
+				}
+			}
+		}
+	}
+	res.WallTime = time.Since(start)
+	// Whatever ended the run, nothing of the tree outlives it.
+	for _, p := range tree(pid) {
+		tracked[p.pid] = p
+	}
+	res.DescendantsTerminated += terminate(pid, tracked)
+	if res.RSSSamples > 0 {
+		res.PeakRSS = &peak
+	}
+
+	var st *os.ProcessState
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		st = ee.ProcessState
+	} else if waitErr == nil {
+		st = cmd.ProcessState
+	}
+	if st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Exited() {
+			code := ws.ExitStatus()
+			res.ExitCode = &code
+			res.Termination = "exited"
+		} else {
+			res.Termination = "terminated"
+		}
+	}
+	if killed && res.ExitCode == nil {
+		res.Termination = "terminated"
+	}
+
+	settled := make(chan struct{})
+	go func() { readers.Wait(); close(settled) }()
+	select {
+	case <-settled:
+		res.ReadersSettled = true
+	case <-time.After(readerSettleTimeout):
+		// An escaped process still holds a pipe: stop reading rather than wait for it.
+		outR.Close()
+		errR.Close()
+		<-settled
+	}
+	outR.Close()
+	errR.Close()
+	res.Stdout = out.close()
+	res.Stderr = errs.close()
+
+	if res.Limit == nil && spec.MaxWritableGrowth > 0 {
+		res.Limit = writableLimit(spec, baseline, res)
+	}
+	return res, nil
+}
+
+// terminate kills root's process group and every tracked process that still runs with its
+// recorded start time, waits briefly for them to be gone, and returns how many it killed
+// besides root.
+func terminate(root int, tracked map[int]procInfo) int {
+	var live []procInfo
+	for _, p := range tracked {
+		if alive(p) {
+			live = append(live, p)
+		}
+	}
+	_ = syscall.Kill(-root, syscall.SIGKILL)
+	n := 0
+	for _, p := range live {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		if p.pid != root {
+			n++
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for _, p := range live {
+		for alive(p) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		delete(tracked, p.pid)
+	}
+	return n
+}
+
+// writableLimit measures the writable roots and returns the limit when they grew too much.
+func writableLimit(spec Spec, baseline int64, res *Result) *Limit {
+	size, complete := writableSize(spec.WritableRoots)
+	if !complete {
+		res.WritableComplete = false
+	}
+	if growth := size - baseline; growth > spec.MaxWritableGrowth {
+		obs := float64(growth)
+		return &Limit{Kind: "writable_limit_exceeded", Configured: float64(spec.MaxWritableGrowth), Observed: &obs, Unit: "bytes",
+			Recovery: "The workload wrote more than limits.max_output_bytes under its working directory and scratch; write less or raise the bound within the server ceiling."}
+	}
+	return nil
+}
+
+// writableSize sums the regular files under roots, visiting at most walkEntryBound
+// entries; complete is false when the bound cut a walk short.
+func writableSize(roots []string) (int64, bool) {
+	var total int64
+	entries := 0
+	complete := true
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			entries++
+			if entries > walkEntryBound {
+				complete = false
+				return filepath.SkipAll
+			}
+			if d.Type().IsRegular() {
+				if info, err := d.Info(); err == nil {
+					total += info.Size()
+				}
+			}
+			return nil
+		})
+	}
+	return total, complete
+}
+
+func freeBytes(dir string) (int64, bool) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * int64(st.Bsize), true
+}
+
+// outputBudget counts the combined observed output and signals once it passes max.
+type outputBudget struct {
+	mu       sync.Mutex
+	max      int64
+	total    int64
+	fired    bool
+	exceeded chan struct{}
+}
+
+func (b *outputBudget) add(n int) (allowed int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	before := b.total
+	b.total += int64(n)
+	if b.max <= 0 {
+		return int64(n)
+	}
+	if b.total > b.max && !b.fired {
+		b.fired = true
+		close(b.exceeded)
+	}
+	if before >= b.max {
+		return 0
+	}
+	return min(int64(n), b.max-before)
+}
+
+func (b *outputBudget) observed() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total
+}
+
+// sink retains one stream to a file or as an in-memory excerpt.
+type sink struct {
+	file    *os.File
+	fileErr error
+	excerpt []byte
+	limit   int
+	st      Stream
+	eof     bool
+}
+
+func newSink(path string, excerpt int) *sink {
+	s := &sink{limit: excerpt}
+	if path != "" {
+		s.file, s.fileErr = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
+	return s
+}
+
+func (s *sink) drain(r io.Reader, budget *outputBudget) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			s.st.Observed += int64(n)
+			keep := budget.add(n)
+			chunk := buf[:keep]
+			if s.file != nil {
+				if _, werr := s.file.Write(chunk); werr != nil && s.st.IOError == nil {
+					s.st.IOError = werr
+				} else {
+					s.st.Retained += int64(len(chunk))
+				}
+			} else if s.fileErr == nil {
+				room := s.limit - len(s.excerpt)
+				if room > 0 {
+					take := chunk[:min(len(chunk), room)]
+					s.excerpt = append(s.excerpt, take...)
+					s.st.Retained += int64(len(take))
+				}
+			}
+		}
+		if err != nil {
+			s.eof = errors.Is(err, io.EOF)
+			return
+		}
+	}
+}
+
+func (s *sink) close() Stream {
+	if s.file != nil {
+		if err := s.file.Close(); err != nil && s.st.IOError == nil {
+			s.st.IOError = err
+		}
+	}
+	if s.fileErr != nil && s.st.IOError == nil {
+		s.st.IOError = s.fileErr
+	}
+	s.st.Excerpt = s.excerpt
+	s.st.Complete = s.eof && s.st.Retained == s.st.Observed && s.st.IOError == nil
+	return s.st
+}

@@ -1,0 +1,225 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as a workload: FLAMEOX_BROKER_HELPER=hog allocates and touches
+// memory and then sleeps.
+func TestMain(m *testing.M) {
+	if os.Getenv("FLAMEOX_BROKER_HELPER") == "hog" {
+		var keep [][]byte
+		for i := 0; i < 64; i++ {
+			b := make([]byte, 8<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			keep = append(keep, b)
+		}
+		time.Sleep(time.Minute)
+		_ = keep
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func sh(t *testing.T, script string) Spec {
+	t.Helper()
+	path, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	return Spec{Path: path, Args: []string{"sh", "-c", script}, Dir: t.TempDir(),
+		Env: []string{"PATH=" + os.Getenv("PATH")}, ExcerptBytes: 4096, SampleInterval: 10 * time.Millisecond}
+}
+
+// pidsIn returns the integers printed one per line in b.
+func pidsIn(t *testing.T, b []byte) []int {
+	t.Helper()
+	var out []int
+	for _, l := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(l); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// assertGone fails when any pid is still a live (non-zombie) process.
+func assertGone(t *testing.T, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		if p, ok := readStat(pid); ok && p.state != 'Z' && p.state != 'X' {
+			t.Errorf("process %d survived (state %c)", pid, p.state)
+		}
+	}
+}
+
+func TestExitAndOutput(t *testing.T) {
+	res, err := Run(context.Background(), sh(t, "echo out; echo err >&2; exit 3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == nil || *res.ExitCode != 3 || res.Termination != "exited" || res.Limit != nil {
+		t.Fatalf("result = %+v", res)
+	}
+	if string(res.Stdout.Excerpt) != "out\n" || string(res.Stderr.Excerpt) != "err\n" || !res.Stdout.Complete || !res.ReadersSettled {
+		t.Errorf("streams = %+v %+v", res.Stdout, res.Stderr)
+	}
+}
+
+func TestStreamsToFiles(t *testing.T) {
+	spec := sh(t, "printf 'a%.0s' $(seq 1 1000); printf 'bb' >&2")
+	dir := t.TempDir()
+	spec.StdoutFile, spec.StderrFile = filepath.Join(dir, "out"), filepath.Join(dir, "err")
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(spec.StdoutFile)
+	if len(b) != 1000 || res.Stdout.Retained != 1000 || !res.Stdout.Complete {
+		t.Errorf("stdout file %d bytes, stream %+v", len(b), res.Stdout)
+	}
+}
+
+// TestTimeoutKillsTheWholeTree starts grandchildren, one of them in its own session, and
+// checks that none survives the timeout.
+func TestTimeoutKillsTheWholeTree(t *testing.T) {
+	spec := sh(t, "sleep 300 & echo $!; setsid sleep 301 & echo $!; (sleep 302 & echo $!; wait) & sleep 303")
+	spec.Timeout = 500 * time.Millisecond
+	start := time.Now()
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Limit == nil || res.Limit.Kind != "timeout" || res.Limit.Unit != "seconds" || res.Limit.Configured != 0.5 {
+		t.Fatalf("limit = %+v", res.Limit)
+	}
+	if res.Termination != "terminated" || res.ExitCode != nil {
+		t.Errorf("termination = %s %v", res.Termination, res.ExitCode)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("Run took %v", time.Since(start))
+	}
+	pids := pidsIn(t, res.Stdout.Excerpt)
+	if len(pids) != 3 {
+		t.Fatalf("printed pids = %q", res.Stdout.Excerpt)
+	}
+	assertGone(t, pids)
+	if res.DescendantsTerminated < 3 {
+		t.Errorf("descendants terminated = %d", res.DescendantsTerminated)
+	}
+}
+
+func TestCancellationKillsTheWholeTree(t *testing.T) {
+	spec := sh(t, "sleep 300 & echo $!; setsid sleep 301 & echo $!; sleep 302")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(400*time.Millisecond, cancel)
+	res, err := Run(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Cancelled || res.ExitCode != nil || res.Termination != "terminated" || !res.ReadersSettled {
+		t.Fatalf("result = %+v", res)
+	}
+	assertGone(t, pidsIn(t, res.Stdout.Excerpt))
+}
+
+func TestCancelledBeforeLaunch(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Run(ctx, sh(t, "echo never"))
+	if err != nil || !res.Cancelled || res.Started || res.Termination != "unreported" || res.ExitCode != nil {
+		t.Fatalf("result = %+v, %v", res, err)
+	}
+}
+
+// TestExitLeavesNoBackgroundProcess: a workload that exits leaving a background process
+// holding its stdout does not hold the call, and the process is killed.
+func TestExitLeavesNoBackgroundProcess(t *testing.T) {
+	res, err := Run(context.Background(), sh(t, "sleep 300 & echo $!; exit 0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	assertGone(t, pidsIn(t, res.Stdout.Excerpt))
+	if res.DescendantsTerminated != 1 {
+		t.Errorf("descendants terminated = %d", res.DescendantsTerminated)
+	}
+}
+
+func TestOutputFloodIsBounded(t *testing.T) {
+	yes, err := exec.LookPath("yes")
+	if err != nil {
+		t.Skip("no yes")
+	}
+	dir := t.TempDir()
+	spec := Spec{Path: yes, Args: []string{"yes", "flood"}, Dir: dir, MaxOutputBytes: 1 << 20,
+		StdoutFile: filepath.Join(dir, "out"), StderrFile: filepath.Join(dir, "err")}
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Limit == nil || res.Limit.Kind != "output_limit" || res.Limit.Configured != 1<<20 {
+		t.Fatalf("limit = %+v", res.Limit)
+	}
+	st, _ := os.Stat(spec.StdoutFile)
+	if st.Size() != 1<<20 || res.Stdout.Retained != 1<<20 || res.Stdout.Observed <= res.Stdout.Retained || res.Stdout.Complete {
+		t.Errorf("file %d bytes, stream %+v", st.Size(), res.Stdout)
+	}
+}
+
+func TestMemoryBudget(t *testing.T) {
+	spec := Spec{Path: os.Args[0], Args: []string{os.Args[0]}, Dir: t.TempDir(),
+		Env: []string{"FLAMEOX_BROKER_HELPER=hog"}, MaxRSSBytes: 128 << 20, SampleInterval: 10 * time.Millisecond}
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Limit == nil || res.Limit.Kind != "memory_limit_exceeded" || res.Limit.Unit != "bytes" || *res.Limit.Observed <= 128<<20 {
+		t.Fatalf("limit = %+v", res.Limit)
+	}
+	if res.PeakRSS == nil || *res.PeakRSS <= 128<<20 || res.ExitCode != nil {
+		t.Errorf("peak = %v exit = %v", res.PeakRSS, res.ExitCode)
+	}
+}
+
+func TestWritableGrowth(t *testing.T) {
+	spec := sh(t, "head -c 3000000 /dev/zero > big; sleep 30")
+	spec.WritableRoots = []string{spec.Dir}
+	spec.MaxWritableGrowth = 1 << 20
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Limit == nil || res.Limit.Kind != "writable_limit_exceeded" || *res.Limit.Observed < 3000000 {
+		t.Fatalf("limit = %+v", res.Limit)
+	}
+	// A workload that writes and exits before a sample is caught by the final check.
+	spec = sh(t, "head -c 3000000 /dev/zero > big")
+	spec.WritableRoots, spec.MaxWritableGrowth = []string{spec.Dir}, 1<<20
+	res, err = Run(context.Background(), spec)
+	if err != nil || res.Limit == nil || res.Limit.Kind != "writable_limit_exceeded" || res.ExitCode == nil {
+		t.Fatalf("final check: %+v %v", res, err)
+	}
+}
+
+func TestStartFailure(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "not-executable")
+	os.WriteFile(p, []byte("x"), 0o644)
+	res, err := Run(context.Background(), Spec{Path: p, Args: []string{p}, Dir: dir})
+	if !errors.Is(err, ErrStart) || res.Started || res.ExitCode != nil {
+		t.Fatalf("got %+v, %v", res, err)
+	}
+}
