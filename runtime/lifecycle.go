@@ -97,6 +97,20 @@ func (rt *Runtime) bundle(r *record) (*repository.Bundle, *failure.Failure) {
 		Limitations: r.result.Limitations,
 		CreatedAt:   r.createdAt,
 	}
+	if r.capture != nil {
+		// Capture evidence keeps its full provenance: target, provider, fields, experiment
+		// and every execution record.
+		prov := map[string]any{}
+		if err := remarshal(r.capture.request, &prov); err != nil {
+			return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture provenance could not be recorded")
+		}
+		var execs []any
+		if err := remarshal(r.capture.executions, &execs); err != nil {
+			return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture provenance could not be recorded")
+		}
+		prov["executions"] = execs
+		b.Kind, b.CaptureRequest = "capture", prov
+	}
 	rt.mu.Lock()
 	preserved := r.preserved != nil
 	rt.mu.Unlock()

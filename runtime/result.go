@@ -55,18 +55,42 @@ func newLRU(max int) *lru {
 	return &lru{max: max, order: list.New(), items: map[string]*list.Element{}}
 }
 
-func (l *lru) put(key string, val *record) {
+// put stores val under key and returns the records it evicted.
+func (l *lru) put(key string, val *record) []*record {
 	if e, ok := l.items[key]; ok {
 		e.Value.(*lruEntry).val = val
 		l.order.MoveToFront(e)
-		return
+		return nil
 	}
 	l.items[key] = l.order.PushFront(&lruEntry{key, val})
+	var evicted []*record
 	for l.order.Len() > l.max {
-		old := l.order.Back()
-		l.order.Remove(old)
-		delete(l.items, old.Value.(*lruEntry).key)
+		evicted = append(evicted, l.removeBack())
 	}
+	return evicted
+}
+
+func (l *lru) removeBack() *record {
+	old := l.order.Back()
+	l.order.Remove(old)
+	delete(l.items, old.Value.(*lruEntry).key)
+	return old.Value.(*lruEntry).val
+}
+
+// evictUsing removes least-recently-used records that hold scratch until enough reports
+// true, and returns them.
+func (l *lru) evictUsing(holds func(*record) bool, enough func() bool) []*record {
+	var out []*record
+	for e := l.order.Back(); e != nil && !enough(); {
+		prev := e.Prev()
+		if r := e.Value.(*lruEntry).val; holds(r) {
+			l.order.Remove(e)
+			delete(l.items, e.Value.(*lruEntry).key)
+			out = append(out, r)
+		}
+		e = prev
+	}
+	return out
 }
 
 func (l *lru) get(key string) (*record, bool) {

@@ -33,15 +33,17 @@ const MaxSessionAnalyses = 64
 
 // Tool is one catalog entry with its exact schema bytes.
 type Tool struct {
-	Name         string
-	Title        string
-	Description  string
-	Family       string
-	Operation    gen.OperationDecl // zero for a lifecycle tool
-	Annotations  Annotations
-	InputSchema  json.RawMessage
-	OutputSchema json.RawMessage
-	input        *validate.Schema
+	Name        string
+	Title       string
+	Description string
+	Family      string
+	Operation   gen.OperationDecl // zero for a lifecycle tool
+	// CaptureProviders are the provider kinds a capture tool offers.
+	CaptureProviders []string
+	Annotations      Annotations
+	InputSchema      json.RawMessage
+	OutputSchema     json.RawMessage
+	input            *validate.Schema
 }
 
 // Annotations are MCP behaviour hints.
@@ -69,6 +71,7 @@ type Runtime struct {
 	mu      sync.Mutex
 	cache   *lru
 	rescues *rescueMemo
+	scratch *scratch
 }
 
 // Option configures a Runtime.
@@ -85,7 +88,7 @@ func WithStore(loc repository.Location) Option {
 // default names, unless an option says otherwise; nothing is created until preservation.
 func New(startup []byte, opts ...Option) (*Runtime, error) {
 	rt := &Runtime{limits: gen.LimitDefaults, byName: map[string]*Tool{}, cache: newLRU(MaxSessionAnalyses),
-		rescues: newRescueMemo(MaxSessionRescues)}
+		rescues: newRescueMemo(MaxSessionRescues), scratch: newScratch()}
 	if loc, err := repository.FromEnvironment(os.Getenv); err == nil {
 		rt.store = repository.Open(loc)
 	} else {
@@ -147,6 +150,7 @@ type catalogFile struct {
 		Annotations  Annotations `json:"annotations"`
 		InputSchema  string      `json:"input_schema"`
 		OutputSchema string      `json:"output_schema"`
+		Providers    []string    `json:"capture_providers"`
 	} `json:"tools"`
 }
 
@@ -188,7 +192,7 @@ func (rt *Runtime) loadCatalog() error {
 			return fmt.Errorf("tool %s: %w", c.Name, err)
 		}
 		t := &Tool{Name: c.Name, Title: c.Title, Description: c.Description, Family: c.Family, Operation: op,
-			Annotations: c.Annotations, InputSchema: in, OutputSchema: out, input: v}
+			Annotations: c.Annotations, InputSchema: in, OutputSchema: out, input: v, CaptureProviders: c.Providers}
 		rt.tools = append(rt.tools, t)
 		rt.byName[t.Name] = t
 	}
@@ -203,10 +207,14 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 		return nil, failure.New(gen.FailureCodeUnknownTool, "there is no tool named %q", name).
 			Field(failure.Path(), rt.ToolNames())
 	}
-	if t.Family == "lifecycle" {
+	switch t.Family {
+	case "lifecycle", "capture":
 		inst, f := t.input.Validate(raw)
 		if f != nil {
 			return nil, f
+		}
+		if t.Family == "capture" {
+			return rt.capture(ctx, t, inst)
 		}
 		return lifecycleHandlers[name](ctx, rt, normalizeNumbers(inst))
 	}
@@ -216,7 +224,7 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 // Analyze runs the named analysis tool on raw JSON arguments.
 func (rt *Runtime) Analyze(ctx context.Context, name string, raw []byte) (*Result, *failure.Failure) {
 	t, ok := rt.byName[name]
-	if !ok || t.Family == "lifecycle" {
+	if !ok || t.Family != "analysis" {
 		return nil, failure.New(gen.FailureCodeUnknownOperation, "there is no analysis operation named %q", name).
 			Field(failure.Path("operation"), rt.OperationNames()).With("available_operations", rt.OperationNames())
 	}
@@ -240,8 +248,19 @@ func (rt *Runtime) Analyze(ctx context.Context, name string, raw []byte) (*Resul
 func (rt *Runtime) OperationNames() []string {
 	var out []string
 	for _, t := range rt.tools {
-		if t.Family != "lifecycle" {
+		if t.Family == "analysis" {
 			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// CaptureOperations lists the operations that have a capture tool.
+func (rt *Runtime) CaptureOperations() []string {
+	var out []string
+	for _, t := range rt.tools {
+		if t.Family == "capture" {
+			out = append(out, string(t.Operation.Name))
 		}
 	}
 	return out
@@ -255,6 +274,10 @@ type record struct {
 	createdAt time.Time
 	// preserved is set once the analysis is preserved in the configured store.
 	preserved *repository.Evidence
+	// capture is the provenance of a capture's analysis; nil for plain analysis.
+	capture *captureProvenance
+	// scratch are the session capture directories the record reads from.
+	scratch []*scratchDir
 }
 
 // remember stores the result under its session handle.
@@ -274,7 +297,38 @@ func (rt *Runtime) remember(req *request, res *Result) {
 		// it, stays; the lookup refreshed its recency.
 		return
 	}
-	rt.cache.put(res.AnalysisID, &record{result: res, req: req, inputs: req.inputs, createdAt: req.started})
+	rt.store1(res.AnalysisID, &record{result: res, req: req, inputs: req.inputs, createdAt: req.started})
+}
+
+// store1 caches r under id, counting its use of session scratch, and releases the scratch
+// of the records it evicts. The caller holds rt.mu.
+func (rt *Runtime) store1(id string, r *record) {
+	seen := map[*scratchDir]bool{}
+	for _, in := range r.inputs {
+		if d := rt.scratch.owner(in.path); d != nil && !seen[d] {
+			seen[d] = true
+			r.scratch = append(r.scratch, d)
+		}
+	}
+	rt.scratch.acquire(r.scratch)
+	for _, old := range rt.cache.put(id, r) {
+		rt.scratch.release(old.scratch)
+	}
+}
+
+// evictScratch evicts least-recently-used records holding scratch until enough is true;
+// their handles then report EXPIRED_SESSION_ANALYSIS.
+func (rt *Runtime) evictScratch(enough func() bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, old := range rt.cache.evictUsing(func(r *record) bool { return len(r.scratch) > 0 }, enough) {
+		rt.scratch.release(old.scratch)
+	}
+}
+
+// Close removes the session scratch. The runtime must not be used afterwards.
+func (rt *Runtime) Close() {
+	rt.scratch.close()
 }
 
 // Analysis returns a cached session analysis by handle.

@@ -33,7 +33,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	})
 	mcp := &cobra.Command{Use: "mcp", Short: "Serve or inspect the MCP tool catalog"}
 	mcp.AddCommand(newServeCommand(), newInspectCommand(stdout))
-	root.AddCommand(mcp, newAnalyzeCommand(stdout), newEvidenceCommand(stdout))
+	root.AddCommand(mcp, newAnalyzeCommand(stdout), newCaptureCommand(stdout), newEvidenceCommand(stdout))
 	return root
 }
 
@@ -113,13 +113,8 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 					out["next_page"] = cliNextPage(res.Operation, p.NextPage.Arguments, nil)
 				}
 			case rescueTo != "":
-				r, f := rt.Rescue(res.AnalysisID, rescueTo)
-				if f != nil {
+				if f := rescueInto(rt, out, res, rescueTo); f != nil {
 					return f
-				}
-				out["rescued"] = r
-				if r.NextPage != nil {
-					out["next_page"] = cliNextPage(res.Operation, r.NextPage.Arguments, r.NextAction.Environment)
 				}
 			}
 			return writeJSON(stdout, out)
@@ -133,6 +128,21 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&preserve, "preserve", false, "preserve the analysis in the evidence store")
 	cmd.Flags().StringVar(&rescueTo, "rescue-to", "", "write the analysis as a new evidence store at this absolute path")
 	return cmd
+}
+
+// rescueInto rescues the analysis behind res to dest and records the handoff in the CLI
+// result out: rescued, and a next_page whose environment opens the new store.
+func rescueInto(rt *runtime.Runtime, out map[string]any, res *runtime.Result, dest string) *failure.Failure {
+	r, f := rt.Rescue(res.AnalysisID, dest)
+	if f != nil {
+		return f
+	}
+	out["rescued"] = r
+	out["next_page"] = nil
+	if r.NextPage != nil {
+		out["next_page"] = cliNextPage(res.Operation, r.NextPage.Arguments, r.NextAction.Environment)
+	}
+	return nil
 }
 
 // pathSources builds path sources from CLI paths, made absolute, with their formats.

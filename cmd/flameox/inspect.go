@@ -37,7 +37,7 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 				}
 				out := map[string]any{"tools": []any{fullTool(t)}}
 				if t.Family != "lifecycle" {
-					out["operation"] = operationView(t, true)
+					out["operation"] = operationView(rt, t, true)
 				}
 				return writeJSON(stdout, out)
 			case full:
@@ -55,8 +55,8 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 				_ = json.Unmarshal(t.InputSchema, &schema)
 				tools = append(tools, map[string]any{"name": t.Name, "description": t.Description,
 					"required_inputs": schema.Required, "annotations": mcpTool(t).Annotations})
-				if t.Family != "lifecycle" {
-					ops = append(ops, operationView(t, false))
+				if t.Family == "analysis" {
+					ops = append(ops, operationView(rt, t, false))
 				}
 			}
 			return writeJSON(stdout, map[string]any{"tool_count": len(tools), "tools": tools, "operations": ops})
@@ -80,22 +80,38 @@ func fullTool(t *runtime.Tool) any {
 	return m
 }
 
-func operationView(t *runtime.Tool, detailed bool) map[string]any {
+// operationView describes the operation behind an analysis or capture tool, with its
+// capture tool when it has one.
+func operationView(rt *runtime.Runtime, t *runtime.Tool, detailed bool) map[string]any {
 	op := t.Operation
+	analysis, _ := rt.Tool(string(op.Name))
+	capture, capturable := rt.Tool("capture_and_" + string(op.Name))
 	v := map[string]any{
 		"operation":            string(op.Name),
-		"tool":                 t.Name,
+		"tool":                 analysis.Name,
+		"capture_tool":         nil,
 		"summary":              op.Description,
 		"accepted_formats":     op.FormatStrings(),
 		"minimum_sources":      op.MinSources,
 		"maximum_sources":      op.MaxSources,
-		"capture_supported":    false,
-		"experiment_supported": false,
+		"capture_supported":    capturable,
+		"experiment_supported": capturable && op.Experiment,
 		"capture_providers":    []string{},
+	}
+	if capturable {
+		v["capture_tool"] = capture.Name
+		v["capture_providers"] = capture.CaptureProviders
 	}
 	if detailed {
 		v["limitations"] = op.Limitations
-		v["analysis_example"] = map[string]any{"tool": t.Name, "arguments": exampleArguments(op)}
+		v["analysis_example"] = map[string]any{"tool": analysis.Name, "arguments": exampleArguments(op)}
+		if capturable {
+			v["capture_example"] = map[string]any{"tool": capture.Name, "arguments": map[string]any{
+				"target":   map[string]any{"argv": []string{"python3", "workload.py"}, "cwd": "/absolute/path/to/project"},
+				"provider": map[string]any{"kind": capture.CaptureProviders[0]},
+				"preserve": true,
+			}}
+		}
 	}
 	return v
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"os"
 )
@@ -17,6 +18,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := newRootCommand(stdin, stdout, stderr)
 	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
+		var st exitStatus
+		if errors.As(err, &st) {
+			return int(st)
+		}
 		writeFailure(stderr, asFailure(err))
 		return 1
 	}

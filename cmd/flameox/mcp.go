@@ -23,6 +23,7 @@ func newServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer rt.Close() // the session scratch disappears with the server
 			return newServer(rt).Run(c.Context(), &mcp.StdioTransport{})
 		},
 	}
@@ -69,6 +70,13 @@ func mcpTool(t *runtime.Tool) *mcp.Tool {
 
 func handler(rt *runtime.Runtime, name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if token := req.Params.GetProgressToken(); token != nil {
+			ctx = runtime.WithProgress(ctx, func(done, total float64, message string) {
+				// Progress is best effort; a failed notification never fails the work.
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token, Progress: done, Total: total, Message: message})
+			})
+		}
 		res, f := rt.Call(ctx, name, req.Params.Arguments)
 		if f != nil {
 			if f.Code == gen.FailureCodeCancelled && ctx.Err() != nil {

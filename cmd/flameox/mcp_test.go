@@ -33,6 +33,11 @@ func connect(t *testing.T, limits string) *session {
 
 func connectStore(t *testing.T, limits, store string) *session {
 	t.Helper()
+	return connectWith(t, limits, store, nil)
+}
+
+func connectWith(t *testing.T, limits, store string, opts *mcp.ClientOptions) *session {
+	t.Helper()
 	rt, err := runtime.New([]byte(limits), runtime.WithStore(repository.Location{Dir: store, Source: repository.SourceExplicit}))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +49,7 @@ func connectStore(t *testing.T, limits, store string) *session {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,9 +62,15 @@ func connectStore(t *testing.T, limits, store string) *session {
 // call invokes a tool and checks that the text block and structuredContent carry the same
 // object, which also validates against the tool's advertised output schema.
 func (s *session) call(tool string, args any) (map[string]any, bool) {
+	s.t.Helper()
+	return s.callParams(&mcp.CallToolParams{Name: tool, Arguments: args})
+}
+
+func (s *session) callParams(params *mcp.CallToolParams) (map[string]any, bool) {
 	t := s.t
 	t.Helper()
-	res, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	tool := params.Name
+	res, err := s.cs.CallTool(context.Background(), params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +130,12 @@ func (s *session) listTools() {
 		names = append(names, tl.Name)
 		a := tl.Annotations
 		readOnly := tl.Name == "preview_artifact" || tl.Name == "query_evidence" || tl.Name == "inspect_evidence"
-		if a.ReadOnlyHint != readOnly || !a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint ||
+		if strings.HasPrefix(tl.Name, "capture_and_") {
+			// Capture tools execute a target: effectful, not idempotent, open world.
+			if a.ReadOnlyHint || a.IdempotentHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
+				t.Errorf("%s annotations = %+v", tl.Name, a)
+			}
+		} else if a.ReadOnlyHint != readOnly || !a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint ||
 			(!readOnly && (a.DestructiveHint == nil || *a.DestructiveHint)) {
 			t.Errorf("%s annotations = %+v", tl.Name, a)
 		}
@@ -137,7 +153,7 @@ func (s *session) listTools() {
 		s.out[tl.Name] = sch
 	}
 	// The SDK lists tools sorted by name.
-	want := []string{"inspect_evidence", "preserve_evidence", "preview_artifact", "query_evidence", "rescue_evidence"}
+	want := []string{"capture_and_preview_artifact", "inspect_evidence", "preserve_evidence", "preview_artifact", "query_evidence", "rescue_evidence"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("tools (-want +got):\n%s", diff)
 	}

@@ -593,6 +593,201 @@ type EvidenceProjection struct {
 	Body            ProjectedBody    `json:"body"`
 }
 
+// WorkloadBudget bounds each capture invocation and semantic oracle; it is independent of analysis limits.
+type WorkloadBudget struct {
+	// Wall-clock seconds per invocation (0-86400, exclusive of 0); null for none.
+	TimeoutSeconds *float64 `json:"timeout_seconds"`
+	// Sampled resident memory of the whole process tree, collector included; null for none.
+	MaxMemoryBytes *int64 `json:"max_memory_bytes"`
+}
+
+// DirectTarget is the workload: an argv run without a shell in an existing absolute working directory.
+type DirectTarget struct {
+	// Command and arguments; argv[0] is resolved to an exact executable (PATH, or relative to cwd when it holds a slash).
+	Argv []string `json:"argv"`
+	// Existing absolute working directory.
+	Cwd string `json:"cwd"`
+	// Environment overrides on top of the server's PATH; experiment cases override these.
+	Environment map[string]any `json:"environment,omitempty"`
+	// Optional wall-clock and memory budget of each invocation.
+	Budget *WorkloadBudget `json:"budget,omitempty"`
+	// diagnostics keeps bounded console excerpts; full retains the console as text sources. The direct provider always retains its console in full.
+	ConsoleOutput string `json:"console_output,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *DirectTarget) ApplyDefaults() {
+	if isZero(x.ConsoleOutput) {
+		x.ConsoleOutput = "diagnostics"
+	}
+}
+
+// DirectProvider runs the target itself; its stdout and stderr are the analysed text sources.
+type DirectProvider struct {
+	Kind string `json:"kind"`
+}
+
+// ExperimentCase is one case of a paired experiment.
+type ExperimentCase struct {
+	// Unique case name (1-80 characters).
+	Name string `json:"name"`
+	// Case argv; omitted or null inherits target.argv.
+	Argv []string `json:"argv,omitempty"`
+	// Overrides merged over target.environment (32 at most after merging).
+	Environment map[string]any `json:"environment,omitempty"`
+}
+
+// Experiment runs 2-16 cases in 1-100 blocks, in a seeded random order per block, and compares each case with the first.
+type Experiment struct {
+	// The first case is the baseline.
+	Cases []ExperimentCase `json:"cases"`
+	// Paired repetitions; each block runs every case once.
+	Blocks int64 `json:"blocks"`
+	// Seed of the per-block case order and of the bootstrap.
+	Seed int64 `json:"seed"`
+	// The compared metric: the wall time of each invoked capture process.
+	Metric *string `json:"metric,omitempty"`
+	// Paired estimand of candidate minus baseline.
+	Estimand string `json:"estimand,omitempty"`
+	// Differences within this many nanoseconds classify as within_threshold.
+	PracticalThreshold float64 `json:"practical_threshold"`
+	// Optional argv run after every successful capture with FLAMEOX_CAPTURE_STDOUT and FLAMEOX_CAPTURE_STDERR set; a non-zero exit excludes that case-block.
+	SemanticOracle []string `json:"semantic_oracle,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *Experiment) ApplyDefaults() {
+	if isZero(x.Estimand) {
+		x.Estimand = "median_difference"
+	}
+}
+
+// ConsoleDiagnostics are bounded console excerpts of one invocation; byte counts describe the whole streams.
+type ConsoleDiagnostics struct {
+	StdoutObservedBytes int64 `json:"stdout_observed_bytes"`
+	StderrObservedBytes int64 `json:"stderr_observed_bytes"`
+	StdoutRetainedBytes int64 `json:"stdout_retained_bytes"`
+	StderrRetainedBytes int64 `json:"stderr_retained_bytes"`
+	StdoutOmittedBytes  int64 `json:"stdout_omitted_bytes"`
+	StderrOmittedBytes  int64 `json:"stderr_omitted_bytes"`
+	StdoutComplete      bool  `json:"stdout_complete"`
+	StderrComplete      bool  `json:"stderr_complete"`
+	// Excerpt, invalid UTF-8 replaced.
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+}
+
+// OutputStreams describes console streams retained in full as files.
+type OutputStreams struct {
+	StdoutBytes        int64   `json:"stdout_bytes"`
+	StderrBytes        int64   `json:"stderr_bytes"`
+	StdoutOmittedBytes int64   `json:"stdout_omitted_bytes"`
+	StderrOmittedBytes int64   `json:"stderr_omitted_bytes"`
+	StdoutComplete     bool    `json:"stdout_complete"`
+	StderrComplete     bool    `json:"stderr_complete"`
+	IoError            *string `json:"io_error"`
+}
+
+// ExecutionLimit says which bound terminated an invocation.
+type ExecutionLimit struct {
+	Kind                 string   `json:"kind"`
+	Configured           float64  `json:"configured"`
+	Observed             *float64 `json:"observed"`
+	Unit                 string   `json:"unit"`
+	ObservationAvailable bool     `json:"observation_available"`
+	Recovery             string   `json:"recovery"`
+}
+
+// Containment is the broker's cleanup receipt for one invocation.
+type Containment struct {
+	// exited: the process reported an exit; terminated: the broker ended it; unreported: it never reported (cancelled before or during launch).
+	Termination string `json:"termination"`
+	// Processes of the tree still running when the invocation ended, all terminated and reaped before the call returned.
+	DescendantsTerminated int64 `json:"descendants_terminated"`
+	// Whether the output readers finished within their bound.
+	ReadersSettled bool `json:"readers_settled"`
+	// Largest sampled resident memory of the process tree.
+	PeakRssBytes *int64 `json:"peak_rss_bytes"`
+	RssSamples   int64  `json:"rss_samples"`
+	// Whether the writable-growth check covered every writable root.
+	WritableCheck string `json:"writable_check"`
+}
+
+// SemanticOracle is the result of the experiment's semantic oracle after one capture.
+type SemanticOracle struct {
+	Argv          []string           `json:"argv"`
+	Returncode    *int64             `json:"returncode"`
+	Status        string             `json:"status"`
+	FailureCode   *string            `json:"failure_code"`
+	Limit         *ExecutionLimit    `json:"limit"`
+	WallTimeNS    *int64             `json:"wall_time_ns"`
+	OutputStreams ConsoleDiagnostics `json:"output_streams"`
+}
+
+// ArtifactRejection records a captured artifact that was not accepted.
+type ArtifactRejection struct {
+	Role    string `json:"role"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Execution is one invocation of a capture.
+type Execution struct {
+	// 1-based position in the run.
+	Sequence int64    `json:"sequence"`
+	Case     string   `json:"case"`
+	Block    int64    `json:"block"`
+	Argv     []string `json:"argv"`
+	// The argv actually launched (the collector's, when one wraps the workload).
+	CaptureArgv []string `json:"capture_argv"`
+	Cwd         string   `json:"cwd"`
+	Returncode  *int64   `json:"returncode"`
+	// SHA-256 of the launched executable.
+	ExecutableSHA256          string  `json:"executable_sha256"`
+	CollectorExecutableSHA256 *string `json:"collector_executable_sha256"`
+	WorkloadExecutableSHA256  string  `json:"workload_executable_sha256"`
+	// workload: returncode is the workload's exit; collector: it is the collector's.
+	ReturncodeScope      string              `json:"returncode_scope"`
+	WorkloadReturncode   *int64              `json:"workload_returncode"`
+	Status               string              `json:"status"`
+	FailureCode          *string             `json:"failure_code"`
+	ConsoleDiagnostics   *ConsoleDiagnostics `json:"console_diagnostics,omitempty"`
+	OutputStreams        *OutputStreams      `json:"output_streams,omitempty"`
+	MissingArtifactRoles []string            `json:"missing_artifact_roles"`
+	ArtifactRejections   []ArtifactRejection `json:"artifact_rejections"`
+	SemanticOracle       *SemanticOracle     `json:"semantic_oracle"`
+	WallTimeNS           *int64              `json:"wall_time_ns"`
+	Containment          Containment         `json:"containment"`
+	Limit                *ExecutionLimit     `json:"limit"`
+}
+
+// CaptureOutcome counts executions.
+type CaptureOutcome struct {
+	Status         string `json:"status"`
+	ExecutionCount int64  `json:"execution_count"`
+	SucceededCount int64  `json:"succeeded_count"`
+	FailedCount    int64  `json:"failed_count"`
+}
+
+// CaptureRecord is the capture part of a capture result.
+type CaptureRecord struct {
+	Status string `json:"status"`
+	// failed when any workload exit is non-zero, succeeded when every execution reports a workload exit of 0, else unknown.
+	WorkloadStatus     string         `json:"workload_status"`
+	Mode               string         `json:"mode"`
+	RequestedOperation OperationName  `json:"requested_operation"`
+	ProviderID         string         `json:"provider_id"`
+	Executions         []Execution    `json:"executions"`
+	Outcome            CaptureOutcome `json:"outcome"`
+}
+
+// AnalysisFailure is a typed analysis failure of a completed capture.
+type AnalysisFailure struct {
+	Code    FailureCode    `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
 // CompareFields are compare_benchmarks's and compare_kernel_validation's fields.
 type CompareFields struct {
 	// Metric to compare; omit for the operation default.

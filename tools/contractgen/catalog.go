@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"cuelang.org/go/cue"
 )
@@ -9,6 +10,84 @@ import (
 // persistedDocuments are the evidence store's documents; their schemas are published
 // under contracts/repository and checked on every read.
 var persistedDocuments = []string{"RepositoryDocument", "ArtifactDocument", "Manifest"}
+
+// captureProvider is one entry of the CUE captureProviders list.
+type captureProvider struct {
+	Kind            string            `json:"kind"`
+	Definition      string            `json:"definition"`
+	Outputs         map[string]string `json:"outputs"`
+	ReturncodeScope string            `json:"returncode_scope"`
+	Released        bool              `json:"released"`
+}
+
+// releasedProviders lists the operation's capture providers this build implements.
+func releasedProviders(op operation, providers []captureProvider) []string {
+	var out []string
+	for _, k := range op.CaptureProviders {
+		for _, p := range providers {
+			if p.Kind == k && p.Released {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// captureInputSchema composes a capture tool's input: target, the union of its released
+// providers, preserve, limits, page_size, experiment when the operation accepts one, and
+// the operation's fields at top level.
+func (m *model) captureInputSchema(op operation, kinds []string, providers []captureProvider) (schema, error) {
+	s, err := m.defSchema("CaptureArguments")
+	if err != nil {
+		return nil, err
+	}
+	props := s["properties"].(schema)
+	var arms []any
+	for _, k := range kinds {
+		for _, p := range providers {
+			if p.Kind == k {
+				ps, err := m.defSchema(p.Definition)
+				if err != nil {
+					return nil, err
+				}
+				arms = append(arms, ps)
+			}
+		}
+	}
+	desc := props["provider"].(schema)["description"]
+	if len(arms) == 1 {
+		p := arms[0].(schema)
+		p["description"] = desc
+		props["provider"] = p
+	} else {
+		props["provider"] = schema{"description": desc, "anyOf": arms}
+	}
+	if op.Experiment {
+		e, err := m.defSchema("ExperimentArgument")
+		if err != nil {
+			return nil, err
+		}
+		props["experiment"] = e["properties"].(schema)["experiment"]
+	}
+	fields, err := m.valueSchema(op.fields)
+	if err != nil {
+		return nil, err
+	}
+	if fp, ok := fields["properties"].(schema); ok {
+		for k, v := range fp {
+			if _, dup := props[k]; dup {
+				return nil, fmt.Errorf("field %q collides with a capture transport field", k)
+			}
+			props[k] = v
+		}
+	}
+	s["required"] = toAny(append(toStrings(s["required"]), toStrings(fields["required"])...))
+	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	s["title"] = "capture_and_" + op.Name
+	s["description"] = "Run the target once (or as a paired experiment) under a compatible collector, then " +
+		strings.ToLower(op.Description[:1]) + op.Description[1:] + " Executes the argv without a shell; the result's next_page reads the captured artifacts and never reruns the workload."
+	return s, nil
+}
 
 // lifecycleTool is one entry of the CUE lifecycleTools list.
 type lifecycleTool struct {
@@ -76,7 +155,15 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 	if err := m.root.LookupPath(cue.ParsePath("server")).Decode(&server); err != nil {
 		return nil, err
 	}
-	var tools, ops []any
+	var providers []captureProvider
+	if err := m.root.LookupPath(cue.ParsePath("captureProviders")).Decode(&providers); err != nil {
+		return nil, err
+	}
+	var captureAnnotations map[string]any
+	if err := m.root.LookupPath(cue.ParsePath("toolAnnotations.capture")).Decode(&captureAnnotations); err != nil {
+		return nil, err
+	}
+	var tools, ops, captures []any
 	for _, op := range m.ops {
 		ops = append(ops, map[string]any{
 			"operation":            op.Name,
@@ -115,7 +202,39 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			"input_schema":  inPath,
 			"output_schema": outPath,
 		})
+		kinds := releasedProviders(op, providers)
+		if len(kinds) == 0 {
+			continue
+		}
+		name := "capture_and_" + op.Name
+		cin, err := m.captureInputSchema(op, kinds, providers)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		cres, err := m.defSchema("CaptureResult")
+		if err != nil {
+			return nil, err
+		}
+		cres["properties"].(schema)["operation"] = schema{"const": op.Name, "description": "Operation (task name) that analysed the capture."}
+		cout, err := m.outputUnion(name, cres)
+		if err != nil {
+			return nil, err
+		}
+		files["tools/"+name+".input.json"] = marshalSchema(cin)
+		files["tools/"+name+".output.json"] = marshalSchema(cout)
+		captures = append(captures, map[string]any{
+			"name":              name,
+			"title":             name,
+			"description":       cin["description"],
+			"family":            "capture",
+			"operation":         op.Name,
+			"capture_providers": kinds,
+			"annotations":       captureAnnotations,
+			"input_schema":      "tools/" + name + ".input.json",
+			"output_schema":     "tools/" + name + ".output.json",
+		})
 	}
+	tools = append(tools, captures...)
 	lifecycle, err := m.lifecycleFiles(files)
 	if err != nil {
 		return nil, err

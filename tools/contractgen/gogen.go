@@ -36,6 +36,9 @@ var goStructs = []string{
 	"InspectEvidenceArguments", "Preserved", "PreservationResult", "RescueResult",
 	"EvidenceSummary", "QueryResult", "LogicalSource", "ProjectedArtifact", "ProjectedRequest",
 	"ProjectedBody", "EvidenceProjection",
+	"WorkloadBudget", "DirectTarget", "DirectProvider", "ExperimentCase", "Experiment",
+	"ConsoleDiagnostics", "OutputStreams", "ExecutionLimit", "Containment", "SemanticOracle",
+	"ArtifactRejection", "Execution", "CaptureOutcome", "CaptureRecord", "AnalysisFailure",
 }
 
 // goUnions are kind-discriminated unions of struct definitions.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -47,6 +48,13 @@ func (m *model) valueSchema(v cue.Value) (schema, error) {
 	return out, nil
 }
 
+// schemaPatches add keywords encoding/jsonschema cannot derive from CUE, by definition.
+var schemaPatches = map[string]schema{
+	// struct.MaxFields(32) has no JSON Schema rendering; the runtime checks it again after
+	// merging experiment-case overrides.
+	"Environment": {"maxProperties": 32},
+}
+
 // inline replaces every {"$ref": "#/$defs/X", ...} with the definition merged with the
 // sibling keywords (a sibling description wins). The contracts are acyclic.
 func inline(n any, defs schema) any {
@@ -60,6 +68,9 @@ func inline(n any, defs schema) any {
 			}
 			merged := schema{}
 			for k, v := range inline(deepCopy(def), defs).(schema) {
+				merged[k] = v
+			}
+			for k, v := range schemaPatches[strings.TrimPrefix(name, "#")] {
 				merged[k] = v
 			}
 			for k, v := range x {
@@ -118,6 +129,19 @@ func normalize(n any) any {
 		if c, ok := x["const"].(schema); ok && len(c) == 0 {
 			delete(x, "const")
 			x["type"] = "object"
+		} else if ok {
+			// A closed struct whose fields are all concrete (a provider object with only its
+			// kind) renders as a const object; publish it as an object of const properties so
+			// validation reports the failing field.
+			delete(x, "const")
+			props := schema{}
+			var required []any
+			for k, v := range c {
+				props[k] = schema{"const": v}
+				required = append(required, k)
+			}
+			sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
+			x["type"], x["properties"], x["required"], x["additionalProperties"] = "object", props, required, false
 		}
 		if d, ok := x["description"].(string); ok {
 			x["description"] = defPrefix.ReplaceAllString(d, "$1")

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flameox/flameox/runtime"
+	"github.com/flameox/flameox/runtime/failure"
+)
+
+// exitStatus ends the CLI with a status after the result was printed.
+type exitStatus int
+
+func (e exitStatus) Error() string { return "exit status" }
+
+// unpreservedLimitation tells a CLI user how to keep a capture's evidence.
+const unpreservedLimitation = "This capture was not preserved and its scratch is removed when the command exits, so it has no continuation. Rerun with --preserve (or --rescue-to ABSOLUTE_PATH) to page through the captured artifacts with next_page.argv."
+
+func newCaptureCommand(stdout io.Writer) *cobra.Command {
+	var provider, operation, cwd, captureArgs, analysisArgs, console, budget, experiment, limits, rescueTo string
+	var preserve bool
+	var envs []string
+	cmd := &cobra.Command{
+		Use:   "capture --provider ID [OPTIONS] -- ARGV...",
+		Short: "Run a workload under a collector, analyse what it produced and print the JSON result",
+		Long: "Run ARGV (no shell) in --cwd under the --provider collector, analyse the captured artifacts\n" +
+			"with --operation and print the result. Everything after -- is the target's argv.\n" +
+			"The exit status is 1 when an execution or the analysis failed; the result is still printed.",
+		RunE: func(c *cobra.Command, args []string) error {
+			dash := c.ArgsLenAtDash()
+			if dash != 0 || len(args) == 0 {
+				return failure.Invalid(failure.Path("target", "argv"), nil,
+					"give the target argv after --, as in: flameox capture --provider direct -- python3 bench.py")
+			}
+			if preserve && rescueTo != "" {
+				return failure.Invalid(failure.Path("rescue_to"), nil,
+					"--preserve and --rescue-to are mutually exclusive: choose one publication destination")
+			}
+			rt, err := runtime.New([]byte(limits))
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			if rescueTo != "" {
+				if f := rt.PreflightRescue(rescueTo); f != nil {
+					return f
+				}
+			}
+			absCwd, err := filepath.Abs(cwd)
+			if err != nil {
+				return failure.Invalid(failure.Path("target", "cwd"), nil, "--cwd cannot be made absolute")
+			}
+			target := map[string]any{"argv": args, "cwd": absCwd}
+			if console != "" {
+				target["console_output"] = console
+			}
+			if len(envs) > 0 {
+				env := map[string]any{}
+				for _, e := range envs {
+					k, v, ok := strings.Cut(e, "=")
+					if !ok || k == "" {
+						return failure.Invalid(failure.Path("target", "environment"), nil, "--env takes NAME=VALUE")
+					}
+					env[k] = v
+				}
+				target["environment"] = env
+			}
+			if budget != "" {
+				var b any
+				if f := decodeFlag("workload-budget", budget, &b); f != nil {
+					return f
+				}
+				target["budget"] = b
+			}
+			prov := map[string]any{}
+			if captureArgs != "" {
+				if f := decodeFlag("capture-arguments", captureArgs, &prov); f != nil {
+					return f
+				}
+			}
+			prov["kind"] = provider
+			req := map[string]any{}
+			if analysisArgs != "" {
+				if f := decodeFlag("analysis-arguments", analysisArgs, &req); f != nil {
+					return f
+				}
+			}
+			for _, k := range []string{"target", "provider", "preserve", "experiment", "limits"} {
+				if _, ok := req[k]; ok {
+					return failure.Invalid(failure.Path("analysis_arguments", k), nil, "%s is not an operation field; use its own option", k)
+				}
+			}
+			req["target"], req["provider"] = target, prov
+			if experiment != "" {
+				var e any
+				if f := decodeFlag("experiment", experiment, &e); f != nil {
+					return f
+				}
+				req["experiment"] = e
+			}
+			if preserve {
+				req["preserve"] = true
+			}
+			raw, _ := json.Marshal(req)
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, f := rt.Call(ctx, "capture_and_"+operation, raw)
+			if f != nil {
+				if f.Code == "UNKNOWN_TOOL" {
+					return failure.Invalid(failure.Path("operation"), rt.CaptureOperations(),
+						"operation %q has no capture tool; capturable operations: %v", operation, rt.CaptureOperations())
+				}
+				return f
+			}
+			cres := res.(*runtime.CaptureResult)
+			out := cliResult(&cres.Result)
+			b, _ := json.Marshal(cres)
+			var full map[string]any
+			_ = json.Unmarshal(b, &full)
+			for _, k := range []string{"capture", "analysis_failure", "next_action", "status"} {
+				out[k] = full[k]
+			}
+			switch {
+			case cres.Preserved != nil:
+				if cres.NextPage != nil {
+					out["next_page"] = cliNextPage(cres.Operation, cres.NextPage.Arguments, nil)
+				}
+			case rescueTo != "":
+				if f := rescueInto(rt, out, &cres.Result, rescueTo); f != nil {
+					return f
+				}
+			default:
+				// The scratch dies with this process: no continuation can be honoured.
+				out["continuation"], out["next_page"] = nil, nil
+				out["limitations"] = append(out["limitations"].([]any), unpreservedLimitation)
+				if cres.NextAction != nil {
+					out["next_action"] = map[string]any{"kind": "operator_action",
+						"message": "Rerun the same command with --preserve (or --rescue-to ABSOLUTE_PATH) to keep this capture's evidence."}
+				}
+			}
+			if err := writeJSON(stdout, out); err != nil {
+				return err
+			}
+			if cres.AnalysisFailure != nil || cres.Capture.Outcome.FailedCount > 0 {
+				return exitStatus(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&provider, "provider", "", "collector that runs the target (required)")
+	cmd.Flags().StringVar(&operation, "operation", "preview_artifact", "operation that analyses the captured artifacts")
+	cmd.Flags().StringVar(&cwd, "cwd", ".", "working directory of the target (made absolute)")
+	cmd.Flags().StringVar(&captureArgs, "capture-arguments", "", "provider fields as one JSON object")
+	cmd.Flags().StringVar(&analysisArgs, "analysis-arguments", "", "operation fields as one JSON object")
+	cmd.Flags().StringArrayVar(&envs, "env", nil, "environment override NAME=VALUE for the target (repeatable)")
+	cmd.Flags().StringVar(&console, "console-output", "", "diagnostics or full")
+	cmd.Flags().StringVar(&budget, "workload-budget", "", `workload budget JSON, e.g. {"timeout_seconds":60}`)
+	cmd.Flags().StringVar(&experiment, "experiment", "", "paired experiment JSON")
+	cmd.Flags().StringVar(&limits, "limits", "", "RequestLimits JSON: startup bounds for analysis and storage")
+	cmd.Flags().BoolVar(&preserve, "preserve", false, "preserve the capture in the evidence store")
+	cmd.Flags().StringVar(&rescueTo, "rescue-to", "", "write the capture as a new evidence store at this absolute path")
+	cmd.MarkFlagRequired("provider")
+	return cmd
+}
+
+// decodeFlag decodes a JSON option value.
+func decodeFlag(flag, value string, into any) *failure.Failure {
+	dec := json.NewDecoder(bytes.NewReader([]byte(value)))
+	dec.UseNumber()
+	if err := dec.Decode(into); err != nil {
+		return failure.Invalid(failure.Path(flag), nil, "--%s must be one JSON value", flag)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestMCPCaptureWithProgress(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var notes []string
+	s := connectWith(t, "", filepath.Join(t.TempDir(), "store"), &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			notes = append(notes, req.Params.Message)
+		},
+	})
+	args := map[string]any{
+		"target":   map[string]any{"argv": []string{"sh", "-c", "echo one; echo two; exit 4"}, "cwd": dir},
+		"provider": map[string]any{"kind": "direct"},
+		"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}},
+			"blocks": 2, "seed": 3, "practical_threshold": 1e9},
+		"page_size": 3,
+	}
+	params := &mcp.CallToolParams{Name: "capture_and_preview_artifact", Arguments: args}
+	params.SetProgressToken("capture-1")
+	res, isErr := s.callParams(params)
+	if isErr {
+		t.Fatalf("a failing workload is evidence, not a tool error: %v", res)
+	}
+	if res["status"] != "partial" || res["capture"].(map[string]any)["workload_status"] != "failed" {
+		t.Errorf("status = %v / %v", res["status"], res["capture"])
+	}
+	// Capture continuation names the analysis tool and reads the captured files.
+	next := s.nextArgs(res, "preview_artifact")
+	page2, isErr := s.preview(next)
+	if isErr || len(rows(page2)) != 3 {
+		t.Fatalf("page 2 = %v", page2)
+	}
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(notes) < 8 || !strings.HasPrefix(notes[0], "capture ") {
+		t.Errorf("progress notifications = %q", notes)
+	}
+}
+
+func TestMCPCancelStopsTheWorkload(t *testing.T) {
+	dir := t.TempDir()
+	s := connect(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "capture_and_preview_artifact", Arguments: map[string]any{
+			"target":   map[string]any{"argv": []string{"sh", "-c", "echo $$ > pids; sleep 300 & echo $! >> pids; setsid sleep 301 & echo $! >> pids; wait"}, "cwd": dir},
+			"provider": map[string]any{"kind": "direct"},
+		}})
+		done <- err
+	}()
+	pidFile := filepath.Join(dir, "pids")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(pidFile)
+		if strings.Count(string(b), "\n") >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled call returned a result")
+	}
+	b, _ := os.ReadFile(pidFile)
+	pids := strings.Fields(string(b))
+	if len(pids) != 3 {
+		t.Fatalf("pids = %q", b)
+	}
+	// The server settles the broker after the client gives up: wait for it.
+	deadline = time.Now().Add(10 * time.Second)
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		for processAlive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if processAlive(pid) {
+			t.Errorf("process %d survived the cancellation", pid)
+		}
+	}
+}
+
+// processAlive reports whether pid names a live, non-zombie process.
+func processAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}

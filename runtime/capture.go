@@ -1,0 +1,753 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/runtime/broker"
+	"github.com/flameox/flameox/runtime/canon"
+	"github.com/flameox/flameox/runtime/failure"
+	"github.com/flameox/flameox/runtime/sourcefile"
+)
+
+// captureTransport are the capture-tool fields that are not operation fields.
+var captureTransport = map[string]bool{"target": true, "provider": true, "preserve": true,
+	"limits": true, "page_size": true, "experiment": true}
+
+// maxCaptureSources bounds the captured artifacts of one request.
+const maxCaptureSources = 32
+
+// diagnosticExcerptBytes bounds each in-memory console excerpt.
+const diagnosticExcerptBytes = 4096
+
+// ProgressFunc receives progress of long work: done of total steps, and a message.
+type ProgressFunc func(done, total float64, message string)
+
+type progressKey struct{}
+
+// WithProgress returns a context whose capture work reports progress to f.
+func WithProgress(ctx context.Context, f ProgressFunc) context.Context {
+	return context.WithValue(ctx, progressKey{}, f)
+}
+
+func progress(ctx context.Context, done, total int, msg string) {
+	if f, ok := ctx.Value(progressKey{}).(ProgressFunc); ok && f != nil {
+		f(float64(done), float64(total), msg)
+	}
+}
+
+// captureRequest is an admitted capture: every invocation bound before anything runs.
+type captureRequest struct {
+	tool       *Tool
+	analysis   *Tool
+	target     gen.DirectTarget
+	providerID string
+	preserve   bool
+	experiment *gen.Experiment
+	fields     map[string]any // operation fields as given
+	limits     gen.EffectiveLimits
+	pageSize   *int64
+	rawLimits  *gen.RequestLimits
+	cases      []boundCase
+	oracle     *boundCommand
+	runs       []plannedRun
+	started    time.Time
+}
+
+// boundCommand is an argv bound to an exact executable.
+type boundCommand struct {
+	argv   []string
+	path   string
+	sha256 string
+}
+
+// boundCase is one case with its argv bound and its merged environment.
+type boundCase struct {
+	name    string
+	command boundCommand
+	env     map[string]string
+}
+
+// plannedRun is one execution in run order.
+type plannedRun struct {
+	sequence int
+	caseIdx  int
+	block    int
+}
+
+// captureProvenance is what preservation records about a capture.
+type captureProvenance struct {
+	request    map[string]any
+	executions []gen.Execution
+}
+
+// Capture runs a capture tool on schema-valid arguments.
+func (rt *Runtime) capture(ctx context.Context, t *Tool, inst any) (any, *failure.Failure) {
+	cr, f := rt.admitCapture(t, inst)
+	if f != nil {
+		return nil, f
+	}
+	return rt.runCapture(ctx, cr)
+}
+
+// admitCapture performs every admission step before scratch is allocated or a process
+// starts: provider compatibility, arguments, operation fields, source counts, invocation
+// binding (cwd, executables and their digests, environment policy), provenance size.
+func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Failure) {
+	obj, _ := normalizeNumbers(inst).(map[string]any)
+	cr := &captureRequest{tool: t, fields: map[string]any{}, started: time.Now()}
+	tr := map[string]any{}
+	for k, v := range obj {
+		if captureTransport[k] {
+			tr[k] = v
+		} else {
+			cr.fields[k] = v
+		}
+	}
+	var transport struct {
+		Target     gen.DirectTarget   `json:"target"`
+		Provider   map[string]any     `json:"provider"`
+		Preserve   bool               `json:"preserve"`
+		Limits     *gen.RequestLimits `json:"limits"`
+		PageSize   *int64             `json:"page_size"`
+		Experiment *gen.Experiment    `json:"experiment"`
+	}
+	if err := decodeInto(tr, &transport); err != nil {
+		return nil, failure.Invalid(failure.Path(), nil, "arguments do not match the tool schema")
+	}
+	cr.analysis = rt.byName[string(t.Operation.Name)]
+	cr.providerID, _ = transport.Provider["kind"].(string)
+	if !contains(t.CaptureProviders, cr.providerID) {
+		return nil, failure.New(gen.FailureCodeUnsupportedFormat,
+			"provider %q cannot capture for %s; compatible providers: %s", cr.providerID, t.Operation.Name, strings.Join(t.CaptureProviders, ", ")).
+			Field(failure.Path("provider", "kind"), t.CaptureProviders).
+			With("provider_id", cr.providerID).With("operation", string(t.Operation.Name)).
+			With("accepted_formats", t.Operation.FormatStrings()).With("compatible_capture_providers", t.CaptureProviders)
+	}
+	cr.target, cr.preserve, cr.experiment = transport.Target, transport.Preserve, transport.Experiment
+	cr.target.ApplyDefaults()
+	cr.rawLimits, cr.pageSize = transport.Limits, transport.PageSize
+	lim, f := rt.effectiveLimits(transport.Limits, transport.PageSize)
+	if f != nil {
+		return nil, f
+	}
+	cr.limits = lim
+	typed, err := newFields(t.Operation)
+	if err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the operation's fields could not be admitted")
+	}
+	if err := decodeInto(cr.fields, typed); err != nil {
+		return nil, failure.Invalid(failure.Path(), nil, "operation fields do not match the tool schema")
+	}
+
+	st, err := os.Stat(cr.target.Cwd)
+	if err != nil || !st.IsDir() {
+		return nil, failure.Invalid(failure.Path("target", "cwd"), nil, "target.cwd must be an existing directory")
+	}
+	targetEnv := map[string]string{}
+	for k, v := range cr.target.Environment {
+		s, _ := v.(string)
+		if environmentBlocked(k, s) {
+			return nil, blockedEnv(failure.Path("target", "environment", k), k)
+		}
+		targetEnv[k] = s
+	}
+	type caseDecl struct {
+		name string
+		argv []string
+		env  map[string]any
+		path []any
+	}
+	decls := []caseDecl{{name: "default", argv: cr.target.Argv}}
+	blocks := 1
+	if cr.experiment != nil {
+		cr.experiment.ApplyDefaults()
+		decls = nil
+		names := map[string]bool{}
+		for i, c := range cr.experiment.Cases {
+			if names[c.Name] {
+				return nil, failure.Invalid(failure.Path("experiment", "cases", i, "name"), nil, "experiment case names must be unique; %q repeats", c.Name)
+			}
+			names[c.Name] = true
+			argv := c.Argv
+			if len(argv) == 0 {
+				argv = cr.target.Argv
+			}
+			decls = append(decls, caseDecl{name: c.Name, argv: argv, env: c.Environment, path: failure.Path("experiment", "cases", i)})
+		}
+		blocks = int(cr.experiment.Blocks)
+	}
+	for i, d := range decls {
+		env := map[string]string{}
+		for k, v := range targetEnv {
+			env[k] = v
+		}
+		for k, v := range d.env {
+			s, _ := v.(string)
+			if environmentBlocked(k, s) {
+				return nil, blockedEnv(append(append([]any{}, d.path...), "environment", k), k)
+			}
+			env[k] = s
+		}
+		if len(env) > 32 {
+			return nil, failure.Invalid(append(append([]any{}, d.path...), "environment"), nil,
+				"case %q has %d environment overrides after merging with target.environment; at most 32 are allowed", d.name, len(env))
+		}
+		argvPath := failure.Path("target", "argv", 0)
+		if d.path != nil && d.argv != nil && len(cr.experiment.Cases[i].Argv) > 0 {
+			argvPath = append(append([]any{}, d.path...), "argv", 0)
+		}
+		cmd, f := bindCommand(d.argv, cr.target.Cwd, argvPath)
+		if f != nil {
+			return nil, f
+		}
+		cr.cases = append(cr.cases, boundCase{name: d.name, command: *cmd, env: env})
+	}
+	if cr.experiment != nil && len(cr.experiment.SemanticOracle) > 0 {
+		cmd, f := bindCommand(cr.experiment.SemanticOracle, cr.target.Cwd, failure.Path("experiment", "semantic_oracle", 0))
+		if f != nil {
+			return nil, f
+		}
+		cr.oracle = cmd
+	}
+	executions := len(cr.cases) * blocks
+	sources := executions * 2 // the direct provider retains stdout and stderr
+	if sources > maxCaptureSources || sources > t.Operation.MaxSources {
+		max := min(maxCaptureSources, t.Operation.MaxSources)
+		return nil, failure.New(gen.FailureCodeLimitExceeded,
+			"the capture would produce %d sources (%d executions x 2 console files); at most %d are allowed", sources, executions, max).
+			Field(failure.Path("experiment", "blocks"), nil).
+			With("source_count", sources).With("maximum_sources", max).With("execution_count", executions)
+	}
+	cr.runs = planRuns(len(cr.cases), blocks, cr.experiment)
+	prov, err := canon.Marshal(cr.provenanceRequest())
+	if err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture request has no canonical form")
+	}
+	if int64(len(prov)) > cr.limits.MaxProvenanceBytes {
+		return nil, failure.New(gen.FailureCodeLimitExceeded,
+			"the capture request needs %d bytes of provenance; limits.max_provenance_bytes is %d", len(prov), cr.limits.MaxProvenanceBytes).
+			Field(failure.Path("limits", "max_provenance_bytes"), nil).With("field", "max_provenance_bytes").
+			With("requested", len(prov)).With("effective_ceiling", cr.limits.MaxProvenanceBytes)
+	}
+	return cr, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func blockedEnv(path []any, name string) *failure.Failure {
+	return failure.Invalid(path, nil, "environment override %q is blocked by policy (loader, interpreter-startup and credential variables are refused)", name).
+		With("variable", name)
+}
+
+// bindCommand resolves argv[0] to an exact executable: a name without a slash through
+// PATH, else a path relative to cwd. It records the executable's SHA-256.
+func bindCommand(argv []string, cwd string, path []any) (*boundCommand, *failure.Failure) {
+	name := argv[0]
+	var resolved string
+	if strings.Contains(name, "/") {
+		resolved = name
+		if !filepath.IsAbs(resolved) {
+			resolved = filepath.Join(cwd, resolved)
+		}
+	} else {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return nil, failure.Invalid(path, nil, "argv[0] %q is not an executable on PATH; give an absolute path or install it", name).
+				With("executable", name)
+		}
+		resolved = p
+	}
+	resolved, err := filepath.EvalSymlinks(resolved)
+	var st os.FileInfo
+	if err == nil {
+		st, err = os.Stat(resolved)
+	}
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return nil, failure.Invalid(path, nil, "argv[0] %q does not resolve to an executable file", filepath.Base(name)).
+			With("executable", filepath.Base(name))
+	}
+	sum, _, err := sourcefile.Hash(resolved)
+	if err != nil {
+		return nil, failure.Invalid(path, nil, "the executable of argv[0] cannot be read")
+	}
+	return &boundCommand{argv: argv, path: resolved, sha256: sum}, nil
+}
+
+// planRuns lists executions in run order: per block, the cases in a seeded random order
+// (math/rand/v2 PCG seeded with the experiment seed and the block number).
+func planRuns(cases, blocks int, e *gen.Experiment) []plannedRun {
+	var runs []plannedRun
+	for b := 1; b <= blocks; b++ {
+		order := make([]int, cases)
+		for i := range order {
+			order[i] = i
+		}
+		if e != nil {
+			shuffle(e.Seed, int64(b), order)
+		}
+		for _, c := range order {
+			runs = append(runs, plannedRun{sequence: len(runs) + 1, caseIdx: c, block: b})
+		}
+	}
+	return runs
+}
+
+// provenanceRequest is the durable capture request: the full target, provider,
+// operation fields and experiment.
+func (cr *captureRequest) provenanceRequest() map[string]any {
+	target := map[string]any{"argv": cr.target.Argv, "cwd": cr.target.Cwd, "environment": cr.target.Environment,
+		"console_output": cr.target.ConsoleOutput, "provider_id": cr.providerID}
+	if cr.target.Budget != nil {
+		target["budget"] = cr.target.Budget
+	}
+	var experiment any
+	if cr.experiment != nil {
+		experiment = cr.experiment
+	}
+	mode := "single"
+	if cr.experiment != nil {
+		mode = "experiment"
+	}
+	return map[string]any{"target": target, "analysis_arguments": cr.fields, "capture_arguments": map[string]any{},
+		"mode": mode, "experiment": experiment, "operation": string(cr.tool.Operation.Name)}
+}
+
+// execution is one run's outcome and its captured files.
+type execution struct {
+	record gen.Execution
+	stdout string
+	stderr string
+	ok     bool
+	wall   *int64
+}
+
+// runCapture executes the admitted capture, analyses its artifacts and builds the result.
+func (rt *Runtime) runCapture(ctx context.Context, cr *captureRequest) (any, *failure.Failure) {
+	execs := int64(len(cr.runs))
+	dir, f := rt.scratch.reserve(execs*cr.limits.MaxOutputBytes, execs*2, rt.evictScratch)
+	if f != nil {
+		return nil, f
+	}
+	settled := false
+	defer func() {
+		if !settled {
+			rt.scratch.settle(dir)
+		}
+	}()
+	total := len(cr.runs)
+	if cr.oracle != nil {
+		total *= 2
+	}
+	var runs []*execution
+	step := 0
+	for _, run := range cr.runs {
+		c := cr.cases[run.caseIdx]
+		progress(ctx, step, total, fmt.Sprintf("capture %s block %d", c.name, run.block))
+		ex, f := rt.execute(ctx, cr, dir.path, run, c)
+		if f != nil {
+			return nil, f
+		}
+		step++
+		if cr.oracle != nil {
+			if ex.ok {
+				rt.runOracle(ctx, cr, ex, c)
+			}
+			step++
+		}
+		progress(ctx, step, total, fmt.Sprintf("captured %s block %d", c.name, run.block))
+		runs = append(runs, ex)
+		if ctx.Err() != nil {
+			return nil, failure.New(gen.FailureCodeCancelled, "the capture was cancelled; every process was terminated").
+				With("execution_count", len(runs))
+		}
+	}
+	res, f := rt.analyseCapture(ctx, cr, runs)
+	rt.scratch.settle(dir)
+	settled = true
+	return res, f
+}
+
+// execute runs one invocation through the broker.
+func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, run plannedRun, c boundCase) (*execution, *failure.Failure) {
+	exdir := filepath.Join(dir, fmt.Sprintf("capture-%04d", run.sequence))
+	if err := os.Mkdir(exdir, 0o700); err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture scratch could not be written")
+	}
+	ex := &execution{stdout: filepath.Join(exdir, "stdout"), stderr: filepath.Join(exdir, "stderr")}
+	rec := gen.Execution{
+		Sequence: int64(run.sequence), Case: c.name, Block: int64(run.block), Argv: c.command.argv,
+		CaptureArgv: c.command.argv, Cwd: cr.target.Cwd, ExecutableSHA256: c.command.sha256,
+		WorkloadExecutableSHA256: c.command.sha256, ReturncodeScope: "workload",
+		MissingArtifactRoles: []string{}, ArtifactRejections: []gen.ArtifactRejection{},
+	}
+	// The binary must still be the one admission bound.
+	if sum, _, err := sourcefile.Hash(c.command.path); err != nil || sum != c.command.sha256 {
+		return nil, failure.New(gen.FailureCodeMissingOrChangedInput,
+			"the executable of case %q changed after admission; nothing more was run", c.name).With("case", c.name)
+	}
+	res, err := broker.Run(ctx, rt.brokerSpec(cr, c, c.command, exdir, ex.stdout, ex.stderr))
+	if err != nil && !errors.Is(err, broker.ErrStart) {
+		return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture could not run")
+	}
+	rec.Containment = containment(res)
+	rec.Limit = executionLimit(res.Limit)
+	if res.Started {
+		w := res.WallTime.Nanoseconds()
+		rec.WallTimeNS, ex.wall = &w, &w
+	}
+	if res.ExitCode != nil {
+		code := int64(*res.ExitCode)
+		rec.Returncode, rec.WorkloadReturncode = &code, &code
+	}
+	var ioErr *string
+	if res.Stdout.IOError != nil || res.Stderr.IOError != nil {
+		s := "the console could not be written completely to scratch"
+		ioErr = &s
+	}
+	rec.OutputStreams = &gen.OutputStreams{StdoutBytes: res.Stdout.Retained, StderrBytes: res.Stderr.Retained,
+		StdoutOmittedBytes: res.Stdout.Observed - res.Stdout.Retained, StderrOmittedBytes: res.Stderr.Observed - res.Stderr.Retained,
+		StdoutComplete: res.Stdout.Complete, StderrComplete: res.Stderr.Complete, IoError: ioErr}
+	switch {
+	case err != nil:
+		rec.FailureCode = strp("EXECUTION_FAILURE")
+	case res.Cancelled:
+		rec.FailureCode = strp("CANCELLED")
+	case res.Limit != nil && res.Limit.Kind == "timeout":
+		rec.FailureCode = strp("EXECUTION_TIMEOUT")
+	case res.Limit != nil:
+		rec.FailureCode = strp("LIMIT_EXCEEDED")
+	case res.ExitCode == nil || *res.ExitCode != 0:
+		rec.FailureCode = strp("EXECUTION_FAILURE")
+	}
+	for _, p := range []string{ex.stdout, ex.stderr} {
+		if _, err := os.Stat(p); err != nil {
+			// The start failed before the console files were created.
+			os.WriteFile(p, nil, 0o600)
+		}
+	}
+	ex.ok = rec.FailureCode == nil
+	rec.Status = "failed"
+	if ex.ok {
+		rec.Status = "succeeded"
+	}
+	ex.record = rec
+	return ex, nil
+}
+
+func strp(s string) *string { return &s }
+
+// brokerSpec builds the broker invocation of a command in a case environment: the
+// server's PATH plus the merged overrides, the workload budget, retained console files
+// bounded by max_output_bytes, and the writable-growth bound over the working directory.
+func (rt *Runtime) brokerSpec(cr *captureRequest, c boundCase, cmd boundCommand, exdir, stdout, stderr string) broker.Spec {
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	keys := make([]string, 0, len(c.env))
+	for k := range c.env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+c.env[k])
+	}
+	spec := broker.Spec{Path: cmd.path, Args: cmd.argv, Dir: cr.target.Cwd, Env: env,
+		StdoutFile: stdout, StderrFile: stderr, ExcerptBytes: diagnosticExcerptBytes,
+		MaxOutputBytes: cr.limits.MaxOutputBytes, WritableRoots: []string{cr.target.Cwd},
+		MaxWritableGrowth: cr.limits.MaxOutputBytes, ReserveDir: exdir, ReserveBytes: StorageReserveBytes}
+	if b := cr.target.Budget; b != nil {
+		if b.TimeoutSeconds != nil {
+			spec.Timeout = time.Duration(*b.TimeoutSeconds * float64(time.Second))
+		}
+		if b.MaxMemoryBytes != nil {
+			spec.MaxRSSBytes = *b.MaxMemoryBytes
+		}
+	}
+	return spec
+}
+
+func containment(r *broker.Result) gen.Containment {
+	c := gen.Containment{Termination: r.Termination, DescendantsTerminated: int64(r.DescendantsTerminated),
+		ReadersSettled: r.ReadersSettled, PeakRssBytes: r.PeakRSS, RssSamples: int64(r.RSSSamples), WritableCheck: "complete"}
+	if !r.WritableComplete {
+		c.WritableCheck = "partial"
+	}
+	return c
+}
+
+func executionLimit(l *broker.Limit) *gen.ExecutionLimit {
+	if l == nil {
+		return nil
+	}
+	return &gen.ExecutionLimit{Kind: l.Kind, Configured: l.Configured, Observed: l.Observed, Unit: l.Unit,
+		ObservationAvailable: l.Observed != nil, Recovery: l.Recovery}
+}
+
+// runOracle runs the semantic oracle after a successful capture, in the case environment
+// with FLAMEOX_CAPTURE_STDOUT and FLAMEOX_CAPTURE_STDERR naming that capture's console
+// files. A failing oracle fails the execution and excludes its block from comparison.
+func (rt *Runtime) runOracle(ctx context.Context, cr *captureRequest, ex *execution, c boundCase) {
+	env := map[string]string{}
+	for k, v := range c.env {
+		env[k] = v
+	}
+	env["FLAMEOX_CAPTURE_STDOUT"], env["FLAMEOX_CAPTURE_STDERR"] = ex.stdout, ex.stderr
+	oc := boundCase{name: c.name, command: *cr.oracle, env: env}
+	spec := rt.brokerSpec(cr, oc, *cr.oracle, filepath.Dir(ex.stdout), "", "")
+	spec.WritableRoots, spec.MaxWritableGrowth = nil, 0
+	res, err := broker.Run(ctx, spec)
+	o := &gen.SemanticOracle{Argv: cr.oracle.argv, Status: "failed", OutputStreams: diagnostics(res)}
+	if err == nil && res.ExitCode != nil {
+		code := int64(*res.ExitCode)
+		o.Returncode = &code
+	}
+	if res != nil && res.Started {
+		w := res.WallTime.Nanoseconds()
+		o.WallTimeNS = &w
+	}
+	if res != nil {
+		o.Limit = executionLimit(res.Limit)
+	}
+	if err == nil && res.ExitCode != nil && *res.ExitCode == 0 && res.Limit == nil {
+		o.Status = "passed"
+	} else {
+		o.FailureCode = strp("SEMANTIC_ORACLE_FAILED")
+		ex.ok = false
+		ex.record.Status = "failed"
+		ex.record.FailureCode = strp("SEMANTIC_ORACLE_FAILED")
+	}
+	ex.record.SemanticOracle = o
+}
+
+// diagnostics projects a broker result's in-memory excerpts.
+func diagnostics(r *broker.Result) gen.ConsoleDiagnostics {
+	if r == nil {
+		return gen.ConsoleDiagnostics{}
+	}
+	return gen.ConsoleDiagnostics{
+		StdoutObservedBytes: r.Stdout.Observed, StderrObservedBytes: r.Stderr.Observed,
+		StdoutRetainedBytes: r.Stdout.Retained, StderrRetainedBytes: r.Stderr.Retained,
+		StdoutOmittedBytes: r.Stdout.Observed - r.Stdout.Retained, StderrOmittedBytes: r.Stderr.Observed - r.Stderr.Retained,
+		StdoutComplete: r.Stdout.Complete, StderrComplete: r.Stderr.Complete,
+		Stdout: validText(r.Stdout.Excerpt), Stderr: validText(r.Stderr.Excerpt),
+	}
+}
+
+// validText decodes b as UTF-8 with invalid bytes replaced.
+func validText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// analyseCapture analyses the captured console files with the operation, attaches the
+// capture provenance to the session record, preserves when asked, and builds the result.
+func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs []*execution) (*CaptureResult, *failure.Failure) {
+	var sources []any
+	var roles []string
+	for _, ex := range runs {
+		for _, p := range []string{ex.stdout, ex.stderr} {
+			sources = append(sources, map[string]any{"kind": "path", "path": p, "format": "text"})
+		}
+		n := ex.record.Sequence
+		roles = append(roles, fmt.Sprintf("capture-%04d/stdout", n), fmt.Sprintf("capture-%04d/stderr", n))
+	}
+	args := map[string]any{}
+	for k, v := range cr.fields {
+		args[k] = v
+	}
+	args["sources"] = sources
+	if cr.rawLimits != nil {
+		args["limits"] = cr.rawLimits
+	}
+	if cr.pageSize != nil {
+		args["page_size"] = *cr.pageSize
+	}
+	raw, _ := json.Marshal(args)
+	executions := make([]gen.Execution, len(runs))
+	for i, ex := range runs {
+		executions[i] = ex.record
+	}
+	prov := &captureProvenance{request: cr.provenanceRequest(), executions: executions}
+
+	out := &CaptureResult{Capture: captureRecord(cr, executions)}
+	res, af := rt.Analyze(ctx, cr.analysis.Name, raw)
+	if af != nil {
+		if af.Code == gen.FailureCodeCancelled && ctx.Err() != nil {
+			return nil, af
+		}
+		var f *failure.Failure
+		res, f = rt.failedCaptureAnalysis(cr, runs, af)
+		if f != nil {
+			return nil, f
+		}
+		details := map[string]any{"analysis_source_count": len(sources)}
+		for k, v := range af.Details {
+			details[k] = v
+		}
+		out.AnalysisFailure = &gen.AnalysisFailure{Code: af.Code, Message: af.Message, Details: details}
+	}
+	rt.mu.Lock()
+	if r, ok := rt.cache.get(res.AnalysisID); ok {
+		r.capture = prov
+		for i := range r.inputs {
+			if i < len(roles) {
+				r.inputs[i].role = roles[i]
+			}
+		}
+	}
+	rt.mu.Unlock()
+	out.Result = *res
+	for i := range out.Inputs {
+		if i < len(roles) {
+			out.Inputs[i].Role = roles[i]
+		}
+	}
+	out.Status = "complete"
+	if out.Capture.Outcome.FailedCount > 0 || out.AnalysisFailure != nil {
+		out.Status = "partial"
+	}
+	if cr.experiment != nil {
+		rt.appendExperiment(cr, runs, out)
+	}
+	if cr.preserve {
+		p, f := rt.Preserve(res.AnalysisID)
+		if f != nil {
+			f.With("analysis_id", res.AnalysisID)
+			return nil, f
+		}
+		out.Preserved = &gen.Preserved{EvidenceID: p.EvidenceID, ArtifactCount: p.ArtifactCount}
+		out.NextPage = p.NextPage
+	}
+	out.NextAction = captureNextAction(cr, out)
+	return out, nil
+}
+
+// failedCaptureAnalysis records a capture whose analysis failed: the captured sources
+// are still a session analysis that can be preserved.
+func (rt *Runtime) failedCaptureAnalysis(cr *captureRequest, runs []*execution, af *failure.Failure) (*Result, *failure.Failure) {
+	var in []resolved
+	for _, ex := range runs {
+		for _, p := range []string{ex.stdout, ex.stderr} {
+			sum, size, err := sourcefile.Hash(p)
+			if err != nil {
+				return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the captured console could not be read")
+			}
+			in = append(in, resolved{path: p, size: size, sha256: sum, format: gen.FormatText, declared: true, role: role(len(in), 2*len(runs))})
+		}
+	}
+	res := &Result{Status: "complete", Operation: string(cr.tool.Operation.Name),
+		Provider: gen.Provider{ID: "flameox-capture", Version: Version},
+		Blocks: []any{
+			MetricsBlock{Type: "metrics", Values: map[string]any{"captured_artifact_count": len(in), "analysis_succeeded": false}},
+			TableBlock{Type: "table", Rows: []json.RawMessage{}},
+		},
+		Limitations: []string{"The analysis of the captured artifacts failed (" + string(af.Code) + "); no analysis claims are available. The executions and their console remain evidence."},
+	}
+	for _, r := range in {
+		p := r.path
+		res.Inputs = append(res.Inputs, gen.Input{Path: &p, SHA256: r.sha256, SizeBytes: r.size, Format: r.format, Role: r.role})
+	}
+	typed, _ := newFields(cr.tool.Operation)
+	_ = decodeInto(cr.fields, typed)
+	req := &request{tool: cr.analysis, typed: typed, fields: cr.fields, limits: cr.limits, inputs: in, started: cr.started}
+	d, err := canon.Digest(map[string]any{"capture_analysis_failure": string(af.Code), "inputs": hashesOf(in), "started": cr.started.UnixNano()})
+	if err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture identity could not be computed")
+	}
+	req.digest = d
+	rt.remember(req, res)
+	return res, nil
+}
+
+func hashesOf(in []resolved) []string {
+	out := make([]string, len(in))
+	for i, r := range in {
+		out[i] = r.sha256
+	}
+	return out
+}
+
+// captureRecord summarizes the executions.
+func captureRecord(cr *captureRequest, executions []gen.Execution) gen.CaptureRecord {
+	rec := gen.CaptureRecord{Status: "complete", Mode: "single", RequestedOperation: cr.tool.Operation.Name,
+		ProviderID: cr.providerID, Executions: executions}
+	if cr.experiment != nil {
+		rec.Mode = "experiment"
+	}
+	workload := "succeeded"
+	for _, e := range executions {
+		if e.Status == "succeeded" {
+			rec.Outcome.SucceededCount++
+		} else {
+			rec.Outcome.FailedCount++
+		}
+		switch {
+		case e.ReturncodeScope != "workload" || e.WorkloadReturncode == nil:
+			if workload == "succeeded" {
+				workload = "unknown"
+			}
+		case *e.WorkloadReturncode != 0:
+			workload = "failed"
+		}
+	}
+	rec.WorkloadStatus = workload
+	rec.Outcome.ExecutionCount = int64(len(executions))
+	rec.Outcome.Status = "succeeded"
+	if rec.Outcome.FailedCount > 0 {
+		rec.Outcome.Status = "failed"
+	}
+	return rec
+}
+
+// captureNextAction is the recovery step of a partial capture.
+func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
+	if out.Status != "partial" {
+		return nil
+	}
+	if out.Preserved != nil {
+		a := &gen.CallTool{Kind: "call_tool", Tool: "inspect_evidence",
+			Arguments: map[string]any{"evidence_id": out.Preserved.EvidenceID},
+			Message:   "The capture is preserved; inspect its evidence, then analyse its analysis_sources."}
+		if out.AnalysisFailure != nil {
+			a.ThenRetry = strp(cr.analysis.Name)
+		}
+		return &gen.NextAction{CallTool: a}
+	}
+	if out.AnalysisFailure != nil {
+		return &gen.NextAction{PreserveThenAnalyze: &gen.PreserveThenAnalyze{Kind: "preserve_then_analyze",
+			PreserveArguments: map[string]any{"analysis_id": out.AnalysisID},
+			Message:           "The analysis of the captured artifacts failed; preserve them, then analyse the evidence with adjusted arguments."}}
+	}
+	msg := "The workload failed; its exit and console are evidence. Preserve them before the session ends."
+	if out.Capture.WorkloadStatus != "failed" {
+		msg = "An execution did not complete (a limit, the collector or the oracle); preserve what was captured before the session ends."
+	}
+	return &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: "preserve_evidence",
+		Arguments: map[string]any{"analysis_id": out.AnalysisID}, Message: msg}}
+}
+
+// CaptureResult is the result of a capture tool.
+type CaptureResult struct {
+	Result
+	Capture         gen.CaptureRecord    `json:"capture"`
+	AnalysisFailure *gen.AnalysisFailure `json:"analysis_failure"`
+	NextAction      *gen.NextAction      `json:"next_action"`
+}

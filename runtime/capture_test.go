@@ -1,0 +1,407 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/repository"
+	"github.com/flameox/flameox/runtime/failure"
+)
+
+// The test binary doubles as a workload: FLAMEOX_RUNTIME_HELPER=hog allocates and
+// touches 512 MiB and sleeps.
+func TestMain(m *testing.M) {
+	if os.Getenv("FLAMEOX_RUNTIME_HELPER") == "hog" {
+		var keep [][]byte
+		for i := 0; i < 64; i++ {
+			b := make([]byte, 8<<20)
+			for j := range b {
+				b[j] = 1
+			}
+			keep = append(keep, b)
+		}
+		time.Sleep(time.Minute)
+		_ = keep
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func newRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	rt, err := New(nil, WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	return rt
+}
+
+// capture calls capture_and_preview_artifact with args and returns the result or failure.
+func capture(t *testing.T, rt *Runtime, args map[string]any) (*CaptureResult, *failure.Failure) {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	res, f := rt.Call(context.Background(), "capture_and_preview_artifact", raw)
+	if f != nil {
+		return nil, f
+	}
+	return res.(*CaptureResult), nil
+}
+
+func target(dir string, argv ...string) map[string]any {
+	return map[string]any{"argv": argv, "cwd": dir}
+}
+
+func direct() map[string]any { return map[string]any{"kind": "direct"} }
+
+// pidsIn reads the pids a workload wrote one per line into file.
+func pidsIn(t *testing.T, file string) []int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, l := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(l); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// assertGone fails for each pid that still names a live process.
+func assertGone(t *testing.T, pids []int) {
+	t.Helper()
+	if len(pids) == 0 {
+		t.Fatal("the workload recorded no pids")
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 0 && f[0] != "Z" && f[0] != "X" {
+			t.Errorf("process %d survived: %s", pid, b)
+		}
+	}
+}
+
+func TestCaptureNonZeroExitIsEvidence(t *testing.T) {
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	res, f := capture(t, rt, map[string]any{"target": target(dir, "sh", "-c", "echo hello; echo oops >&2; exit 3"), "provider": direct()})
+	if f != nil {
+		t.Fatal(f)
+	}
+	ex := res.Capture.Executions[0]
+	if res.Status != "partial" || res.Capture.WorkloadStatus != "failed" || *ex.Returncode != 3 || *ex.WorkloadReturncode != 3 ||
+		ex.Status != "failed" || *ex.FailureCode != "EXECUTION_FAILURE" || res.Capture.Outcome.FailedCount != 1 {
+		t.Fatalf("capture = %+v", res.Capture)
+	}
+	rows := res.Blocks[1].(TableBlock).Rows
+	if len(rows) != 2 || !strings.Contains(string(rows[0]), `"hello"`) || !strings.Contains(string(rows[1]), `"oops"`) {
+		t.Errorf("rows = %s", rows)
+	}
+	if res.Inputs[0].Role != "capture-0001/stdout" || res.Inputs[1].Role != "capture-0001/stderr" {
+		t.Errorf("roles = %v %v", res.Inputs[0].Role, res.Inputs[1].Role)
+	}
+	na := res.NextAction.CallTool
+	if na == nil || na.Tool != "preserve_evidence" || na.Arguments["analysis_id"] != res.AnalysisID {
+		t.Errorf("next_action = %+v", res.NextAction)
+	}
+	// The analysis handle works with preserve_evidence and makes capture evidence.
+	p, f := rt.Preserve(res.AnalysisID)
+	if f != nil {
+		t.Fatal(f)
+	}
+	view, f := rt.Inspect(p.EvidenceID)
+	if f != nil {
+		t.Fatal(f)
+	}
+	if view.Body.EvidenceKind != "capture" || view.Body.CaptureRequest["target"].(map[string]any)["argument_count"] != 3 {
+		t.Errorf("projection = %+v", view.Body.CaptureRequest)
+	}
+	b, _ := json.Marshal(view)
+	for _, leak := range []string{"echo hello", dir, "oops"} {
+		if strings.Contains(string(b), leak) {
+			t.Errorf("inspect_evidence leaks %q", leak)
+		}
+	}
+}
+
+func TestCaptureAdmissionRefusesBeforeRunning(t *testing.T) {
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	run := []string{"sh", "-c", "touch " + marker}
+	tests := []struct {
+		name string
+		args map[string]any
+		code gen.FailureCode
+		path []any
+	}{
+		{"missing executable", map[string]any{"target": target(dir, "no-such-program-flameox"), "provider": direct()},
+			gen.FailureCodeInvalidInput, []any{"target", "argv", 0}},
+		{"blocked variable", map[string]any{"target": map[string]any{"argv": run, "cwd": dir, "environment": map[string]any{"LD_PRELOAD": "x.so"}}, "provider": direct()},
+			gen.FailureCodeInvalidInput, []any{"target", "environment", "LD_PRELOAD"}},
+		{"credential variable", map[string]any{"target": map[string]any{"argv": run, "cwd": dir, "environment": map[string]any{"GITHUB_TOKEN": "x"}}, "provider": direct()},
+			gen.FailureCodeInvalidInput, []any{"target", "environment", "GITHUB_TOKEN"}},
+		{"missing cwd", map[string]any{"target": target(filepath.Join(dir, "nope"), run...), "provider": direct()},
+			gen.FailureCodeInvalidInput, []any{"target", "cwd"}},
+		{"relative cwd", map[string]any{"target": target("relative", run...), "provider": direct()},
+			gen.FailureCodeInvalidInput, []any{"target", "cwd"}},
+		{"unknown provider", map[string]any{"target": target(dir, run...), "provider": map[string]any{"kind": "perf"}},
+			gen.FailureCodeInvalidInput, []any{"provider", "kind"}},
+		{"too many sources", map[string]any{"target": target(dir, run...), "provider": direct(),
+			"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}, "blocks": 9, "seed": 1, "practical_threshold": 0}},
+			gen.FailureCodeLimitExceeded, []any{"experiment", "blocks"}},
+		{"duplicate case", map[string]any{"target": target(dir, run...), "provider": direct(),
+			"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "a"}}, "blocks": 1, "seed": 1, "practical_threshold": 0}},
+			gen.FailureCodeInvalidInput, []any{"experiment", "cases", 1, "name"}},
+		{"shell string", map[string]any{"target": map[string]any{"argv": "echo hi", "cwd": dir}, "provider": direct()},
+			gen.FailureCodeInvalidInput, []any{"target", "argv"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, f := capture(t, rt, tt.args)
+			if f == nil || f.Code != tt.code {
+				t.Fatalf("got %v, want %s", f, tt.code)
+			}
+			if b, _ := json.Marshal(f.FieldPath); string(b) != mustJSON(tt.path) {
+				t.Errorf("field_path = %s, want %s", b, mustJSON(tt.path))
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatal("the workload ran although admission refused the request")
+			}
+			if strings.Contains(f.Message, dir) {
+				t.Errorf("the message names a host path: %s", f.Message)
+			}
+		})
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestCaptureTimeoutLeavesNoProcess(t *testing.T) {
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	script := "sleep 300 & echo $! > pids; setsid sleep 301 & echo $! >> pids; (sleep 302 & echo $! >> pids; wait) & sleep 303"
+	res, f := capture(t, rt, map[string]any{"target": map[string]any{"argv": []string{"sh", "-c", script}, "cwd": dir,
+		"budget": map[string]any{"timeout_seconds": 0.5}}, "provider": direct()})
+	if f != nil {
+		t.Fatal(f)
+	}
+	ex := res.Capture.Executions[0]
+	if ex.Limit == nil || ex.Limit.Kind != "timeout" || ex.Limit.Configured != 0.5 || ex.Limit.Unit != "seconds" || ex.Limit.Recovery == "" {
+		t.Fatalf("limit = %+v", ex.Limit)
+	}
+	if *ex.FailureCode != "EXECUTION_TIMEOUT" || ex.Returncode != nil || ex.Containment.Termination != "terminated" || res.Capture.WorkloadStatus != "unknown" {
+		t.Errorf("execution = %+v", ex)
+	}
+	assertGone(t, pidsIn(t, filepath.Join(dir, "pids")))
+}
+
+func TestCaptureCancellationLeavesNoProcess(t *testing.T) {
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	raw, _ := json.Marshal(map[string]any{"target": target(dir, "sh", "-c", "sleep 300 & echo $! > pids; setsid sleep 301 & echo $! >> pids; sleep 302"), "provider": direct()})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	_, f := rt.Call(ctx, "capture_and_preview_artifact", raw)
+	if f == nil || f.Code != gen.FailureCodeCancelled {
+		t.Fatalf("got %v", f)
+	}
+	assertGone(t, pidsIn(t, filepath.Join(dir, "pids")))
+}
+
+func TestCaptureOutputFloodIsBounded(t *testing.T) {
+	rt := newRuntime(t)
+	res, f := capture(t, rt, map[string]any{"target": target(t.TempDir(), "yes", "flood"), "provider": direct(),
+		"limits": map[string]any{"max_output_bytes": 1 << 20}})
+	if f != nil {
+		t.Fatal(f)
+	}
+	ex := res.Capture.Executions[0]
+	if ex.Limit == nil || ex.Limit.Kind != "output_limit" || ex.OutputStreams.StdoutBytes != 1<<20 ||
+		ex.OutputStreams.StdoutOmittedBytes <= 0 || ex.OutputStreams.StdoutComplete {
+		t.Fatalf("execution = %+v %+v", ex.Limit, ex.OutputStreams)
+	}
+	if res.Inputs[0].SizeBytes != 1<<20 {
+		t.Errorf("retained stdout = %d bytes", res.Inputs[0].SizeBytes)
+	}
+}
+
+func TestCaptureMemoryBudget(t *testing.T) {
+	rt := newRuntime(t)
+	res, f := capture(t, rt, map[string]any{"target": map[string]any{"argv": []string{os.Args[0]}, "cwd": t.TempDir(),
+		"environment": map[string]any{"FLAMEOX_RUNTIME_HELPER": "hog"},
+		"budget":      map[string]any{"max_memory_bytes": 128 << 20, "timeout_seconds": 60}}, "provider": direct()})
+	if f != nil {
+		t.Fatal(f)
+	}
+	ex := res.Capture.Executions[0]
+	if ex.Limit == nil || ex.Limit.Kind != "memory_limit_exceeded" || *ex.Limit.Observed <= 128<<20 || *ex.FailureCode != "LIMIT_EXCEEDED" {
+		t.Fatalf("limit = %+v", ex.Limit)
+	}
+}
+
+func TestCaptureWritableGrowth(t *testing.T) {
+	rt := newRuntime(t)
+	res, f := capture(t, rt, map[string]any{"target": target(t.TempDir(), "sh", "-c", "head -c 3000000 /dev/zero > big; sleep 20"),
+		"provider": direct(), "limits": map[string]any{"max_output_bytes": 1 << 20}})
+	if f != nil {
+		t.Fatal(f)
+	}
+	if l := res.Capture.Executions[0].Limit; l == nil || l.Kind != "writable_limit_exceeded" || *l.Observed < 3000000 {
+		t.Fatalf("limit = %+v", l)
+	}
+}
+
+// experiment runs a two-case experiment and returns its comparison row.
+func experiment(t *testing.T, rt *Runtime, base, cand []string, extra map[string]any) (*CaptureResult, map[string]any) {
+	t.Helper()
+	e := map[string]any{"cases": []any{map[string]any{"name": "baseline", "argv": base}, map[string]any{"name": "candidate", "argv": cand}},
+		"blocks": 5, "seed": 42, "practical_threshold": 50e6}
+	for k, v := range extra {
+		e[k] = v
+	}
+	res, f := capture(t, rt, map[string]any{"target": target(t.TempDir(), base...), "provider": direct(), "experiment": e})
+	if f != nil {
+		t.Fatal(f)
+	}
+	last := res.Blocks[len(res.Blocks)-1].(TableBlock)
+	var row map[string]any
+	if err := json.Unmarshal(last.Rows[0], &row); err != nil {
+		t.Fatal(err)
+	}
+	return res, row
+}
+
+func TestExperimentClassifies(t *testing.T) {
+	rt := newRuntime(t)
+	res, row := experiment(t, rt, []string{"sleep", "0.01"}, []string{"sleep", "0.3"}, nil)
+	if row["point_estimate_classification"] != "practically_regressed" || row["paired_blocks"] != 5.0 {
+		t.Errorf("slower candidate: %v", row)
+	}
+	if est := row["estimate"].(float64); est < 200e6 || est > 1e9 {
+		t.Errorf("estimate %v ns for a 290 ms difference", est)
+	}
+	if row["method"] != "bootstrap.percentile.paired.median_difference.v1" || row["confidence_low"].(float64) > row["confidence_high"].(float64) {
+		t.Errorf("interval: %v", row)
+	}
+	if res.Capture.Mode != "experiment" || len(res.Capture.Executions) != 10 {
+		t.Errorf("capture = %+v", res.Capture)
+	}
+	// Each block runs both cases; sequences are 1..10 in run order.
+	for i, e := range res.Capture.Executions {
+		if e.Sequence != int64(i+1) || e.Block != int64(i/2+1) {
+			t.Errorf("execution %d: sequence %d block %d", i, e.Sequence, e.Block)
+		}
+	}
+
+	_, row = experiment(t, rt, []string{"true"}, []string{"true"}, map[string]any{"estimand": "mean_difference"})
+	if row["point_estimate_classification"] != "within_threshold" || row["estimand"] != "mean_difference" {
+		t.Errorf("identical cases: %v", row)
+	}
+}
+
+func TestExperimentOracleExcludesBlocks(t *testing.T) {
+	rt := newRuntime(t)
+	res, row := experiment(t, rt, []string{"echo", "ok"}, []string{"echo", "bad"},
+		map[string]any{"semantic_oracle": []string{"sh", "-c", `grep -q ok "$FLAMEOX_CAPTURE_STDOUT"`}})
+	if row["paired_blocks"] != 0.0 || row["excluded_blocks"] != 5.0 || row["point_estimate_classification"] != "inconclusive" {
+		t.Errorf("row = %v", row)
+	}
+	var failed, passed int
+	for _, e := range res.Capture.Executions {
+		switch e.SemanticOracle.Status {
+		case "failed":
+			failed++
+			if e.Case != "candidate" || *e.FailureCode != "SEMANTIC_ORACLE_FAILED" {
+				t.Errorf("execution %+v", e)
+			}
+		case "passed":
+			passed++
+		}
+	}
+	if failed != 5 || passed != 5 || res.Status != "partial" {
+		t.Errorf("failed %d passed %d status %s", failed, passed, res.Status)
+	}
+	found := false
+	for _, l := range res.Limitations {
+		found = found || strings.Contains(l, "excluded 5 failed or oracle-invalid blocks")
+	}
+	if !found {
+		t.Errorf("limitations = %v", res.Limitations)
+	}
+}
+
+func TestExperimentOrderIsSeeded(t *testing.T) {
+	e := &gen.Experiment{Seed: 9}
+	a, b := planRuns(4, 6, e), planRuns(4, 6, e)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatal("the same seed gave two orders")
+		}
+	}
+	c := planRuns(4, 6, &gen.Experiment{Seed: 10})
+	same := true
+	for i := range a {
+		same = same && a[i] == c[i]
+	}
+	if same {
+		t.Error("another seed gave the same order")
+	}
+}
+
+func TestCaptureScratchIsRemovedOnClose(t *testing.T) {
+	rt := newRuntime(t)
+	res, f := capture(t, rt, map[string]any{"target": target(t.TempDir(), "echo", "x"), "provider": direct()})
+	if f != nil {
+		t.Fatal(f)
+	}
+	p := *res.Inputs[0].Path
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("captured file missing while the session lives: %v", err)
+	}
+	rt.Close()
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(p))); !os.IsNotExist(err) {
+		t.Errorf("scratch survives Close: %v", err)
+	}
+}
+
+func TestScratchReservationIsBounded(t *testing.T) {
+	s := newScratch()
+	defer s.close()
+	evicted := false
+	_, f := s.reserve(MaxSessionScratchBytes+1, 1, func(func() bool) { evicted = true })
+	if f == nil || f.Code != gen.FailureCodeLimitExceeded || !evicted {
+		t.Fatalf("got %v (eviction tried: %v)", f, evicted)
+	}
+	d, f := s.reserve(MaxSessionScratchBytes, 2, func(func() bool) {})
+	if f != nil {
+		t.Fatal(f)
+	}
+	if _, f := s.reserve(1, 1, func(func() bool) {}); f == nil {
+		t.Fatal("an active reservation did not count")
+	}
+	s.settle(d)
+	if _, err := os.Stat(d.path); !os.IsNotExist(err) {
+		t.Error("an unreferenced settled capture was kept")
+	}
+	if _, f := s.reserve(1, 1, func(func() bool) {}); f != nil {
+		t.Fatal(f)
+	}
+}

@@ -1,0 +1,158 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+)
+
+// bootstrapResamples is the number of paired bootstrap resamples of an interval.
+const bootstrapResamples = 1999
+
+// shuffle permutes order with a PCG generator seeded by (seed, stream): the documented,
+// reproducible case order of one block (not Python's Mersenne Twister order).
+func shuffle(seed, stream int64, order []int) {
+	r := rand.New(rand.NewPCG(uint64(seed), uint64(stream)))
+	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+}
+
+func estimate(estimand string, xs []float64) float64 {
+	if estimand == "mean_difference" {
+		var s float64
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// comparison is one candidate-against-baseline row of an experiment.
+type comparison struct {
+	BaselineCase   string   `json:"baseline_case"`
+	CandidateCase  string   `json:"candidate_case"`
+	Metric         string   `json:"metric"`
+	Unit           string   `json:"unit"`
+	Estimand       string   `json:"estimand"`
+	Estimate       *float64 `json:"estimate"`
+	ConfidenceLow  *float64 `json:"confidence_low"`
+	ConfidenceHigh *float64 `json:"confidence_high"`
+	// ConfidenceLevel is 0.95 when an interval is reported.
+	ConfidenceLevel    *float64 `json:"confidence_level"`
+	Method             string   `json:"method"`
+	PracticalThreshold float64  `json:"practical_threshold"`
+	Classification     string   `json:"point_estimate_classification"`
+	PairedBlocks       int      `json:"paired_blocks"`
+	DeclaredBlocks     int64    `json:"declared_blocks"`
+	ExcludedBlocks     int64    `json:"excluded_blocks"`
+}
+
+// compare computes one comparison from paired differences (candidate - baseline).
+func compare(e *gen.Experiment, base, cand string, index int, diffs []float64) comparison {
+	c := comparison{BaselineCase: base, CandidateCase: cand, Metric: "wall_time_ns", Unit: "ns",
+		Estimand: e.Estimand, PracticalThreshold: e.PracticalThreshold, PairedBlocks: len(diffs),
+		DeclaredBlocks: e.Blocks, ExcludedBlocks: e.Blocks - int64(len(diffs)),
+		Method: "descriptive." + e.Estimand + ".v1", Classification: "inconclusive"}
+	if len(diffs) == 0 {
+		return c
+	}
+	est := estimate(e.Estimand, diffs)
+	c.Estimate = &est
+	switch {
+	case math.Abs(est) <= e.PracticalThreshold:
+		c.Classification = "within_threshold"
+	case est < -e.PracticalThreshold:
+		c.Classification = "practically_improved"
+	default:
+		c.Classification = "practically_regressed"
+	}
+	if len(diffs) < 3 {
+		return c
+	}
+	level := 0.95
+	c.ConfidenceLevel = &level
+	constant := true
+	for _, d := range diffs {
+		constant = constant && d == diffs[0]
+	}
+	if constant {
+		lo, hi := diffs[0], diffs[0]
+		c.ConfidenceLow, c.ConfidenceHigh = &lo, &hi
+		c.Method = "analytic.constant." + e.Estimand + ".v1"
+		return c
+	}
+	r := rand.New(rand.NewPCG(uint64(e.Seed), uint64(index)))
+	stats := make([]float64, bootstrapResamples)
+	sample := make([]float64, len(diffs))
+	for i := range stats {
+		for j := range sample {
+			sample[j] = diffs[r.IntN(len(diffs))]
+		}
+		stats[i] = estimate(e.Estimand, sample)
+	}
+	sort.Float64s(stats)
+	lo := stats[int(math.Round((bootstrapResamples-1)*0.025))]
+	hi := stats[int(math.Round((bootstrapResamples-1)*0.975))]
+	c.ConfidenceLow, c.ConfidenceHigh = &lo, &hi
+	c.Method = "bootstrap.percentile.paired." + e.Estimand + ".v1"
+	return c
+}
+
+// appendExperiment appends the experiment metrics and comparison table to a capture
+// result, after the operation's own blocks, with a limitation per excluded block count.
+func (rt *Runtime) appendExperiment(cr *captureRequest, runs []*execution, out *CaptureResult) {
+	e := cr.experiment
+	type key struct{ c, b int }
+	wall := map[key]float64{}
+	for _, ex := range runs {
+		if ex.ok && ex.wall != nil {
+			ci := 0
+			for i, c := range cr.cases {
+				if c.name == ex.record.Case {
+					ci = i
+				}
+			}
+			wall[key{ci, int(ex.record.Block)}] = float64(*ex.wall)
+		}
+	}
+	base := cr.cases[0].name
+	var rows []json.RawMessage
+	for i := 1; i < len(cr.cases); i++ {
+		var diffs []float64
+		for b := 1; b <= int(e.Blocks); b++ {
+			bw, ok1 := wall[key{0, b}]
+			cw, ok2 := wall[key{i, b}]
+			if ok1 && ok2 {
+				diffs = append(diffs, cw-bw)
+			}
+		}
+		c := compare(e, base, cr.cases[i].name, i, diffs)
+		if c.ExcludedBlocks > 0 {
+			out.Limitations = append(out.Limitations, fmt.Sprintf(
+				"Experiment comparison %s vs %s excluded %d failed or oracle-invalid blocks.", c.CandidateCase, base, c.ExcludedBlocks))
+		}
+		if len(diffs) < 3 {
+			out.Limitations = append(out.Limitations, fmt.Sprintf(
+				"Experiment comparison %s vs %s has fewer than three eligible blocks; no confidence interval is reported.", c.CandidateCase, base))
+		}
+		b, _ := json.Marshal(c)
+		rows = append(rows, b)
+	}
+	out.Limitations = append(out.Limitations,
+		"The experiment classification is a descriptive point estimate against the practical threshold, not an equivalence test; wall_time_ns includes process start-up.")
+	out.Blocks = append(out.Blocks,
+		MetricsBlock{Type: "metrics", Values: map[string]any{"experiment_metric": "wall_time_ns",
+			"experiment_estimand": e.Estimand, "decision_basis": "descriptive_point_estimate",
+			"baseline_case": base, "comparison_count": len(cr.cases) - 1}},
+		TableBlock{Type: "table", Rows: rows})
+}
