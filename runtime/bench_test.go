@@ -130,3 +130,21 @@ func BenchmarkSHA256InMemory(b *testing.B) {
 		sha256.Sum256(buf)
 	}
 }
+
+// BenchmarkCaptureTrue is the end-to-end latency of capture_and_preview_artifact on
+// `true`: admission (executable binding and hashing), scratch, the broker, the preview of
+// the two console files (hashed twice each) and the result.
+func BenchmarkCaptureTrue(b *testing.B) {
+	rt, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	raw := []byte(`{"target":{"argv":["true"],"cwd":"` + b.TempDir() + `"},"provider":{"kind":"direct"}}`)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, f := rt.Call(context.Background(), "capture_and_preview_artifact", raw); f != nil {
+			b.Fatal(f)
+		}
+	}
+}

@@ -405,3 +405,26 @@ func TestScratchReservationIsBounded(t *testing.T) {
 		t.Fatal(f)
 	}
 }
+
+// TestEvictedCaptureHandleExpires fills the session cache: the least recently used
+// capture's handle expires and its scratch is removed, while the newest stays usable.
+func TestEvictedCaptureHandleExpires(t *testing.T) {
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	var first *CaptureResult
+	for i := 0; i <= MaxSessionAnalyses; i++ {
+		res, f := capture(t, rt, map[string]any{"target": target(dir, "echo", strconv.Itoa(i)), "provider": direct()})
+		if f != nil {
+			t.Fatal(f)
+		}
+		if first == nil {
+			first = res
+		}
+	}
+	if _, f := rt.Preserve(first.AnalysisID); f == nil || f.Code != gen.FailureCodeExpiredSessionAnalysis {
+		t.Fatalf("evicted handle: %v", f)
+	}
+	if _, err := os.Stat(*first.Inputs[0].Path); !os.IsNotExist(err) {
+		t.Errorf("the evicted capture's scratch remains: %v", err)
+	}
+}

@@ -255,9 +255,12 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	res.WallTime = time.Since(start)
-	// Whatever ended the run, nothing of the tree outlives it.
-	for _, p := range tree(pid) {
-		tracked[p.pid] = p
+	// Whatever ended the run, nothing of the tree outlives it. An empty process group with
+	// nothing tracked needs no /proc scan.
+	if len(tracked) > 0 || syscall.Kill(-pid, 0) != syscall.ESRCH {
+		for _, p := range tree(pid) {
+			tracked[p.pid] = p
+		}
 	}
 	res.DescendantsTerminated += terminate(pid, tracked)
 	if res.RSSSamples > 0 {

@@ -9,11 +9,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 )
 
 // BufferBytes is the read size for hashing and copying; large reads keep hashing near the
 // speed of crypto/sha256 on memory.
 const BufferBytes = 1 << 20
+
+// buffers recycles read buffers: a capture hashes several small files per call.
+var buffers = sync.Pool{New: func() any { b := make([]byte, BufferBytes); return &b }}
 
 // Hash returns the SHA-256 and size of the file at path in one streaming pass.
 func Hash(path string) (string, int64, error) {
@@ -23,7 +27,9 @@ func Hash(path string) (string, int64, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, f, make([]byte, BufferBytes))
+	buf := buffers.Get().(*[]byte)
+	defer buffers.Put(buf)
+	n, err := io.CopyBuffer(h, f, *buf)
 	if err != nil {
 		return "", 0, err
 	}
