@@ -6,6 +6,7 @@
 // FLAMEOX_DATA_DIR is passed through to the server.
 //
 // usage: node client.mjs FLAMEOX_BINARY FILE
+import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
@@ -61,6 +62,17 @@ report.evidence = {
   analysis_sources: view.analysis_sources.map((s) => s.kind),
   replayed_first_page: lines(replay),
   evidence_second_page: lines(next),
+};
+
+const captured = await call("capture_and_preview_artifact", {
+  target: { argv: ["sh", "-c", "echo e2e; exit 1"], cwd: path.dirname(file) },
+  provider: { kind: "direct" },
+});
+report.capture = {
+  status: captured.status,
+  workload_status: captured.capture.workload_status,
+  rows: captured.blocks[captured.blocks.length - 1].rows.map((r) => r.text),
+  next_action: captured.next_action.tool,
 };
 
 const bad = await client.callTool({
