@@ -17,7 +17,9 @@ type analyzer func(ctx context.Context, rt *Runtime, req *request) (*Result, *fa
 
 // analyzers are the operations this build implements, by task name.
 var analyzers = map[gen.OperationName]analyzer{
-	gen.OperationNamePreviewArtifact: analyzePreview,
+	gen.OperationNamePreviewArtifact:   analyzePreview,
+	gen.OperationNameRankCPUHotspots:   analyzeCPUHotspots,
+	gen.OperationNameInspectCPUCallers: analyzeCPUCallers,
 }
 
 // fragmentLimitation explains fragment mode.
@@ -118,6 +120,16 @@ func previewFailure(ctx context.Context, err error, offsetPath []any) *failure.F
 // digests, formats and producers, typed arguments, effective limits and implementation.
 // Paths and roles are excluded so a continuation survives a move or a new process.
 func (req *request) bind(in []resolved) *failure.Failure {
+	return req.bindWith(in, nil)
+}
+
+// bindWith is bind with external decoder executables (name -> SHA-256) added to the
+// implementation identity.
+func (req *request) bindWith(in []resolved, external map[string]any) *failure.Failure {
+	impl := map[string]any{"flameox": Version}
+	for k, v := range external {
+		impl[k] = v
+	}
 	inputs := make([]map[string]any, len(in))
 	for i, r := range in {
 		inputs[i] = map[string]any{"sha256": r.sha256, "format": r.format, "producer": r.producer}
@@ -127,7 +139,7 @@ func (req *request) bind(in []resolved) *failure.Failure {
 		"inputs":         inputs,
 		"arguments":      req.typed,
 		"limits":         req.limits,
-		"implementation": map[string]any{"flameox": Version},
+		"implementation": impl,
 	})
 	if err != nil {
 		return failure.Wrap(err, gen.FailureCodeInternalFailure, "the request identity could not be computed")

@@ -62,6 +62,10 @@ type captureRequest struct {
 	oracle     *boundCommand
 	runs       []plannedRun
 	started    time.Time
+	// coll is the provider; collector its bound executable when it wraps the workload.
+	coll           *collector
+	collector      *boundCommand
+	providerFields map[string]any
 }
 
 // boundCommand is an argv bound to an exact executable.
@@ -133,6 +137,17 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 			Field(failure.Path("provider", "kind"), t.CaptureProviders).
 			With("provider_id", cr.providerID).With("operation", string(t.Operation.Name)).
 			With("accepted_formats", t.Operation.FormatStrings()).With("compatible_capture_providers", t.CaptureProviders)
+	}
+	cr.coll = collectors[cr.providerID]
+	cr.providerFields = map[string]any{}
+	for k, v := range transport.Provider {
+		if n, ok := v.(json.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				cr.providerFields[k] = i
+				continue
+			}
+		}
+		cr.providerFields[k] = v
 	}
 	cr.target, cr.preserve, cr.experiment = transport.Target, transport.Preserve, transport.Experiment
 	cr.target.ApplyDefaults()
@@ -220,12 +235,23 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 		}
 		cr.oracle = cmd
 	}
+	if cr.coll.admit != nil {
+		b, f := cr.coll.admit(cr)
+		if f != nil {
+			return nil, f
+		}
+		cr.collector = b
+	}
 	executions := len(cr.cases) * blocks
-	sources := executions * 2 // the direct provider retains stdout and stderr
+	perExecution := 1
+	if cr.coll.kind == "direct" {
+		perExecution = 2 // the direct provider's sources are its stdout and stderr
+	}
+	sources := executions * perExecution
 	if sources > maxCaptureSources || sources > t.Operation.MaxSources {
 		max := min(maxCaptureSources, t.Operation.MaxSources)
 		return nil, failure.New(gen.FailureCodeLimitExceeded,
-			"the capture would produce %d sources (%d executions x 2 console files); at most %d are allowed", sources, executions, max).
+			"the capture would produce %d sources (%d executions x %d artifacts); at most %d are allowed", sources, executions, perExecution, max).
 			Field(failure.Path("experiment", "blocks"), nil).
 			With("source_count", sources).With("maximum_sources", max).With("execution_count", executions)
 	}
@@ -333,10 +359,13 @@ func (cr *captureRequest) provenanceRequest() map[string]any {
 // execution is one run's outcome and its captured files.
 type execution struct {
 	record gen.Execution
+	// stdout and stderr are the retained console files ("" when only excerpts were kept).
 	stdout string
 	stderr string
-	ok     bool
-	wall   *int64
+	// artifact is the native artifact ("" when it is missing or was rejected).
+	artifact string
+	ok       bool
+	wall     *int64
 }
 
 // runCapture executes the admitted capture, analyses its artifacts and builds the result.
@@ -391,19 +420,36 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 	if err := os.Mkdir(exdir, 0o700); err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture scratch could not be written")
 	}
-	ex := &execution{stdout: filepath.Join(exdir, "stdout"), stderr: filepath.Join(exdir, "stderr")}
+	ex := &execution{}
+	full := cr.coll.kind == "direct" || cr.target.ConsoleOutput == "full"
+	if full {
+		ex.stdout, ex.stderr = filepath.Join(exdir, "stdout"), filepath.Join(exdir, "stderr")
+	}
+	launch := c.command
+	var collectorSHA *string
+	if cr.coll.command != nil {
+		argv := cr.coll.command(cr, c, exdir)
+		if cr.collector != nil {
+			launch = boundCommand{argv: argv, path: cr.collector.path, sha256: cr.collector.sha256}
+			collectorSHA = &cr.collector.sha256
+		} else {
+			launch = boundCommand{argv: argv, path: c.command.path, sha256: c.command.sha256}
+		}
+	}
 	rec := gen.Execution{
 		Sequence: int64(run.sequence), Case: c.name, Block: int64(run.block), Argv: c.command.argv,
-		CaptureArgv: c.command.argv, Cwd: cr.target.Cwd, ExecutableSHA256: c.command.sha256,
-		WorkloadExecutableSHA256: c.command.sha256, ReturncodeScope: "workload",
+		CaptureArgv: launch.argv, Cwd: cr.target.Cwd, ExecutableSHA256: launch.sha256,
+		CollectorExecutableSHA256: collectorSHA, WorkloadExecutableSHA256: c.command.sha256, ReturncodeScope: cr.coll.scope,
 		MissingArtifactRoles: []string{}, ArtifactRejections: []gen.ArtifactRejection{},
 	}
-	// The binary must still be the one admission bound.
-	if sum, _, err := sourcefile.Hash(c.command.path); err != nil || sum != c.command.sha256 {
-		return nil, failure.New(gen.FailureCodeMissingOrChangedInput,
-			"the executable of case %q changed after admission; nothing more was run", c.name).With("case", c.name)
+	// The binaries must still be the ones admission bound.
+	for _, b := range []boundCommand{c.command, launch} {
+		if sum, _, err := sourcefile.Hash(b.path); err != nil || sum != b.sha256 {
+			return nil, failure.New(gen.FailureCodeMissingOrChangedInput,
+				"an executable of case %q changed after admission; nothing more was run", c.name).With("case", c.name)
+		}
 	}
-	res, err := broker.Run(ctx, rt.brokerSpec(cr, c, c.command, exdir, ex.stdout, ex.stderr))
+	res, err := broker.Run(ctx, rt.brokerSpec(cr, c, launch, exdir, ex.stdout, ex.stderr))
 	if err != nil && !errors.Is(err, broker.ErrStart) {
 		return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture could not run")
 	}
@@ -415,16 +461,30 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 	}
 	if res.ExitCode != nil {
 		code := int64(*res.ExitCode)
-		rec.Returncode, rec.WorkloadReturncode = &code, &code
+		rec.Returncode = &code
+		if cr.coll.scope == "workload" {
+			rec.WorkloadReturncode = &code
+		}
 	}
-	var ioErr *string
-	if res.Stdout.IOError != nil || res.Stderr.IOError != nil {
-		s := "the console could not be written completely to scratch"
-		ioErr = &s
+	if full {
+		var ioErr *string
+		if res.Stdout.IOError != nil || res.Stderr.IOError != nil {
+			s := "the console could not be written completely to scratch"
+			ioErr = &s
+		}
+		rec.OutputStreams = &gen.OutputStreams{StdoutBytes: res.Stdout.Retained, StderrBytes: res.Stderr.Retained,
+			StdoutOmittedBytes: res.Stdout.Observed - res.Stdout.Retained, StderrOmittedBytes: res.Stderr.Observed - res.Stderr.Retained,
+			StdoutComplete: res.Stdout.Complete, StderrComplete: res.Stderr.Complete, IoError: ioErr}
+		for _, p := range []string{ex.stdout, ex.stderr} {
+			if _, err := os.Stat(p); err != nil {
+				// The start failed before the console files were created.
+				os.WriteFile(p, nil, 0o600)
+			}
+		}
+	} else {
+		d := diagnostics(res)
+		rec.ConsoleDiagnostics = &d
 	}
-	rec.OutputStreams = &gen.OutputStreams{StdoutBytes: res.Stdout.Retained, StderrBytes: res.Stderr.Retained,
-		StdoutOmittedBytes: res.Stdout.Observed - res.Stdout.Retained, StderrOmittedBytes: res.Stderr.Observed - res.Stderr.Retained,
-		StdoutComplete: res.Stdout.Complete, StderrComplete: res.Stderr.Complete, IoError: ioErr}
 	switch {
 	case err != nil:
 		rec.FailureCode = strp("EXECUTION_FAILURE")
@@ -437,10 +497,24 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		rec.FailureCode = strp("EXECUTION_FAILURE")
 	}
-	for _, p := range []string{ex.stdout, ex.stderr} {
-		if _, err := os.Stat(p); err != nil {
-			// The start failed before the console files were created.
-			os.WriteFile(p, nil, 0o600)
+	if cr.coll.file != "" {
+		p := filepath.Join(exdir, cr.coll.file)
+		role := fmt.Sprintf("capture-%04d/%s", run.sequence, cr.coll.role)
+		st, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			rec.MissingArtifactRoles = append(rec.MissingArtifactRoles, role)
+			if rec.FailureCode == nil {
+				rec.FailureCode = strp("CAPTURE_ARTIFACT_MISSING")
+			}
+		case !st.Mode().IsRegular():
+			rec.ArtifactRejections = append(rec.ArtifactRejections, gen.ArtifactRejection{Role: role,
+				Code: "CAPTURE_ARTIFACT_REJECTED", Message: "the captured artifact is not a regular file"})
+			if rec.FailureCode == nil {
+				rec.FailureCode = strp("CAPTURE_ARTIFACT_REJECTED")
+			}
+		default:
+			ex.artifact = p
 		}
 	}
 	ex.ok = rec.FailureCode == nil
@@ -458,14 +532,23 @@ func strp(s string) *string { return &s }
 // server's PATH plus the merged overrides, the workload budget, retained console files
 // bounded by max_output_bytes, and the writable-growth bound over the working directory.
 func (rt *Runtime) brokerSpec(cr *captureRequest, c boundCase, cmd boundCommand, exdir, stdout, stderr string) broker.Spec {
+	vars := map[string]string{}
+	if cr.coll != nil && cr.coll.env != nil {
+		for k, v := range cr.coll.env() {
+			vars[k] = v
+		}
+	}
+	for k, v := range c.env {
+		vars[k] = v
+	}
 	env := []string{"PATH=" + os.Getenv("PATH")}
-	keys := make([]string, 0, len(c.env))
-	for k := range c.env {
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		env = append(env, k+"="+c.env[k])
+		env = append(env, k+"="+vars[k])
 	}
 	spec := broker.Spec{Path: cmd.path, Args: cmd.argv, Dir: cr.target.Cwd, Env: env,
 		StdoutFile: stdout, StderrFile: stderr, ExcerptBytes: diagnosticExcerptBytes,
@@ -563,11 +646,16 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs 
 	var sources []any
 	var roles []string
 	for _, ex := range runs {
-		for _, p := range []string{ex.stdout, ex.stderr} {
-			sources = append(sources, map[string]any{"kind": "path", "path": p, "format": "text"})
-		}
 		n := ex.record.Sequence
-		roles = append(roles, fmt.Sprintf("capture-%04d/stdout", n), fmt.Sprintf("capture-%04d/stderr", n))
+		if cr.coll.kind == "direct" {
+			for _, p := range []string{ex.stdout, ex.stderr} {
+				sources = append(sources, map[string]any{"kind": "path", "path": p, "format": "text"})
+			}
+			roles = append(roles, fmt.Sprintf("capture-%04d/stdout", n), fmt.Sprintf("capture-%04d/stderr", n))
+		} else if ex.artifact != "" {
+			sources = append(sources, map[string]any{"kind": "path", "path": ex.artifact, "format": string(cr.coll.format)})
+			roles = append(roles, fmt.Sprintf("capture-%04d/%s", n, cr.coll.role))
+		}
 	}
 	args := map[string]any{}
 	for k, v := range cr.fields {
@@ -588,7 +676,14 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs 
 	prov := &captureProvenance{request: cr.provenanceRequest(), executions: executions}
 
 	out := &CaptureResult{Capture: captureRecord(cr, executions)}
-	res, af := rt.Analyze(ctx, cr.analysis.Name, raw)
+	var res *Result
+	var af *failure.Failure
+	if len(sources) == 0 {
+		af = failure.New(gen.FailureCodeExecutionFailure, "the capture produced no %s artifact to analyse", cr.coll.format).
+			With("provider_id", cr.providerID)
+	} else {
+		res, af = rt.Analyze(ctx, cr.analysis.Name, raw)
+	}
 	if af != nil {
 		if af.Code == gen.FailureCodeCancelled && ctx.Err() != nil {
 			return nil, af
@@ -599,14 +694,19 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs 
 			return nil, f
 		}
 		details := map[string]any{"analysis_source_count": len(sources)}
+		if len(res.Inputs) == 0 {
+			details["analysis_source_count"] = 0
+		}
 		for k, v := range af.Details {
 			details[k] = v
 		}
 		out.AnalysisFailure = &gen.AnalysisFailure{Code: af.Code, Message: af.Message, Details: details}
 	}
+	extra := consoleSources(cr, runs)
 	rt.mu.Lock()
-	if r, ok := rt.cache.get(res.AnalysisID); ok {
+	if r, ok := rt.cache.get(res.AnalysisID); ok && res.AnalysisID != "" {
 		r.capture = prov
+		r.extra = extra
 		for i := range r.inputs {
 			if i < len(roles) {
 				r.inputs[i].role = roles[i]
@@ -627,7 +727,7 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs 
 	if cr.experiment != nil {
 		rt.appendExperiment(cr, runs, out)
 	}
-	if cr.preserve {
+	if cr.preserve && res.AnalysisID != "" {
 		p, f := rt.Preserve(res.AnalysisID)
 		if f != nil {
 			f.With("analysis_id", res.AnalysisID)
@@ -644,14 +744,24 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs 
 // are still a session analysis that can be preserved.
 func (rt *Runtime) failedCaptureAnalysis(cr *captureRequest, runs []*execution, af *failure.Failure) (*Result, *failure.Failure) {
 	var in []resolved
+	var paths []string
+	var formats []gen.Format
 	for _, ex := range runs {
-		for _, p := range []string{ex.stdout, ex.stderr} {
-			sum, size, err := sourcefile.Hash(p)
-			if err != nil {
-				return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the captured console could not be read")
-			}
-			in = append(in, resolved{path: p, size: size, sha256: sum, format: gen.FormatText, declared: true, role: role(len(in), 2*len(runs))})
+		if ex.artifact != "" {
+			paths, formats = append(paths, ex.artifact), append(formats, cr.coll.format)
 		}
+	}
+	for _, ex := range runs {
+		if cr.coll.kind == "direct" && ex.stdout != "" {
+			paths, formats = append(paths, ex.stdout, ex.stderr), append(formats, gen.FormatText, gen.FormatText)
+		}
+	}
+	for i, p := range paths {
+		sum, size, err := sourcefile.Hash(p)
+		if err != nil {
+			return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "a captured artifact could not be read")
+		}
+		in = append(in, resolved{path: p, size: size, sha256: sum, format: formats[i], declared: true, role: role(i, len(paths))})
 	}
 	res := &Result{Status: "complete", Operation: string(cr.tool.Operation.Name),
 		Provider: gen.Provider{ID: "flameox-capture", Version: Version},
@@ -659,11 +769,16 @@ func (rt *Runtime) failedCaptureAnalysis(cr *captureRequest, runs []*execution, 
 			MetricsBlock{Type: "metrics", Values: map[string]any{"captured_artifact_count": len(in), "analysis_succeeded": false}},
 			TableBlock{Type: "table", Rows: []json.RawMessage{}},
 		},
+		Inputs:      []gen.Input{},
 		Limitations: []string{"The analysis of the captured artifacts failed (" + string(af.Code) + "); no analysis claims are available. The executions and their console remain evidence."},
 	}
 	for _, r := range in {
 		p := r.path
 		res.Inputs = append(res.Inputs, gen.Input{Path: &p, SHA256: r.sha256, SizeBytes: r.size, Format: r.format, Role: r.role})
+	}
+	if len(in) == 0 {
+		// Nothing native was captured: there is nothing to preserve or replay.
+		return res, nil
 	}
 	typed, _ := newFields(cr.tool.Operation)
 	_ = decodeInto(cr.fields, typed)
@@ -675,6 +790,30 @@ func (rt *Runtime) failedCaptureAnalysis(cr *captureRequest, runs []*execution, 
 	req.digest = d
 	rt.remember(req, res)
 	return res, nil
+}
+
+// consoleSources are the retained console files of a non-direct capture in full mode:
+// preserved beside the native artifacts, never analysed.
+func consoleSources(cr *captureRequest, runs []*execution) []resolved {
+	if cr.coll.kind == "direct" {
+		return nil
+	}
+	var out []resolved
+	for _, ex := range runs {
+		if ex.stdout == "" {
+			continue
+		}
+		for _, stream := range []string{"stdout", "stderr"} {
+			p := filepath.Join(filepath.Dir(ex.stdout), stream)
+			sum, size, err := sourcefile.Hash(p)
+			if err != nil {
+				continue
+			}
+			out = append(out, resolved{path: p, size: size, sha256: sum, format: gen.FormatText, declared: true,
+				role: fmt.Sprintf("capture-%04d/%s", ex.record.Sequence, stream)})
+		}
+	}
+	return out
 }
 
 func hashesOf(in []resolved) []string {
@@ -730,6 +869,10 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 			a.ThenRetry = strp(cr.analysis.Name)
 		}
 		return &gen.NextAction{CallTool: a}
+	}
+	if out.AnalysisID == "" {
+		return &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
+			Message: "The collector produced no native artifact (see the executions' missing_artifact_roles and console diagnostics); fix the collector or the workload, then capture again."}}
 	}
 	if out.AnalysisFailure != nil {
 		return &gen.NextAction{PreserveThenAnalyze: &gen.PreserveThenAnalyze{Kind: "preserve_then_analyze",

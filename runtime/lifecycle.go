@@ -131,6 +131,10 @@ func (rt *Runtime) bundle(r *record) (*repository.Bundle, *failure.Failure) {
 		}
 		b.AnalysisRequest.Inputs = append(b.AnalysisRequest.Inputs, rec)
 	}
+	for _, in := range r.extra {
+		b.Sources = append(b.Sources, repository.SourceFile{Path: in.path, SHA256: in.sha256, Size: in.size,
+			Format: in.format, Role: in.role})
+	}
 	data := *r.result
 	data.AnalysisID, data.Continuation, data.NextPage, data.Preserved = "", nil, nil, nil
 	data.Inputs = make([]gen.Input, len(r.result.Inputs))

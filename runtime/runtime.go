@@ -276,6 +276,8 @@ type record struct {
 	preserved *repository.Evidence
 	// capture is the provenance of a capture's analysis; nil for plain analysis.
 	capture *captureProvenance
+	// extra are retained console files preserved with a capture but never analysed.
+	extra []resolved
 	// scratch are the session capture directories the record reads from.
 	scratch []*scratchDir
 }

@@ -185,13 +185,16 @@ var extensionFormats = []struct {
 }{
 	{".autotune.json", []gen.Format{gen.FormatTritonCache, gen.FormatJSON}},
 	{".speedscope.json", []gen.Format{gen.FormatPySpy, gen.FormatJSON}},
+	{".pb.gz", []gen.Format{gen.FormatPprof}},
+	{".pprof", []gen.Format{gen.FormatPprof}},
 	{".jsonl", []gen.Format{gen.FormatJsonl, gen.FormatText}},
 	{".ndjson", []gen.Format{gen.FormatJsonl, gen.FormatText}},
 	{".json", []gen.Format{gen.FormatJSON, gen.FormatText}},
 	{".csv", []gen.Format{gen.FormatCSV, gen.FormatText}},
 	{".parquet", []gen.Format{gen.FormatParquet}},
 	{".pstats", []gen.Format{gen.FormatPstats}},
-	{".prof", []gen.Format{gen.FormatPstats}},
+	{".folded", []gen.Format{gen.FormatPerf, gen.FormatText}},
+	{".collapsed", []gen.Format{gen.FormatPerf, gen.FormatText}},
 	{".cpuprofile", []gen.Format{gen.FormatCpuprofile, gen.FormatJSON}},
 	{".heapprofile", []gen.Format{gen.FormatHeapprofile, gen.FormatJSON}},
 	{".sarif", []gen.Format{gen.FormatSarif, gen.FormatJSON}},
@@ -204,27 +207,53 @@ var extensionFormats = []struct {
 	{".log", []gen.Format{gen.FormatText}},
 }
 
-// sniff detects the format of an undeclared source where that is unambiguous: a known
-// suffix, the Parquet magic, a leading { or [ for JSON, and text otherwise. The first
-// candidate the operation accepts wins.
+// sniff detects the format of an undeclared source where that is unambiguous: binary
+// magic numbers (perf.data, gzip as pprof, a marshal dict as pstats), a known suffix,
+// the Parquet magic, markers of Speedscope and V8 profiles in leading JSON, JSON by a
+// leading { or [, and text otherwise. The first candidate the operation accepts wins.
 func sniff(path string, op gen.OperationDecl, i int) (gen.Format, *failure.Failure) {
 	name := strings.ToLower(filepath.Base(path))
+	head := make([]byte, 512)
+	if f, err := os.Open(path); err == nil {
+		n, _ := io.ReadFull(f, head)
+		head = head[:n]
+		f.Close()
+	} else {
+		head = head[:0]
+	}
+	trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	var candidates []gen.Format
-	for _, e := range extensionFormats {
-		if strings.HasSuffix(name, e.suffix) {
-			candidates = e.formats
-			break
+	switch {
+	case bytes.HasPrefix(head, []byte("PERFILE2")):
+		candidates = []gen.Format{gen.FormatPerfData}
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}) && !strings.HasSuffix(name, ".json.gz"):
+		candidates = []gen.Format{gen.FormatPprof}
+	case len(head) > 0 && head[0] == 0xfb:
+		candidates = []gen.Format{gen.FormatPstats}
+	case strings.HasSuffix(name, ".prof"):
+		// cProfile and Go both write .prof: a marshal dict starts with '{', pprof does not.
+		candidates = []gen.Format{gen.FormatPprof}
+		if len(head) > 0 && head[0] == '{' {
+			candidates = []gen.Format{gen.FormatPstats}
 		}
 	}
 	if candidates == nil {
-		head := make([]byte, 512)
-		f, err := os.Open(path)
-		if err == nil {
-			n, _ := io.ReadFull(f, head)
-			head = head[:n]
-			f.Close()
+		for _, e := range extensionFormats {
+			if strings.HasSuffix(name, e.suffix) {
+				candidates = e.formats
+				break
+			}
 		}
-		trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
+	}
+	if candidates == nil || candidates[0] == gen.FormatJSON {
+		switch {
+		case bytes.Contains(head, []byte("speedscope.app/file-format-schema")):
+			candidates = []gen.Format{gen.FormatPySpy, gen.FormatJSON}
+		case bytes.Contains(head, []byte(`"callFrame"`)) && bytes.Contains(head, []byte(`"nodes"`)):
+			candidates = []gen.Format{gen.FormatCpuprofile, gen.FormatJSON}
+		}
+	}
+	if candidates == nil {
 		switch {
 		case bytes.HasPrefix(head, []byte("PAR1")):
 			candidates = []gen.Format{gen.FormatParquet}

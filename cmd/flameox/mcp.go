@@ -82,6 +82,10 @@ func handler(rt *runtime.Runtime, name string) mcp.ToolHandler {
 			if f.Code == gen.FailureCodeCancelled && ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			if r, ok := f.Recoverable(); ok {
+				// Unavailable and retryable are product states, not tool errors.
+				return toolResult(r, false)
+			}
 			return toolResult(f.Envelope(), true)
 		}
 		return toolResult(res, false)

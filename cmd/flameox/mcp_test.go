@@ -129,7 +129,7 @@ func (s *session) listTools() {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 		a := tl.Annotations
-		readOnly := tl.Name == "preview_artifact" || tl.Name == "query_evidence" || tl.Name == "inspect_evidence"
+		readOnly := tl.Name != "preserve_evidence" && tl.Name != "rescue_evidence"
 		if strings.HasPrefix(tl.Name, "capture_and_") {
 			// Capture tools execute a target: effectful, not idempotent, open world.
 			if a.ReadOnlyHint || a.IdempotentHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
@@ -153,7 +153,9 @@ func (s *session) listTools() {
 		s.out[tl.Name] = sch
 	}
 	// The SDK lists tools sorted by name.
-	want := []string{"capture_and_preview_artifact", "inspect_evidence", "preserve_evidence", "preview_artifact", "query_evidence", "rescue_evidence"}
+	want := []string{"capture_and_inspect_cpu_callers", "capture_and_preview_artifact", "capture_and_rank_cpu_hotspots",
+		"inspect_cpu_callers", "inspect_evidence", "preserve_evidence", "preview_artifact", "query_evidence",
+		"rank_cpu_hotspots", "rescue_evidence"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("tools (-want +got):\n%s", diff)
 	}

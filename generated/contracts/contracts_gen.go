@@ -20,6 +20,7 @@ const (
 	FormatPerf             Format = "perf"
 	FormatPerfData         Format = "perf-data"
 	FormatCpuprofile       Format = "cpuprofile"
+	FormatPprof            Format = "pprof"
 	FormatHeapprofile      Format = "heapprofile"
 	FormatMemray           Format = "memray"
 	FormatPerfetto         Format = "perfetto"
@@ -50,7 +51,7 @@ const (
 
 // FormatValues lists every Format in declaration order.
 func FormatValues() []Format {
-	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatXctrace, FormatNsightCompute, FormatPyperf, FormatSamples, FormatNvbench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif}
+	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatXctrace, FormatNsightCompute, FormatPyperf, FormatSamples, FormatNvbench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif}
 }
 
 // FailureCode is the stable vocabulary of tool failure codes.
@@ -807,8 +808,10 @@ func (x *CompareFields) ApplyDefaults() {
 type CpuCallerFields struct {
 	// Case-insensitive substring matched against "<file>:<line>:<function>".
 	Function *string `json:"function,omitempty"`
-	// Which edges to keep around matching functions.
+	// Which edges to keep around matching functions: callers (edges into a match), callees (edges out of a match) or both.
 	Direction string `json:"direction,omitempty"`
+	// pprof sample type to weigh by; pprof sources only.
+	SampleType *string `json:"sample_type,omitempty"`
 }
 
 // ApplyDefaults sets every omitted field of x to its contract default.
@@ -820,8 +823,10 @@ func (x *CpuCallerFields) ApplyDefaults() {
 
 // CpuHotspotFields are rank_cpu_hotspots's fields.
 type CpuHotspotFields struct {
-	// Ranking metric; pstats sources only. Other formats use their native weight.
+	// Ranking metric; pstats sources only. Other formats rank by their sampled self weight.
 	Metric *string `json:"metric,omitempty"`
+	// pprof sample type to weigh by (for example cpu or samples); pprof sources only. Defaults to the profile's default sample type.
+	SampleType *string `json:"sample_type,omitempty"`
 }
 
 // InferenceCompareFields are compare_inference's fields.
@@ -1131,26 +1136,26 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameRankCPUHotspots,
-		Description:      "Rank the functions of one CPU profile by self and inclusive weight.",
-		Formats:          []Format{FormatCpuprofile, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData},
+		Description:      "Rank the functions of one CPU profile (cProfile pstats, py-spy Speedscope, perf collapsed stacks or perf.data, V8 cpuprofile, pprof) by self and inclusive weight, with file and line.",
+		Formats:          []Format{FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "CpuHotspotFields",
-		CaptureProviders: []string{"py-spy", "perf", "node-cpu-profile"},
+		CaptureProviders: []string{"py-spy", "perf", "node-cpu-profile", "cprofile", "go-test"},
 		Experiment:       false,
-		Released:         false,
+		Released:         true,
 		Limitations:      []string{},
 	},
 	{
 		Name:             OperationNameInspectCPUCallers,
-		Description:      "List caller to callee edges of one CPU profile around a function.",
-		Formats:          []Format{FormatPstats, FormatPySpy},
+		Description:      "List the caller to callee edges of one CPU profile with call counts and times (pstats) or sample counts and weights (sampled formats), optionally around functions matching a substring.",
+		Formats:          []Format{FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "CpuCallerFields",
-		CaptureProviders: []string{"py-spy"},
+		CaptureProviders: []string{"py-spy", "perf", "node-cpu-profile", "cprofile", "go-test"},
 		Experiment:       false,
-		Released:         false,
+		Released:         true,
 		Limitations:      []string{},
 	},
 	{

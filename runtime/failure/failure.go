@@ -91,3 +91,21 @@ func (f *Failure) Envelope() contracts.Failure {
 		Details:        details,
 	}
 }
+
+// Recoverable reports whether f is a non-error state (a missing capability, or a
+// retryable condition) and returns its envelope: status "unavailable" or "retryable".
+func (f *Failure) Recoverable() (contracts.Recoverable, bool) {
+	if f.Code != contracts.FailureCodeUnavailableCapability && !f.Retryable {
+		return contracts.Recoverable{}, false
+	}
+	status := "unavailable"
+	if f.Retryable {
+		status = "retryable"
+	}
+	details := f.Details
+	if details == nil {
+		details = map[string]any{}
+	}
+	return contracts.Recoverable{Status: status, Code: f.Code, Message: f.Message, Retryable: f.Retryable,
+		NextAction: f.NextAction, Details: details}, true
+}

@@ -1,0 +1,532 @@
+package cpu
+
+import (
+	"bufio"
+
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/google/pprof/profile"
+)
+
+// UnsupportedError is an input of a known format in a variant this reader refuses.
+type UnsupportedError struct{ Message string }
+
+func (e *UnsupportedError) Error() string { return e.Message }
+
+// Speedscope bounds, as upstream.
+const (
+	maxSpeedscopeFrames  = 100_000
+	maxSpeedscopeSamples = 1_000_000
+)
+
+// speedscopeUnits scales a Speedscope value unit to seconds; none counts samples.
+var speedscopeUnits = map[string]float64{"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1}
+
+// DecodeSpeedscope reads a Speedscope document of sampled profiles (py-spy's
+// --format speedscope). Time units are scaled to seconds and "none" counts samples;
+// evented profiles and byte weights are refused. Every profile is merged.
+func DecodeSpeedscope(r io.Reader) (*Sampled, int, error) {
+	var doc struct {
+		Shared struct {
+			Frames []struct {
+				Name string  `json:"name"`
+				File *string `json:"file"`
+				Line *int64  `json:"line"`
+				Col  *int64  `json:"col"`
+			} `json:"frames"`
+		} `json:"shared"`
+		Profiles []struct {
+			Type    string          `json:"type"`
+			Unit    string          `json:"unit"`
+			Samples [][]int         `json:"samples"`
+			Weights []float64       `json:"weights"`
+			Events  []any           `json:"events"`
+			Name    json.RawMessage `json:"name"`
+		} `json:"profiles"`
+	}
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&doc); err != nil {
+		return nil, 0, &DecodeError{Message: "the Speedscope document is not valid JSON of the Speedscope schema"}
+	}
+	if len(doc.Profiles) == 0 {
+		return nil, 0, &DecodeError{Message: "the Speedscope document holds no profiles"}
+	}
+	if n := len(doc.Shared.Frames); n > maxSpeedscopeFrames {
+		return nil, 0, &LimitError{Message: fmt.Sprintf("the Speedscope document has %d frames; at most %d are read", n, maxSpeedscopeFrames), Limit: maxSpeedscopeFrames}
+	}
+	unit := ""
+	for i, p := range doc.Profiles {
+		if p.Type != "sampled" {
+			return nil, 0, &UnsupportedError{Message: fmt.Sprintf("Speedscope profile %d is %q; only sampled profiles are read", i, p.Type)}
+		}
+		u := "samples"
+		if p.Unit != "none" {
+			if _, ok := speedscopeUnits[p.Unit]; !ok {
+				return nil, 0, &UnsupportedError{Message: fmt.Sprintf("Speedscope profile %d weighs samples in %q; only time units and none are read", i, p.Unit)}
+			}
+			u = "seconds"
+		}
+		if unit != "" && unit != u {
+			return nil, 0, &UnsupportedError{Message: "the Speedscope profiles mix time and sample-count weights"}
+		}
+		unit = u
+	}
+	s := NewSampled(unit)
+	frames := make([]int, len(doc.Shared.Frames))
+	for i, f := range doc.Shared.Frames {
+		fr := Frame{Function: f.Name}
+		if f.File != nil {
+			fr.File = *f.File
+		}
+		if f.Line != nil {
+			fr.Line = *f.Line
+		}
+		if f.Col != nil {
+			fr.Column = *f.Col
+		}
+		idx, err := s.Frame(fr)
+		if err != nil {
+			return nil, 0, err
+		}
+		frames[i] = idx
+	}
+	var total int
+	for pi, p := range doc.Profiles {
+		if len(p.Weights) != len(p.Samples) {
+			return nil, 0, &DecodeError{Message: fmt.Sprintf("Speedscope profile %d has %d samples and %d weights", pi, len(p.Samples), len(p.Weights))}
+		}
+		total += len(p.Samples)
+		if total > maxSpeedscopeSamples {
+			return nil, 0, &LimitError{Message: fmt.Sprintf("the Speedscope document has more than %d samples", maxSpeedscopeSamples), Limit: maxSpeedscopeSamples}
+		}
+		scale := 1.0
+		if p.Unit != "none" {
+			scale = speedscopeUnits[p.Unit]
+		}
+		stack := make([]int, 0, 64)
+		for si, smp := range p.Samples {
+			stack = stack[:0]
+			for _, fi := range smp {
+				if fi < 0 || fi >= len(frames) {
+					return nil, 0, &DecodeError{Message: fmt.Sprintf("Speedscope profile %d sample %d names frame %d, which does not exist", pi, si, fi)}
+				}
+				stack = append(stack, frames[fi])
+			}
+			w := p.Weights[si] * scale
+			if p.Unit == "none" {
+				w = p.Weights[si]
+			}
+			if err := s.Add(stack, 1, w); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	return s, len(doc.Profiles), nil
+}
+
+// maxCollapsedLine bounds one collapsed-stack line.
+const maxCollapsedLine = 256 << 10
+
+// DecodeCollapsed reads collapsed stacks ("root;...;leaf count" per line), the output of
+// stackcollapse-perf.pl and similar tools. Weights are sample counts.
+func DecodeCollapsed(r io.Reader) (*Sampled, error) {
+	s := NewSampled("samples")
+	br := bufio.NewReaderSize(r, 1<<16)
+	stack := make([]int, 0, 64)
+	for lineNo := 1; ; lineNo++ {
+		line, err := readBoundedLine(br, maxCollapsedLine)
+		if err == io.EOF {
+			return s, nil
+		}
+		if err != nil {
+			return nil, &LimitError{Message: fmt.Sprintf("line %d of the collapsed stacks is longer than %d bytes", lineNo, maxCollapsedLine), Limit: maxCollapsedLine}
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			return nil, &DecodeError{Message: fmt.Sprintf("line %d is not \"stack count\"", lineNo)}
+		}
+		count, err := strconv.ParseInt(line[sp+1:], 10, 64)
+		if err != nil || count < 0 || strings.ContainsAny(line[sp+1:], "+-") {
+			return nil, &DecodeError{Message: fmt.Sprintf("line %d does not end with a sample count", lineNo)}
+		}
+		stack = stack[:0]
+		for _, name := range strings.Split(line[:sp], ";") {
+			if name == "" {
+				continue
+			}
+			i, err := s.Frame(Frame{Function: name})
+			if err != nil {
+				return nil, err
+			}
+			stack = append(stack, i)
+		}
+		if err := s.Add(stack, count, float64(count)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readBoundedLine returns the next line (with its newline) of at most max bytes; io.EOF
+// at the end, and an error for a longer line.
+func readBoundedLine(br *bufio.Reader, max int) (string, error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > max {
+			return "", fmt.Errorf("line too long")
+		}
+		switch err {
+		case nil:
+			return string(buf), nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			if len(buf) == 0 {
+				return "", io.EOF
+			}
+			return string(buf), nil
+		default:
+			return "", err
+		}
+	}
+}
+
+var symOffset = regexp.MustCompile(`\+0x[0-9a-fA-F]+$`)
+
+// DecodePerfScript reads the default output of `perf script`: per sample a header line,
+// one indented "address symbol+offset (dso)" line per frame from leaf to root, and a
+// blank line. Weights are sample counts.
+func DecodePerfScript(r io.Reader) (*Sampled, error) {
+	s := NewSampled("samples")
+	br := bufio.NewReaderSize(r, 1<<16)
+	var leafFirst []int
+	inSample := false
+	flush := func() error {
+		if !inSample {
+			return nil
+		}
+		stack := make([]int, len(leafFirst))
+		for i, f := range leafFirst {
+			stack[len(leafFirst)-1-i] = f
+		}
+		leafFirst = leafFirst[:0]
+		inSample = false
+		return s.Add(stack, 1, 1)
+	}
+	for lineNo := 1; ; lineNo++ {
+		line, err := readBoundedLine(br, maxCollapsedLine)
+		if err == io.EOF {
+			return s, flush()
+		}
+		if err != nil {
+			return nil, &LimitError{Message: fmt.Sprintf("line %d of the perf script output is longer than %d bytes", lineNo, maxCollapsedLine), Limit: maxCollapsedLine}
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.TrimSpace(line) == "":
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		case line[0] == ' ' || line[0] == '\t':
+			if !inSample {
+				return nil, &DecodeError{Message: fmt.Sprintf("line %d is a frame outside a sample", lineNo)}
+			}
+			f := parsePerfFrame(strings.TrimSpace(line))
+			i, err := s.Frame(f)
+			if err != nil {
+				return nil, err
+			}
+			leafFirst = append(leafFirst, i)
+		default:
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			inSample = true
+		}
+	}
+}
+
+// parsePerfFrame parses "ffffffff813c7e55 sched_balance+0x5 ([kernel.kallsyms])".
+func parsePerfFrame(line string) Frame {
+	f := Frame{Function: "[unknown]"}
+	rest := line
+	if sp := strings.IndexByte(rest, ' '); sp >= 0 {
+		rest = strings.TrimSpace(rest[sp+1:])
+	} else {
+		return f
+	}
+	if open := strings.LastIndex(rest, " ("); open >= 0 && strings.HasSuffix(rest, ")") {
+		f.File = rest[open+2 : len(rest)-1]
+		rest = rest[:open]
+	} else if strings.HasPrefix(rest, "(") && strings.HasSuffix(rest, ")") {
+		f.File = rest[1 : len(rest)-1]
+		rest = ""
+	}
+	rest = symOffset.ReplaceAllString(strings.TrimSpace(rest), "")
+	if rest != "" {
+		f.Function = strings.ReplaceAll(rest, ";", ":")
+	}
+	return f
+}
+
+// DecodeCPUProfile reads a V8 CPU profile (node --cpu-prof, Chrome DevTools). Sample
+// weights are the time until the next sample, in seconds; a profile without samples
+// falls back to node hit counts.
+func DecodeCPUProfile(r io.Reader) (*Sampled, error) {
+	var doc struct {
+		Nodes []struct {
+			ID        int64 `json:"id"`
+			CallFrame struct {
+				FunctionName string `json:"functionName"`
+				URL          string `json:"url"`
+				LineNumber   int64  `json:"lineNumber"`
+				ColumnNumber int64  `json:"columnNumber"`
+			} `json:"callFrame"`
+			HitCount int64   `json:"hitCount"`
+			Children []int64 `json:"children"`
+		} `json:"nodes"`
+		StartTime  float64   `json:"startTime"`
+		EndTime    float64   `json:"endTime"`
+		Samples    []int64   `json:"samples"`
+		TimeDeltas []float64 `json:"timeDeltas"`
+	}
+	if err := json.NewDecoder(r).Decode(&doc); err != nil {
+		return nil, &DecodeError{Message: "the CPU profile is not valid JSON of the V8 cpuprofile shape"}
+	}
+	if len(doc.Nodes) == 0 {
+		return nil, &DecodeError{Message: "the CPU profile has no nodes"}
+	}
+	unit := "seconds"
+	if len(doc.Samples) == 0 {
+		unit = "samples"
+	}
+	s := NewSampled(unit)
+	index := map[int64]int{}
+	parent := make([]int, len(doc.Nodes))
+	frame := make([]int, len(doc.Nodes))
+	for i, n := range doc.Nodes {
+		if _, dup := index[n.ID]; dup {
+			return nil, &DecodeError{Message: fmt.Sprintf("node id %d repeats", n.ID)}
+		}
+		index[n.ID] = i
+		parent[i] = -1
+		name := n.CallFrame.FunctionName
+		if name == "" {
+			name = "(anonymous)"
+		}
+		frame[i] = -1
+		if name != "(root)" {
+			fi, err := s.Frame(Frame{Function: name, File: n.CallFrame.URL, Line: n.CallFrame.LineNumber + 1, Column: n.CallFrame.ColumnNumber + 1})
+			if err != nil {
+				return nil, err
+			}
+			frame[i] = fi
+		}
+	}
+	for i, n := range doc.Nodes {
+		for _, c := range n.Children {
+			ci, ok := index[c]
+			if !ok || parent[ci] != -1 {
+				return nil, &DecodeError{Message: fmt.Sprintf("node %d names child %d, which is missing or has two parents", n.ID, c)}
+			}
+			parent[ci] = i
+		}
+	}
+	stacks := make([][]int, len(doc.Nodes))
+	var stackOf func(i, depth int) ([]int, error)
+	stackOf = func(i, depth int) ([]int, error) {
+		if stacks[i] != nil {
+			return stacks[i], nil
+		}
+		if depth > len(doc.Nodes) {
+			return nil, &DecodeError{Message: "the CPU profile's node tree has a cycle"}
+		}
+		var st []int
+		if p := parent[i]; p >= 0 {
+			ps, err := stackOf(p, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			st = append(st, ps...)
+		}
+		if frame[i] >= 0 {
+			st = append(st, frame[i])
+		}
+		stacks[i] = append(make([]int, 0, len(st)), st...)
+		return stacks[i], nil
+	}
+	if len(doc.Samples) == 0 {
+		for i, n := range doc.Nodes {
+			if n.HitCount > 0 {
+				st, err := stackOf(i, 0)
+				if err != nil {
+					return nil, err
+				}
+				if err := s.Add(st, n.HitCount, float64(n.HitCount)); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return s, nil
+	}
+	if len(doc.TimeDeltas) != len(doc.Samples) {
+		return nil, &DecodeError{Message: "the CPU profile has a different number of samples and time deltas"}
+	}
+	t := doc.StartTime
+	for i, id := range doc.Samples {
+		ni, ok := index[id]
+		if !ok {
+			return nil, &DecodeError{Message: fmt.Sprintf("sample %d names node %d, which does not exist", i, id)}
+		}
+		t += doc.TimeDeltas[i]
+		var dur float64
+		if i+1 < len(doc.TimeDeltas) {
+			dur = doc.TimeDeltas[i+1]
+		} else if doc.EndTime > t {
+			dur = doc.EndTime - t
+		}
+		if dur < 0 {
+			dur = 0
+		}
+		st, err := stackOf(ni, 0)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Add(st, 1, dur*1e-6); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// SampleTypeError names a sample type the profile does not have.
+type SampleTypeError struct {
+	Requested string
+	Available []string
+}
+
+func (e *SampleTypeError) Error() string {
+	return fmt.Sprintf("the profile has no sample type %q", e.Requested)
+}
+
+// pprofUnits scales pprof time units to seconds.
+var pprofUnits = map[string]float64{"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1}
+
+// PprofInfo describes the sample type a pprof profile was read with.
+type PprofInfo struct {
+	SampleType  string
+	SampleUnit  string
+	SampleTypes []string
+}
+
+// DecodePprof reads a pprof profile (gzip or not) with the named sample type, or the
+// profile's default (its default_sample_type, else the last). Frames are functions
+// (name, file, start line), with inlined frames expanded; time units become seconds and
+// count units samples.
+func DecodePprof(r io.Reader, sampleType string) (*Sampled, PprofInfo, error) {
+	p, err := profile.Parse(r)
+	if err != nil {
+		return nil, PprofInfo{}, &DecodeError{Message: "the input is not a pprof profile"}
+	}
+	var info PprofInfo
+	for _, st := range p.SampleType {
+		info.SampleTypes = append(info.SampleTypes, st.Type)
+	}
+	if len(p.SampleType) == 0 {
+		return nil, info, &DecodeError{Message: "the pprof profile declares no sample types"}
+	}
+	idx := len(p.SampleType) - 1
+	want := sampleType
+	if want == "" && p.DefaultSampleType != "" {
+		want = p.DefaultSampleType
+	}
+	if want != "" {
+		idx = -1
+		for i, st := range p.SampleType {
+			if st.Type == want {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			if sampleType == "" {
+				idx = len(p.SampleType) - 1
+			} else {
+				return nil, info, &SampleTypeError{Requested: sampleType, Available: info.SampleTypes}
+			}
+		}
+	}
+	st := p.SampleType[idx]
+	info.SampleType, info.SampleUnit = st.Type, st.Unit
+	unit, scale := st.Unit, 1.0
+	if f, ok := pprofUnits[st.Unit]; ok {
+		unit, scale = "seconds", f
+	} else if st.Unit == "count" {
+		unit = "samples"
+	}
+	s := NewSampled(unit)
+	s.Scale = scale
+	frames := map[uint64][]int{} // location id -> frames leaf first
+	stack := make([]int, 0, 64)
+	for _, smp := range p.Sample {
+		if idx >= len(smp.Value) {
+			return nil, info, &DecodeError{Message: "a pprof sample has fewer values than sample types"}
+		}
+		stack = stack[:0]
+		for li := len(smp.Location) - 1; li >= 0; li-- { // root first
+			loc := smp.Location[li]
+			fs, ok := frames[loc.ID]
+			if !ok {
+				var err error
+				if fs, err = locationFrames(s, loc); err != nil {
+					return nil, info, err
+				}
+				frames[loc.ID] = fs
+			}
+			for fi := len(fs) - 1; fi >= 0; fi-- { // callers of inlined frames first
+				stack = append(stack, fs[fi])
+			}
+		}
+		if err := s.Add(stack, 1, float64(smp.Value[idx])); err != nil {
+			return nil, info, err
+		}
+	}
+	return s, info, nil
+}
+
+// locationFrames interns the frames of one location, leaf-most (inlined) first.
+func locationFrames(s *Sampled, loc *profile.Location) ([]int, error) {
+	var out []int
+	if len(loc.Line) == 0 {
+		f := Frame{Function: fmt.Sprintf("0x%x", loc.Address)}
+		if loc.Mapping != nil {
+			f.File = loc.Mapping.File
+		}
+		i, err := s.Frame(f)
+		if err != nil {
+			return nil, err
+		}
+		return []int{i}, nil
+	}
+	for _, ln := range loc.Line {
+		f := Frame{Function: "[unknown]"}
+		if ln.Function != nil {
+			f = Frame{Function: ln.Function.Name, File: ln.Function.Filename, Line: ln.Function.StartLine}
+		}
+		i, err := s.Frame(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, i)
+	}
+	return out, nil
+}

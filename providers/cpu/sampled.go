@@ -1,0 +1,201 @@
+package cpu
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Frame is one stack frame of a sampled profile. Line and Column are 0 when unknown.
+type Frame struct {
+	Function string
+	File     string
+	Line     int64
+	Column   int64
+}
+
+// String is "<file>:<line>:<function>", the form the function filter matches.
+func (f Frame) String() string { return fmt.Sprintf("%s:%d:%s", f.File, f.Line, f.Function) }
+
+// Bounds of one sampled profile.
+const (
+	maxFrames = 1_000_000
+	maxEdges  = 1_000_000
+)
+
+// Sampled is a sampled CPU profile aggregated as it is decoded: self and inclusive weight
+// per frame and caller-to-callee edges, each counted once per sample.
+type Sampled struct {
+	// Unit of every reported weight: seconds, samples, or the profile's own unit.
+	Unit string
+	// Scale converts the accumulated raw weights to Unit when they are reported, so sums
+	// of integer sample values stay exact until then.
+	Scale       float64
+	Frames      []Frame
+	Self        []float64
+	Inclusive   []float64
+	SelfSamples []int64
+	Samples     int64
+	TotalWeight float64
+	// Unresolved counts samples with an empty stack.
+	Unresolved int64
+	Edges      map[[2]int]*Edge
+
+	index map[Frame]int
+	adds  int64
+	seen  map[int]int64 // frame -> last Add call that counted it
+	seenE map[[2]int]int64
+}
+
+// Edge aggregates one caller-to-callee pair.
+type Edge struct {
+	Samples int64
+	Weight  float64
+}
+
+// NewSampled returns an empty profile in unit.
+func NewSampled(unit string) *Sampled {
+	return &Sampled{Unit: unit, Scale: 1, Edges: map[[2]int]*Edge{}, index: map[Frame]int{}, seen: map[int]int64{}, seenE: map[[2]int]int64{}}
+}
+
+// Frame interns f and returns its index.
+func (s *Sampled) Frame(f Frame) (int, error) {
+	if i, ok := s.index[f]; ok {
+		return i, nil
+	}
+	if len(s.Frames) >= maxFrames {
+		return 0, &LimitError{Message: fmt.Sprintf("the profile has more than %d distinct frames", maxFrames), Limit: maxFrames}
+	}
+	i := len(s.Frames)
+	s.index[f] = i
+	s.Frames = append(s.Frames, f)
+	s.Self = append(s.Self, 0)
+	s.Inclusive = append(s.Inclusive, 0)
+	s.SelfSamples = append(s.SelfSamples, 0)
+	return i, nil
+}
+
+// Add records count samples of total weight whose stack is frame indices from root to
+// leaf.
+func (s *Sampled) Add(stack []int, count int64, weight float64) error {
+	s.Samples += count
+	s.TotalWeight += weight
+	if len(stack) == 0 {
+		s.Unresolved += count
+		return nil
+	}
+	s.adds++
+	id := s.adds
+	leaf := stack[len(stack)-1]
+	s.Self[leaf] += weight
+	s.SelfSamples[leaf] += count
+	for i, f := range stack {
+		if s.seen[f] != id {
+			s.seen[f] = id
+			s.Inclusive[f] += weight
+		}
+		if i == 0 {
+			continue
+		}
+		k := [2]int{stack[i-1], f}
+		if s.seenE[k] == id {
+			continue
+		}
+		s.seenE[k] = id
+		e := s.Edges[k]
+		if e == nil {
+			if len(s.Edges) >= maxEdges {
+				return &LimitError{Message: fmt.Sprintf("the profile has more than %d distinct caller edges", maxEdges), Limit: maxEdges}
+			}
+			e = &Edge{}
+			s.Edges[k] = e
+		}
+		e.Samples += count
+		e.Weight += weight
+	}
+	return nil
+}
+
+// HotspotRow is one ranked frame.
+type HotspotRow struct {
+	Frame
+	SelfWeight      float64
+	InclusiveWeight float64
+	SelfSamples     int64
+}
+
+// Hotspots ranks the frames by self weight, then inclusive weight, then identity.
+func (s *Sampled) Hotspots() []HotspotRow {
+	rows := make([]HotspotRow, len(s.Frames))
+	for i, f := range s.Frames {
+		rows[i] = HotspotRow{Frame: f, SelfWeight: s.Self[i] * s.Scale, InclusiveWeight: s.Inclusive[i] * s.Scale, SelfSamples: s.SelfSamples[i]}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.SelfWeight != b.SelfWeight {
+			return a.SelfWeight > b.SelfWeight
+		}
+		if a.InclusiveWeight != b.InclusiveWeight {
+			return a.InclusiveWeight > b.InclusiveWeight
+		}
+		return frameLess(a.Frame, b.Frame)
+	})
+	return rows
+}
+
+func frameLess(a, b Frame) bool {
+	if a.Function != b.Function {
+		return a.Function < b.Function
+	}
+	if a.File != b.File {
+		return a.File < b.File
+	}
+	if a.Line != b.Line {
+		return a.Line < b.Line
+	}
+	return a.Column < b.Column
+}
+
+// EdgeRow is one caller-to-callee edge.
+type EdgeRow struct {
+	Caller, Callee Frame
+	Samples        int64
+	Weight         float64
+}
+
+// CallerEdges lists the edges that pass the filter, heaviest first.
+func (s *Sampled) CallerEdges(function, direction string) []EdgeRow {
+	needle := strings.ToLower(function)
+	match := func(f Frame) bool { return needle == "" || strings.Contains(strings.ToLower(f.String()), needle) }
+	var rows []EdgeRow
+	for k, e := range s.Edges {
+		caller, callee := s.Frames[k[0]], s.Frames[k[1]]
+		if !KeepEdge(match(caller), match(callee), direction) {
+			continue
+		}
+		rows = append(rows, EdgeRow{Caller: caller, Callee: callee, Samples: e.Samples, Weight: e.Weight * s.Scale})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.Weight != b.Weight {
+			return a.Weight > b.Weight
+		}
+		if a.Caller != b.Caller {
+			return frameLess(a.Caller, b.Caller)
+		}
+		return frameLess(a.Callee, b.Callee)
+	})
+	return rows
+}
+
+// KeepEdge applies direction: callers keeps edges into a matching callee, callees edges out
+// of a matching caller, both either.
+func KeepEdge(callerMatches, calleeMatches bool, direction string) bool {
+	switch direction {
+	case "callers":
+		return calleeMatches
+	case "callees":
+		return callerMatches
+	}
+	return callerMatches || calleeMatches
+}
