@@ -114,7 +114,7 @@ var collectors = map[string]*collector{
 				return nil, f
 			}
 			if v := collectorVersion(b.path); v != pySpyVersion {
-				return nil, pySpyUnavailable("py-spy reports version " + strconv.Quote(v) + ", not the pinned " + pySpyVersion).
+				return nil, pySpyUnavailable("py-spy reports version "+strconv.Quote(v)+", not the pinned "+pySpyVersion).
 					With("found_version", v)
 			}
 			return b, nil
