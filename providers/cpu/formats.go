@@ -311,6 +311,9 @@ func DecodeCPUProfile(r io.Reader) (*Sampled, error) {
 		unit = "samples"
 	}
 	s := NewSampled(unit)
+	if unit == "seconds" {
+		s.Scale = 1e-6 // weights accumulate in microseconds
+	}
 	index := map[int64]int{}
 	parent := make([]int, len(doc.Nodes))
 	frame := make([]int, len(doc.Nodes))
@@ -402,7 +405,7 @@ func DecodeCPUProfile(r io.Reader) (*Sampled, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.Add(st, 1, dur*1e-6); err != nil {
+		if err := s.Add(st, 1, dur); err != nil {
 			return nil, err
 		}
 	}

@@ -205,6 +205,8 @@ func (u *unmarshaler) object(code byte, depth, slot int) (any, error) {
 			return nil, fmt.Errorf("reference %d to an object not yet read at byte %d", n, u.pos)
 		}
 		return u.refs[n], nil
+	case 'c':
+		return u.code(depth)
 	case 'R':
 		return nil, &py2Error{"string references ('R') exist only in Python 2 marshal"}
 	}
@@ -271,4 +273,50 @@ func (u *unmarshaler) long() (any, error) {
 		return -int64(v), nil
 	}
 	return int64(v), nil
+}
+
+// codeObject stands for a marshalled code object: the profile module keys its own entry
+// with one.
+type codeObject struct {
+	name, file string
+	line       int64
+}
+
+// String is how the code object's function name is reported.
+func (c codeObject) String() string {
+	return fmt.Sprintf("<code object %s, file %q, line %d>", c.name, c.file, c.line)
+}
+
+// code decodes a code object in the layout of CPython 3.11 and later: five int32
+// counts and flags, then code, consts, names, localsplusnames, localspluskinds,
+// filename, name, qualname, the first line number and the line and exception tables.
+func (u *unmarshaler) code(depth int) (any, error) {
+	for i := 0; i < 5; i++ {
+		if _, err := u.int32(); err != nil {
+			return nil, err
+		}
+	}
+	var objs [8]any
+	for i := range objs {
+		v, err := u.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		objs[i] = v
+	}
+	line, err := u.int32()
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := u.value(depth + 1); err != nil {
+			return nil, err
+		}
+	}
+	file, ok1 := objs[5].(string)
+	name, ok2 := objs[6].(string)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("a code object in a layout other than CPython 3.11+ at byte %d", u.pos)
+	}
+	return codeObject{name: name, file: file, line: int64(line)}, nil
 }

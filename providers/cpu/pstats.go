@@ -137,6 +137,9 @@ func funcKey(k any) (Func, error) {
 	file, ok1 := t[0].(string)
 	line, ok2 := asInt(t[1])
 	name, ok3 := t[2].(string)
+	if c, ok := t[2].(codeObject); ok {
+		name, ok3 = c.String(), true
+	}
 	if !(ok1 && ok2 && ok3) {
 		if _, bytesKey := t[0].([]byte); bytesKey {
 			return Func{}, &DecodeError{Message: "function names are byte strings, as Python 2 wrote them; re-profile with Python 3", Python2: true}

@@ -1,0 +1,389 @@
+package cpu
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flameox/flameox/internal/testtool"
+)
+
+func corpus(t testing.TB, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("../../../shared/corpus", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("corpus file missing: %v", err)
+	}
+	return p
+}
+
+func decodePstatsFile(t *testing.T, path string) []PstatsFunction {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fs, err := DecodePstats(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// pythonPstats is what Python's own pstats module reads from path: one line per function
+// "file|line|func|cc|nc|tt|ct" and one per caller edge
+// "caller file|line|func -> callee file|line|func|nc|cc|tt|ct" (or a bare count).
+const pythonPstats = `
+import pstats, sys
+def name(n):
+    if isinstance(n, str):
+        return n
+    return '<code object %s, file "%s", line %d>' % (n.co_name, n.co_filename, n.co_firstlineno)
+s = pstats.Stats(sys.argv[1])
+for (f, l, n), (cc, nc, tt, ct, callers) in s.stats.items():
+    n = name(n)
+    print("F", f, l, n, cc, nc, repr(float(tt)), repr(float(ct)), sep="|")
+    for (cf, cl, cn), v in callers.items():
+        cn = name(cn)
+        if isinstance(v, tuple):
+            print("E", cf, cl, cn, f, l, n, v[0], v[1], repr(float(v[2])), repr(float(v[3])), sep="|")
+        else:
+            print("E", cf, cl, cn, f, l, n, v, sep="|")
+`
+
+// ours renders decoded functions in the same lines as pythonPstats.
+func ours(fs []PstatsFunction) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, strings.Join([]string{"F", f.File, strconv.FormatInt(f.Line, 10), f.Function,
+			strconv.FormatInt(f.PrimitiveCalls, 10), strconv.FormatInt(f.TotalCalls, 10), pyRepr(f.SelfSeconds), pyRepr(f.CumSeconds)}, "|"))
+		for _, e := range f.Callers {
+			fields := []string{"E", e.Caller.File, strconv.FormatInt(e.Caller.Line, 10), e.Caller.Function,
+				f.File, strconv.FormatInt(f.Line, 10), f.Function, strconv.FormatInt(e.TotalCalls, 10)}
+			if e.PrimitiveCalls != nil {
+				fields = append(fields, strconv.FormatInt(*e.PrimitiveCalls, 10), pyRepr(*e.SelfSeconds), pyRepr(*e.CumSeconds))
+			}
+			out = append(out, strings.Join(fields, "|"))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pyRepr formats a float as Python's repr does (shortest round-trip, .0 for integers).
+func pyRepr(f float64) string {
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	if strings.Contains(s, "e") {
+		// Python writes 1e-05 where Go writes 1e-05 too, but 1.5e-07 likewise; pad the
+		// exponent to two digits as Python does.
+		mant, exp, _ := strings.Cut(s, "e")
+		sign := exp[:1]
+		digits := strings.TrimLeft(exp[1:], "0")
+		if len(digits) < 2 {
+			digits = strings.Repeat("0", 2-len(digits)) + digits
+		}
+		s = mant + "e" + sign + digits
+	}
+	return s
+}
+
+func pythonLines(t *testing.T, python, path string) []string {
+	t.Helper()
+	out, err := exec.Command(python, "-c", pythonPstats, path).Output()
+	if err != nil {
+		t.Fatalf("python pstats: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	sort.Strings(lines)
+	return lines
+}
+
+// TestPstatsMatchesPython reads the corpus file and files python3 -m cProfile writes
+// during the test, and checks every function, call count, time and caller edge against
+// Python's own pstats module.
+func TestPstatsMatchesPython(t *testing.T) {
+	python := testtool.Require(t, "python3")
+	dir := t.TempDir()
+	workload := filepath.Join(dir, "work.py")
+	os.WriteFile(workload, []byte(`
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+def squares(n):
+    return sum(i * i for i in range(n))
+
+def main():
+    fib(18)
+    for _ in range(3):
+        squares(20000)
+    sorted(range(1000), key=lambda x: -x)
+
+main()
+`), 0o644)
+	paths := []string{corpus(t, "gprof2dot__print1.pstats")}
+	for _, mod := range []string{"cProfile", "profile"} {
+		out := filepath.Join(dir, mod+".pstats")
+		if b, err := exec.Command(python, "-m", mod, "-o", out, workload).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", mod, err, b)
+		}
+		paths = append(paths, out)
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			got := ours(decodePstatsFile(t, p))
+			if diff := cmp.Diff(pythonLines(t, python, p), got); diff != "" {
+				t.Errorf("differs from Python's pstats (-python +flameox):\n%s", diff)
+			}
+			if len(got) < 5 {
+				t.Errorf("only %d lines decoded", len(got))
+			}
+		})
+	}
+}
+
+func TestPstatsRejectsPython2AndMalformed(t *testing.T) {
+	f, _ := os.Open(corpus(t, "gprof2dot__cProfile-py2.pstats"))
+	defer f.Close()
+	_, err := DecodePstats(f)
+	var de *DecodeError
+	if !errors.As(err, &de) || !de.Python2 {
+		t.Fatalf("python 2 file: %v", err)
+	}
+	good, _ := os.ReadFile(corpus(t, "gprof2dot__print1.pstats"))
+	tests := map[string][]byte{
+		"empty":          nil,
+		"truncated":      good[:len(good)/2],
+		"trailing data":  append(append([]byte{}, good...), 'N'),
+		"not a dict":     {'N'},
+		"unknown code":   {'{', '?'},
+		"bad reference":  {'{', 'r', 9, 0, 0, 0},
+		"wrong shape":    {'{', 'N', 'N', '0'},
+		"negative count": {'(', 0xff, 0xff, 0xff, 0xff},
+	}
+	for name, b := range tests {
+		t.Run(name, func(t *testing.T) {
+			fs, err := DecodePstats(bytes.NewReader(b))
+			var de *DecodeError
+			if !errors.As(err, &de) || fs != nil {
+				t.Fatalf("got %v, %v; want a DecodeError", fs, err)
+			}
+		})
+	}
+}
+
+// goToolPprofTop runs `go tool pprof -top` in nanoseconds and returns flat and cum by
+// function name.
+func goToolPprofTop(t *testing.T, path string) map[string][2]int64 {
+	t.Helper()
+	gobin := testtool.Require(t, "go")
+	out, err := exec.Command(gobin, "tool", "pprof", "-top", "-nodecount=1000000", "-unit=ns", path).Output()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v", err)
+	}
+	res := map[string][2]int64{}
+	started := false
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && f[0] == "flat" {
+			started = true
+			continue
+		}
+		if !started || len(f) < 6 {
+			continue
+		}
+		flat, err1 := strconv.ParseInt(strings.TrimSuffix(f[0], "ns"), 10, 64)
+		cum, err2 := strconv.ParseInt(strings.TrimSuffix(f[3], "ns"), 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("cannot parse %q", line)
+		}
+		res[strings.Join(f[5:], " ")] = [2]int64{flat, cum}
+	}
+	if len(res) == 0 {
+		t.Fatalf("no rows in:\n%s", out)
+	}
+	return res
+}
+
+// ourTop ranks the pprof file and returns flat and cum in ns by function name.
+func ourTop(t *testing.T, path string) map[string][2]int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, info, err := DecodePprof(f, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Unit != "seconds" || info.SampleType != "cpu" {
+		t.Fatalf("unit %s sample type %s", s.Unit, info.SampleType)
+	}
+	res := map[string][2]int64{}
+	for i, fr := range s.Frames {
+		// Sum frames of one name, as pprof's function granularity does.
+		v := res[fr.Function]
+		res[fr.Function] = [2]int64{v[0] + int64(s.Self[i]), v[1] + int64(s.Inclusive[i])}
+	}
+	return res
+}
+
+// TestPprofMatchesGoToolPprof compares flat and cumulative time per function with
+// `go tool pprof -top` on the corpus profile and on one written during the test.
+func TestPprofMatchesGoToolPprof(t *testing.T) {
+	gobin := testtool.Require(t, "go")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/burn\n\ngo 1.26\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "burn_test.go"), []byte(`package burn
+
+import "testing"
+
+//go:noinline
+func inner(n int) int { s := 0; for i := 0; i < n; i++ { s += i % 7 }; return s }
+
+//go:noinline
+func outer(n int) int { return inner(n) + inner(n/2) }
+
+func TestBurn(t *testing.T) {
+	for i := 0; i < 40; i++ {
+		if outer(10_000_000) < 0 { t.Fatal() }
+	}
+}
+`), 0o644)
+	prof := filepath.Join(dir, "cpu.pprof")
+	cmd := exec.Command(gobin, "test", "-cpuprofile", prof, "-o", filepath.Join(dir, "burn.test"), ".")
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test: %v\n%s", err, b)
+	}
+	for _, p := range []string{corpus(t, "speedscope__simple.pprof.gz"), prof} {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			want := goToolPprofTop(t, p)
+			got := ourTop(t, p)
+			for name, w := range want {
+				if g := got[name]; g != w {
+					t.Errorf("%s: flat/cum = %v, go tool pprof says %v", name, g, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSpeedscopeAndVariants(t *testing.T) {
+	doc := func(profiles string) string {
+		return `{"$schema":"https://www.speedscope.app/file-format-schema.json","shared":{"frames":[{"name":"main","file":"a.py","line":1},{"name":"work","file":"a.py","line":5},{"name":"idle"}]},"profiles":[` + profiles + `]}`
+	}
+	s, n, err := DecodeSpeedscope(strings.NewReader(doc(`{"type":"sampled","name":"t","unit":"milliseconds","startValue":0,"endValue":4,"samples":[[0,1],[0,1],[0],[]],"weights":[1,1,2,1]}`)))
+	if err != nil || n != 1 {
+		t.Fatal(err)
+	}
+	hs := s.Hotspots()
+	if hs[0].Function != "main" || hs[0].SelfWeight != 0.002 || hs[0].InclusiveWeight != 0.004 || s.Unresolved != 1 || s.Unit != "seconds" {
+		t.Errorf("hotspots = %+v unresolved %d", hs, s.Unresolved)
+	}
+	edges := s.CallerEdges("work", "callers")
+	if len(edges) != 1 || edges[0].Caller.Function != "main" || edges[0].Samples != 2 {
+		t.Errorf("edges = %+v", edges)
+	}
+	bad := map[string]string{
+		"evented":      `{"type":"evented","unit":"none","events":[]}`,
+		"bytes":        `{"type":"sampled","unit":"bytes","samples":[],"weights":[]}`,
+		"frame index":  `{"type":"sampled","unit":"none","samples":[[7]],"weights":[1]}`,
+		"weight count": `{"type":"sampled","unit":"none","samples":[[0]],"weights":[]}`,
+	}
+	for name, p := range bad {
+		if _, _, err := DecodeSpeedscope(strings.NewReader(doc(p))); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	if _, _, err := DecodeSpeedscope(strings.NewReader(`[1,2`)); err == nil {
+		t.Error("malformed JSON decoded")
+	}
+}
+
+func TestCollapsedAndPerfScript(t *testing.T) {
+	s, err := DecodeCollapsed(strings.NewReader("main;a;b 5\nmain;a 3\n\nmain;c;b 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := s.Hotspots()
+	got := fmt.Sprintf("%s:%v %s:%v", hs[0].Function, hs[0].SelfWeight, hs[1].Function, hs[1].SelfWeight)
+	if got != "b:7 a:3" || s.Samples != 10 {
+		t.Errorf("hotspots = %s samples %d", got, s.Samples)
+	}
+	for _, bad := range []string{"main;a x\n", "nocount\n", "main;a -3\n"} {
+		if _, err := DecodeCollapsed(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+	}
+	script := "prog 1 [000] 1.0: 1 cpu-clock:\n\t 401000 main.burn+0x10 (/bin/prog)\n\t 402000 main.main+0x2 (/bin/prog)\n\nprog 1 [000] 1.1: 1 cpu-clock:\n\t ffff [unknown] ([kernel.kallsyms])\n\n"
+	s, err = DecodePerfScript(strings.NewReader(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs = s.Hotspots()
+	if s.Samples != 2 || hs[0].Function != "[unknown]" && hs[0].Function != "main.burn" || len(s.Edges) != 1 {
+		t.Errorf("perf script: %+v edges %d", hs, len(s.Edges))
+	}
+	if _, err := DecodePerfScript(strings.NewReader("\t 401000 orphan (/bin/x)\n")); err == nil {
+		t.Error("a frame outside a sample decoded")
+	}
+}
+
+func TestCPUProfile(t *testing.T) {
+	doc := `{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":"","lineNumber":-1,"columnNumber":-1},"children":[2]},
+{"id":2,"callFrame":{"functionName":"main","url":"file:///a.js","lineNumber":0,"columnNumber":0},"children":[3]},
+{"id":3,"callFrame":{"functionName":"hot","url":"file:///a.js","lineNumber":4,"columnNumber":2}}],
+"startTime":0,"endTime":30,"samples":[3,3,2],"timeDeltas":[0,10,10]}`
+	s, err := DecodeCPUProfile(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := s.Hotspots()
+	if hs[0].Function != "hot" || hs[0].Line != 5 || hs[0].Column != 3 || math.Abs(hs[0].SelfWeight-20e-6) > 1e-15 || s.Unit != "seconds" {
+		t.Errorf("hotspots = %+v", hs)
+	}
+	for _, bad := range []string{`{"nodes":[]}`, `{"nodes":[{"id":1,"callFrame":{},"children":[9]}]}`, `{"nodes":[{"id":1,"callFrame":{}}],"samples":[1],"timeDeltas":[]}`, `nope`} {
+		if _, err := DecodeCPUProfile(strings.NewReader(bad)); err == nil {
+			t.Errorf("%s decoded", bad)
+		}
+	}
+}
+
+func TestPprofSampleTypes(t *testing.T) {
+	f, _ := os.Open(corpus(t, "speedscope__simple.pprof.gz"))
+	defer f.Close()
+	s, info, err := DecodePprof(f, "samples")
+	if err != nil || s.Unit != "samples" || info.SampleType != "samples" {
+		t.Fatalf("%v %+v", err, info)
+	}
+	f2, _ := os.Open(corpus(t, "speedscope__simple.pprof.gz"))
+	defer f2.Close()
+	_, _, err = DecodePprof(f2, "alloc_space")
+	var ste *SampleTypeError
+	if !errors.As(err, &ste) || !cmp.Equal(ste.Available, []string{"samples", "cpu"}) {
+		t.Fatalf("got %v", err)
+	}
+	if _, _, err := DecodePprof(strings.NewReader("not a profile"), ""); err == nil {
+		t.Error("garbage decoded")
+	}
+	_ = json.Valid
+}
