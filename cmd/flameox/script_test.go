@@ -84,6 +84,7 @@ func TestScripts(t *testing.T) {
 			"storedir":  cmdStoreDir,
 			"flipbyte":  cmdFlipByte,
 			"subst":     cmdSubst,
+			"mkfolded":  cmdMkFolded,
 		},
 	})
 }
@@ -219,4 +220,19 @@ func cmdSubst(ts *testscript.TestScript, neg bool, args []string) {
 	st, err := os.Stat(p)
 	ts.Check(err)
 	ts.Check(os.WriteFile(p, []byte(strings.ReplaceAll(string(b), args[1], args[2])), st.Mode()))
+}
+
+// cmdMkFolded writes collapsed stacks with N distinct leaf functions fn0001..fnN under
+// main, function i with i samples: mkfolded FILE N.
+func cmdMkFolded(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: mkfolded FILE N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "main;dispatch;fn%04d %d\n", i, i)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
 }
