@@ -86,7 +86,7 @@ func cpuFieldChecks(in []resolved, metric, sampleType bool) *failure.Failure {
 }
 
 // decodeCPU decodes one resolved CPU source.
-func (rt *Runtime) decodeCPU(ctx context.Context, req *request, r resolved, sampleType string) (*cpuProfile, *failure.Failure) {
+func (rt *Runtime) decodeCPU(ctx context.Context, req *request, r resolved, o cpu.Options) (*cpuProfile, *failure.Failure) {
 	open := func() (*os.File, *failure.Failure) {
 		f, err := os.Open(r.path)
 		if err != nil {
@@ -119,11 +119,11 @@ func (rt *Runtime) decodeCPU(ctx context.Context, req *request, r resolved, samp
 		if r.format == gen.FormatPySpy {
 			p.provider.ID = "speedscope"
 			var profiles int
-			p.sampled, profiles, err = cpu.DecodeSpeedscope(f)
+			p.sampled, profiles, err = cpu.DecodeSpeedscope(f, o)
 			p.metrics["profile_count"] = profiles
 		} else {
 			p.provider.ID = "v8-cpuprofile"
-			p.sampled, err = cpu.DecodeCPUProfile(f)
+			p.sampled, err = cpu.DecodeCPUProfile(f, o)
 		}
 	case gen.FormatPerf:
 		f, ff := open()
@@ -132,7 +132,7 @@ func (rt *Runtime) decodeCPU(ctx context.Context, req *request, r resolved, samp
 		}
 		defer f.Close()
 		p.provider.ID = "collapsed-stacks"
-		p.sampled, err = cpu.DecodeCollapsed(f)
+		p.sampled, err = cpu.DecodeCollapsed(f, o)
 	case gen.FormatPprof:
 		f, ff := open()
 		if ff != nil {
@@ -141,7 +141,7 @@ func (rt *Runtime) decodeCPU(ctx context.Context, req *request, r resolved, samp
 		defer f.Close()
 		p.provider.ID = "pprof"
 		var info cpu.PprofInfo
-		p.sampled, info, err = cpu.DecodePprof(io.LimitReader(f, req.limits.MaxInputBytes), sampleType)
+		p.sampled, info, err = cpu.DecodePprof(io.LimitReader(f, req.limits.MaxInputBytes), o)
 		p.metrics["sample_type"], p.metrics["sample_types"] = info.SampleType, info.SampleTypes
 		var ste *cpu.SampleTypeError
 		if errors.As(err, &ste) {
@@ -149,7 +149,7 @@ func (rt *Runtime) decodeCPU(ctx context.Context, req *request, r resolved, samp
 				"the pprof profile has no sample type %q; it has %s", ste.Requested, strings.Join(ste.Available, ", "))
 		}
 	case gen.FormatPerfData:
-		return rt.decodePerfData(ctx, req, r, p)
+		return rt.decodePerfData(ctx, req, r, p, o)
 	default:
 		return nil, unsupportedFormat(req.tool.Operation, 0, string(r.format))
 	}
@@ -201,7 +201,7 @@ func perfUnavailable() *failure.Failure {
 // decodePerfData converts perf.data with `perf script` through the broker (bounded by the
 // request's timeout, memory and output limits) and decodes its stacks. The perf binary's
 // digest is the provider version and is bound into the request identity.
-func (rt *Runtime) decodePerfData(ctx context.Context, req *request, r resolved, p *cpuProfile) (*cpuProfile, *failure.Failure) {
+func (rt *Runtime) decodePerfData(ctx context.Context, req *request, r resolved, p *cpuProfile, o cpu.Options) (*cpuProfile, *failure.Failure) {
 	exe, err := perfExecutable()
 	if err != nil {
 		return nil, perfUnavailable()
@@ -242,7 +242,7 @@ func (rt *Runtime) decodePerfData(ctx context.Context, req *request, r resolved,
 	defer f.Close()
 	p.provider = gen.Provider{ID: "perf-script", Version: "sha256:" + sum}
 	p.implementation = map[string]any{"perf": sum}
-	if p.sampled, err = cpu.DecodePerfScript(f); err != nil {
+	if p.sampled, err = cpu.DecodePerfScript(f, o); err != nil {
 		return nil, cpuDecodeFailure(err)
 	}
 	return p, nil
@@ -303,7 +303,7 @@ func (rt *Runtime) pageProjection(req *request, in []resolved, res *Result, rows
 
 // cpuAnalysis resolves the single CPU source, checks the format-specific fields, binds the
 // request (with any external decoder) and decodes it.
-func (rt *Runtime) cpuAnalysis(ctx context.Context, req *request, metric, sampleType *string) ([]resolved, *cpuProfile, *failure.Failure) {
+func (rt *Runtime) cpuAnalysis(ctx context.Context, req *request, metric, sampleType *string, edges bool) ([]resolved, *cpuProfile, *failure.Failure) {
 	in, f := rt.resolveSources(req)
 	if f != nil {
 		return nil, nil, f
@@ -311,11 +311,11 @@ func (rt *Runtime) cpuAnalysis(ctx context.Context, req *request, metric, sample
 	if f := cpuFieldChecks(in, metric != nil, sampleType != nil); f != nil {
 		return nil, nil, f
 	}
-	st := ""
+	o := cpu.Options{Edges: edges}
 	if sampleType != nil {
-		st = *sampleType
+		o.SampleType = *sampleType
 	}
-	p, f := rt.decodeCPU(ctx, req, in[0], st)
+	p, f := rt.decodeCPU(ctx, req, in[0], o)
 	if f != nil {
 		if ctx.Err() != nil {
 			return nil, nil, failure.New(gen.FailureCodeCancelled, "the analysis was cancelled")
@@ -333,7 +333,7 @@ func (rt *Runtime) cpuAnalysis(ctx context.Context, req *request, metric, sample
 
 func analyzeCPUHotspots(ctx context.Context, rt *Runtime, req *request) (*Result, *failure.Failure) {
 	fields := req.typed.(*gen.CpuHotspotFields)
-	in, p, f := rt.cpuAnalysis(ctx, req, fields.Metric, fields.SampleType)
+	in, p, f := rt.cpuAnalysis(ctx, req, fields.Metric, fields.SampleType, false)
 	if f != nil {
 		return nil, f
 	}
@@ -408,7 +408,7 @@ func analyzeCPUHotspots(ctx context.Context, rt *Runtime, req *request) (*Result
 
 func analyzeCPUCallers(ctx context.Context, rt *Runtime, req *request) (*Result, *failure.Failure) {
 	fields := req.typed.(*gen.CpuCallerFields)
-	in, p, f := rt.cpuAnalysis(ctx, req, nil, fields.SampleType)
+	in, p, f := rt.cpuAnalysis(ctx, req, nil, fields.SampleType, true)
 	if f != nil {
 		return nil, f
 	}

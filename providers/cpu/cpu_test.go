@@ -230,7 +230,7 @@ func ourTop(t *testing.T, path string) map[string][2]int64 {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s, info, err := DecodePprof(f, "")
+	s, info, err := DecodePprof(f, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestSpeedscopeAndVariants(t *testing.T) {
 	doc := func(profiles string) string {
 		return `{"$schema":"https://www.speedscope.app/file-format-schema.json","shared":{"frames":[{"name":"main","file":"a.py","line":1},{"name":"work","file":"a.py","line":5},{"name":"idle"}]},"profiles":[` + profiles + `]}`
 	}
-	s, n, err := DecodeSpeedscope(strings.NewReader(doc(`{"type":"sampled","name":"t","unit":"milliseconds","startValue":0,"endValue":4,"samples":[[0,1],[0,1],[0],[]],"weights":[1,1,2,1]}`)))
+	s, n, err := DecodeSpeedscope(strings.NewReader(doc(`{"type":"sampled","name":"t","unit":"milliseconds","startValue":0,"endValue":4,"samples":[[0,1],[0,1],[0],[]],"weights":[1,1,2,1]}`)), Options{Edges: true})
 	if err != nil || n != 1 {
 		t.Fatal(err)
 	}
@@ -310,17 +310,17 @@ func TestSpeedscopeAndVariants(t *testing.T) {
 		"weight count": `{"type":"sampled","unit":"none","samples":[[0]],"weights":[]}`,
 	}
 	for name, p := range bad {
-		if _, _, err := DecodeSpeedscope(strings.NewReader(doc(p))); err == nil {
+		if _, _, err := DecodeSpeedscope(strings.NewReader(doc(p)), Options{Edges: true}); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 	}
-	if _, _, err := DecodeSpeedscope(strings.NewReader(`[1,2`)); err == nil {
+	if _, _, err := DecodeSpeedscope(strings.NewReader(`[1,2`), Options{}); err == nil {
 		t.Error("malformed JSON decoded")
 	}
 }
 
 func TestCollapsedAndPerfScript(t *testing.T) {
-	s, err := DecodeCollapsed(strings.NewReader("main;a;b 5\nmain;a 3\n\nmain;c;b 2\n"))
+	s, err := DecodeCollapsed(strings.NewReader("main;a;b 5\nmain;a 3\n\nmain;c;b 2\n"), Options{Edges: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,12 +330,12 @@ func TestCollapsedAndPerfScript(t *testing.T) {
 		t.Errorf("hotspots = %s samples %d", got, s.Samples)
 	}
 	for _, bad := range []string{"main;a x\n", "nocount\n", "main;a -3\n"} {
-		if _, err := DecodeCollapsed(strings.NewReader(bad)); err == nil {
+		if _, err := DecodeCollapsed(strings.NewReader(bad), Options{}); err == nil {
 			t.Errorf("%q decoded", bad)
 		}
 	}
 	script := "prog 1 [000] 1.0: 1 cpu-clock:\n\t 401000 main.burn+0x10 (/bin/prog)\n\t 402000 main.main+0x2 (/bin/prog)\n\nprog 1 [000] 1.1: 1 cpu-clock:\n\t ffff [unknown] ([kernel.kallsyms])\n\n"
-	s, err = DecodePerfScript(strings.NewReader(script))
+	s, err = DecodePerfScript(strings.NewReader(script), Options{Edges: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestCollapsedAndPerfScript(t *testing.T) {
 	if s.Samples != 2 || hs[0].Function != "[unknown]" && hs[0].Function != "main.burn" || len(s.Edges) != 1 {
 		t.Errorf("perf script: %+v edges %d", hs, len(s.Edges))
 	}
-	if _, err := DecodePerfScript(strings.NewReader("\t 401000 orphan (/bin/x)\n")); err == nil {
+	if _, err := DecodePerfScript(strings.NewReader("\t 401000 orphan (/bin/x)\n"), Options{}); err == nil {
 		t.Error("a frame outside a sample decoded")
 	}
 }
@@ -353,7 +353,7 @@ func TestCPUProfile(t *testing.T) {
 {"id":2,"callFrame":{"functionName":"main","url":"file:///a.js","lineNumber":0,"columnNumber":0},"children":[3]},
 {"id":3,"callFrame":{"functionName":"hot","url":"file:///a.js","lineNumber":4,"columnNumber":2}}],
 "startTime":0,"endTime":30,"samples":[3,3,2],"timeDeltas":[0,10,10]}`
-	s, err := DecodeCPUProfile(strings.NewReader(doc))
+	s, err := DecodeCPUProfile(strings.NewReader(doc), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestCPUProfile(t *testing.T) {
 		t.Errorf("hotspots = %+v", hs)
 	}
 	for _, bad := range []string{`{"nodes":[]}`, `{"nodes":[{"id":1,"callFrame":{},"children":[9]}]}`, `{"nodes":[{"id":1,"callFrame":{}}],"samples":[1],"timeDeltas":[]}`, `nope`} {
-		if _, err := DecodeCPUProfile(strings.NewReader(bad)); err == nil {
+		if _, err := DecodeCPUProfile(strings.NewReader(bad), Options{}); err == nil {
 			t.Errorf("%s decoded", bad)
 		}
 	}
@@ -371,18 +371,18 @@ func TestCPUProfile(t *testing.T) {
 func TestPprofSampleTypes(t *testing.T) {
 	f, _ := os.Open(corpus(t, "speedscope__simple.pprof.gz"))
 	defer f.Close()
-	s, info, err := DecodePprof(f, "samples")
+	s, info, err := DecodePprof(f, Options{SampleType: "samples"})
 	if err != nil || s.Unit != "samples" || info.SampleType != "samples" {
 		t.Fatalf("%v %+v", err, info)
 	}
 	f2, _ := os.Open(corpus(t, "speedscope__simple.pprof.gz"))
 	defer f2.Close()
-	_, _, err = DecodePprof(f2, "alloc_space")
+	_, _, err = DecodePprof(f2, Options{SampleType: "alloc_space"})
 	var ste *SampleTypeError
 	if !errors.As(err, &ste) || !cmp.Equal(ste.Available, []string{"samples", "cpu"}) {
 		t.Fatalf("got %v", err)
 	}
-	if _, _, err := DecodePprof(strings.NewReader("not a profile"), ""); err == nil {
+	if _, _, err := DecodePprof(strings.NewReader("not a profile"), Options{}); err == nil {
 		t.Error("garbage decoded")
 	}
 	_ = json.Valid

@@ -30,7 +30,7 @@ var speedscopeUnits = map[string]float64{"nanoseconds": 1e-9, "microseconds": 1e
 // DecodeSpeedscope reads a Speedscope document of sampled profiles (py-spy's
 // --format speedscope). Time units are scaled to seconds and "none" counts samples;
 // evented profiles and byte weights are refused. Every profile is merged.
-func DecodeSpeedscope(r io.Reader) (*Sampled, int, error) {
+func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 	var doc struct {
 		Shared struct {
 			Frames []struct {
@@ -76,7 +76,7 @@ func DecodeSpeedscope(r io.Reader) (*Sampled, int, error) {
 		}
 		unit = u
 	}
-	s := NewSampled(unit)
+	s := NewSampled(unit, o)
 	frames := make([]int, len(doc.Shared.Frames))
 	for i, f := range doc.Shared.Frames {
 		fr := Frame{Function: f.Name}
@@ -134,8 +134,8 @@ const maxCollapsedLine = 256 << 10
 
 // DecodeCollapsed reads collapsed stacks ("root;...;leaf count" per line), the output of
 // stackcollapse-perf.pl and similar tools. Weights are sample counts.
-func DecodeCollapsed(r io.Reader) (*Sampled, error) {
-	s := NewSampled("samples")
+func DecodeCollapsed(r io.Reader, o Options) (*Sampled, error) {
+	s := NewSampled("samples", o)
 	br := bufio.NewReaderSize(r, 1<<16)
 	stack := make([]int, 0, 64)
 	for lineNo := 1; ; lineNo++ {
@@ -206,8 +206,8 @@ var symOffset = regexp.MustCompile(`\+0x[0-9a-fA-F]+$`)
 // DecodePerfScript reads the default output of `perf script`: per sample a header line,
 // one indented "address symbol+offset (dso)" line per frame from leaf to root, and a
 // blank line. Weights are sample counts.
-func DecodePerfScript(r io.Reader) (*Sampled, error) {
-	s := NewSampled("samples")
+func DecodePerfScript(r io.Reader, o Options) (*Sampled, error) {
+	s := NewSampled("samples", o)
 	br := bufio.NewReaderSize(r, 1<<16)
 	var leafFirst []int
 	inSample := false
@@ -282,7 +282,7 @@ func parsePerfFrame(line string) Frame {
 // DecodeCPUProfile reads a V8 CPU profile (node --cpu-prof, Chrome DevTools). Sample
 // weights are the time until the next sample, in seconds; a profile without samples
 // falls back to node hit counts.
-func DecodeCPUProfile(r io.Reader) (*Sampled, error) {
+func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 	var doc struct {
 		Nodes []struct {
 			ID        int64 `json:"id"`
@@ -310,7 +310,7 @@ func DecodeCPUProfile(r io.Reader) (*Sampled, error) {
 	if len(doc.Samples) == 0 {
 		unit = "samples"
 	}
-	s := NewSampled(unit)
+	s := NewSampled(unit, o)
 	if unit == "seconds" {
 		s.Scale = 1e-6 // weights accumulate in microseconds
 	}
@@ -436,7 +436,8 @@ type PprofInfo struct {
 // profile's default (its default_sample_type, else the last). Frames are functions
 // (name, file, start line), with inlined frames expanded; time units become seconds and
 // count units samples.
-func DecodePprof(r io.Reader, sampleType string) (*Sampled, PprofInfo, error) {
+func DecodePprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
+	sampleType := o.SampleType
 	p, err := profile.Parse(r)
 	if err != nil {
 		return nil, PprofInfo{}, &DecodeError{Message: "the input is not a pprof profile"}
@@ -476,7 +477,7 @@ func DecodePprof(r io.Reader, sampleType string) (*Sampled, PprofInfo, error) {
 	} else if st.Unit == "count" {
 		unit = "samples"
 	}
-	s := NewSampled(unit)
+	s := NewSampled(unit, o)
 	s.Scale = scale
 	frames := map[uint64][]int{} // location id -> frames leaf first
 	stack := make([]int, 0, 64)

@@ -42,6 +42,7 @@ type Sampled struct {
 	Edges      map[[2]int]*Edge
 
 	index map[Frame]int
+	edges bool
 	adds  int64
 	seen  map[int]int64 // frame -> last Add call that counted it
 	seenE map[[2]int]int64
@@ -53,9 +54,18 @@ type Edge struct {
 	Weight  float64
 }
 
+// Options select what a decoder aggregates.
+type Options struct {
+	// Edges aggregates caller-to-callee edges (inspect_cpu_callers); ranking does not need
+	// them.
+	Edges bool
+	// SampleType selects the pprof sample type; empty for the profile's default.
+	SampleType string
+}
+
 // NewSampled returns an empty profile in unit.
-func NewSampled(unit string) *Sampled {
-	return &Sampled{Unit: unit, Scale: 1, Edges: map[[2]int]*Edge{}, index: map[Frame]int{}, seen: map[int]int64{}, seenE: map[[2]int]int64{}}
+func NewSampled(unit string, o Options) *Sampled {
+	return &Sampled{Unit: unit, Scale: 1, edges: o.Edges, Edges: map[[2]int]*Edge{}, index: map[Frame]int{}, seen: map[int]int64{}, seenE: map[[2]int]int64{}}
 }
 
 // Frame interns f and returns its index.
@@ -94,7 +104,7 @@ func (s *Sampled) Add(stack []int, count int64, weight float64) error {
 			s.seen[f] = id
 			s.Inclusive[f] += weight
 		}
-		if i == 0 {
+		if i == 0 || !s.edges {
 			continue
 		}
 		k := [2]int{stack[i-1], f}
