@@ -211,6 +211,11 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 	case "lifecycle", "capture":
 		inst, f := t.input.Validate(raw)
 		if f != nil {
+			if t.Family == "capture" && len(f.FieldPath) == 2 && f.FieldPath[0] == "provider" && f.FieldPath[1] == "kind" {
+				// An incompatible provider: say what the operation reads and who can capture it.
+				f.With("operation", string(t.Operation.Name)).With("accepted_formats", t.Operation.FormatStrings()).
+					With("compatible_capture_providers", t.CaptureProviders)
+			}
 			return nil, f
 		}
 		if t.Family == "capture" {
