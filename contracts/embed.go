@@ -5,8 +5,8 @@ package contracts
 
 import "embed"
 
-// FS holds catalog.json, tools/*.json and the evidence store's document schemas,
-// repository/*.json.
+// FS holds catalog.json, tools/*.json, the evidence store's document schemas
+// (repository/*.json) and the schemas of formats Flameox defines (formats/*.json).
 //
-//go:embed catalog.json tools repository
+//go:embed catalog.json tools repository formats
 var FS embed.FS

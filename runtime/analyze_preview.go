@@ -17,9 +17,12 @@ type analyzer func(ctx context.Context, rt *Runtime, req *request) (*Result, *fa
 
 // analyzers are the operations this build implements, by task name.
 var analyzers = map[gen.OperationName]analyzer{
-	gen.OperationNamePreviewArtifact:   analyzePreview,
-	gen.OperationNameRankCPUHotspots:   analyzeCPUHotspots,
-	gen.OperationNameInspectCPUCallers: analyzeCPUCallers,
+	gen.OperationNamePreviewArtifact:         analyzePreview,
+	gen.OperationNameRankCPUHotspots:         analyzeCPUHotspots,
+	gen.OperationNameInspectCPUCallers:       analyzeCPUCallers,
+	gen.OperationNameSummarizeBenchmarks:     analyzeBenchSummary,
+	gen.OperationNameAnalyzeBenchmarkScaling: analyzeBenchScaling,
+	gen.OperationNameCompareBenchmarks:       analyzeBenchCompare,
 }
 
 // fragmentLimitation explains fragment mode.

@@ -534,7 +534,7 @@ func strp(s string) *string { return &s }
 func (rt *Runtime) brokerSpec(cr *captureRequest, c boundCase, cmd boundCommand, exdir, stdout, stderr string) broker.Spec {
 	vars := map[string]string{}
 	if cr.coll != nil && cr.coll.env != nil {
-		for k, v := range cr.coll.env() {
+		for k, v := range cr.coll.env(exdir) {
 			vars[k] = v
 		}
 	}

@@ -30,8 +30,9 @@ type collector struct {
 	admit func(cr *captureRequest) (*boundCommand, *failure.Failure)
 	// command returns the argv to launch for case c writing into exdir.
 	command func(cr *captureRequest, c boundCase, exdir string) []string
-	// env are variables the provider adds under the caller's overrides.
-	env func() map[string]string
+	// env are variables the provider adds under the caller's overrides, for an execution
+	// writing into exdir.
+	env func(exdir string) map[string]string
 }
 
 // collectors are the capture providers this build implements.
@@ -93,11 +94,77 @@ var collectors = map[string]*collector{
 			return append(argv, c.command.argv[2:]...)
 		},
 		// The go command needs HOME for its build and module caches.
-		env: func() map[string]string {
+		env: func(string) map[string]string {
 			if h := os.Getenv("HOME"); h != "" {
 				return map[string]string{"HOME": h}
 			}
 			return nil
+		}},
+	"benchmark-samples": {kind: "benchmark-samples", scope: "workload", role: "benchmark", file: "benchmark-samples.json", format: gen.FormatSamples,
+		command: func(cr *captureRequest, c boundCase, exdir string) []string { return c.command.argv },
+		env: func(exdir string) map[string]string {
+			return map[string]string{"FLAMEOX_BENCHMARK_OUTPUT": filepath.Join(exdir, "benchmark-samples.json")}
+		}},
+	"nvbench": {kind: "nvbench", scope: "workload", role: "benchmark", file: "nvbench.json", format: gen.FormatNvbench,
+		command: func(cr *captureRequest, c boundCase, exdir string) []string {
+			return append(append([]string{}, c.command.argv...), "--json", filepath.Join(exdir, "nvbench.json"))
+		}},
+	"hyperfine": {kind: "hyperfine", scope: "collector", role: "benchmark", file: "hyperfine.json", format: gen.FormatHyperfine,
+		admit: func(cr *captureRequest) (*boundCommand, *failure.Failure) {
+			exe, err := exec.LookPath("hyperfine")
+			if err != nil {
+				return nil, hostToolUnavailable("hyperfine", "Install hyperfine (Debian/Ubuntu: apt-get install hyperfine; or cargo install hyperfine), then retry.")
+			}
+			return bindCollector(exe, "hyperfine", func() *failure.Failure {
+				return hostToolUnavailable("hyperfine", "The hyperfine executable cannot be read; reinstall it.")
+			})
+		},
+		command: func(cr *captureRequest, c boundCase, exdir string) []string {
+			runs, warmup := int64(10), int64(1)
+			if v, ok := cr.providerFields["runs"].(int64); ok {
+				runs = v
+			}
+			if v, ok := cr.providerFields["warmup"].(int64); ok {
+				warmup = v
+			}
+			argv := []string{cr.collector.path, "--shell=none", "--style", "none", "--runs", strconv.FormatInt(runs, 10),
+				"--warmup", strconv.FormatInt(warmup, 10), "--export-json", filepath.Join(exdir, "hyperfine.json")}
+			if name, ok := cr.providerFields["name"].(string); ok {
+				argv = append(argv, "--command-name", name)
+			}
+			words := append([]string{c.command.path}, c.command.argv[1:]...)
+			return append(argv, shellWords(words))
+		}},
+	"pyperf": {kind: "pyperf", scope: "collector", role: "benchmark", file: "pyperf.json", format: gen.FormatPyperf,
+		admit: func(cr *captureRequest) (*boundCommand, *failure.Failure) {
+			exe, err := exec.LookPath("python3")
+			if err != nil {
+				return nil, pyperfUnavailable("python3 is not on PATH")
+			}
+			b, f := bindCollector(exe, "python3", func() *failure.Failure { return pyperfUnavailable("python3 cannot be read") })
+			if f != nil {
+				return nil, f
+			}
+			if !probePython(b.path, "import pyperf") {
+				return nil, pyperfUnavailable("the python3 on PATH cannot import pyperf")
+			}
+			return b, nil
+		},
+		command: func(cr *captureRequest, c boundCase, exdir string) []string {
+			get := func(k string, d int64) string {
+				if v, ok := cr.providerFields[k].(int64); ok {
+					return strconv.FormatInt(v, 10)
+				}
+				return strconv.FormatInt(d, 10)
+			}
+			name := "command"
+			if v, ok := cr.providerFields["name"].(string); ok {
+				name = v
+			}
+			argv := []string{cr.collector.path, "-m", "pyperf", "command", "--quiet", "--output", filepath.Join(exdir, "pyperf.json"),
+				"--processes", get("processes", 1), "--values", get("values", 3), "--warmups", get("warmups", 1),
+				"--loops", get("loops", 0), "--name", name, "--", c.command.path}
+			return append(argv, c.command.argv[1:]...)
 		}},
 	"py-spy": {kind: "py-spy", scope: "collector", role: "cpu-profile", file: "profile.speedscope.json", format: gen.FormatPySpy,
 		admit: func(cr *captureRequest) (*boundCommand, *failure.Failure) {
@@ -196,4 +263,42 @@ func requireArgv0(cr *captureRequest, provider, want string, ok func(base string
 		}
 	}
 	return nil
+}
+
+// hostToolUnavailable is the UNAVAILABLE_CAPABILITY state of a missing host tool.
+func hostToolUnavailable(tool, remediation string) *failure.Failure {
+	f := failure.New(gen.FailureCodeUnavailableCapability, "%s is not installed or not on PATH", tool).
+		With("provider_id", tool).With("missing_executable", tool).With("remediation", remediation)
+	f.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action", Message: remediation}}
+	return f
+}
+
+func pyperfUnavailable(why string) *failure.Failure {
+	remediation := "Install pyperf for the python3 on PATH (python3 -m pip install pyperf), or use the benchmark-samples or hyperfine provider; then retry."
+	f := failure.New(gen.FailureCodeUnavailableCapability, "%s; the pyperf provider runs python3 -m pyperf command", why).
+		With("provider_id", "pyperf").With("missing_module", "pyperf").With("remediation", remediation)
+	f.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action", Message: remediation}}
+	return f
+}
+
+// probePython reports whether python runs code successfully (isolated mode, 10 s).
+func probePython(python, code string) bool {
+	dir, err := os.MkdirTemp("", "flameox-probe-")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	res, err := broker.Run(context.Background(), broker.Spec{Path: python, Args: []string{python, "-I", "-c", code}, Dir: dir,
+		Env: []string{"PATH=" + os.Getenv("PATH")}, ExcerptBytes: 256, MaxOutputBytes: 64 << 10, Timeout: 10 * time.Second})
+	return err == nil && res.ExitCode != nil && *res.ExitCode == 0
+}
+
+// shellWords quotes argv as one command line that hyperfine --shell=none splits back into
+// the same words.
+func shellWords(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'"'"'`) + "'"
+	}
+	return strings.Join(quoted, " ")
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -207,6 +208,9 @@ var extensionFormats = []struct {
 	{".log", []gen.Format{gen.FormatText}},
 }
 
+// goBenchHead recognizes Go benchmark output: configuration lines or a result line.
+var goBenchHead = regexp.MustCompile(`(?m)^(goos: |goarch: |pkg: |Benchmark\S*\s+\d+\s+[0-9.]+ \S+)`)
+
 // sniff detects the format of an undeclared source where that is unambiguous: binary
 // magic numbers (perf.data, gzip as pprof, a marshal dict as pstats), a known suffix,
 // the Parquet magic, markers of Speedscope and V8 profiles in leading JSON, JSON by a
@@ -247,11 +251,22 @@ func sniff(path string, op gen.OperationDecl, i int) (gen.Format, *failure.Failu
 	}
 	if candidates == nil || candidates[0] == gen.FormatJSON {
 		switch {
+		case bytes.Contains(head, []byte(`"flameox.benchmark-samples.v1"`)):
+			candidates = []gen.Format{gen.FormatSamples, gen.FormatJSON}
+		case bytes.Contains(head, []byte(`"benchmarks"`)) && (bytes.Contains(head, []byte(`"runs"`)) || bytes.Contains(head, []byte(`"version"`))):
+			candidates = []gen.Format{gen.FormatPyperf, gen.FormatJSON}
+		case bytes.Contains(head, []byte(`"results"`)) && bytes.Contains(head, []byte(`"command"`)):
+			candidates = []gen.Format{gen.FormatHyperfine, gen.FormatJSON}
+		case bytes.Contains(head, []byte(`"benchmarks"`)) && bytes.Contains(head, []byte(`"states"`)):
+			candidates = []gen.Format{gen.FormatNvbench, gen.FormatJSON}
 		case bytes.Contains(head, []byte("speedscope.app/file-format-schema")):
 			candidates = []gen.Format{gen.FormatPySpy, gen.FormatJSON}
 		case bytes.Contains(head, []byte(`"callFrame"`)) && bytes.Contains(head, []byte(`"nodes"`)):
 			candidates = []gen.Format{gen.FormatCpuprofile, gen.FormatJSON}
 		}
+	}
+	if candidates == nil && goBenchHead.Match(head) {
+		candidates = []gen.Format{gen.FormatGoBench, gen.FormatText}
 	}
 	if candidates == nil {
 		switch {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
+	"sort"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/flameox/flameox/contracts"
 	"github.com/flameox/flameox/repository"
 	"github.com/flameox/flameox/runtime"
 )
@@ -152,10 +155,22 @@ func (s *session) listTools() {
 		}
 		s.out[tl.Name] = sch
 	}
-	// The SDK lists tools sorted by name.
-	want := []string{"capture_and_inspect_cpu_callers", "capture_and_preview_artifact", "capture_and_rank_cpu_hotspots",
-		"inspect_cpu_callers", "inspect_evidence", "preserve_evidence", "preview_artifact", "query_evidence",
-		"rank_cpu_hotspots", "rescue_evidence"}
+	// Every tool of the published catalog is served (the SDK lists them sorted by name).
+	var catalog struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	b, _ := fs.ReadFile(contracts.FS, "catalog.json")
+	json.Unmarshal(b, &catalog)
+	var want []string
+	for _, tl := range catalog.Tools {
+		want = append(want, tl.Name)
+	}
+	sort.Strings(want)
+	if len(want) < 10 {
+		t.Fatalf("the catalog lists %d tools", len(want))
+	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("tools (-want +got):\n%s", diff)
 	}

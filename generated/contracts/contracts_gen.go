@@ -35,6 +35,8 @@ const (
 	FormatPyperf           Format = "pyperf"
 	FormatSamples          Format = "samples"
 	FormatNvbench          Format = "nvbench"
+	FormatHyperfine        Format = "hyperfine"
+	FormatGoBench          Format = "go-bench"
 	FormatAiperf           Format = "aiperf"
 	FormatVllmBenchmark    Format = "vllm-benchmark"
 	FormatSglangBenchmark  Format = "sglang-benchmark"
@@ -51,7 +53,7 @@ const (
 
 // FormatValues lists every Format in declaration order.
 func FormatValues() []Format {
-	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatXctrace, FormatNsightCompute, FormatPyperf, FormatSamples, FormatNvbench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif}
+	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatXctrace, FormatNsightCompute, FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif}
 }
 
 // FailureCode is the stable vocabulary of tool failure codes.
@@ -1135,6 +1137,42 @@ var Operations = []OperationDecl{
 		Limitations:      []string{},
 	},
 	{
+		Name:             OperationNameSummarizeBenchmarks,
+		Description:      "List every measurement of 1-32 benchmark results (pyperf, Flameox benchmark-samples, NVBench, hyperfine, Go benchmark output) with its identity, warmup flag and loop count, plus per-series mean, median and counts.",
+		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
+		MinSources:       1,
+		MaxSources:       32,
+		FieldsDefinition: "NoFields",
+		CaptureProviders: []string{"pyperf", "benchmark-samples", "nvbench", "hyperfine"},
+		Experiment:       true,
+		Released:         true,
+		Limitations:      []string{"Values are per loop iteration; warmup values are listed but excluded from the series statistics."},
+	},
+	{
+		Name:             OperationNameAnalyzeBenchmarkScaling,
+		Description:      "Fit value = coefficient * input^exponent by log-log least squares per benchmark series against a numeric input dimension (exponent, coefficient, r_squared, or inconclusive with the reason).",
+		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
+		MinSources:       1,
+		MaxSources:       32,
+		FieldsDefinition: "ScalingFields",
+		CaptureProviders: []string{"pyperf", "benchmark-samples", "nvbench", "hyperfine"},
+		Experiment:       true,
+		Released:         true,
+		Limitations:      []string{"A log-log fit describes the measured range only; it is not a proof of asymptotic complexity."},
+	},
+	{
+		Name:             OperationNameCompareBenchmarks,
+		Description:      "Compare matching benchmark series of 2-32 results against a baseline: means of per-iteration values and the ratio candidate/baseline; series missing from any result are counted as unmatched.",
+		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
+		MinSources:       2,
+		MaxSources:       32,
+		FieldsDefinition: "CompareFields",
+		CaptureProviders: []string{},
+		Experiment:       false,
+		Released:         true,
+		Limitations:      []string{"Ratios compare means of per-iteration values; no significance test is made. Capture baseline and candidate separately, under comparable conditions."},
+	},
+	{
 		Name:             OperationNameRankCPUHotspots,
 		Description:      "Rank the functions of one CPU profile (cProfile pstats, py-spy Speedscope, perf collapsed stacks or perf.data, V8 cpuprofile, pprof) by self and inclusive weight, with file and line.",
 		Formats:          []Format{FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof},
@@ -1178,42 +1216,6 @@ var Operations = []OperationDecl{
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"memray"},
-		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-	},
-	{
-		Name:             OperationNameSummarizeBenchmarks,
-		Description:      "List every benchmark measurement of 1-32 benchmark results with its identity, warmup flag and loop count.",
-		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench},
-		MinSources:       1,
-		MaxSources:       32,
-		FieldsDefinition: "NoFields",
-		CaptureProviders: []string{"pyperf", "benchmark-samples", "nvbench"},
-		Experiment:       true,
-		Released:         false,
-		Limitations:      []string{},
-	},
-	{
-		Name:             OperationNameAnalyzeBenchmarkScaling,
-		Description:      "Fit a log-log power law of benchmark time against an input dimension, per series.",
-		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench},
-		MinSources:       1,
-		MaxSources:       32,
-		FieldsDefinition: "ScalingFields",
-		CaptureProviders: []string{"pyperf", "benchmark-samples", "nvbench"},
-		Experiment:       true,
-		Released:         false,
-		Limitations:      []string{},
-	},
-	{
-		Name:             OperationNameCompareBenchmarks,
-		Description:      "Compare matching benchmark series of 2-32 results against a baseline (ratio candidate/baseline).",
-		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench},
-		MinSources:       2,
-		MaxSources:       32,
-		FieldsDefinition: "CompareFields",
-		CaptureProviders: []string{},
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},

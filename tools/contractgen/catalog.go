@@ -11,6 +11,10 @@ import (
 // under contracts/repository and checked on every read.
 var persistedDocuments = []string{"RepositoryDocument", "ArtifactDocument", "Manifest"}
 
+// formatDocuments are native formats Flameox defines itself; their schemas are published
+// under contracts/formats.
+var formatDocuments = []string{"BenchmarkSamplesDocument"}
+
 // captureProvider is one entry of the CUE captureProviders list.
 type captureProvider struct {
 	Kind            string            `json:"kind"`
@@ -248,6 +252,15 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 		s["title"] = name
 		files["repository/"+name+".json"] = marshalSchema(s)
+	}
+	for _, name := range formatDocuments {
+		s, err := m.defSchema(name)
+		if err != nil {
+			return nil, fmt.Errorf("#%s: %w", name, err)
+		}
+		s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+		s["title"] = name
+		files["formats/"+name+".json"] = marshalSchema(s)
 	}
 	files["catalog.json"] = marshalSchema(map[string]any{
 		"server":     server,

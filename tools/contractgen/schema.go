@@ -143,6 +143,19 @@ func normalize(n any) any {
 			sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
 			x["type"], x["properties"], x["required"], x["additionalProperties"] = "object", props, required, false
 		}
+		// [#T, ...#T] renders as prefixItems [T] beside items T: the prefix says nothing the
+		// items do not, so keep items alone (minItems already holds the bound).
+		if pre, ok := x["prefixItems"].([]any); ok {
+			items, _ := json.Marshal(x["items"])
+			same := true
+			for _, p := range pre {
+				b, _ := json.Marshal(p)
+				same = same && bytes.Equal(b, items)
+			}
+			if same {
+				delete(x, "prefixItems")
+			}
+		}
 		if d, ok := x["description"].(string); ok {
 			x["description"] = defPrefix.ReplaceAllString(d, "$1")
 		}

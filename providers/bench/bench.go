@@ -1,0 +1,388 @@
+// Package bench decodes benchmark results (pyperf suites, Flameox benchmark-samples
+// documents, NVBench JSON, hyperfine JSON exports and Go benchmark text) into one
+// measurement model, and computes series summaries, log-log scaling fits and paired
+// comparisons over it.
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Measurement is one benchmark value.
+type Measurement struct {
+	Input     int
+	Benchmark string
+	// Unit after normalization: ns, bytes, count, or the source's own unit.
+	Unit string
+	// Value is the value per loop iteration in Unit; Integer reports whether it is exact.
+	Value   float64
+	Integer bool
+	// Run and Index locate the value in its source (worker run, value within the run).
+	Run, Index int
+	Loops      int64
+	Warmup     bool
+	// Identity fields besides Benchmark and Unit.
+	Dimensions map[string]string
+	Scope      string
+	Phase      string
+	Worker     string
+	Variant    string
+	// Trial and Block are recorded but never part of the identity.
+	Trial, Block string
+}
+
+// Identity is the series key of a measurement: benchmark, unit, dimensions, scope,
+// phase, loop count, worker and variant (trial and block excluded), as canonical JSON.
+func (m Measurement) Identity() string {
+	return m.identity(nil)
+}
+
+func (m Measurement) identity(drop map[string]bool) string {
+	dims := map[string]string{}
+	for k, v := range m.Dimensions {
+		if !drop[k] {
+			dims[k] = v
+		}
+	}
+	b, _ := json.Marshal(struct {
+		Benchmark  string            `json:"benchmark"`
+		Unit       string            `json:"unit"`
+		Dimensions map[string]string `json:"dimensions"`
+		Scope      string            `json:"scope"`
+		Phase      string            `json:"phase"`
+		Loops      int64             `json:"loops"`
+		Worker     string            `json:"worker"`
+		Variant    string            `json:"variant"`
+	}{m.Benchmark, m.Unit, dims, m.Scope, m.Phase, m.Loops, m.Worker, m.Variant})
+	return string(b)
+}
+
+// DecodeError is a malformed native input.
+type DecodeError struct{ Message string }
+
+func (e *DecodeError) Error() string { return e.Message }
+
+// LimitError is an input beyond a decoder bound.
+type LimitError struct {
+	Message string
+	Limit   int64
+}
+
+func (e *LimitError) Error() string { return e.Message }
+
+// MaxMeasurements bounds the measurements of one request.
+const MaxMeasurements = 5_000_000
+
+// Series summarizes the non-warmup values of one identity.
+type Series struct {
+	Benchmark   string            `json:"benchmark"`
+	Unit        string            `json:"unit"`
+	Dimensions  map[string]string `json:"dimensions"`
+	Loops       int64             `json:"loop_count"`
+	Inputs      []int             `json:"input_indices"`
+	ValueCount  int               `json:"value_count"`
+	WarmupCount int               `json:"warmup_count"`
+	Mean        *float64          `json:"mean"`
+	Median      *float64          `json:"median"`
+	Stdev       *float64          `json:"stdev"`
+	Min         *float64          `json:"min"`
+	Max         *float64          `json:"max"`
+}
+
+// Summaries groups measurements by identity in first-seen order. Warmups, whose loop
+// counts vary during calibration, join the series of the same identity apart from the
+// loop count; warmups of a benchmark without values form their own series.
+func Summaries(ms []Measurement) []Series {
+	index := map[string]int{}
+	loopless := map[string]int{}
+	var out []Series
+	values := map[int][]float64{}
+	add := func(m Measurement, id string) int {
+		i, ok := index[id]
+		if !ok {
+			i = len(out)
+			index[id] = i
+			dims := m.Dimensions
+			if dims == nil {
+				dims = map[string]string{}
+			}
+			out = append(out, Series{Benchmark: m.Benchmark, Unit: m.Unit, Dimensions: dims, Loops: m.Loops})
+		}
+		s := &out[i]
+		if len(s.Inputs) == 0 || s.Inputs[len(s.Inputs)-1] != m.Input {
+			s.Inputs = append(s.Inputs, m.Input)
+		}
+		return i
+	}
+	for _, m := range ms {
+		if m.Warmup {
+			continue
+		}
+		i := add(m, m.Identity())
+		l := m
+		l.Loops = 0
+		if _, ok := loopless[l.Identity()]; !ok {
+			loopless[l.Identity()] = i
+		}
+		out[i].ValueCount++
+		values[i] = append(values[i], m.Value)
+	}
+	for _, m := range ms {
+		if !m.Warmup {
+			continue
+		}
+		l := m
+		l.Loops = 0
+		i, ok := loopless[l.Identity()]
+		if !ok {
+			i = add(l, "warmup:"+l.Identity())
+		}
+		out[i].WarmupCount++
+	}
+	for i := range out {
+		v := values[i]
+		if len(v) == 0 {
+			continue
+		}
+		mean, median := Mean(v), Median(v)
+		lo, hi := v[0], v[0]
+		for _, x := range v {
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+		}
+		out[i].Mean, out[i].Median, out[i].Min, out[i].Max = &mean, &median, &lo, &hi
+		if len(v) > 1 {
+			var ss float64
+			for _, x := range v {
+				ss += (x - mean) * (x - mean)
+			}
+			sd := math.Sqrt(ss / float64(len(v)-1))
+			out[i].Stdev = &sd
+		}
+	}
+	return out
+}
+
+// Mean is the arithmetic mean.
+func Mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// Median is the middle value, or the mean of the two middle values.
+func Median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Fit is a log-log least-squares fit of one series against an input dimension.
+type Fit struct {
+	Benchmark   string            `json:"benchmark"`
+	Unit        string            `json:"unit"`
+	Dimensions  map[string]string `json:"dimensions"`
+	Loops       int64             `json:"loop_count"`
+	Inputs      []float64         `json:"input_values"`
+	Means       []float64         `json:"mean_values"`
+	PointCount  int               `json:"point_count"`
+	Exponent    *float64          `json:"exponent"`
+	Coefficient *float64          `json:"coefficient"`
+	RSquared    *float64          `json:"r_squared"`
+	Status      string            `json:"status"`
+	Reason      *string           `json:"reason"`
+}
+
+// Scaling fits value = coefficient * input^exponent per series: non-warmup values whose
+// dimension parses to a finite positive number and that are finite and positive, averaged
+// per distinct input, fitted by ordinary least squares on (ln input, ln mean). Fewer than
+// two distinct inputs is inconclusive.
+func Scaling(ms []Measurement, dimension, metric string) []Fit {
+	index := map[string]int{}
+	var fits []Fit
+	points := map[int]map[float64][]float64{}
+	for _, m := range ms {
+		if m.Warmup || metric != "" && m.Benchmark != metric {
+			continue
+		}
+		raw, ok := m.Dimensions[dimension]
+		if !ok {
+			continue
+		}
+		x, err := parsePositive(raw)
+		if err != nil || !(m.Value > 0) || math.IsInf(m.Value, 0) {
+			continue
+		}
+		id := m.identity(map[string]bool{dimension: true})
+		i, ok := index[id]
+		if !ok {
+			i = len(fits)
+			index[id] = i
+			dims := map[string]string{}
+			for k, v := range m.Dimensions {
+				if k != dimension {
+					dims[k] = v
+				}
+			}
+			fits = append(fits, Fit{Benchmark: m.Benchmark, Unit: m.Unit, Dimensions: dims, Loops: m.Loops})
+			points[i] = map[float64][]float64{}
+		}
+		points[i][x] = append(points[i][x], m.Value)
+	}
+	for i := range fits {
+		var xs []float64
+		for x := range points[i] {
+			xs = append(xs, x)
+		}
+		sort.Float64s(xs)
+		f := &fits[i]
+		for _, x := range xs {
+			f.Inputs = append(f.Inputs, x)
+			f.Means = append(f.Means, Mean(points[i][x]))
+		}
+		f.PointCount = len(xs)
+		if len(xs) < 2 {
+			reason := "fewer than two distinct positive input values"
+			f.Status, f.Reason = "inconclusive", &reason
+			continue
+		}
+		lx := make([]float64, len(xs))
+		ly := make([]float64, len(xs))
+		for j := range xs {
+			lx[j], ly[j] = math.Log(f.Inputs[j]), math.Log(f.Means[j])
+		}
+		mx, my := Mean(lx), Mean(ly)
+		var sxx, sxy, tss float64
+		for j := range lx {
+			sxx += (lx[j] - mx) * (lx[j] - mx)
+			sxy += (lx[j] - mx) * (ly[j] - my)
+			tss += (ly[j] - my) * (ly[j] - my)
+		}
+		slope := sxy / sxx
+		intercept := my - slope*mx
+		var rss float64
+		for j := range lx {
+			d := ly[j] - (intercept + slope*lx[j])
+			rss += d * d
+		}
+		r2 := 1.0
+		if tss > 0 {
+			r2 = math.Max(0, 1-rss/tss)
+		}
+		coef := math.Exp(intercept)
+		f.Exponent, f.Coefficient, f.RSquared, f.Status = &slope, &coef, &r2, "estimated"
+	}
+	return fits
+}
+
+func parsePositive(s string) (float64, error) {
+	var x float64
+	if _, err := fmt.Sscan(strings.TrimSpace(s), &x); err != nil {
+		return 0, err
+	}
+	if !(x > 0) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("not a finite positive number")
+	}
+	return x, nil
+}
+
+// Comparison is one series of one candidate against the baseline.
+type Comparison struct {
+	Benchmark      string            `json:"benchmark"`
+	Unit           string            `json:"unit"`
+	Dimensions     map[string]string `json:"dimensions"`
+	Loops          int64             `json:"loop_count"`
+	BaselineIndex  int               `json:"baseline_index"`
+	CandidateIndex int               `json:"candidate_index"`
+	BaselineMean   float64           `json:"baseline_mean"`
+	CandidateMean  float64           `json:"candidate_mean"`
+	BaselineCount  int               `json:"baseline_count"`
+	CandidateCount int               `json:"candidate_count"`
+	// Ratio is candidate_mean / baseline_mean; nil when the baseline mean is 0.
+	Ratio *float64 `json:"ratio"`
+}
+
+// NonFiniteError reports a non-finite value in a compared series.
+type NonFiniteError struct {
+	Input     int
+	Benchmark string
+}
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("source %d has a non-finite value in benchmark %q", e.Input, e.Benchmark)
+}
+
+// Compare matches series by identity across inputs (non-warmup values only, optionally
+// one benchmark) and compares each candidate's mean with the baseline's. Series not
+// present in every input are counted as unmatched.
+func Compare(ms []Measurement, inputs, baseline int, metric string) ([]Comparison, int, error) {
+	type acc struct {
+		sum float64
+		n   int
+	}
+	series := map[string]map[int]*acc{}
+	first := map[string]Measurement{}
+	var order []string
+	for _, m := range ms {
+		if m.Warmup || metric != "" && m.Benchmark != metric {
+			continue
+		}
+		if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+			return nil, 0, &NonFiniteError{Input: m.Input, Benchmark: m.Benchmark}
+		}
+		id := m.Identity()
+		if series[id] == nil {
+			series[id] = map[int]*acc{}
+			first[id] = m
+			order = append(order, id)
+		}
+		a := series[id][m.Input]
+		if a == nil {
+			a = &acc{}
+			series[id][m.Input] = a
+		}
+		a.sum += m.Value
+		a.n++
+	}
+	var out []Comparison
+	unmatched := 0
+	for _, id := range order {
+		per := series[id]
+		if len(per) != inputs {
+			unmatched++
+			continue
+		}
+		m := first[id]
+		b := per[baseline]
+		bm := b.sum / float64(b.n)
+		for c := 0; c < inputs; c++ {
+			if c == baseline {
+				continue
+			}
+			cand := per[c]
+			cm := cand.sum / float64(cand.n)
+			dims := m.Dimensions
+			if dims == nil {
+				dims = map[string]string{}
+			}
+			cmp := Comparison{Benchmark: m.Benchmark, Unit: m.Unit, Dimensions: dims, Loops: m.Loops,
+				BaselineIndex: baseline, CandidateIndex: c, BaselineMean: bm, CandidateMean: cm,
+				BaselineCount: b.n, CandidateCount: cand.n}
+			if bm != 0 {
+				r := cm / bm
+				cmp.Ratio = &r
+			}
+			out = append(out, cmp)
+		}
+	}
+	return out, unmatched, nil
+}

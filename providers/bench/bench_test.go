@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flameox/flameox/internal/testtool"
+)
+
+func corpus(t testing.TB, name string) string {
+	t.Helper()
+	p, _ := filepath.Abs(filepath.Join("../../../shared/corpus", name))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("corpus file missing: %v", err)
+	}
+	return p
+}
+
+func decodeFile(t *testing.T, path string) []Measurement {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ms, err := DecodePyperf(f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// TestPyperfCorpusFigures checks the series figures of the corpus suites against the
+// statistics Python computes from the same JSON (pyperf itself cannot be installed here:
+// its mean and median are statistics.mean and statistics.median of the run values).
+func TestPyperfCorpusFigures(t *testing.T) {
+	python := testtool.Require(t, "python3")
+	script := `
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+vals = [v for b in d["benchmarks"] for r in b["runs"] for v in r.get("values", [])]
+warm = sum(len(r.get("warmups", [])) for b in d["benchmarks"] for r in b["runs"])
+print(json.dumps({"n": len(vals), "warmups": warm, "mean": statistics.mean(vals), "median": statistics.median(vals), "unit": d["metadata"].get("unit", "second")}))
+`
+	for _, name := range []string{"pyperf__telco.json", "pyperf__track_memory.json"} {
+		t.Run(name, func(t *testing.T) {
+			out, err := exec.Command(python, "-c", script, corpus(t, name)).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want struct {
+				N, Warmups   int
+				Mean, Median float64
+				Unit         string
+			}
+			json.Unmarshal(out, &want)
+			series := Summaries(decodeFile(t, corpus(t, name)))
+			if len(series) != 1 {
+				t.Fatalf("series = %+v", series)
+			}
+			s := series[0]
+			scale, unit := 1e9, "ns"
+			if want.Unit == "byte" {
+				scale, unit = 1, "bytes"
+			}
+			if s.Unit != unit || s.ValueCount != want.N || s.WarmupCount != want.Warmups {
+				t.Errorf("unit %s count %d warmups %d, want %s %d %d", s.Unit, s.ValueCount, s.WarmupCount, unit, want.N, want.Warmups)
+			}
+			// Values are rounded to whole nanoseconds, so allow half a nanosecond.
+			if math.Abs(*s.Mean-want.Mean*scale) > 0.5 || math.Abs(*s.Median-want.Median*scale) > 0.5 {
+				t.Errorf("mean %v median %v, want %v %v", *s.Mean, *s.Median, want.Mean*scale, want.Median*scale)
+			}
+		})
+	}
+}
+
+func TestPyperfVersionsAndGzip(t *testing.T) {
+	v5 := `{"version":5,"metadata":{"name":"old","loops":4},"benchmarks":[{"runs":[{"samples":[0.5,0.25],"warmups":[[4,2.0]]}]}]}`
+	ms, err := DecodePyperf(strings.NewReader(v5), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 5 warmups are raw totals: 2.0 s over 4 loops is 0.5 s per loop.
+	if len(ms) != 3 || !ms[0].Warmup || ms[0].Value != 5e8 || ms[1].Value != 5e8 || ms[2].Value != 2.5e8 || ms[1].Loops != 4 {
+		t.Errorf("version 5: %+v", ms)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(strings.Replace(strings.Replace(v5, `"version":5`, `"version":"1.0"`, 1), "samples", "values", 1)))
+	zw.Close()
+	ms, err = DecodePyperf(&buf, 0)
+	if err != nil || len(ms) != 3 || ms[0].Value != 2e9 {
+		t.Errorf("gzip 1.0 (warmups per loop): %+v %v", ms, err)
+	}
+	for name, doc := range map[string]string{
+		"version 4":    `{"version":4,"benchmarks":[{"runs":[]}]}`,
+		"no version":   `{"benchmarks":[{"runs":[]}]}`,
+		"not json":     `{"version":`,
+		"bad warmup":   `{"version":6,"benchmarks":[{"runs":[{"warmups":[[1]]}]}]}`,
+		"no benchmark": `{"version":6,"benchmarks":[]}`,
+	} {
+		if _, err := DecodePyperf(strings.NewReader(doc), 0); err == nil {
+			t.Errorf("%s decoded", name)
+		}
+	}
+}
+
+func TestSamplesDocument(t *testing.T) {
+	doc := `{"schema":"flameox.benchmark-samples.v1","producer":{"name":"harness","version":"2"},
+"benchmarks":[{"name":"sort","unit":"ms","dimensions":{"n":1000},"loops":10,"warmup_samples":[3],"samples":[1.5,2.5],"trial":"t1","block":"b1"}]}`
+	ms, producers, err := DecodeSamples(strings.NewReader(doc), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 3 || ms[1].Value != 1.5e6 || ms[1].Unit != "ns" || ms[1].Dimensions["n"] != "1000" || ms[1].Input != 2 || producers[0] != "harness@2" {
+		t.Errorf("measurements %+v producers %v", ms, producers)
+	}
+	// Trial and block never split a series.
+	other := ms[1]
+	other.Trial, other.Block = "t2", "b2"
+	if other.Identity() != ms[1].Identity() {
+		t.Error("trial or block changed the identity")
+	}
+	for name, bad := range map[string]string{
+		"wrong schema":  `{"schema":"x","benchmarks":[{"name":"a","unit":"ns","samples":[1]}]}`,
+		"no samples":    `{"schema":"flameox.benchmark-samples.v1","benchmarks":[{"name":"a","unit":"ns","samples":[]}]}`,
+		"unknown field": `{"schema":"flameox.benchmark-samples.v1","benchmarks":[{"name":"a","unit":"ns","samples":[1],"color":"red"}]}`,
+		"string value":  `{"schema":"flameox.benchmark-samples.v1","benchmarks":[{"name":"a","unit":"ns","samples":["1"]}]}`,
+	} {
+		_, _, err := DecodeSamples(strings.NewReader(bad), 0)
+		var se *SchemaError
+		if !errors.As(err, &se) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestGoBenchAndHyperfineAndNVBench(t *testing.T) {
+	out := "goos: linux\npkg: example.com/x\nBenchmarkSort/n=100-8   \t  5000\t    2400 ns/op\t  512 B/op\t  3 allocs/op\nBenchmarkSort/n=100-8   \t  5000\t    2600 ns/op\t  512 B/op\t  3 allocs/op\nPASS\n"
+	ms, err := DecodeGoBench(strings.NewReader(out), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 6 || ms[0].Benchmark != "BenchmarkSort" || ms[0].Dimensions["n"] != "100" || ms[0].Dimensions["gomaxprocs"] != "8" ||
+		ms[0].Scope != "example.com/x" || ms[0].Loops != 5000 || ms[1].Unit != "bytes" || ms[3].Run != 1 {
+		t.Errorf("go bench: %+v", ms)
+	}
+	if s := Summaries(ms); len(s) != 3 || *s[0].Mean != 2500 {
+		t.Errorf("series: %+v", s)
+	}
+	if _, err := DecodeGoBench(strings.NewReader("PASS\nok\n"), 0); err == nil {
+		t.Error("output without results decoded")
+	}
+	hf := `{"results":[{"command":"fast","times":[0.1,0.3],"parameters":{"n":"4"}}]}`
+	ms, err = DecodeHyperfine(strings.NewReader(hf), 1)
+	if err != nil || len(ms) != 2 || ms[1].Value != 3e8 || ms[0].Dimensions["n"] != "4" {
+		t.Errorf("hyperfine: %+v %v", ms, err)
+	}
+	nv := `{"benchmarks":[{"name":"copy","states":[{"name":"T=I32","axis_values":[{"name":"T","value":"I32"}],
+"summaries":[{"tag":"nv/cold/time/gpu/mean","hint":"duration","data":[{"name":"value","type":"float64","value":"0.000125"}]}]},
+{"name":"skip","is_skipped":true}]}]}`
+	ms, err = DecodeNVBench(strings.NewReader(nv), 0)
+	if err != nil || len(ms) != 1 || ms[0].Value != 125000 || ms[0].Unit != "ns" || ms[0].Dimensions["T"] != "I32" {
+		t.Errorf("nvbench: %+v %v", ms, err)
+	}
+}
+
+func TestScalingFit(t *testing.T) {
+	var ms []Measurement
+	for _, n := range []float64{10, 20, 40, 80} {
+		for rep := 0; rep < 3; rep++ {
+			ms = append(ms, Measurement{Benchmark: "quad", Unit: "ns", Value: 3 * n * n, Dimensions: map[string]string{"n": formatF(n)}})
+		}
+	}
+	ms = append(ms, Measurement{Benchmark: "quad", Unit: "ns", Value: 1, Warmup: true, Dimensions: map[string]string{"n": "5"}})
+	ms = append(ms, Measurement{Benchmark: "single", Unit: "ns", Value: 7, Dimensions: map[string]string{"n": "10"}})
+	fits := Scaling(ms, "n", "")
+	if len(fits) != 2 {
+		t.Fatalf("fits = %+v", fits)
+	}
+	q := fits[0]
+	if q.Status != "estimated" || math.Abs(*q.Exponent-2) > 1e-9 || math.Abs(*q.Coefficient-3) > 1e-9 || math.Abs(*q.RSquared-1) > 1e-12 || q.PointCount != 4 {
+		t.Errorf("quad: %+v", q)
+	}
+	if s := fits[1]; s.Status != "inconclusive" || *s.Reason != "fewer than two distinct positive input values" || s.Exponent != nil {
+		t.Errorf("single: %+v", s)
+	}
+	if fits := Scaling(ms, "n", "single"); len(fits) != 1 {
+		t.Errorf("metric filter: %+v", fits)
+	}
+}
+
+func formatF(f float64) string {
+	b, _ := json.Marshal(f)
+	return string(b)
+}
+
+func TestCompare(t *testing.T) {
+	ms := []Measurement{
+		{Input: 0, Benchmark: "a", Unit: "ns", Value: 100}, {Input: 0, Benchmark: "a", Unit: "ns", Value: 300},
+		{Input: 1, Benchmark: "a", Unit: "ns", Value: 400},
+		{Input: 0, Benchmark: "only-base", Unit: "ns", Value: 1},
+		{Input: 1, Benchmark: "a", Unit: "ns", Value: 1, Warmup: true},
+	}
+	cmps, unmatched, err := Compare(ms, 2, 0, "")
+	if err != nil || len(cmps) != 1 || unmatched != 1 || *cmps[0].Ratio != 2 || cmps[0].BaselineMean != 200 || cmps[0].CandidateCount != 1 {
+		t.Errorf("compare: %+v %d %v", cmps, unmatched, err)
+	}
+	ms = append(ms, Measurement{Input: 1, Benchmark: "a", Unit: "ns", Value: math.Inf(1)})
+	var nf *NonFiniteError
+	if _, _, err := Compare(ms, 2, 0, ""); !errors.As(err, &nf) || nf.Input != 1 {
+		t.Errorf("non-finite: %v", err)
+	}
+}

@@ -1,0 +1,435 @@
+package bench
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/flameox/flameox/contracts"
+	"github.com/flameox/flameox/runtime/validate"
+)
+
+// maxJSONBytes bounds the JSON benchmark documents, which are decoded whole.
+const maxJSONBytes = 256 << 20
+
+// readAllBounded reads r (transparently gunzipping) up to maxJSONBytes.
+func readAllBounded(r io.Reader) ([]byte, error) {
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, &DecodeError{Message: "the gzip stream is not valid"}
+		}
+		r = zr
+	} else {
+		r = br
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxJSONBytes+1))
+	if err != nil {
+		return nil, &DecodeError{Message: "the input could not be read (bad compression or I/O error)"}
+	}
+	if len(b) > maxJSONBytes {
+		return nil, &LimitError{Message: fmt.Sprintf("the benchmark document is larger than %d bytes", maxJSONBytes), Limit: maxJSONBytes}
+	}
+	return b, nil
+}
+
+// normalize converts a value of a source unit to Flameox's: seconds become integer
+// nanoseconds, byte and integer units exact integers, others kept.
+func normalize(v float64, unit string) (float64, string, bool) {
+	switch unit {
+	case "second", "seconds", "s":
+		return math.Round(v * 1e9), "ns", true
+	case "ms":
+		return math.Round(v * 1e6), "ns", true
+	case "us":
+		return math.Round(v * 1e3), "ns", true
+	case "ns":
+		return v, "ns", v == math.Trunc(v)
+	case "byte", "bytes":
+		return math.Round(v), "bytes", true
+	case "integer", "count":
+		return math.Round(v), "count", true
+	}
+	return v, unit, false
+}
+
+// DecodePyperf reads a pyperf suite (JSON versions 5, 6 and "1.0", gzip allowed). Values
+// are per loop iteration; version 5 and 6 warmups are raw totals and are divided by
+// their loop count. Calibration-only runs contribute warmups only.
+func DecodePyperf(r io.Reader, input int) ([]Measurement, error) {
+	b, err := readAllBounded(r)
+	if err != nil {
+		return nil, err
+	}
+	var suite struct {
+		Version    json.RawMessage `json:"version"`
+		Metadata   map[string]any  `json:"metadata"`
+		Benchmarks []struct {
+			Metadata map[string]any `json:"metadata"`
+			Runs     []struct {
+				Metadata map[string]any `json:"metadata"`
+				Values   []float64      `json:"values"`
+				Samples  []float64      `json:"samples"`
+				Warmups  [][]float64    `json:"warmups"`
+			} `json:"runs"`
+		} `json:"benchmarks"`
+	}
+	if err := json.Unmarshal(b, &suite); err != nil {
+		return nil, &DecodeError{Message: "the input is not a pyperf JSON suite"}
+	}
+	perLoopWarmups := false
+	switch strings.TrimSpace(string(suite.Version)) {
+	case `"1.0"`:
+		perLoopWarmups = true
+	case "5", "6":
+	default:
+		return nil, &DecodeError{Message: fmt.Sprintf("pyperf JSON version %s is not read; versions 5, 6 and \"1.0\" are", string(suite.Version))}
+	}
+	if len(suite.Benchmarks) == 0 {
+		return nil, &DecodeError{Message: "the pyperf suite holds no benchmarks"}
+	}
+	var out []Measurement
+	for bi, bench := range suite.Benchmarks {
+		name := firstString("name", bench.Metadata, suite.Metadata)
+		if name == "" {
+			name = fmt.Sprintf("benchmark-%d", bi+1)
+		}
+		for ri, run := range bench.Runs {
+			unit := firstString("unit", run.Metadata, bench.Metadata, suite.Metadata)
+			if unit == "" {
+				unit = "second"
+			}
+			loops := firstInt("loops", run.Metadata, bench.Metadata, suite.Metadata)
+			inner := firstInt("inner_loops", run.Metadata, bench.Metadata, suite.Metadata)
+			if loops <= 0 {
+				loops = 1
+			}
+			if inner <= 0 {
+				inner = 1
+			}
+			values := run.Values
+			if values == nil {
+				values = run.Samples // version 5
+			}
+			for wi, w := range run.Warmups {
+				if len(w) != 2 {
+					return nil, &DecodeError{Message: fmt.Sprintf("benchmark %q run %d warmup %d is not [loops, value]", name, ri, wi)}
+				}
+				v := w[1]
+				if !perLoopWarmups && w[0] > 0 {
+					v /= w[0] * float64(inner)
+				}
+				nv, nu, isInt := normalize(v, unit)
+				out = append(out, Measurement{Input: input, Benchmark: name, Unit: nu, Value: nv, Integer: isInt,
+					Run: ri, Index: wi, Loops: int64(w[0]), Warmup: true})
+			}
+			for vi, v := range values {
+				nv, nu, isInt := normalize(v, unit)
+				out = append(out, Measurement{Input: input, Benchmark: name, Unit: nu, Value: nv, Integer: isInt,
+					Run: ri, Index: vi, Loops: loops * inner})
+			}
+			if len(out) > MaxMeasurements {
+				return nil, &LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
+			}
+		}
+	}
+	return out, nil
+}
+
+func firstString(key string, maps ...map[string]any) string {
+	for _, m := range maps {
+		if s, ok := m[key].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func firstInt(key string, maps ...map[string]any) int64 {
+	for _, m := range maps {
+		if f, ok := m[key].(float64); ok {
+			return int64(f)
+		}
+	}
+	return 0
+}
+
+// samplesSchema is the published schema of the benchmark-samples document.
+var samplesSchema = sync.OnceValue(func() *validate.Schema {
+	b, err := fs.ReadFile(contracts.FS, "formats/BenchmarkSamplesDocument.json")
+	if err != nil {
+		panic(err)
+	}
+	s, err := validate.Compile("benchmark-samples.json", b)
+	if err != nil {
+		panic(err)
+	}
+	return s
+})
+
+// SchemaError is a benchmark-samples document that does not match its schema.
+type SchemaError struct {
+	Message   string
+	FieldPath []any
+}
+
+func (e *SchemaError) Error() string { return e.Message }
+
+// DecodeSamples reads a Flameox benchmark-samples document, validated against its
+// published schema (contracts/formats/BenchmarkSamplesDocument.json).
+func DecodeSamples(r io.Reader, input int) ([]Measurement, []string, error) {
+	b, err := readAllBounded(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, f := samplesSchema().Validate(b); f != nil {
+		return nil, nil, &SchemaError{Message: "the benchmark-samples document does not match its schema: " + f.Message, FieldPath: f.FieldPath}
+	}
+	var doc struct {
+		Producer *struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"producer"`
+		Benchmarks []struct {
+			Name          string         `json:"name"`
+			Unit          string         `json:"unit"`
+			Dimensions    map[string]any `json:"dimensions"`
+			Scope         string         `json:"scope"`
+			Phase         string         `json:"phase"`
+			Worker        string         `json:"worker"`
+			Variant       string         `json:"variant"`
+			Trial         string         `json:"trial"`
+			Block         string         `json:"block"`
+			Loops         int64          `json:"loops"`
+			WarmupSamples []float64      `json:"warmup_samples"`
+			Samples       []float64      `json:"samples"`
+		} `json:"benchmarks"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, nil, &DecodeError{Message: "the benchmark-samples document cannot be decoded"}
+	}
+	var producers []string
+	if doc.Producer != nil {
+		p := doc.Producer.Name
+		if doc.Producer.Version != "" {
+			p += "@" + doc.Producer.Version
+		}
+		producers = append(producers, p)
+	}
+	var out []Measurement
+	for _, s := range doc.Benchmarks {
+		dims := map[string]string{}
+		for k, v := range s.Dimensions {
+			dims[k] = fmt.Sprint(v)
+		}
+		loops := s.Loops
+		if loops <= 0 {
+			loops = 1
+		}
+		add := func(vals []float64, warmup bool) {
+			for i, v := range vals {
+				nv, nu, isInt := normalize(v, s.Unit)
+				out = append(out, Measurement{Input: input, Benchmark: s.Name, Unit: nu, Value: nv, Integer: isInt,
+					Index: i, Loops: loops, Warmup: warmup, Dimensions: dims, Scope: s.Scope, Phase: s.Phase,
+					Worker: s.Worker, Variant: s.Variant, Trial: s.Trial, Block: s.Block})
+			}
+		}
+		add(s.WarmupSamples, true)
+		add(s.Samples, false)
+		if len(out) > MaxMeasurements {
+			return nil, nil, &LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
+		}
+	}
+	return out, producers, nil
+}
+
+// DecodeHyperfine reads a hyperfine --export-json document: one series per command (its
+// --command-name when given), times in seconds as nanoseconds, parameter-scan values as
+// dimensions.
+func DecodeHyperfine(r io.Reader, input int) ([]Measurement, error) {
+	b, err := readAllBounded(r)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Results []struct {
+			Command    string         `json:"command"`
+			Times      []float64      `json:"times"`
+			Parameters map[string]any `json:"parameters"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Results == nil {
+		return nil, &DecodeError{Message: "the input is not a hyperfine JSON export (no results)"}
+	}
+	var out []Measurement
+	for ri, res := range doc.Results {
+		if res.Command == "" || len(res.Times) == 0 {
+			return nil, &DecodeError{Message: fmt.Sprintf("hyperfine result %d has no command or no times", ri)}
+		}
+		dims := map[string]string{}
+		for k, v := range res.Parameters {
+			dims[k] = fmt.Sprint(v)
+		}
+		for i, t := range res.Times {
+			nv, nu, isInt := normalize(t, "seconds")
+			out = append(out, Measurement{Input: input, Benchmark: res.Command, Unit: nu, Value: nv, Integer: isInt,
+				Run: ri, Index: i, Loops: 1, Dimensions: dims})
+		}
+	}
+	return out, nil
+}
+
+// DecodeNVBench reads NVBench JSON output: one measurement per state and summary that
+// carries a value; durations become nanoseconds, axis values are dimensions.
+func DecodeNVBench(r io.Reader, input int) ([]Measurement, error) {
+	b, err := readAllBounded(r)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Benchmarks []struct {
+			Name   string `json:"name"`
+			States []struct {
+				Name       string `json:"name"`
+				IsSkipped  bool   `json:"is_skipped"`
+				AxisValues []struct {
+					Name  string `json:"name"`
+					Value any    `json:"value"`
+				} `json:"axis_values"`
+				Summaries []struct {
+					Tag  string `json:"tag"`
+					Hint string `json:"hint"`
+					Data []struct {
+						Name  string `json:"name"`
+						Value any    `json:"value"`
+					} `json:"data"`
+				} `json:"summaries"`
+			} `json:"states"`
+		} `json:"benchmarks"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Benchmarks == nil {
+		return nil, &DecodeError{Message: "the input is not NVBench JSON (no benchmarks)"}
+	}
+	var out []Measurement
+	for _, bm := range doc.Benchmarks {
+		for si, st := range bm.States {
+			if st.IsSkipped {
+				continue
+			}
+			dims := map[string]string{}
+			for _, a := range st.AxisValues {
+				dims[a.Name] = fmt.Sprint(a.Value)
+			}
+			for _, s := range st.Summaries {
+				for _, d := range s.Data {
+					if d.Name != "value" {
+						continue
+					}
+					v, err := strconv.ParseFloat(fmt.Sprint(d.Value), 64)
+					if err != nil {
+						return nil, &DecodeError{Message: fmt.Sprintf("NVBench %s state %d summary %s has a non-numeric value", bm.Name, si, s.Tag)}
+					}
+					unit := s.Hint
+					if unit == "duration" {
+						unit = "seconds"
+					}
+					nv, nu, isInt := normalize(v, unit)
+					out = append(out, Measurement{Input: input, Benchmark: bm.Name + ":" + s.Tag, Unit: nu, Value: nv, Integer: isInt,
+						Run: si, Loops: 1, Dimensions: dims})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+var goBenchLine = regexp.MustCompile(`^(Benchmark\S*)\s+(\d+)\s+(.+)$`)
+
+// goBenchUnits normalizes the standard Go benchmark units.
+var goBenchUnits = map[string]string{"ns/op": "ns", "B/op": "bytes", "allocs/op": "count"}
+
+// DecodeGoBench reads `go test -bench` output (the benchstat input format): a result
+// line per benchmark run with value/unit pairs. Sub-benchmark name parts of the form
+// key=value become dimensions, the -N GOMAXPROCS suffix the gomaxprocs dimension, and
+// the pkg configuration line the scope.
+func DecodeGoBench(r io.Reader, input int) ([]Measurement, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	scope := ""
+	runs := map[string]int{}
+	var out []Measurement
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadString('\n')
+		if len(line) > 1<<20 {
+			return nil, &LimitError{Message: fmt.Sprintf("line %d is longer than 1 MiB", lineNo), Limit: 1 << 20}
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if k, v, ok := strings.Cut(line, ": "); ok && !strings.ContainsAny(k, " \t") && k == "pkg" {
+			scope = strings.TrimSpace(v)
+		}
+		if m := goBenchLine.FindStringSubmatch(line); m != nil {
+			name, dims := splitBenchName(m[1])
+			n, _ := strconv.ParseInt(m[2], 10, 64)
+			fields := strings.Fields(m[3])
+			if len(fields)%2 != 0 {
+				return nil, &DecodeError{Message: fmt.Sprintf("line %d has a value without a unit", lineNo)}
+			}
+			run := runs[m[1]]
+			runs[m[1]]++
+			for i := 0; i < len(fields); i += 2 {
+				v, perr := strconv.ParseFloat(fields[i], 64)
+				if perr != nil {
+					return nil, &DecodeError{Message: fmt.Sprintf("line %d has a non-numeric value %q", lineNo, fields[i])}
+				}
+				unit := fields[i+1]
+				if u, ok := goBenchUnits[unit]; ok {
+					unit = u
+				}
+				out = append(out, Measurement{Input: input, Benchmark: name, Unit: unit, Value: v, Integer: v == math.Trunc(v),
+					Run: run, Loops: n, Dimensions: dims, Scope: scope})
+			}
+			if len(out) > MaxMeasurements {
+				return nil, &LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, &DecodeError{Message: "the benchmark output could not be read"}
+		}
+	}
+	if len(out) == 0 {
+		return nil, &DecodeError{Message: "the input holds no Go benchmark result lines"}
+	}
+	return out, nil
+}
+
+var procsSuffix = regexp.MustCompile(`-(\d+)$`)
+
+// splitBenchName splits BenchmarkX/n=100/fast-8 into the name BenchmarkX/fast and the
+// dimensions n=100, gomaxprocs=8.
+func splitBenchName(full string) (string, map[string]string) {
+	dims := map[string]string{}
+	if m := procsSuffix.FindStringSubmatch(full); m != nil {
+		dims["gomaxprocs"] = m[1]
+		full = strings.TrimSuffix(full, m[0])
+	}
+	var parts []string
+	for _, p := range strings.Split(full, "/") {
+		if k, v, ok := strings.Cut(p, "="); ok && k != "" {
+			dims[k] = v
+			continue
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "/"), dims
+}
