@@ -108,22 +108,22 @@ func analyzeBenchSummary(ctx context.Context, rt *Runtime, req *request) (*Resul
 	if f != nil {
 		return nil, f
 	}
-	var rows []json.RawMessage
-	warmups := 0
-	names := map[string]bool{}
-	for _, m := range ms[:min(len(ms), maxProjectionRows)] {
-		row := map[string]any{"input_index": m.Input, "benchmark": m.Benchmark, "unit": m.Unit,
+	row := func(i int) json.RawMessage {
+		m := ms[i]
+		r := map[string]any{"input_index": m.Input, "benchmark": m.Benchmark, "unit": m.Unit,
 			"value_int": nil, "value_float": nil, "run_index": m.Run, "value_index": m.Index,
 			"loop_count": m.Loops, "is_warmup": m.Warmup, "dimensions": dimensionsOf(m),
 			"scope": nullable(m.Scope), "phase": nullable(m.Phase), "worker": nullable(m.Worker),
 			"variant": nullable(m.Variant), "trial": nullable(m.Trial), "block": nullable(m.Block)}
 		if m.Integer {
-			row["value_int"] = int64(m.Value)
+			r["value_int"] = int64(m.Value)
 		} else {
-			row["value_float"] = m.Value
+			r["value_float"] = m.Value
 		}
-		rows = append(rows, mustRow(row))
+		return mustRow(r)
 	}
+	warmups := 0
+	names := map[string]bool{}
 	for _, m := range ms {
 		names[m.Benchmark] = true
 		if m.Warmup {
@@ -148,7 +148,7 @@ func analyzeBenchSummary(ctx context.Context, rt *Runtime, req *request) (*Resul
 		res.Limitations = append(res.Limitations, fmt.Sprintf("Series statistics are reported for the first %d of %d series.", maxSeriesSummaries, len(series)))
 	}
 	res.Blocks = []any{MetricsBlock{Type: "metrics", Values: metrics}}
-	if f := rt.pageProjection(req, in, res, rows, len(ms) > maxProjectionRows); f != nil {
+	if f := rt.pageProjection(req, in, res, projection{n: len(ms), row: row}); f != nil {
 		return nil, f
 	}
 	return res, nil
@@ -182,7 +182,7 @@ func analyzeBenchScaling(ctx context.Context, rt *Runtime, req *request) (*Resul
 	}
 	res.Blocks = []any{MetricsBlock{Type: "metrics", Values: map[string]any{"input_dimension": fields.InputDimension,
 		"metric": nullable(metric), "series_count": len(fits), "estimated_count": estimated}}}
-	if f := rt.pageProjection(req, in, res, rows, false); f != nil {
+	if f := rt.pageProjection(req, in, res, rawProjection(rows, false)); f != nil {
 		return nil, f
 	}
 	return res, nil
@@ -225,7 +225,7 @@ func analyzeBenchCompare(ctx context.Context, rt *Runtime, req *request) (*Resul
 	res.Blocks = []any{MetricsBlock{Type: "metrics", Values: map[string]any{"input_count": len(in),
 		"baseline_index": fields.BaselineIndex, "metric": nullable(metric),
 		"compatible_metric_count": len(cmps) / max(1, len(in)-1), "unmatched_identity_count": unmatched}}}
-	if f := rt.pageProjection(req, in, res, rows, false); f != nil {
+	if f := rt.pageProjection(req, in, res, rawProjection(rows, false)); f != nil {
 		return nil, f
 	}
 	return res, nil

@@ -266,9 +266,23 @@ func nullable[T comparable](v T) any {
 	return v
 }
 
-// pageProjection pages rows of a bounded projection: the continuation offset, the page,
+// projection is a bounded, ordered population of rows; row materializes one of them, so
+// only the returned page is ever encoded.
+type projection struct {
+	n   int
+	row func(i int) json.RawMessage
+	// bounded is set when the population was cut at maxProjectionRows.
+	bounded bool
+}
+
+// rawProjection wraps rows already encoded.
+func rawProjection(rows []json.RawMessage, bounded bool) projection {
+	return projection{n: len(rows), row: func(i int) json.RawMessage { return rows[i] }, bounded: bounded}
+}
+
+// pageProjection pages a bounded projection: the continuation offset, the page,
 // truncation and next_page.
-func (rt *Runtime) pageProjection(req *request, in []resolved, res *Result, rows []json.RawMessage, bounded bool) *failure.Failure {
+func (rt *Runtime) pageProjection(req *request, in []resolved, res *Result, p projection) *failure.Failure {
 	offset := int64(0)
 	if req.continuation != "" {
 		o, err := continuation.Decode(req.continuation, req.digest)
@@ -279,13 +293,18 @@ func (rt *Runtime) pageProjection(req *request, in []resolved, res *Result, rows
 		offset = o
 	}
 	req.offset = offset
-	if offset > 0 && offset >= int64(len(rows)) {
-		return failure.Invalid(failure.Path("continuation"), nil, "offset %d is at or beyond the %d rows of this projection", offset, len(rows)).
-			With("offset", offset).With("available_rows", len(rows))
+	total := int64(min(p.n, maxProjectionRows))
+	if offset > 0 && offset >= total {
+		return failure.Invalid(failure.Path("continuation"), nil, "offset %d is at or beyond the %d rows of this projection", offset, total).
+			With("offset", offset).With("available_rows", total)
 	}
-	end := min(offset+req.limits.MaxRows, int64(len(rows)))
-	page := rows[offset:end]
-	more := end < int64(len(rows))
+	end := min(offset+req.limits.MaxRows, total)
+	page := make([]json.RawMessage, 0, end-offset)
+	for i := offset; i < end; i++ {
+		page = append(page, p.row(int(i)))
+	}
+	more := end < total
+	bounded := p.bounded || int64(p.n) > maxProjectionRows
 	res.Coverage = gen.Coverage{RowsReturned: int64(len(page)), RowsObserved: end, Complete: !more && !bounded}
 	res.Blocks = append(res.Blocks, TableBlock{Type: "table", Rows: page})
 	if more {
@@ -296,7 +315,7 @@ func (rt *Runtime) pageProjection(req *request, in []resolved, res *Result, rows
 		next := end
 		res.Truncation = &gen.Truncation{Reason: "provider_limit", NextOffset: &next}
 		res.Limitations = append(res.Limitations, fmt.Sprintf(
-			"The projection stops at %d rows (provider_limit); narrow the query (function filter, direction) to see the rest.", maxProjectionRows))
+			"The projection stops at %d rows (provider_limit); narrow the query (function filter, direction, metric) to see the rest.", maxProjectionRows))
 	}
 	return nil
 }
@@ -400,7 +419,7 @@ func analyzeCPUHotspots(ctx context.Context, rt *Runtime, req *request) (*Result
 	} else if p.sampled != nil {
 		total = len(p.sampled.Frames)
 	}
-	if f := rt.pageProjection(req, in, res, rows, total > maxProjectionRows); f != nil {
+	if f := rt.pageProjection(req, in, res, rawProjection(rows, total > maxProjectionRows)); f != nil {
 		return nil, f
 	}
 	return res, nil
@@ -457,7 +476,7 @@ func analyzeCPUCallers(ctx context.Context, rt *Runtime, req *request) (*Result,
 		res.Limitations = append(res.Limitations, "No caller edge matches the request.")
 	}
 	res.Blocks = []any{MetricsBlock{Type: "metrics", Values: metrics}}
-	if f := rt.pageProjection(req, in, res, rows, total > maxProjectionRows); f != nil {
+	if f := rt.pageProjection(req, in, res, rawProjection(rows, total > maxProjectionRows)); f != nil {
 		return nil, f
 	}
 	return res, nil

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"github.com/flameox/flameox/runtime/sourcefile"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,4 +149,60 @@ func BenchmarkCaptureTrue(b *testing.B) {
 			b.Fatal(f)
 		}
 	}
+}
+
+// pyperfSuites writes (once) 32 pyperf suites (JSON version 1.0) of one benchmark with
+// 20 runs of 50 values, 1,000 values each.
+func pyperfSuites(b *testing.B) []any {
+	dir := filepath.Join(os.TempDir(), "flameox-bench-pyperf32")
+	os.MkdirAll(dir, 0o755)
+	var sources []any
+	for i := 0; i < 32; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("suite-%02d.json", i))
+		if _, err := os.Stat(p); err != nil {
+			var runs []string
+			for r := 0; r < 20; r++ {
+				vals := make([]string, 50)
+				for v := range vals {
+					vals[v] = fmt.Sprintf("%.9f", 0.01+float64((i*7+r*13+v)%97)*1e-5)
+				}
+				runs = append(runs, `{"metadata":{"date":"2026-11-29"},"warmups":[[8,0.0101]],"values":[`+strings.Join(vals, ",")+`]}`)
+			}
+			doc := `{"version":"1.0","metadata":{"name":"bench","loops":8,"unit":"second"},"benchmarks":[{"runs":[` + strings.Join(runs, ",") + `]}]}`
+			if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sources = append(sources, map[string]any{"kind": "path", "path": p, "format": "pyperf"})
+	}
+	return sources
+}
+
+func benchTool(b *testing.B, tool string, args map[string]any) {
+	rt, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, _ := json.Marshal(args)
+	b.ResetTimer()
+	var peak uint64
+	for i := 0; i < b.N; i++ {
+		peak = max(peak, peakHeap(func() {
+			if _, f := rt.Call(context.Background(), tool, raw); f != nil {
+				b.Fatal(f)
+			}
+		}))
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// BenchmarkSummarize32Pyperf summarizes 32 pyperf suites of 1,000 values each (32,000
+// values plus warmups), first page of 100 rows and the per-series statistics.
+func BenchmarkSummarize32Pyperf(b *testing.B) {
+	benchTool(b, "summarize_benchmarks", map[string]any{"sources": pyperfSuites(b)})
+}
+
+// BenchmarkCompare32Pyperf compares the same 32 suites against the first.
+func BenchmarkCompare32Pyperf(b *testing.B) {
+	benchTool(b, "compare_benchmarks", map[string]any{"sources": pyperfSuites(b)})
 }

@@ -265,7 +265,7 @@ func sniff(path string, op gen.OperationDecl, i int) (gen.Format, *failure.Failu
 			candidates = []gen.Format{gen.FormatCpuprofile, gen.FormatJSON}
 		}
 	}
-	if candidates == nil && goBenchHead.Match(head) {
+	if (candidates == nil || candidates[0] == gen.FormatText) && goBenchHead.Match(head) {
 		candidates = []gen.Format{gen.FormatGoBench, gen.FormatText}
 	}
 	if candidates == nil {

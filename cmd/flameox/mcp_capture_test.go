@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -105,4 +106,38 @@ func processAlive(pid int) bool {
 	}
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// TestMCPBenchmarkExperiment runs a paired experiment through
+// capture_and_summarize_benchmarks over MCP: the slower candidate classifies as
+// practically regressed, and the result validates against the tool's output schema.
+func TestMCPBenchmarkExperiment(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "nap.py"), []byte(`import json, os, time
+time.sleep(float(os.environ["SLEEP"]))
+json.dump({"schema": "flameox.benchmark-samples.v1", "benchmarks": [{"name": "nap", "unit": "s", "samples": [float(os.environ["SLEEP"])]}]},
+          open(os.environ["FLAMEOX_BENCHMARK_OUTPUT"], "w"))
+`), 0o644)
+	s := connect(t, "")
+	res, isErr := s.call("capture_and_summarize_benchmarks", map[string]any{
+		"target":   map[string]any{"argv": []string{"python3", "nap.py"}, "cwd": dir},
+		"provider": map[string]any{"kind": "benchmark-samples"},
+		"experiment": map[string]any{"cases": []any{
+			map[string]any{"name": "fast", "environment": map[string]any{"SLEEP": "0.01"}},
+			map[string]any{"name": "slow", "environment": map[string]any{"SLEEP": "0.25"}}},
+			"blocks": 3, "seed": 2, "practical_threshold": 5e7},
+	})
+	if isErr {
+		t.Fatal(res)
+	}
+	row := rows(res)[0].(map[string]any)
+	if row["point_estimate_classification"] != "practically_regressed" || row["candidate_case"] != "slow" {
+		t.Errorf("experiment row = %v", row)
+	}
+	if res["capture"].(map[string]any)["mode"] != "experiment" {
+		t.Errorf("capture = %v", res["capture"])
+	}
 }

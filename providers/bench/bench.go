@@ -24,7 +24,10 @@ type Measurement struct {
 	// Run and Index locate the value in its source (worker run, value within the run).
 	Run, Index int
 	Loops      int64
-	Warmup     bool
+	// AdaptiveLoops marks loop counts the harness chose itself (Go's b.N): reported, but
+	// not part of the identity.
+	AdaptiveLoops bool
+	Warmup        bool
 	// Identity fields besides Benchmark and Unit.
 	Dimensions map[string]string
 	Scope      string
@@ -38,10 +41,14 @@ type Measurement struct {
 // Identity is the series key of a measurement: benchmark, unit, dimensions, scope,
 // phase, loop count, worker and variant (trial and block excluded), as canonical JSON.
 func (m Measurement) Identity() string {
-	return m.identity(nil)
+	return m.identity(nil, false)
 }
 
-func (m Measurement) identity(drop map[string]bool) string {
+func (m Measurement) identity(drop map[string]bool, ignoreLoops bool) string {
+	loops := m.Loops
+	if ignoreLoops || m.AdaptiveLoops {
+		loops = 0
+	}
 	dims := map[string]string{}
 	for k, v := range m.Dimensions {
 		if !drop[k] {
@@ -57,7 +64,7 @@ func (m Measurement) identity(drop map[string]bool) string {
 		Loops      int64             `json:"loops"`
 		Worker     string            `json:"worker"`
 		Variant    string            `json:"variant"`
-	}{m.Benchmark, m.Unit, dims, m.Scope, m.Phase, m.Loops, m.Worker, m.Variant})
+	}{m.Benchmark, m.Unit, dims, m.Scope, m.Phase, loops, m.Worker, m.Variant})
 	return string(b)
 }
 
@@ -191,7 +198,6 @@ type Fit struct {
 	Benchmark   string            `json:"benchmark"`
 	Unit        string            `json:"unit"`
 	Dimensions  map[string]string `json:"dimensions"`
-	Loops       int64             `json:"loop_count"`
 	Inputs      []float64         `json:"input_values"`
 	Means       []float64         `json:"mean_values"`
 	PointCount  int               `json:"point_count"`
@@ -202,7 +208,9 @@ type Fit struct {
 	Reason      *string           `json:"reason"`
 }
 
-// Scaling fits value = coefficient * input^exponent per series: non-warmup values whose
+// Scaling fits value = coefficient * input^exponent per series (the identity without the
+// input dimension and without the loop count, which calibration sets per input size):
+// non-warmup values whose
 // dimension parses to a finite positive number and that are finite and positive, averaged
 // per distinct input, fitted by ordinary least squares on (ln input, ln mean). Fewer than
 // two distinct inputs is inconclusive.
@@ -222,7 +230,7 @@ func Scaling(ms []Measurement, dimension, metric string) []Fit {
 		if err != nil || !(m.Value > 0) || math.IsInf(m.Value, 0) {
 			continue
 		}
-		id := m.identity(map[string]bool{dimension: true})
+		id := m.identity(map[string]bool{dimension: true}, true)
 		i, ok := index[id]
 		if !ok {
 			i = len(fits)
@@ -233,7 +241,7 @@ func Scaling(ms []Measurement, dimension, metric string) []Fit {
 					dims[k] = v
 				}
 			}
-			fits = append(fits, Fit{Benchmark: m.Benchmark, Unit: m.Unit, Dimensions: dims, Loops: m.Loops})
+			fits = append(fits, Fit{Benchmark: m.Benchmark, Unit: m.Unit, Dimensions: dims})
 			points[i] = map[float64][]float64{}
 		}
 		points[i][x] = append(points[i][x], m.Value)

@@ -394,7 +394,7 @@ func DecodeGoBench(r io.Reader, input int) ([]Measurement, error) {
 					unit = u
 				}
 				out = append(out, Measurement{Input: input, Benchmark: name, Unit: unit, Value: v, Integer: v == math.Trunc(v),
-					Run: run, Loops: n, Dimensions: dims, Scope: scope})
+					Run: run, Loops: n, AdaptiveLoops: true, Dimensions: dims, Scope: scope})
 			}
 			if len(out) > MaxMeasurements {
 				return nil, &LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}

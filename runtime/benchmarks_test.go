@@ -1,0 +1,292 @@
+package runtime
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
+)
+
+func pathSource(p string) map[string]any { return map[string]any{"kind": "path", "path": p} }
+
+// TestScalingOfAQuadraticGoBenchmark runs `go test -bench` on a function whose cost grows
+// as n^2 and fits its sub-benchmarks n=...: the exponent is near 2 with a high r_squared.
+func TestScalingOfAQuadraticGoBenchmark(t *testing.T) {
+	gobin := testtool.Require(t, "go")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/quad\n\ngo 1.26\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "quad_test.go"), []byte(`package quad
+
+import (
+	"strconv"
+	"testing"
+)
+
+var sink int
+
+//go:noinline
+func pairs(n int) int {
+	s := 0
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			s += (i ^ j) & 1
+		}
+	}
+	return s
+}
+
+func BenchmarkPairs(b *testing.B) {
+	for _, n := range []int{250, 500, 1000, 2000} {
+		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				sink += pairs(n)
+			}
+		})
+	}
+}
+`), 0o644)
+	cmd := exec.Command(gobin, "test", "-run", "^$", "-bench", "Pairs", "-benchtime", "200ms", "-count", "2", ".")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test -bench: %v\n%s", err, out)
+	}
+	results := filepath.Join(dir, "bench.txt")
+	os.WriteFile(results, out, 0o644)
+	rt := newRuntime(t)
+	res, f := call(t, rt, "analyze_benchmark_scaling", map[string]any{"sources": []any{pathSource(results)},
+		"input_dimension": "n", "metric": "BenchmarkPairs"})
+	if f != nil {
+		t.Fatal(f)
+	}
+	if res.(*Result).Inputs[0].Format != gen.FormatGoBench {
+		t.Errorf("format = %s", res.(*Result).Inputs[0].Format)
+	}
+	var fit map[string]any
+	for _, r := range tableRows(t, res) {
+		if r["unit"] == "ns" {
+			fit = r
+		}
+	}
+	if fit == nil || fit["status"] != "estimated" || math.Abs(fit["exponent"].(float64)-2) > 0.3 || fit["r_squared"].(float64) < 0.95 || fit["point_count"] != 4.0 {
+		t.Fatalf("fit = %v\n%s", fit, out)
+	}
+	// One input size cannot be fitted.
+	single := filepath.Join(dir, "single.txt")
+	os.WriteFile(single, []byte("BenchmarkPairs/n=250-2   1000   62500 ns/op\n"), 0o644)
+	res, f = call(t, rt, "analyze_benchmark_scaling", map[string]any{"sources": []any{pathSource(single)}, "input_dimension": "n"})
+	if f != nil {
+		t.Fatal(f)
+	}
+	rows := tableRows(t, res)
+	if len(rows) != 1 || rows[0]["status"] != "inconclusive" || rows[0]["reason"] != "fewer than two distinct positive input values" {
+		t.Errorf("single size: %v", rows)
+	}
+}
+
+// TestCompareTwoHyperfineRuns compares two real hyperfine runs of commands of different
+// speed: the direction is right and the ratio is hyperfine's own means divided.
+func TestCompareTwoHyperfineRuns(t *testing.T) {
+	hf := testtool.Require(t, "hyperfine")
+	dir := t.TempDir()
+	var means []float64
+	var files []any
+	for i, d := range []string{"0.02", "0.08"} {
+		p := filepath.Join(dir, "run"+string(rune('a'+i))+".json")
+		if out, err := exec.Command(hf, "--shell=none", "--style", "none", "--runs", "5", "--warmup", "1", "--command-name", "nap",
+			"--export-json", p, "sleep "+d).CombinedOutput(); err != nil {
+			t.Fatalf("hyperfine: %v\n%s", err, out)
+		}
+		var doc struct {
+			Results []struct{ Mean float64 } `json:"results"`
+		}
+		b, _ := os.ReadFile(p)
+		json.Unmarshal(b, &doc)
+		means = append(means, doc.Results[0].Mean)
+		files = append(files, pathSource(p))
+	}
+	rt := newRuntime(t)
+	res, f := call(t, rt, "compare_benchmarks", map[string]any{"sources": files})
+	if f != nil {
+		t.Fatal(f)
+	}
+	rows := tableRows(t, res)
+	if len(rows) != 1 {
+		t.Fatalf("rows = %v", rows)
+	}
+	ratio := rows[0]["ratio"].(float64)
+	want := means[1] / means[0]
+	if ratio <= 1 || math.Abs(ratio-want)/want > 1e-6 {
+		t.Errorf("ratio %v, hyperfine's means give %v", ratio, want)
+	}
+	if rows[0]["benchmark"] != "nap" || rows[0]["candidate_index"] != 1.0 {
+		t.Errorf("row = %v", rows[0])
+	}
+	// The other way round, the candidate is faster.
+	res, _ = call(t, rt, "compare_benchmarks", map[string]any{"sources": files, "baseline_index": 1})
+	if r := tableRows(t, res)[0]["ratio"].(float64); r >= 1 {
+		t.Errorf("reversed ratio %v", r)
+	}
+}
+
+func TestCompareRules(t *testing.T) {
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	write := func(name, doc string) map[string]any {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(doc), 0o644)
+		return pathSource(p)
+	}
+	a := write("a.json", `{"schema":"flameox.benchmark-samples.v1","benchmarks":[{"name":"x","unit":"s","samples":[1,2]},{"name":"y","unit":"s","samples":[1]}]}`)
+	b := write("b.json", `{"schema":"flameox.benchmark-samples.v1","benchmarks":[{"name":"x","unit":"s","samples":[3]}]}`)
+	huge := write("c.json", `{"schema":"flameox.benchmark-samples.v1","benchmarks":[{"name":"x","unit":"s","samples":[1e308]}]}`)
+	bad := write("d.json", `{"schema":"flameox.benchmark-samples.v1","benchmarks":[{"name":"x","unit":"s","samples":["1"]}]}`)
+	res, f := call(t, rt, "compare_benchmarks", map[string]any{"sources": []any{a, b}})
+	if f != nil {
+		t.Fatal(f)
+	}
+	r := res.(*Result)
+	m := r.Blocks[0].(MetricsBlock).Values
+	if m["unmatched_identity_count"] != 1 || tableRows(t, res)[0]["ratio"] != 2.0 {
+		t.Errorf("metrics %v rows %v", m, tableRows(t, res))
+	}
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		code gen.FailureCode
+	}{
+		{"baseline index", map[string]any{"sources": []any{a, b}, "baseline_index": 2}, gen.FailureCodeInvalidInput},
+		{"one source", map[string]any{"sources": []any{a}}, gen.FailureCodeInvalidInput},
+		{"non-finite", map[string]any{"sources": []any{a, huge}}, gen.FailureCodeLimitExceeded},
+		{"schema", map[string]any{"sources": []any{a, bad}}, gen.FailureCodeDecodeFailure},
+	} {
+		if _, f := call(t, rt, "compare_benchmarks", tt.args); f == nil || f.Code != tt.code {
+			t.Errorf("%s: got %v, want %s", tt.name, f, tt.code)
+		}
+	}
+}
+
+// samplesWorkload writes a benchmark-samples document of its own measured wall time for
+// n = 150..1200, with a cost that grows as n^2 (one warmup, then three samples per size).
+const samplesWorkload = `import json, os, time
+def pairs(n):
+    s = 0
+    for i in range(n):
+        for j in range(n):
+            s += (i ^ j) & 1
+    return s
+def timed(n):
+    t = time.perf_counter_ns()
+    pairs(n)
+    return time.perf_counter_ns() - t
+bench = []
+for n in (150, 300, 600, 1200):
+    warm = [timed(n)]
+    bench.append({"name": "pairs", "unit": "ns", "dimensions": {"n": n}, "warmup_samples": warm,
+                  "samples": [timed(n) for _ in range(3)]})
+json.dump({"schema": "flameox.benchmark-samples.v1", "producer": {"name": "samples-workload"}, "benchmarks": bench},
+          open(os.environ["FLAMEOX_BENCHMARK_OUTPUT"], "w"))
+`
+
+func TestCaptureBenchmarkSamplesScaling(t *testing.T) {
+	testtool.Require(t, "python3")
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bench.py"), []byte(samplesWorkload), 0o644)
+	res, f := call(t, rt, "capture_and_analyze_benchmark_scaling", map[string]any{
+		"target": map[string]any{"argv": []string{"python3", "bench.py"}, "cwd": dir}, "provider": map[string]any{"kind": "benchmark-samples"},
+		"input_dimension": "n"})
+	if f != nil {
+		t.Fatal(f)
+	}
+	cr := res.(*CaptureResult)
+	if cr.Status != "complete" || cr.Inputs[0].Format != gen.FormatSamples || cr.Inputs[0].Role != "capture-0001/benchmark" {
+		t.Fatalf("capture = %s %+v %+v", cr.Status, cr.Inputs, cr.AnalysisFailure)
+	}
+	fit := tableRows(t, res)[0]
+	if math.Abs(fit["exponent"].(float64)-2) > 0.4 || fit["r_squared"].(float64) < 0.9 {
+		t.Errorf("fit = %v", fit)
+	}
+}
+
+// fakeNVBench stands in for an NVBench executable, named as such: it honours --json by
+// writing a real NVBench JSON document.
+const fakeNVBench = `#!/bin/sh
+out=""
+while [ "$#" -gt 0 ]; do
+  if [ "$1" = "--json" ]; then out="$2"; shift 2; else shift; fi
+done
+cat > "$out" <<'DOC'
+{"benchmarks":[{"name":"copy","states":[{"name":"T=I32","axis_values":[{"name":"T","type":"type","value":"I32"}],
+"summaries":[{"tag":"nv/cold/time/gpu/mean","hint":"duration","data":[{"name":"value","type":"float64","value":"0.000125"}]}]}]}]}
+DOC
+`
+
+func TestCaptureNVBenchWithFakeExecutable(t *testing.T) {
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "fake-nvbench"), []byte(fakeNVBench), 0o755)
+	res, f := call(t, rt, "capture_and_summarize_benchmarks", map[string]any{
+		"target": map[string]any{"argv": []string{"./fake-nvbench"}, "cwd": dir}, "provider": map[string]any{"kind": "nvbench"}})
+	if f != nil {
+		t.Fatal(f)
+	}
+	rows := tableRows(t, res)
+	if len(rows) != 1 || rows[0]["value_int"] != 125000.0 || rows[0]["benchmark"] != "copy:nv/cold/time/gpu/mean" {
+		t.Errorf("rows = %v", rows)
+	}
+}
+
+func TestCapturePyperfUnavailable(t *testing.T) {
+	python := testtool.Require(t, "python3")
+	if exec.Command(python, "-c", "import pyperf").Run() == nil {
+		t.Skip("pyperf is installed here; the unavailable state cannot be shown")
+	}
+	rt := newRuntime(t)
+	_, f := call(t, rt, "capture_and_summarize_benchmarks", map[string]any{
+		"target": map[string]any{"argv": []string{"true"}, "cwd": t.TempDir()}, "provider": map[string]any{"kind": "pyperf"}})
+	if f == nil || f.Code != gen.FailureCodeUnavailableCapability || f.Details["missing_module"] != "pyperf" {
+		t.Fatalf("got %v", f)
+	}
+	if r, ok := f.Recoverable(); !ok || r.Status != "unavailable" || r.NextAction.OperatorAction == nil {
+		t.Errorf("recoverable = %+v", r)
+	}
+}
+
+// experimentSamples is a benchmark-samples workload whose wall time is the case's SLEEP.
+const experimentSamples = `import json, os, sys, time
+time.sleep(float(os.environ["SLEEP"]))
+json.dump({"schema": "flameox.benchmark-samples.v1", "benchmarks": [{"name": "nap", "unit": "s", "samples": [float(os.environ["SLEEP"])]}]},
+          open(os.environ["FLAMEOX_BENCHMARK_OUTPUT"], "w"))
+`
+
+func TestBenchmarkExperimentRegressed(t *testing.T) {
+	testtool.Require(t, "python3")
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "nap.py"), []byte(experimentSamples), 0o644)
+	res, f := call(t, rt, "capture_and_summarize_benchmarks", map[string]any{
+		"target":   map[string]any{"argv": []string{"python3", "nap.py"}, "cwd": dir},
+		"provider": map[string]any{"kind": "benchmark-samples"},
+		"experiment": map[string]any{"cases": []any{
+			map[string]any{"name": "baseline", "environment": map[string]any{"SLEEP": "0.01"}},
+			map[string]any{"name": "candidate", "environment": map[string]any{"SLEEP": "0.25"}}},
+			"blocks": 3, "seed": 11, "practical_threshold": 50e6}})
+	if f != nil {
+		t.Fatal(f)
+	}
+	cr := res.(*CaptureResult)
+	row := tableRows(t, res)[0]
+	if row["point_estimate_classification"] != "practically_regressed" || len(cr.Inputs) != 6 {
+		t.Fatalf("row %v inputs %d", row, len(cr.Inputs))
+	}
+	// The summary of the six captured documents comes before the experiment blocks.
+	if m := cr.Blocks[0].(MetricsBlock).Values; m["measurement_count"] != 6 || m["input_count"] != 6 {
+		t.Errorf("summary metrics = %v", m)
+	}
+}
