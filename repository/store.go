@@ -197,6 +197,13 @@ func (s *Store) checkRoot() (rootState, *failure.Failure) {
 	}
 	for _, e := range entries {
 		if e.Name() != ".staging" {
+			// A concurrent publisher links repository.json before it creates anything else,
+			// so it may have appeared since the first look: read it again before judging.
+			if f := s.readDocument(s.path("repository.json"), "repository.json", maxSmallDocumentBytes, schemaRepository, &doc); f == nil {
+				return rootReady, nil
+			} else if f.Details["problem"] != "missing_document" {
+				return 0, f
+			}
 			return 0, s.corrupt("missing_repository_document",
 				"the store holds entries but no repository.json")
 		}
