@@ -428,3 +428,34 @@ func TestEvictedCaptureHandleExpires(t *testing.T) {
 		t.Errorf("the evicted capture's scratch remains: %v", err)
 	}
 }
+
+// TestInspectCaptureEvidenceRedactsOracleAndConsole preserves an experiment with an oracle
+// and checks the projection keeps oracle outcomes but no argv, console text or paths.
+func TestInspectCaptureEvidenceRedactsOracleAndConsole(t *testing.T) {
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	res, f := capture(t, rt, map[string]any{"target": target(dir, "echo", "secret-console-text"), "provider": direct(), "preserve": true,
+		"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}, "blocks": 1, "seed": 1,
+			"practical_threshold": 1e9, "semantic_oracle": []string{"sh", "-c", "echo oracle-says-hi; exit 0"}}})
+	if f != nil {
+		t.Fatal(f)
+	}
+	view, f := rt.Inspect(res.Preserved.EvidenceID)
+	if f != nil {
+		t.Fatal(f)
+	}
+	b, _ := json.Marshal(view)
+	for _, leak := range []string{"secret-console-text", "oracle-says-hi", dir, `"argv"`, `"cwd"`} {
+		if strings.Contains(string(b), leak) {
+			t.Errorf("the projection leaks %s", leak)
+		}
+	}
+	execs := view.Body.CaptureRequest["executions"].([]any)
+	oracle := execs[0].(map[string]any)["semantic_oracle"].(map[string]any)
+	if oracle["status"] != "passed" || oracle["output_streams"].(map[string]any)["stdout_observed_bytes"] == nil {
+		t.Errorf("oracle projection = %v", oracle)
+	}
+	if len(view.LogicalSources) != 4 || len(view.AnalysisSources) != 4 {
+		t.Errorf("sources: %d logical, %d analysis", len(view.LogicalSources), len(view.AnalysisSources))
+	}
+}

@@ -446,13 +446,17 @@ func projectCapture(c map[string]any) map[string]any {
 				}
 			}
 			if cd, ok := m["console_diagnostics"].(map[string]any); ok {
-				counts := map[string]any{}
-				for k, v := range cd {
-					if k != "stdout" && k != "stderr" {
-						counts[k] = v
-					}
+				safe["console_diagnostics"] = consoleCounts(cd)
+			}
+			if o, ok := m["semantic_oracle"].(map[string]any); ok {
+				oracle := map[string]any{}
+				for _, k := range []string{"returncode", "status", "failure_code", "limit", "wall_time_ns"} {
+					oracle[k] = o[k]
 				}
-				safe["console_diagnostics"] = counts
+				if cd, ok := o["output_streams"].(map[string]any); ok {
+					oracle["output_streams"] = consoleCounts(cd)
+				}
+				safe["semantic_oracle"] = oracle
 			}
 			execs = append(execs, safe)
 		}
@@ -469,4 +473,16 @@ func (rt *Runtime) PreflightRescue(destination string) *failure.Failure {
 		active = store.Location()
 	}
 	return repository.PreflightRescue(destination, active)
+}
+
+// consoleCounts keeps the byte counts and completeness of console diagnostics, never the
+// excerpt text.
+func consoleCounts(cd map[string]any) map[string]any {
+	counts := map[string]any{}
+	for k, v := range cd {
+		if k != "stdout" && k != "stderr" {
+			counts[k] = v
+		}
+	}
+	return counts
 }

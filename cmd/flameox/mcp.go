@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -24,7 +27,9 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			defer rt.Close() // the session scratch disappears with the server
-			return newServer(rt).Run(c.Context(), &mcp.StdioTransport{})
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return newServer(rt).Run(ctx, &mcp.StdioTransport{})
 		},
 	}
 	cmd.Flags().StringVar(&limits, "limits", "", "RequestLimits JSON: startup ceilings for this server")
