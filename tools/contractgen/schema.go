@@ -106,9 +106,10 @@ func deepCopy(n any) any {
 
 var defPrefix = regexp.MustCompile(`^#([A-Z][A-Za-z0-9]*)`)
 
-// normalize flattens CUE's allOf[{type:number},{type:integer,...}] encoding of bounded
-// integers into one integer schema and removes the '#' of definition names in
-// descriptions.
+// normalize rewrites encoding/jsonschema output into the published shape: bounded
+// integers' allOf[{type:number},{type:integer,...}] become one integer schema, const
+// objects become object schemas, a prefixItems that repeats items is dropped, and the '#'
+// of definition names leaves descriptions.
 func normalize(n any) any {
 	switch x := n.(type) {
 	case schema:
