@@ -78,12 +78,12 @@ func buildBurn(t *testing.T) string {
 // TestPerfRecordFindsTheHotFunction records a real workload with perf during the test and
 // checks that rank_cpu_hotspots on the perf.data names the function it spends its time in.
 func TestPerfRecordFindsTheHotFunction(t *testing.T) {
-	perf := testtool.Require(t, "perf")
+	perf := testtool.RequirePerfRecord(t)
 	bin := buildBurn(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "perf.data")
 	if b, err := exec.Command(perf, "record", "-F", "499", "-g", "-o", data, "--", bin).CombinedOutput(); err != nil {
-		t.Skipf("perf record is not permitted here: %v\n%s", err, b)
+		t.Fatalf("perf record: %v\n%s", err, b)
 	}
 	rt := newRuntime(t)
 	res, f := call(t, rt, "rank_cpu_hotspots", map[string]any{"sources": []any{map[string]any{"kind": "path", "path": data}}})
@@ -225,7 +225,11 @@ func TestCaptureCPUProviders(t *testing.T) {
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			testtool.Require(t, tt.tool0)
+			if tt.tool0 == "perf" {
+				testtool.RequirePerfRecord(t)
+			} else {
+				testtool.Require(t, tt.tool0)
+			}
 			res, f := captureCPU(t, rt, tt.tool, tt.provider, tt.dir, tt.argv...)
 			if f != nil {
 				t.Fatal(f)

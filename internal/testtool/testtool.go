@@ -22,3 +22,16 @@ func Require(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// RequirePerfRecord returns perf's path after checking that perf record may sample here
+// (perf_event_paranoid and container policies can forbid it); it skips otherwise, since
+// no package installation can grant that.
+func RequirePerfRecord(t testing.TB) string {
+	t.Helper()
+	perf := Require(t, "perf")
+	out := t.TempDir() + "/probe.data"
+	if b, err := exec.Command(perf, "record", "-o", out, "--", "true").CombinedOutput(); err != nil {
+		t.Skipf("perf record is not permitted here: %v\n%s", err, b)
+	}
+	return perf
+}
