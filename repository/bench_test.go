@@ -8,20 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/runtime/sourcefile"
 )
 
-// benchDir holds generated inputs between runs: $FLAMEOX_BENCH_DIR or the temp directory.
-func benchDir() string {
-	if d := os.Getenv("FLAMEOX_BENCH_DIR"); d != "" {
-		return d
-	}
-	return os.TempDir()
-}
-
 // gibFile writes (once) a 1 GiB file of numbered lines.
 func gibFile(b *testing.B) string {
-	p := filepath.Join(benchDir(), "flameox-bench-preserve-1g")
+	p := filepath.Join(testtool.BenchDir(), "flameox-bench-preserve-1g")
 	const size = 1 << 30
 	if st, err := os.Stat(p); err == nil && st.Size() == size {
 		return p
@@ -83,7 +76,7 @@ func BenchmarkHash1GiB(b *testing.B) {
 // queryStore builds (once) a store of n bundles of distinct one-line inputs. fsync is
 // skipped while building it; the queries read it as any store.
 func queryStore(b *testing.B, n int) *Store {
-	dir := filepath.Join(benchDir(), fmt.Sprintf("flameox-bench-query-%d", n))
+	dir := filepath.Join(testtool.BenchDir(), fmt.Sprintf("flameox-bench-query-%d", n))
 	s := Open(Location{Dir: filepath.Join(dir, "store"), Source: SourceExplicit})
 	if ids, f := s.Inventory(); f == nil && len(ids) == n {
 		return s

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/repository"
 	"github.com/flameox/flameox/runtime/failure"
 )
@@ -19,16 +20,7 @@ import (
 // touches 512 MiB and sleeps.
 func TestMain(m *testing.M) {
 	if os.Getenv("FLAMEOX_RUNTIME_HELPER") == "hog" {
-		var keep [][]byte
-		for i := 0; i < 64; i++ {
-			b := make([]byte, 8<<20)
-			for j := range b {
-				b[j] = 1
-			}
-			keep = append(keep, b)
-		}
-		time.Sleep(time.Minute)
-		_ = keep
+		testtool.Hog()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

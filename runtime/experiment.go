@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/stats"
 )
 
 // bootstrapResamples is the number of paired bootstrap resamples of an interval.
@@ -22,19 +23,9 @@ func shuffle(seed, stream int64, order []int) {
 
 func estimate(estimand string, xs []float64) float64 {
 	if estimand == "mean_difference" {
-		var s float64
-		for _, x := range xs {
-			s += x
-		}
-		return s / float64(len(xs))
+		return stats.Mean(xs)
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return stats.Median(xs)
 }
 
 // comparison is one candidate-against-baseline row of an experiment.

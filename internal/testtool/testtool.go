@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 // Require returns the path of the named executable, skipping the test when it is missing
@@ -34,4 +35,28 @@ func RequirePerfRecord(t testing.TB) string {
 		t.Skipf("perf record is not permitted here: %v\n%s", err, b)
 	}
 	return perf
+}
+
+// Hog allocates and touches 512 MiB, then sleeps a minute: a workload that a memory
+// budget must stop. Test binaries call it from TestMain when re-executed as a helper.
+func Hog() {
+	var keep [][]byte
+	for i := 0; i < 64; i++ {
+		b := make([]byte, 8<<20)
+		for j := range b {
+			b[j] = 1
+		}
+		keep = append(keep, b)
+	}
+	time.Sleep(time.Minute)
+	_ = keep
+}
+
+// BenchDir is where benchmarks keep generated inputs between runs: $FLAMEOX_BENCH_DIR, or
+// the temporary directory.
+func BenchDir() string {
+	if d := os.Getenv("FLAMEOX_BENCH_DIR"); d != "" {
+		return d
+	}
+	return os.TempDir()
 }

@@ -10,6 +10,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/flameox/flameox/internal/stats"
 )
 
 // Measurement is one benchmark value.
@@ -155,7 +157,7 @@ func Summaries(ms []Measurement) []Series {
 		if len(v) == 0 {
 			continue
 		}
-		mean, median := Mean(v), Median(v)
+		mean, median := stats.Mean(v), stats.Median(v)
 		lo, hi := v[0], v[0]
 		for _, x := range v {
 			lo, hi = math.Min(lo, x), math.Max(hi, x)
@@ -171,26 +173,6 @@ func Summaries(ms []Measurement) []Series {
 		}
 	}
 	return out
-}
-
-// Mean is the arithmetic mean.
-func Mean(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
-}
-
-// Median is the middle value, or the mean of the two middle values.
-func Median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // Fit is a log-log least-squares fit of one series against an input dimension.
@@ -255,7 +237,7 @@ func Scaling(ms []Measurement, dimension, metric string) []Fit {
 		f := &fits[i]
 		for _, x := range xs {
 			f.Inputs = append(f.Inputs, x)
-			f.Means = append(f.Means, Mean(points[i][x]))
+			f.Means = append(f.Means, stats.Mean(points[i][x]))
 		}
 		f.PointCount = len(xs)
 		if len(xs) < 2 {
@@ -268,7 +250,7 @@ func Scaling(ms []Measurement, dimension, metric string) []Fit {
 		for j := range xs {
 			lx[j], ly[j] = math.Log(f.Inputs[j]), math.Log(f.Means[j])
 		}
-		mx, my := Mean(lx), Mean(ly)
+		mx, my := stats.Mean(lx), stats.Mean(ly)
 		var sxx, sxy, tss float64
 		for j := range lx {
 			sxx += (lx[j] - mx) * (lx[j] - mx)

@@ -14,20 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/google/pprof/profile"
 )
-
-func benchDir() string {
-	if d := os.Getenv("FLAMEOX_BENCH_DIR"); d != "" {
-		return d
-	}
-	return os.TempDir()
-}
 
 // makePstats writes (once) a pstats file of n functions, each with up to three callers,
 // through Python's own marshal, so the file is exactly what CPython writes.
 func makePstats(b *testing.B, n int) string {
-	p := filepath.Join(benchDir(), fmt.Sprintf("flameox-bench-%d.pstats", n))
+	p := filepath.Join(testtool.BenchDir(), fmt.Sprintf("flameox-bench-%d.pstats", n))
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
@@ -134,7 +128,7 @@ func BenchmarkPythonPstats50k(b *testing.B) {
 // makePprof writes (once) a synthetic CPU profile: 200,000 samples over 20,000
 // functions, stacks 4-35 deep, gzip-compressed.
 func makePprof(b *testing.B) string {
-	p := filepath.Join(benchDir(), "flameox-bench-large.pprof.gz")
+	p := filepath.Join(testtool.BenchDir(), "flameox-bench-large.pprof.gz")
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}

@@ -10,22 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flameox/flameox/internal/testtool"
 )
 
 // The test binary doubles as a workload: FLAMEOX_BROKER_HELPER=hog allocates and touches
 // memory and then sleeps.
 func TestMain(m *testing.M) {
 	if os.Getenv("FLAMEOX_BROKER_HELPER") == "hog" {
-		var keep [][]byte
-		for i := 0; i < 64; i++ {
-			b := make([]byte, 8<<20)
-			for j := range b {
-				b[j] = byte(j)
-			}
-			keep = append(keep, b)
-		}
-		time.Sleep(time.Minute)
-		_ = keep
+		testtool.Hog()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

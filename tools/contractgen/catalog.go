@@ -244,23 +244,16 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		return nil, err
 	}
 	tools = append(tools, lifecycle...)
-	for _, name := range persistedDocuments {
-		s, err := m.defSchema(name)
-		if err != nil {
-			return nil, fmt.Errorf("#%s: %w", name, err)
+	for dir, names := range map[string][]string{"repository": persistedDocuments, "formats": formatDocuments} {
+		for _, name := range names {
+			s, err := m.defSchema(name)
+			if err != nil {
+				return nil, fmt.Errorf("#%s: %w", name, err)
+			}
+			s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+			s["title"] = name
+			files[dir+"/"+name+".json"] = marshalSchema(s)
 		}
-		s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-		s["title"] = name
-		files["repository/"+name+".json"] = marshalSchema(s)
-	}
-	for _, name := range formatDocuments {
-		s, err := m.defSchema(name)
-		if err != nil {
-			return nil, fmt.Errorf("#%s: %w", name, err)
-		}
-		s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-		s["title"] = name
-		files["formats/"+name+".json"] = marshalSchema(s)
 	}
 	files["catalog.json"] = marshalSchema(map[string]any{
 		"server":     server,
