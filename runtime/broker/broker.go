@@ -188,6 +188,14 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 		res.DescendantsTerminated += terminate(pid, tracked)
 	}
+	// stop ends the run on a limit (nil for cancellation): the tree is killed and reaped.
+	stop := func(l *Limit) {
+		res.Limit = l
+		kill()
+		waitErr = <-exited
+		done = true
+	}
+	observed := func(v float64) *float64 { return &v }
 	sample := 0
 	for !done {
 		select {
@@ -195,61 +203,37 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			done = true
 		case <-ctx.Done():
 			res.Cancelled = true
-			kill()
-			waitErr = <-exited
-			done = true
+			stop(nil)
 		case <-timeout:
-			obs := time.Since(start).Seconds()
-			res.Limit = &Limit{Kind: "timeout", Configured: spec.Timeout.Seconds(), Observed: &obs, Unit: "seconds",
-				Recovery: "Raise target.budget.timeout_seconds or shorten the workload."}
-			kill()
-			waitErr = <-exited
-			done = true
+			stop(&Limit{Kind: "timeout", Configured: spec.Timeout.Seconds(), Observed: observed(time.Since(start).Seconds()), Unit: "seconds",
+				Recovery: "Raise target.budget.timeout_seconds or shorten the workload."})
 		case <-budget.exceeded:
-			obs := float64(budget.observed())
-			res.Limit = &Limit{Kind: "output_limit", Configured: float64(spec.MaxOutputBytes), Observed: &obs, Unit: "bytes",
-				Recovery: "Make the workload print less, or lower nothing and raise limits.max_output_bytes within the server ceiling."}
-			kill()
-			waitErr = <-exited
-			done = true
+			stop(&Limit{Kind: "output_limit", Configured: float64(spec.MaxOutputBytes), Observed: observed(float64(budget.observed())), Unit: "bytes",
+				Recovery: "Make the workload print less, or raise limits.max_output_bytes within the server ceiling."})
 		case <-ticker.C:
 			sample++
-			procs := tree(pid)
 			var total int64
-			for _, p := range procs {
+			for _, p := range tree(pid) {
 				tracked[p.pid] = p
 				total += rss(p.pid)
 			}
 			res.RSSSamples++
-			if total > peak {
-				peak = total
-			}
+			peak = max(peak, total)
 			if spec.MaxRSSBytes > 0 && total > spec.MaxRSSBytes {
-				obs := float64(total)
-				res.Limit = &Limit{Kind: "memory_limit_exceeded", Configured: float64(spec.MaxRSSBytes), Observed: &obs, Unit: "bytes",
-					Recovery: "Raise target.budget.max_memory_bytes or reduce the workload's memory; the figure is the sampled resident memory of the whole process tree."}
-				kill()
-				waitErr = <-exited
-				done = true
+				stop(&Limit{Kind: "memory_limit_exceeded", Configured: float64(spec.MaxRSSBytes), Observed: observed(float64(total)), Unit: "bytes",
+					Recovery: "Raise target.budget.max_memory_bytes or reduce the workload's memory; the figure is the sampled resident memory of the whole process tree."})
 				continue
 			}
 			if spec.ReserveBytes > 0 && spec.ReserveDir != "" && sample%4 == 0 {
 				if free, ok := freeBytes(spec.ReserveDir); ok && free < spec.ReserveBytes {
-					obs := float64(free)
-					res.Limit = &Limit{Kind: "storage_reserve_exceeded", Configured: float64(spec.ReserveBytes), Observed: &obs, Unit: "bytes_free",
-						Recovery: "Free disk space on the scratch filesystem and retry."}
-					kill()
-					waitErr = <-exited
-					done = true
+					stop(&Limit{Kind: "storage_reserve_exceeded", Configured: float64(spec.ReserveBytes), Observed: observed(float64(free)), Unit: "bytes_free",
+						Recovery: "Free disk space on the scratch filesystem and retry."})
 					continue
 				}
 			}
 			if spec.MaxWritableGrowth > 0 && sample%5 == 0 {
 				if lim := writableLimit(spec, baseline, res); lim != nil {
-					res.Limit = lim
-					kill()
-					waitErr = <-exited
-					done = true
+					stop(lim)
 				}
 			}
 		}

@@ -216,3 +216,17 @@ func TestStartFailure(t *testing.T) {
 		t.Fatalf("got %+v, %v", res, err)
 	}
 }
+
+// TestStorageReserve asks for more free space than any disk has: the workload is stopped
+// with the free bytes observed.
+func TestStorageReserve(t *testing.T) {
+	spec := sh(t, "sleep 30")
+	spec.ReserveDir, spec.ReserveBytes = spec.Dir, 1<<62
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Limit == nil || res.Limit.Kind != "storage_reserve_exceeded" || res.Limit.Unit != "bytes_free" || *res.Limit.Observed >= 1<<62 {
+		t.Fatalf("limit = %+v", res.Limit)
+	}
+}
