@@ -336,3 +336,19 @@ func TestCaptureMissingProfileIsAPartialResult(t *testing.T) {
 		t.Fatalf("result = %+v %+v %+v", res.Status, res.AnalysisFailure, ex)
 	}
 }
+
+// TestPerfDataWithoutPerfIsUnavailable: without a perf executable, perf.data is a typed
+// unavailable state with remediation, not a decode failure and not an empty success.
+func TestPerfDataWithoutPerfIsUnavailable(t *testing.T) {
+	t.Setenv("FLAMEOX_PERF", filepath.Join(t.TempDir(), "no-perf-here"))
+	rt := newRuntime(t)
+	data := filepath.Join(t.TempDir(), "perf.data")
+	os.WriteFile(data, append([]byte("PERFILE2"), make([]byte, 256)...), 0o644)
+	_, f := call(t, rt, "rank_cpu_hotspots", map[string]any{"sources": []any{map[string]any{"kind": "path", "path": data}}})
+	if f == nil || f.Code != gen.FailureCodeUnavailableCapability || f.Details["missing_executable"] != "perf" || f.Details["remediation"] == nil {
+		t.Fatalf("got %v", f)
+	}
+	if r, ok := f.Recoverable(); !ok || r.Status != "unavailable" {
+		t.Errorf("recoverable = %+v", r)
+	}
+}

@@ -100,6 +100,10 @@ func TestPyperfVersionsAndGzip(t *testing.T) {
 	if err != nil || len(ms) != 3 || ms[0].Value != 2e9 {
 		t.Errorf("gzip 1.0 (warmups per loop): %+v %v", ms, err)
 	}
+	counts, err := DecodePyperf(strings.NewReader(`{"version":6,"metadata":{"name":"n","unit":"integer"},"benchmarks":[{"runs":[{"values":[12,13]}]}]}`), 0)
+	if err != nil || counts[0].Unit != "count" || !counts[0].Integer || counts[1].Value != 13 {
+		t.Errorf("integer unit: %+v %v", counts, err)
+	}
 	for name, doc := range map[string]string{
 		"version 4":    `{"version":4,"benchmarks":[{"runs":[]}]}`,
 		"no version":   `{"benchmarks":[{"runs":[]}]}`,
