@@ -67,6 +67,10 @@ func DecodePstats(r io.Reader) ([]PstatsFunction, error) {
 		if errors.As(err, &p2) {
 			return nil, &DecodeError{Message: "the pstats file was written by Python 2 (" + p2.reason + "); re-profile with Python 3", Python2: true}
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, &DecodeError{Message: "the pstats file ends in the middle of a marshal value (truncated)"}
+		}
+		// The unmarshaler's own messages name a type code or a byte offset, never a path.
 		return nil, &DecodeError{Message: "the pstats file is not valid marshal data: " + err.Error()}
 	}
 	if _, err := u.r.ReadByte(); err != io.EOF {
