@@ -357,7 +357,7 @@ func analyzeCPUHotspots(ctx context.Context, rt *Runtime, req *request) (*Result
 		return nil, f
 	}
 	var rows []json.RawMessage
-	metrics := map[string]any{}
+	var metrics map[string]any
 	if p.pstats != nil || in[0].format == gen.FormatPstats {
 		metric := "self_time_seconds"
 		if fields.Metric != nil {

@@ -23,10 +23,9 @@ const (
 // counted before outputs exist, and removal of a capture's files once no cached analysis
 // or active request uses them.
 type scratch struct {
-	mu       sync.Mutex
-	root     string
-	dirs     map[string]*scratchDir
-	reserved struct{ bytes, files int64 }
+	mu   sync.Mutex
+	root string
+	dirs map[string]*scratchDir
 }
 
 // scratchDir is one capture's directory.
