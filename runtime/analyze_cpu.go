@@ -87,8 +87,11 @@ func cpuFieldChecks(in []resolved, metric, sampleType bool) *failure.Failure {
 
 // decodeCPU decodes one resolved CPU source.
 func (rt *Runtime) decodeCPU(ctx context.Context, req *request, r resolved, o cpu.Options) (*cpuProfile, *failure.Failure) {
-	open := func() (*os.File, *failure.Failure) {
-		f, err := os.Open(r.path)
+	open := func() (io.ReadCloser, *failure.Failure) {
+		f, err := sourcefile.OpenStream(r.path)
+		if errors.Is(err, sourcefile.ErrBadGzip) {
+			return nil, failure.Wrap(err, gen.FailureCodeDecodeFailure, "source 0 is not a valid gzip stream").With("source_index", 0)
+		}
 		if err != nil {
 			return nil, failure.Wrap(err, gen.FailureCodeMissingOrChangedInput, "source 0 could not be read").
 				Field(failure.Path("sources", 0), nil)

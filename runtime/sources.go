@@ -2,12 +2,14 @@ package runtime
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/repository"
@@ -208,30 +210,14 @@ var extensionFormats = []struct {
 	{".log", []gen.Format{gen.FormatText}},
 }
 
-// goBenchHead recognizes Go benchmark output: configuration lines or a result line.
-var goBenchHead = regexp.MustCompile(`(?m)^(goos: |goarch: |pkg: |Benchmark\S*\s+\d+\s+[0-9.]+ \S+)`)
-
-// sniff detects the format of an undeclared source where that is unambiguous: binary
-// magic numbers (perf.data, gzip as pprof, a marshal dict as pstats), a known suffix,
-// the Parquet magic, markers of Speedscope and V8 profiles in leading JSON, JSON by a
-// leading { or [, and text otherwise. The first candidate the operation accepts wins.
-func sniff(path string, op gen.OperationDecl, i int) (gen.Format, *failure.Failure) {
-	name := strings.ToLower(filepath.Base(path))
-	head := make([]byte, 512)
-	if f, err := os.Open(path); err == nil {
-		n, _ := io.ReadFull(f, head)
-		head = head[:n]
-		f.Close()
-	} else {
-		head = head[:0]
-	}
+// formatCandidates lists the formats a file named name starting with head may be, most
+// specific first.
+func formatCandidates(name string, head []byte) []gen.Format {
 	trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	var candidates []gen.Format
 	switch {
 	case bytes.HasPrefix(head, []byte("PERFILE2")):
 		candidates = []gen.Format{gen.FormatPerfData}
-	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}) && !strings.HasSuffix(name, ".json.gz"):
-		candidates = []gen.Format{gen.FormatPprof}
 	case len(head) > 0 && head[0] == 0xfb:
 		candidates = []gen.Format{gen.FormatPstats}
 	case strings.HasSuffix(name, ".prof"):
@@ -278,6 +264,70 @@ func sniff(path string, op gen.OperationDecl, i int) (gen.Format, *failure.Failu
 			candidates = []gen.Format{gen.FormatJSON, gen.FormatText}
 		default:
 			candidates = []gen.Format{gen.FormatText}
+		}
+	}
+	return candidates
+}
+
+// gunzipHead returns up to 512 decompressed bytes of the gzip file at path.
+func gunzipHead(path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil
+	}
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(zr, head)
+	return head[:n]
+}
+
+// textual reports whether head reads as UTF-8 text without control bytes other than
+// whitespace (a profile's protobuf does not).
+func textual(head []byte) bool {
+	if len(head) == 0 {
+		return false
+	}
+	for len(head) > 0 {
+		r, size := utf8.DecodeRune(head)
+		if r == utf8.RuneError && size == 1 && len(head) >= utf8.UTFMax {
+			return false
+		}
+		if r < 0x20 && r != '\n' && r != '\r' && r != '\t' {
+			return false
+		}
+		head = head[size:]
+	}
+	return true
+}
+
+// goBenchHead recognizes Go benchmark output: configuration lines or a result line.
+var goBenchHead = regexp.MustCompile(`(?m)^(goos: |goarch: |pkg: |Benchmark\S*\s+\d+\s+[0-9.]+ \S+)`)
+
+// sniff detects the format of an undeclared source where that is unambiguous: binary
+// magic numbers (perf.data, gzip as pprof, a marshal dict as pstats), a known suffix,
+// the Parquet magic, markers of Speedscope and V8 profiles in leading JSON, JSON by a
+// leading { or [, and text otherwise. The first candidate the operation accepts wins.
+func sniff(path string, op gen.OperationDecl, i int) (gen.Format, *failure.Failure) {
+	name := strings.ToLower(filepath.Base(path))
+	head := make([]byte, 512)
+	if f, err := os.Open(path); err == nil {
+		n, _ := io.ReadFull(f, head)
+		head = head[:n]
+		f.Close()
+	} else {
+		head = head[:0]
+	}
+	candidates := formatCandidates(name, head)
+	if bytes.HasPrefix(head, []byte{0x1f, 0x8b}) {
+		// A gzip file is what it holds: a pprof profile (binary protobuf), or a textual
+		// format read through transparent decompression.
+		candidates = []gen.Format{gen.FormatPprof}
+		if inner := gunzipHead(path); textual(inner) {
+			candidates = formatCandidates(strings.TrimSuffix(name, ".gz"), inner)
 		}
 	}
 	for _, c := range candidates {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -15,7 +14,7 @@ import (
 // header names and records whose field count differs from the header are decode failures:
 // values are never dropped or invented.
 type csvReader struct {
-	f      *os.File
+	f      io.ReadCloser
 	budget *budgetReader
 	r      *csv.Reader
 	header []string
@@ -45,7 +44,7 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 }
 
 func openCSV(src Source, index int) (*csvReader, error) {
-	f, err := os.Open(src.Path)
+	f, err := openStream(src.Path)
 	if err != nil {
 		return nil, err
 	}

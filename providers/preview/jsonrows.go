@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -17,7 +16,7 @@ import (
 // per member, one section row per element of an array, a key/type row for a nested
 // object, and a key/value row for a scalar. Keys are literal strings.
 type jsonReader struct {
-	f      *os.File
+	f      io.ReadCloser
 	dec    *jsontext.Decoder
 	index  int
 	digest string
@@ -36,7 +35,7 @@ const (
 )
 
 func openJSON(src Source, index int) (*jsonReader, error) {
-	f, err := os.Open(src.Path)
+	f, err := openStream(src.Path)
 	if err != nil {
 		return nil, err
 	}

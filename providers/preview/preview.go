@@ -103,7 +103,13 @@ func skipRows(n int64, step func() error) (int64, error) {
 	return done, nil
 }
 
-func open(src Source, index int, opt Options) (rowReader, error) {
+func open(src Source, index int, opt Options) (r rowReader, err error) {
+	defer func() {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			de.Source = index
+		}
+	}()
 	switch src.Format {
 	case contracts.FormatText:
 		if opt.FragmentChars > 0 {

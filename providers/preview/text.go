@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"unicode/utf8"
 )
 
@@ -15,7 +14,7 @@ const readBufferBytes = 256 << 10
 // textReader yields one row per line: {line, text, input_sha256}. The trailing LF is
 // removed; CR is kept. Invalid UTF-8 bytes are replaced.
 type textReader struct {
-	f      *os.File
+	f      io.ReadCloser
 	r      *bufio.Reader
 	src    Source
 	index  int
@@ -25,7 +24,7 @@ type textReader struct {
 }
 
 func openText(src Source, index int) (*textReader, error) {
-	f, err := os.Open(src.Path)
+	f, err := openStream(src.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +101,7 @@ func (t *textReader) next() (json.RawMessage, error) {
 // {line, fragment, text, line_terminated, input_sha256}. A fragment ends at a LF, which it
 // keeps, or after chars characters.
 type fragmentReader struct {
-	f        *os.File
+	f        io.ReadCloser
 	r        *bufio.Reader
 	chars    int
 	line     int64
@@ -112,7 +111,7 @@ type fragmentReader struct {
 }
 
 func openFragments(src Source, index, chars int) (*fragmentReader, error) {
-	f, err := os.Open(src.Path)
+	f, err := openStream(src.Path)
 	if err != nil {
 		return nil, err
 	}

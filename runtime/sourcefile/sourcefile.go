@@ -3,6 +3,8 @@
 package sourcefile
 
 import (
+	"bufio"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -67,4 +69,32 @@ func CopyVerified(src, dst, sum string, size int64) error {
 		return err
 	}
 	return out.Close()
+}
+
+// ErrBadGzip reports a file that starts like gzip but is not a valid gzip stream.
+var ErrBadGzip = errors.New("sourcefile: invalid gzip stream")
+
+// OpenStream opens path for sequential reading, transparently decompressing a gzip file,
+// so a .json.gz or .log.gz artifact reads as its content. The file's identity (SHA-256,
+// size, max_input_bytes) stays that of the native, compressed bytes.
+func OpenStream(path string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	if head, _ := br.Peek(2); len(head) < 2 || head[0] != 0x1f || head[1] != 0x8b {
+		return readCloser{br, f}, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %v", ErrBadGzip, err)
+	}
+	return readCloser{zr, f}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }

@@ -1,9 +1,12 @@
 package sourcefile
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,5 +52,33 @@ func TestHashAndCopyVerified(t *testing.T) {
 	// The destination must be new: an existing file is never overwritten.
 	if err := CopyVerified(src, src, sum, size); err == nil {
 		t.Error("CopyVerified overwrote an existing file")
+	}
+}
+
+func TestOpenStream(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.txt")
+	os.WriteFile(plain, []byte("hello\n"), 0o644)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte("hello\n"))
+	zw.Close()
+	packed := filepath.Join(dir, "packed.txt.gz")
+	os.WriteFile(packed, buf.Bytes(), 0o644)
+	bad := filepath.Join(dir, "bad.gz")
+	os.WriteFile(bad, []byte{0x1f, 0x8b, 0, 0}, 0o644)
+	for _, p := range []string{plain, packed} {
+		r, err := OpenStream(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r)
+		r.Close()
+		if string(b) != "hello\n" {
+			t.Errorf("%s reads %q", p, b)
+		}
+	}
+	if _, err := OpenStream(bad); !errors.Is(err, ErrBadGzip) {
+		t.Errorf("bad gzip: %v", err)
 	}
 }

@@ -1,0 +1,18 @@
+package preview
+
+import (
+	"errors"
+	"io"
+
+	"github.com/flameox/flameox/runtime/sourcefile"
+)
+
+// openStream opens a source for sequential reading, gzip decompressed transparently: rows,
+// offsets and bounds then count the decompressed stream.
+func openStream(path string) (io.ReadCloser, error) {
+	r, err := sourcefile.OpenStream(path)
+	if errors.Is(err, sourcefile.ErrBadGzip) {
+		return nil, &DecodeError{Message: "the gzip stream is not valid", err: err}
+	}
+	return r, err
+}
