@@ -41,9 +41,6 @@ type Evidence struct {
 	dir string
 }
 
-// DataPath returns the path of the bundle's analysis data file.
-func (e *Evidence) DataPath() string { return e.dir + "/data/analysis.json" }
-
 // missing returns MISSING_EVIDENCE for id.
 func missing(id string) *failure.Failure {
 	return failure.New(gen.FailureCodeMissingEvidence, "evidence %s is not in the evidence store", id).

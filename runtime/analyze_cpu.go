@@ -87,61 +87,44 @@ func cpuFieldChecks(in []resolved, metric, sampleType bool) *failure.Failure {
 
 // decodeCPU decodes one resolved CPU source.
 func (rt *Runtime) decodeCPU(ctx context.Context, req *request, r resolved, o cpu.Options) (*cpuProfile, *failure.Failure) {
-	open := func() (io.ReadCloser, *failure.Failure) {
-		f, err := sourcefile.OpenStream(r.path)
-		if errors.Is(err, sourcefile.ErrBadGzip) {
-			return nil, failure.Wrap(err, gen.FailureCodeDecodeFailure, "source 0 is not a valid gzip stream").With("source_index", 0)
-		}
-		if err != nil {
-			return nil, failure.Wrap(err, gen.FailureCodeMissingOrChangedInput, "source 0 could not be read").
-				Field(failure.Path("sources", 0), nil)
-		}
-		return f, nil
-	}
 	p := &cpuProfile{provider: gen.Provider{Version: Version}, metrics: map[string]any{}}
-	var err error
 	switch r.format {
-	case gen.FormatPstats:
-		f, ff := open()
-		if ff != nil {
-			return nil, ff
-		}
-		defer f.Close()
-		p.provider.ID = "pstats"
-		p.pstats, err = cpu.DecodePstats(f)
+	case gen.FormatPerfData:
+		return rt.decodePerfData(ctx, req, r, p, o)
 	case gen.FormatPySpy, gen.FormatCpuprofile:
 		if r.size > maxJSONProfileBytes {
 			return nil, failure.New(gen.FailureCodeLimitExceeded, "the %s profile is %d bytes; JSON profiles are read up to %d bytes", r.format, r.size, maxJSONProfileBytes).
 				With("limit_bytes", maxJSONProfileBytes).With("size_bytes", r.size)
 		}
-		f, ff := open()
-		if ff != nil {
-			return nil, ff
-		}
-		defer f.Close()
-		if r.format == gen.FormatPySpy {
-			p.provider.ID = "speedscope"
-			var profiles int
-			p.sampled, profiles, err = cpu.DecodeSpeedscope(f, o)
-			p.metrics["profile_count"] = profiles
-		} else {
-			p.provider.ID = "v8-cpuprofile"
-			p.sampled, err = cpu.DecodeCPUProfile(f, o)
-		}
+	case gen.FormatPstats, gen.FormatPerf, gen.FormatPprof:
+	default:
+		return nil, unsupportedFormat(req.tool.Operation, 0, string(r.format))
+	}
+	f, err := sourcefile.OpenStream(r.path)
+	if errors.Is(err, sourcefile.ErrBadGzip) {
+		return nil, failure.Wrap(err, gen.FailureCodeDecodeFailure, "source 0 is not a valid gzip stream").With("source_index", 0)
+	}
+	if err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeMissingOrChangedInput, "source 0 could not be read").
+			Field(failure.Path("sources", 0), nil)
+	}
+	defer f.Close()
+	switch r.format {
+	case gen.FormatPstats:
+		p.provider.ID = "pstats"
+		p.pstats, err = cpu.DecodePstats(f)
+	case gen.FormatPySpy:
+		p.provider.ID = "speedscope"
+		var profiles int
+		p.sampled, profiles, err = cpu.DecodeSpeedscope(f, o)
+		p.metrics["profile_count"] = profiles
+	case gen.FormatCpuprofile:
+		p.provider.ID = "v8-cpuprofile"
+		p.sampled, err = cpu.DecodeCPUProfile(f, o)
 	case gen.FormatPerf:
-		f, ff := open()
-		if ff != nil {
-			return nil, ff
-		}
-		defer f.Close()
 		p.provider.ID = "collapsed-stacks"
 		p.sampled, err = cpu.DecodeCollapsed(f, o)
 	case gen.FormatPprof:
-		f, ff := open()
-		if ff != nil {
-			return nil, ff
-		}
-		defer f.Close()
 		p.provider.ID = "pprof"
 		var info cpu.PprofInfo
 		p.sampled, info, err = cpu.DecodePprof(io.LimitReader(f, req.limits.MaxInputBytes), o)
@@ -151,10 +134,6 @@ func (rt *Runtime) decodeCPU(ctx context.Context, req *request, r resolved, o cp
 			return nil, failure.Invalid(failure.Path("sample_type"), ste.Available,
 				"the pprof profile has no sample type %q; it has %s", ste.Requested, strings.Join(ste.Available, ", "))
 		}
-	case gen.FormatPerfData:
-		return rt.decodePerfData(ctx, req, r, p, o)
-	default:
-		return nil, unsupportedFormat(req.tool.Operation, 0, string(r.format))
 	}
 	if err != nil {
 		return nil, cpuDecodeFailure(err)
@@ -209,13 +188,9 @@ func (rt *Runtime) decodePerfData(ctx context.Context, req *request, r resolved,
 	if err != nil {
 		return nil, perfUnavailable()
 	}
-	exe, err = filepath.EvalSymlinks(exe)
-	if err != nil {
-		return nil, perfUnavailable()
-	}
-	sum, _, err := sourcefile.Hash(exe)
-	if err != nil {
-		return nil, perfUnavailable()
+	perf, f := bindCollector(exe, "perf", perfUnavailable)
+	if f != nil {
+		return nil, f
 	}
 	dir, err := os.MkdirTemp("", "flameox-perf-script-")
 	if err != nil {
@@ -223,7 +198,7 @@ func (rt *Runtime) decodePerfData(ctx context.Context, req *request, r resolved,
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "script.txt")
-	res, err := broker.Run(ctx, broker.Spec{Path: exe, Args: []string{"perf", "script", "--input", r.path, "--force"}, Dir: dir,
+	res, err := broker.Run(ctx, broker.Spec{Path: perf.path, Args: []string{"perf", "script", "--input", r.path, "--force"}, Dir: dir,
 		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
 		MaxOutputBytes: req.limits.MaxOutputBytes, Timeout: time.Duration(req.limits.TimeoutSeconds * float64(time.Second)),
 		MaxRSSBytes: req.limits.MaxMemoryBytes})
@@ -238,14 +213,14 @@ func (rt *Runtime) decodePerfData(ctx context.Context, req *request, r resolved,
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		return nil, failure.New(gen.FailureCodeDecodeFailure, "perf script could not read the perf.data file").With("exit_code", res.ExitCode)
 	}
-	f, err := os.Open(out)
+	script, err := os.Open(out)
 	if err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeDecodeFailure, "the perf script output could not be read")
 	}
-	defer f.Close()
-	p.provider = gen.Provider{ID: "perf-script", Version: "sha256:" + sum}
-	p.implementation = map[string]any{"perf": sum}
-	if p.sampled, err = cpu.DecodePerfScript(f, o); err != nil {
+	defer script.Close()
+	p.provider = gen.Provider{ID: "perf-script", Version: "sha256:" + perf.sha256}
+	p.implementation = map[string]any{"perf": perf.sha256}
+	if p.sampled, err = cpu.DecodePerfScript(script, o); err != nil {
 		return nil, cpuDecodeFailure(err)
 	}
 	return p, nil
@@ -361,7 +336,7 @@ func analyzeCPUHotspots(ctx context.Context, rt *Runtime, req *request) (*Result
 	}
 	var rows []json.RawMessage
 	var metrics map[string]any
-	if p.pstats != nil || in[0].format == gen.FormatPstats {
+	if in[0].format == gen.FormatPstats {
 		metric := "self_time_seconds"
 		if fields.Metric != nil {
 			metric = *fields.Metric

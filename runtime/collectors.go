@@ -228,16 +228,23 @@ func bindCollector(exe, name string, unavailable func() *failure.Failure) (*boun
 	return &boundCommand{argv: []string{name}, path: p, sha256: sum}, nil
 }
 
-// collectorVersion runs EXE --version through the broker and returns its last word.
-func collectorVersion(exe string) string {
-	dir, err := os.MkdirTemp("", "flameox-version-")
+// probe runs a short, bounded command (10 s, 64 KiB of output) in a throwaway directory
+// and returns its result when it exits 0.
+func probe(exe string, args ...string) (*broker.Result, bool) {
+	dir, err := os.MkdirTemp("", "flameox-probe-")
 	if err != nil {
-		return ""
+		return nil, false
 	}
 	defer os.RemoveAll(dir)
-	res, err := broker.Run(context.Background(), broker.Spec{Path: exe, Args: []string{exe, "--version"}, Dir: dir,
+	res, err := broker.Run(context.Background(), broker.Spec{Path: exe, Args: append([]string{exe}, args...), Dir: dir,
 		Env: []string{"PATH=" + os.Getenv("PATH")}, ExcerptBytes: 256, MaxOutputBytes: 64 << 10, Timeout: 10 * time.Second})
-	if err != nil || res.ExitCode == nil || *res.ExitCode != 0 {
+	return res, err == nil && res.ExitCode != nil && *res.ExitCode == 0
+}
+
+// collectorVersion returns the last word EXE --version prints, or "".
+func collectorVersion(exe string) string {
+	res, ok := probe(exe, "--version")
+	if !ok {
 		return ""
 	}
 	f := strings.Fields(string(res.Stdout.Excerpt))
@@ -281,16 +288,10 @@ func pyperfUnavailable(why string) *failure.Failure {
 	return f
 }
 
-// probePython reports whether python runs code successfully (isolated mode, 10 s).
+// probePython reports whether python runs code successfully (isolated mode).
 func probePython(python, code string) bool {
-	dir, err := os.MkdirTemp("", "flameox-probe-")
-	if err != nil {
-		return false
-	}
-	defer os.RemoveAll(dir)
-	res, err := broker.Run(context.Background(), broker.Spec{Path: python, Args: []string{python, "-I", "-c", code}, Dir: dir,
-		Env: []string{"PATH=" + os.Getenv("PATH")}, ExcerptBytes: 256, MaxOutputBytes: 64 << 10, Timeout: 10 * time.Second})
-	return err == nil && res.ExitCode != nil && *res.ExitCode == 0
+	_, ok := probe(python, "-I", "-c", code)
+	return ok
 }
 
 // shellWords quotes argv as one command line that hyperfine --shell=none splits back into

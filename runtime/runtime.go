@@ -338,17 +338,6 @@ func (rt *Runtime) Close() {
 	rt.scratch.close()
 }
 
-// Analysis returns a cached session analysis by handle.
-func (rt *Runtime) Analysis(id string) (*Result, bool) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	r, ok := rt.cache.get(id)
-	if !ok {
-		return nil, false
-	}
-	return r.result, true
-}
-
 // Store returns the configured evidence store, or a failure that says how to configure one.
 func (rt *Runtime) Store() (*repository.Store, *failure.Failure) {
 	if rt.store != nil {

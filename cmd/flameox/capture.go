@@ -41,9 +41,8 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 				return failure.Invalid(failure.Path("target", "argv"), nil,
 					"give the target argv after --, as in: flameox capture --provider direct -- python3 bench.py")
 			}
-			if preserve && rescueTo != "" {
-				return failure.Invalid(failure.Path("rescue_to"), nil,
-					"--preserve and --rescue-to are mutually exclusive: choose one publication destination")
+			if f := exclusivePublication(preserve, rescueTo); f != nil {
+				return f
 			}
 			rt, err := runtime.New([]byte(limits))
 			if err != nil {

@@ -51,9 +51,8 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 			"new store at a new directory instead (the two are mutually exclusive).",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if preserve && rescueTo != "" {
-				return failure.Invalid(failure.Path("rescue_to"), nil,
-					"--preserve and --rescue-to are mutually exclusive: choose one publication destination")
+			if f := exclusivePublication(preserve, rescueTo); f != nil {
+				return f
 			}
 			if evidence != "" && len(formats) > 0 {
 				return failure.Invalid(failure.Path("format"), nil,
@@ -128,6 +127,16 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&preserve, "preserve", false, "preserve the analysis in the evidence store")
 	cmd.Flags().StringVar(&rescueTo, "rescue-to", "", "write the analysis as a new evidence store at this absolute path")
 	return cmd
+}
+
+// exclusivePublication refuses --preserve together with --rescue-to, so the publication
+// destination is unambiguous.
+func exclusivePublication(preserve bool, rescueTo string) *failure.Failure {
+	if preserve && rescueTo != "" {
+		return failure.Invalid(failure.Path("rescue_to"), nil,
+			"--preserve and --rescue-to are mutually exclusive: choose one publication destination")
+	}
+	return nil
 }
 
 // rescueInto rescues the analysis behind res to dest and records the handoff in the CLI

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -385,5 +384,4 @@ func TestPprofSampleTypes(t *testing.T) {
 	if _, _, err := DecodePprof(strings.NewReader("not a profile"), Options{}); err == nil {
 		t.Error("garbage decoded")
 	}
-	_ = json.Valid
 }

@@ -170,13 +170,13 @@ func (u *unmarshaler) object(code byte, depth, slot int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return u.seq(int(n), depth, slot)
+		return u.seq(int(n), depth)
 	case '(', '[':
 		n, err := u.count()
 		if err != nil {
 			return nil, err
 		}
-		return u.seq(n, depth, slot)
+		return u.seq(n, depth)
 	case '{':
 		var d dict
 		if slot >= 0 {
@@ -229,7 +229,7 @@ func (u *unmarshaler) valueOrNull(depth int) (any, error) {
 	return u.value(depth)
 }
 
-func (u *unmarshaler) seq(n, depth, slot int) (any, error) {
+func (u *unmarshaler) seq(n, depth int) (any, error) {
 	t := make(tuple, 0, min(n, 1024))
 	for i := 0; i < n; i++ {
 		v, err := u.value(depth + 1)

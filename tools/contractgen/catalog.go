@@ -15,6 +15,13 @@ var persistedDocuments = []string{"RepositoryDocument", "ArtifactDocument", "Man
 // under contracts/formats.
 var formatDocuments = []string{"BenchmarkSamplesDocument"}
 
+// writeTool renders a tool's input and output schemas into files and returns their paths.
+func writeTool(files map[string][]byte, name string, in, out schema) (string, string) {
+	inPath, outPath := "tools/"+name+".input.json", "tools/"+name+".output.json"
+	files[inPath], files[outPath] = marshalSchema(in), marshalSchema(out)
+	return inPath, outPath
+}
+
 // captureProvider is one entry of the CUE captureProviders list.
 type captureProvider struct {
 	Kind            string            `json:"kind"`
@@ -130,10 +137,7 @@ func (m *model) lifecycleFiles(files map[string][]byte) ([]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		inPath := "tools/" + t.Name + ".input.json"
-		outPath := "tools/" + t.Name + ".output.json"
-		files[inPath] = marshalSchema(in)
-		files[outPath] = marshalSchema(out2)
+		inPath, outPath := writeTool(files, t.Name, in, out2)
 		out = append(out, map[string]any{
 			"name":          t.Name,
 			"title":         t.Name,
@@ -192,10 +196,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		inPath := "tools/" + op.Name + ".input.json"
-		outPath := "tools/" + op.Name + ".output.json"
-		files[inPath] = marshalSchema(in)
-		files[outPath] = marshalSchema(out)
+		inPath, outPath := writeTool(files, op.Name, in, out)
 		tools = append(tools, map[string]any{
 			"name":          op.Name,
 			"title":         op.Name,
@@ -224,8 +225,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		files["tools/"+name+".input.json"] = marshalSchema(cin)
-		files["tools/"+name+".output.json"] = marshalSchema(cout)
+		cinPath, coutPath := writeTool(files, name, cin, cout)
 		captures = append(captures, map[string]any{
 			"name":              name,
 			"title":             name,
@@ -234,8 +234,8 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			"operation":         op.Name,
 			"capture_providers": kinds,
 			"annotations":       captureAnnotations,
-			"input_schema":      "tools/" + name + ".input.json",
-			"output_schema":     "tools/" + name + ".output.json",
+			"input_schema":      cinPath,
+			"output_schema":     coutPath,
 		})
 	}
 	tools = append(tools, captures...)
