@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/internal/testtool"
-	"github.com/flameox/flameox/runtime/sourcefile"
 )
 
 // gibFile writes (once) a 1 GiB file of numbered lines.

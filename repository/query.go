@@ -9,8 +9,8 @@ import (
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/canon"
-	"github.com/flameox/flameox/runtime/failure"
+	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/internal/failure"
 )
 
 // Filter selects manifests; nil fields match everything. Times are inclusive.

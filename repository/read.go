@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/canon"
-	"github.com/flameox/flameox/runtime/failure"
-	"github.com/flameox/flameox/runtime/sourcefile"
+	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 )
 
 // Level selects how much of a bundle a read validates. Every level validates the store

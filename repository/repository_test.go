@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/failure"
-	"github.com/flameox/flameox/runtime/sourcefile"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 )
 
 // The test binary doubles as a publisher process for the multi-process tests.

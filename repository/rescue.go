@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/failure"
+	"github.com/flameox/flameox/internal/failure"
 )
 
 // within reports whether p is root or below it.

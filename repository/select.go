@@ -2,8 +2,8 @@ package repository
 
 import (
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/canon"
-	"github.com/flameox/flameox/runtime/failure"
+	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/internal/failure"
 )
 
 // Selector returns the opaque selector of a logical source ("logical") or an artifact

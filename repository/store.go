@@ -29,8 +29,8 @@ import (
 
 	"github.com/flameox/flameox/contracts"
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/failure"
-	"github.com/flameox/flameox/runtime/validate"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/validate"
 )
 
 // FormatVersion is the store format this build reads and writes.

@@ -9,8 +9,8 @@ import (
 	"sort"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/providers/bench"
-	"github.com/flameox/flameox/runtime/failure"
 )
 
 // maxSeriesSummaries bounds the series statistics a summary reports in its metrics.

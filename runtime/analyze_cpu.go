@@ -14,11 +14,11 @@ import (
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers/cpu"
-	"github.com/flameox/flameox/runtime/broker"
 	"github.com/flameox/flameox/runtime/continuation"
-	"github.com/flameox/flameox/runtime/failure"
-	"github.com/flameox/flameox/runtime/sourcefile"
 )
 
 // maxProjectionRows bounds the rows one provider projection computes; a larger

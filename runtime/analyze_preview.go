@@ -6,10 +6,10 @@ import (
 	"errors"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/providers/preview"
-	"github.com/flameox/flameox/runtime/canon"
 	"github.com/flameox/flameox/runtime/continuation"
-	"github.com/flameox/flameox/runtime/failure"
 )
 
 // analyzer runs one operation on an admitted request.

@@ -14,10 +14,10 @@ import (
 	"unicode/utf8"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/broker"
-	"github.com/flameox/flameox/runtime/canon"
-	"github.com/flameox/flameox/runtime/failure"
-	"github.com/flameox/flameox/runtime/sourcefile"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 )
 
 // captureTransport are the capture-tool fields that are not operation fields.

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/repository"
-	"github.com/flameox/flameox/runtime/failure"
 )
 
 // The test binary doubles as a workload: FLAMEOX_RUNTIME_HELPER=hog allocates and

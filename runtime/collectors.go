@@ -10,9 +10,9 @@ import (
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/broker"
-	"github.com/flameox/flameox/runtime/failure"
-	"github.com/flameox/flameox/runtime/sourcefile"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 )
 
 // collector builds the invocations of one capture provider and names the native

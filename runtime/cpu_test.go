@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/testtool"
-	"github.com/flameox/flameox/runtime/failure"
 )
 
 // call runs a tool with args and returns its result or failure.

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/repository"
-	"github.com/flameox/flameox/runtime/canon"
-	"github.com/flameox/flameox/runtime/failure"
 )
 
 // lifecycleHandler runs one lifecycle tool on schema-valid arguments.

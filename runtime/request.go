@@ -8,8 +8,8 @@ import (
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/failure"
-	"github.com/flameox/flameox/runtime/validate"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/validate"
 )
 
 // transportFields are the analysis-tool fields that are not operation fields.

@@ -19,10 +19,10 @@ import (
 
 	"github.com/flameox/flameox/contracts"
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/validate"
 	"github.com/flameox/flameox/repository"
-	"github.com/flameox/flameox/runtime/canon"
-	"github.com/flameox/flameox/runtime/failure"
-	"github.com/flameox/flameox/runtime/validate"
 )
 
 // Version is the Flameox implementation version; it is bound into continuations.

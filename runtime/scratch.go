@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/runtime/failure"
+	"github.com/flameox/flameox/internal/failure"
 )
 
 // Session scratch ceilings.

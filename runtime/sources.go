@@ -12,9 +12,9 @@ import (
 	"unicode/utf8"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/repository"
-	"github.com/flameox/flameox/runtime/failure"
-	"github.com/flameox/flameox/runtime/sourcefile"
 )
 
 // resolved is one path source after resolution and hashing.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/runtime"
-	"github.com/flameox/flameox/runtime/failure"
 )
 
 // exitStatus ends the CLI with a status after the result was printed.

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/runtime"
-	"github.com/flameox/flameox/runtime/failure"
 )
 
 func newServeCommand() *cobra.Command {

@@ -14,7 +14,7 @@ import (
 	"sync"
 
 	"github.com/flameox/flameox/contracts"
-	"github.com/flameox/flameox/runtime/validate"
+	"github.com/flameox/flameox/internal/validate"
 )
 
 // maxJSONBytes bounds the JSON benchmark documents, which are decoded whole.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/flameox/flameox/runtime/sourcefile"
+	"github.com/flameox/flameox/internal/sourcefile"
 )
 
 // openStream opens a source for sequential reading, gzip decompressed transparently: rows,

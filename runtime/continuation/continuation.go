@@ -12,7 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/flameox/flameox/runtime/canon"
+	"github.com/flameox/flameox/internal/canon"
 )
 
 // ErrMismatch reports a token that is malformed, tampered with, or bound to another request.

@@ -17,7 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/message"
 
-	"github.com/flameox/flameox/runtime/failure"
+	"github.com/flameox/flameox/internal/failure"
 )
 
 // Schema is one compiled tool input schema.
