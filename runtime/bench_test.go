@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"github.com/flameox/flameox/internal/sourcefile"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -15,6 +14,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flameox/flameox/providers/all"
+
+	"github.com/flameox/flameox/internal/sourcefile"
 )
 
 // largeFile writes (once per process) a file of about size bytes made of numbered lines.
@@ -84,7 +87,7 @@ const benchSize = 1 << 30
 
 func benchPage(b *testing.B, kind string, offset int64) {
 	path := largeFile(b, kind, benchSize)
-	rt, err := New(nil)
+	rt, err := New(all.Registry(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -137,7 +140,7 @@ func BenchmarkSHA256InMemory(b *testing.B) {
 // `true`: admission (executable binding and hashing), scratch, the broker, the preview of
 // the two console files (hashed twice each) and the result.
 func BenchmarkCaptureTrue(b *testing.B) {
-	rt, err := New(nil)
+	rt, err := New(all.Registry(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,7 +182,7 @@ func pyperfSuites(b *testing.B) []any {
 }
 
 func benchTool(b *testing.B, tool string, args map[string]any) {
-	rt, err := New(nil)
+	rt, err := New(all.Registry(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/flameox/flameox/internal/canon"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/sourcefile"
+	"github.com/flameox/flameox/providers"
 )
 
 // captureTransport are the capture-tool fields that are not operation fields.
@@ -62,10 +63,43 @@ type captureRequest struct {
 	oracle     *boundCommand
 	runs       []plannedRun
 	started    time.Time
-	// coll is the provider; collector its bound executable when it wraps the workload.
-	coll           *collector
-	collector      *boundCommand
-	providerFields map[string]any
+	// coll is the provider; exe its bound executable when it wraps the workload.
+	coll *boundCollector
+	exe  *providers.Executable
+}
+
+// boundCollector is the capture provider of a request: its collector with typed
+// options, and the outputs and exit ownership the contract declares for it.
+type boundCollector struct {
+	providers.Collector
+	opts providers.Options
+	// scope says whose exit the launched process reports: workload or collector.
+	scope string
+	// console is set when stdout and stderr are the artifacts (the direct provider);
+	// otherwise role and format describe the one native artifact.
+	console bool
+	role    string
+	format  gen.Format
+	// outputs counts the analysed artifacts of one execution.
+	outputs int
+}
+
+// bindCollector looks up the collector of kind and decodes its options.
+func (rt *Runtime) bindCollector(kind string, provider map[string]any) (*boundCollector, *failure.Failure) {
+	c, ok := rt.providers.LookupCollector(kind)
+	decl, declared := gen.LookupCaptureProvider(kind)
+	if !ok || !declared {
+		return nil, failure.New(gen.FailureCodeInternalFailure, "capture provider %s has no collector in this build", kind)
+	}
+	opts, err := c.Options(provider)
+	if err != nil {
+		return nil, failure.Invalid(failure.Path("provider"), nil, "the provider fields do not match the tool schema")
+	}
+	b := &boundCollector{Collector: c, opts: opts, scope: decl.ReturncodeScope, console: c.File() == "", outputs: len(decl.Outputs)}
+	if !b.console {
+		b.role, b.format = decl.Outputs[0].Role, decl.Outputs[0].Format
+	}
+	return b, nil
 }
 
 // boundCommand is an argv bound to an exact executable.
@@ -138,17 +172,11 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 			With("provider_id", cr.providerID).With("operation", string(t.Operation.Name)).
 			With("accepted_formats", t.Operation.FormatStrings()).With("compatible_capture_providers", t.CaptureProviders)
 	}
-	cr.coll = collectors[cr.providerID]
-	cr.providerFields = map[string]any{}
-	for k, v := range transport.Provider {
-		if n, ok := v.(json.Number); ok {
-			if i, err := n.Int64(); err == nil {
-				cr.providerFields[k] = i
-				continue
-			}
-		}
-		cr.providerFields[k] = v
+	coll, f := rt.bindCollector(cr.providerID, transport.Provider)
+	if f != nil {
+		return nil, f
 	}
+	cr.coll = coll
 	cr.target, cr.preserve, cr.experiment = transport.Target, transport.Preserve, transport.Experiment
 	cr.target.ApplyDefaults()
 	cr.rawLimits, cr.pageSize = transport.Limits, transport.PageSize
@@ -157,12 +185,8 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 		return nil, f
 	}
 	cr.limits = lim
-	typed, err := newFields(t.Operation)
-	if err != nil {
-		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the operation's fields could not be admitted")
-	}
-	if err := decodeInto(cr.fields, typed); err != nil {
-		return nil, failure.Invalid(failure.Path(), nil, "operation fields do not match the tool schema")
+	if _, f := rt.admitFields(t, cr.fields); f != nil {
+		return nil, f
 	}
 
 	st, err := os.Stat(cr.target.Cwd)
@@ -235,18 +259,13 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 		}
 		cr.oracle = cmd
 	}
-	if cr.coll.admit != nil {
-		b, f := cr.coll.admit(cr)
-		if f != nil {
-			return nil, f
-		}
-		cr.collector = b
+	exe, err := cr.coll.Admit(cr.providerCases())
+	if err != nil {
+		return nil, providerFailure(context.Background(), err, nil)
 	}
+	cr.exe = exe
 	executions := len(cr.cases) * blocks
-	perExecution := 1
-	if cr.coll.kind == "direct" {
-		perExecution = 2 // the direct provider's sources are its stdout and stderr
-	}
+	perExecution := cr.coll.outputs
 	sources := executions * perExecution
 	if sources > maxCaptureSources || sources > t.Operation.MaxSources {
 		max := min(maxCaptureSources, t.Operation.MaxSources)
@@ -267,6 +286,20 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 			With("requested", len(prov)).With("effective_ceiling", cr.limits.MaxProvenanceBytes)
 	}
 	return cr, nil
+}
+
+// providerCases projects the bound cases for the collector.
+func (cr *captureRequest) providerCases() []providers.Case {
+	out := make([]providers.Case, len(cr.cases))
+	for i, c := range cr.cases {
+		field := failure.Path("target", "argv")
+		if cr.experiment != nil && len(cr.experiment.Cases[i].Argv) > 0 {
+			field = failure.Path("experiment", "cases", i, "argv")
+		}
+		out[i] = providers.Case{Name: c.name, Argv: c.command.argv, ArgvField: field,
+			Executable: providers.Executable{Path: c.command.path, SHA256: c.command.sha256}}
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -421,20 +454,16 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 		return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture scratch could not be written")
 	}
 	ex := &execution{}
-	full := cr.coll.kind == "direct" || cr.target.ConsoleOutput == "full"
+	full := cr.coll.console || cr.target.ConsoleOutput == "full"
 	if full {
 		ex.stdout, ex.stderr = filepath.Join(exdir, "stdout"), filepath.Join(exdir, "stderr")
 	}
-	launch := c.command
+	argv := cr.coll.opts.Command(cr.exe, cr.providerCases()[run.caseIdx], exdir)
+	launch := boundCommand{argv: argv, path: c.command.path, sha256: c.command.sha256}
 	var collectorSHA *string
-	if cr.coll.command != nil {
-		argv := cr.coll.command(cr, c, exdir)
-		if cr.collector != nil {
-			launch = boundCommand{argv: argv, path: cr.collector.path, sha256: cr.collector.sha256}
-			collectorSHA = &cr.collector.sha256
-		} else {
-			launch = boundCommand{argv: argv, path: c.command.path, sha256: c.command.sha256}
-		}
+	if cr.exe != nil {
+		launch = boundCommand{argv: argv, path: cr.exe.Path, sha256: cr.exe.SHA256}
+		collectorSHA = &cr.exe.SHA256
 	}
 	rec := gen.Execution{
 		Sequence: int64(run.sequence), Case: c.name, Block: int64(run.block), Argv: c.command.argv,
@@ -497,8 +526,8 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		rec.FailureCode = strp("EXECUTION_FAILURE")
 	}
-	if cr.coll.file != "" {
-		p := filepath.Join(exdir, cr.coll.file)
+	if !cr.coll.console {
+		p := filepath.Join(exdir, cr.coll.File())
 		role := fmt.Sprintf("capture-%04d/%s", run.sequence, cr.coll.role)
 		st, err := os.Lstat(p)
 		switch {
@@ -533,8 +562,8 @@ func strp(s string) *string { return &s }
 // bounded by max_output_bytes, and the writable-growth bound over the working directory.
 func (rt *Runtime) brokerSpec(cr *captureRequest, c boundCase, cmd boundCommand, exdir, stdout, stderr string) broker.Spec {
 	vars := map[string]string{}
-	if cr.coll != nil && cr.coll.env != nil {
-		for k, v := range cr.coll.env(exdir) {
+	if cr.coll != nil {
+		for k, v := range cr.coll.opts.Env(exdir) {
 			vars[k] = v
 		}
 	}
@@ -647,7 +676,7 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs 
 	var roles []string
 	for _, ex := range runs {
 		n := ex.record.Sequence
-		if cr.coll.kind == "direct" {
+		if cr.coll.console {
 			for _, p := range []string{ex.stdout, ex.stderr} {
 				sources = append(sources, map[string]any{"kind": "path", "path": p, "format": "text"})
 			}
@@ -752,7 +781,7 @@ func (rt *Runtime) failedCaptureAnalysis(cr *captureRequest, runs []*execution, 
 		}
 	}
 	for _, ex := range runs {
-		if cr.coll.kind == "direct" && ex.stdout != "" {
+		if cr.coll.console && ex.stdout != "" {
 			paths, formats = append(paths, ex.stdout, ex.stderr), append(formats, gen.FormatText, gen.FormatText)
 		}
 	}
@@ -780,9 +809,11 @@ func (rt *Runtime) failedCaptureAnalysis(cr *captureRequest, runs []*execution, 
 		// Nothing native was captured: there is nothing to preserve or replay.
 		return res, nil
 	}
-	typed, _ := newFields(cr.tool.Operation)
-	_ = decodeInto(cr.fields, typed)
-	req := &request{tool: cr.analysis, typed: typed, fields: cr.fields, limits: cr.limits, inputs: in, started: cr.started}
+	adm, f := rt.admitFields(cr.analysis, cr.fields)
+	if f != nil {
+		return nil, f
+	}
+	req := &request{tool: cr.analysis, admitted: adm, fields: cr.fields, limits: cr.limits, inputs: in, started: cr.started}
 	d, err := canon.Digest(map[string]any{"capture_analysis_failure": string(af.Code), "inputs": hashesOf(in), "started": cr.started.UnixNano()})
 	if err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture identity could not be computed")
@@ -795,7 +826,7 @@ func (rt *Runtime) failedCaptureAnalysis(cr *captureRequest, runs []*execution, 
 // consoleSources are the retained console files of a non-direct capture in full mode:
 // preserved beside the native artifacts, never analysed.
 func consoleSources(cr *captureRequest, runs []*execution) []resolved {
-	if cr.coll.kind == "direct" {
+	if cr.coll.console {
 		return nil
 	}
 	var out []resolved

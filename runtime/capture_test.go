@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flameox/flameox/providers/all"
+
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/testtool"
@@ -28,7 +30,7 @@ func TestMain(m *testing.M) {
 
 func newRuntime(t *testing.T) *Runtime {
 	t.Helper()
-	rt, err := New(nil, WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
+	rt, err := New(all.Registry(), nil, WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
 	if err != nil {
 		t.Fatal(err)
 	}

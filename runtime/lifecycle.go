@@ -78,7 +78,7 @@ func (rt *Runtime) lookup(id string) (*record, *failure.Failure) {
 // without process-local handles or host paths as data/analysis.json.
 func (rt *Runtime) bundle(r *record) (*repository.Bundle, *failure.Failure) {
 	var args map[string]any
-	if err := remarshal(r.req.typed, &args); err != nil {
+	if err := remarshal(r.req.admitted.Fields(), &args); err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis arguments could not be recorded")
 	}
 	var limits gen.RequestLimits

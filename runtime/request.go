@@ -10,6 +10,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/validate"
+	"github.com/flameox/flameox/providers"
 )
 
 // transportFields are the analysis-tool fields that are not operation fields.
@@ -23,8 +24,8 @@ type request struct {
 	limits       gen.EffectiveLimits
 	// fields holds the operation fields exactly as the caller supplied them, for replay.
 	fields map[string]any
-	// typed is the operation's typed field model with defaults applied.
-	typed any
+	// admitted holds the operation's typed fields, defaults applied, and runs them.
+	admitted providers.Admitted
 	// digest and offset are set once inputs are resolved.
 	digest string
 	offset int64
@@ -91,17 +92,11 @@ func (rt *Runtime) admit(t *Tool, inst any) (*request, *failure.Failure) {
 	if transport.Continuation != nil {
 		req.continuation = *transport.Continuation
 	}
-	typed, err := newFields(t.Operation)
-	if err != nil {
-		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the operation's fields could not be admitted")
+	adm, f := rt.admitFields(t, req.fields)
+	if f != nil {
+		return nil, f
 	}
-	if err := decodeInto(req.fields, typed); err != nil {
-		return nil, failure.Invalid(failure.Path(), nil, "operation fields do not match the tool schema")
-	}
-	if d, ok := typed.(interface{ ApplyDefaults() }); ok {
-		d.ApplyDefaults()
-	}
-	req.typed = typed
+	req.admitted = adm
 	lim, f := rt.effectiveLimits(transport.Limits, transport.PageSize)
 	if f != nil {
 		return nil, f
@@ -116,29 +111,17 @@ func (rt *Runtime) admit(t *Tool, inst any) (*request, *failure.Failure) {
 	return req, nil
 }
 
-// newFields returns a pointer to the operation's typed field model.
-func newFields(op gen.OperationDecl) (any, error) {
-	switch op.FieldsDefinition {
-	case "PreviewFields":
-		return new(gen.PreviewFields), nil
-	case "NoFields":
-		return new(gen.NoFields), nil
-	case "CpuHotspotFields":
-		return new(gen.CpuHotspotFields), nil
-	case "CpuCallerFields":
-		return new(gen.CpuCallerFields), nil
-	case "ScalingFields":
-		return new(gen.ScalingFields), nil
-	case "CompareFields":
-		return new(gen.CompareFields), nil
-	case "InferenceCompareFields":
-		return new(gen.InferenceCompareFields), nil
-	case "StaticFields":
-		return new(gen.StaticFields), nil
-	case "WindowFields":
-		return new(gen.WindowFields), nil
+// admitFields decodes the operation fields of tool t with its analyzer.
+func (rt *Runtime) admitFields(t *Tool, fields map[string]any) (providers.Admitted, *failure.Failure) {
+	a, ok := rt.providers.LookupAnalyzer(t.Operation.Name)
+	if !ok {
+		return nil, failure.New(gen.FailureCodeInternalFailure, "operation %s has no analyzer in this build", t.Operation.Name)
 	}
-	return nil, fmt.Errorf("no Go model for #%s", op.FieldsDefinition)
+	adm, err := a.Admit(fields)
+	if err != nil {
+		return nil, failure.Invalid(failure.Path(), nil, "operation fields do not match the tool schema")
+	}
+	return adm, nil
 }
 
 // limitField binds one RequestLimits field to its EffectiveLimits counterpart; values

@@ -22,6 +22,7 @@ import (
 	"github.com/flameox/flameox/internal/canon"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/validate"
+	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/repository"
 )
 
@@ -68,6 +69,9 @@ type Runtime struct {
 	store    *repository.Store
 	storeErr error
 
+	// providers holds the analyzers, collectors and format detectors of this build.
+	providers *providers.Registry
+
 	mu      sync.Mutex
 	cache   *lru
 	rescues *rescueMemo
@@ -82,13 +86,27 @@ func WithStore(loc repository.Location) Option {
 	return func(rt *Runtime) { rt.store, rt.storeErr = repository.Open(loc), nil }
 }
 
-// New builds a runtime whose server ceilings are the contract defaults lowered by startup.
-// startup is the raw --limits JSON (nil or empty for none); it is validated against the
-// RequestLimits contract. The evidence store is the one FLAMEOX_DATA_DIR or the platform
-// default names, unless an option says otherwise; nothing is created until preservation.
-func New(startup []byte, opts ...Option) (*Runtime, error) {
+// WithStoreDir uses the evidence store in dir, as if FLAMEOX_DATA_DIR named it.
+func WithStoreDir(dir string) Option {
+	return WithStore(repository.Location{Dir: dir, Source: repository.SourceExplicit})
+}
+
+// DataDirVariable is the environment variable that names the evidence store directory.
+const DataDirVariable = repository.EnvironmentVariable
+
+// New builds a runtime over the providers of reg whose server ceilings are the contract
+// defaults lowered by startup. reg must cover the contract: every released operation has
+// an analyzer, every released capture provider a collector and every accepted format a
+// detector; a gap is an error naming it. startup is the raw --limits JSON (nil or empty
+// for none); it is validated against the RequestLimits contract. The evidence store is
+// the one FLAMEOX_DATA_DIR or the platform default names, unless an option says
+// otherwise; nothing is created until preservation.
+func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, error) {
+	if err := reg.Verify(); err != nil {
+		return nil, err
+	}
 	rt := &Runtime{limits: gen.LimitDefaults, byName: map[string]*Tool{}, cache: newLRU(MaxSessionAnalyses),
-		rescues: newRescueMemo(MaxSessionRescues), scratch: newScratch()}
+		rescues: newRescueMemo(MaxSessionRescues), scratch: newScratch(), providers: reg}
 	if loc, err := repository.FromEnvironment(os.Getenv); err == nil {
 		rt.store = repository.Open(loc)
 	} else {
@@ -175,7 +193,7 @@ func (rt *Runtime) loadCatalog() error {
 			if op, ok = gen.LookupOperation(c.Operation); !ok {
 				return fmt.Errorf("catalog tool %s names unknown operation %s", c.Name, c.Operation)
 			}
-			if _, ok := analyzers[op.Name]; !ok {
+			if _, ok := rt.providers.LookupAnalyzer(op.Name); !ok {
 				return fmt.Errorf("catalog tool %s has no analyzer in this build", c.Name)
 			}
 		}
@@ -241,7 +259,7 @@ func (rt *Runtime) Analyze(ctx context.Context, name string, raw []byte) (*Resul
 	if f != nil {
 		return nil, f
 	}
-	res, f := analyzers[t.Operation.Name](ctx, rt, req)
+	res, f := rt.analyze(ctx, req)
 	if f != nil {
 		return nil, f
 	}

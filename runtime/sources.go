@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -115,7 +114,7 @@ func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 				With("source_index", i).With("expected_sha256", *want).With("actual_sha256", sum)
 		}
 		if !out[i].declared {
-			f, ff := sniff(out[i].path, op, i)
+			f, ff := rt.sniff(out[i].path, op, i)
 			if ff != nil {
 				return nil, ff
 			}
@@ -180,95 +179,6 @@ func unsupportedFormat(op gen.OperationDecl, i int, got string) *failure.Failure
 		With("accepted_formats", op.FormatStrings())
 }
 
-// extensionFormats maps file name suffixes to the formats they announce, most specific
-// first. JSON-shaped formats fall back to json and anything readable to text.
-var extensionFormats = []struct {
-	suffix  string
-	formats []gen.Format
-}{
-	{".autotune.json", []gen.Format{gen.FormatTritonCache, gen.FormatJSON}},
-	{".speedscope.json", []gen.Format{gen.FormatPySpy, gen.FormatJSON}},
-	{".pb.gz", []gen.Format{gen.FormatPprof}},
-	{".pprof", []gen.Format{gen.FormatPprof}},
-	{".jsonl", []gen.Format{gen.FormatJsonl, gen.FormatText}},
-	{".ndjson", []gen.Format{gen.FormatJsonl, gen.FormatText}},
-	{".json", []gen.Format{gen.FormatJSON, gen.FormatText}},
-	{".csv", []gen.Format{gen.FormatCSV, gen.FormatText}},
-	{".parquet", []gen.Format{gen.FormatParquet}},
-	{".pstats", []gen.Format{gen.FormatPstats}},
-	{".folded", []gen.Format{gen.FormatPerf, gen.FormatText}},
-	{".collapsed", []gen.Format{gen.FormatPerf, gen.FormatText}},
-	{".cpuprofile", []gen.Format{gen.FormatCpuprofile, gen.FormatJSON}},
-	{".heapprofile", []gen.Format{gen.FormatHeapprofile, gen.FormatJSON}},
-	{".sarif", []gen.Format{gen.FormatSarif, gen.FormatJSON}},
-	{".pftrace", []gen.Format{gen.FormatPerfetto}},
-	{".perfetto-trace", []gen.Format{gen.FormatPerfetto}},
-	{".nsys-rep", []gen.Format{gen.FormatNsysRep}},
-	{".ncu-rep", []gen.Format{gen.FormatNsightCompute}},
-	{".ncu-repz", []gen.Format{gen.FormatNsightCompute}},
-	{".txt", []gen.Format{gen.FormatText}},
-	{".log", []gen.Format{gen.FormatText}},
-}
-
-// formatCandidates lists the formats a file named name starting with head may be, most
-// specific first.
-func formatCandidates(name string, head []byte) []gen.Format {
-	trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
-	var candidates []gen.Format
-	switch {
-	case bytes.HasPrefix(head, []byte("PERFILE2")):
-		candidates = []gen.Format{gen.FormatPerfData}
-	case len(head) > 0 && head[0] == 0xfb:
-		candidates = []gen.Format{gen.FormatPstats}
-	case strings.HasSuffix(name, ".prof"):
-		// cProfile and Go both write .prof: a marshal dict starts with '{', pprof does not.
-		candidates = []gen.Format{gen.FormatPprof}
-		if len(head) > 0 && head[0] == '{' {
-			candidates = []gen.Format{gen.FormatPstats}
-		}
-	}
-	if candidates == nil {
-		for _, e := range extensionFormats {
-			if strings.HasSuffix(name, e.suffix) {
-				candidates = e.formats
-				break
-			}
-		}
-	}
-	if candidates == nil || candidates[0] == gen.FormatJSON {
-		switch {
-		case bytes.Contains(head, []byte(`"flameox.benchmark-samples.v1"`)):
-			candidates = []gen.Format{gen.FormatSamples, gen.FormatJSON}
-		case bytes.Contains(head, []byte(`"benchmarks"`)) && (bytes.Contains(head, []byte(`"runs"`)) || bytes.Contains(head, []byte(`"version"`))):
-			candidates = []gen.Format{gen.FormatPyperf, gen.FormatJSON}
-		case bytes.Contains(head, []byte(`"results"`)) && bytes.Contains(head, []byte(`"command"`)):
-			candidates = []gen.Format{gen.FormatHyperfine, gen.FormatJSON}
-		case bytes.Contains(head, []byte(`"benchmarks"`)) && bytes.Contains(head, []byte(`"states"`)):
-			candidates = []gen.Format{gen.FormatNvbench, gen.FormatJSON}
-		case bytes.Contains(head, []byte("speedscope.app/file-format-schema")):
-			candidates = []gen.Format{gen.FormatPySpy, gen.FormatJSON}
-		case bytes.Contains(head, []byte(`"callFrame"`)) && bytes.Contains(head, []byte(`"nodes"`)):
-			candidates = []gen.Format{gen.FormatCpuprofile, gen.FormatJSON}
-		}
-	}
-	if (candidates == nil || candidates[0] == gen.FormatText) && goBenchHead.Match(head) {
-		candidates = []gen.Format{gen.FormatGoBench, gen.FormatText}
-	}
-	if candidates == nil {
-		switch {
-		case bytes.HasPrefix(head, []byte("PAR1")):
-			candidates = []gen.Format{gen.FormatParquet}
-		case name == ".coverage" && bytes.HasPrefix(head, []byte("SQLite format 3")):
-			candidates = []gen.Format{gen.FormatCoverage}
-		case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '['):
-			candidates = []gen.Format{gen.FormatJSON, gen.FormatText}
-		default:
-			candidates = []gen.Format{gen.FormatText}
-		}
-	}
-	return candidates
-}
-
 // gunzipHead returns up to 512 decompressed bytes of the gzip file at path.
 func gunzipHead(path string) []byte {
 	f, err := os.Open(path)
@@ -304,14 +214,10 @@ func textual(head []byte) bool {
 	return true
 }
 
-// goBenchHead recognizes Go benchmark output: configuration lines or a result line.
-var goBenchHead = regexp.MustCompile(`(?m)^(goos: |goarch: |pkg: |Benchmark\S*\s+\d+\s+[0-9.]+ \S+)`)
-
-// sniff detects the format of an undeclared source where that is unambiguous: binary
-// magic numbers (perf.data, gzip as pprof, a marshal dict as pstats), a known suffix,
-// the Parquet magic, markers of Speedscope and V8 profiles in leading JSON, JSON by a
-// leading { or [, and text otherwise. The first candidate the operation accepts wins.
-func sniff(path string, op gen.OperationDecl, i int) (gen.Format, *failure.Failure) {
+// sniff detects the format of an undeclared source with the registered detectors: a gzip
+// file is what it holds (a textual format read through transparent decompression, else
+// a binary one such as pprof). The first candidate the operation accepts wins.
+func (rt *Runtime) sniff(path string, op gen.OperationDecl, i int) (gen.Format, *failure.Failure) {
 	name := strings.ToLower(filepath.Base(path))
 	head := make([]byte, 512)
 	if f, err := os.Open(path); err == nil {
@@ -321,19 +227,20 @@ func sniff(path string, op gen.OperationDecl, i int) (gen.Format, *failure.Failu
 	} else {
 		head = head[:0]
 	}
-	candidates := formatCandidates(name, head)
 	if bytes.HasPrefix(head, []byte{0x1f, 0x8b}) {
-		// A gzip file is what it holds: a pprof profile (binary protobuf), or a textual
-		// format read through transparent decompression.
-		candidates = []gen.Format{gen.FormatPprof}
 		if inner := gunzipHead(path); textual(inner) {
-			candidates = formatCandidates(strings.TrimSuffix(name, ".gz"), inner)
+			name, head = strings.TrimSuffix(name, ".gz"), inner
 		}
 	}
+	candidates := rt.providers.Detect(name, head)
 	for _, c := range candidates {
 		if op.Accepts(c) {
 			return c, nil
 		}
 	}
-	return "", unsupportedFormat(op, i, string(candidates[0])).With("detected", true)
+	got := "unknown"
+	if len(candidates) > 0 {
+		got = string(candidates[0])
+	}
+	return "", unsupportedFormat(op, i, got).With("detected", true)
 }

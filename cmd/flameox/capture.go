@@ -44,7 +44,7 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 			if f := exclusivePublication(preserve, rescueTo); f != nil {
 				return f
 			}
-			rt, err := runtime.New([]byte(limits))
+			rt, err := newRuntime([]byte(limits))
 			if err != nil {
 				return err
 			}

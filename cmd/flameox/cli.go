@@ -61,7 +61,7 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 			if evidence != "" && len(args) > 1 {
 				return failure.Invalid(failure.Path("sources"), nil, "give artifact paths or --evidence EVIDENCE_ID, not both")
 			}
-			rt, err := runtime.New([]byte(limits))
+			rt, err := newRuntime([]byte(limits))
 			if err != nil {
 				return err
 			}

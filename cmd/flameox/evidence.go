@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flameox/flameox/repository"
 	"github.com/flameox/flameox/runtime"
 )
 
@@ -39,7 +38,7 @@ func newEvidenceQueryCommand(stdout io.Writer) *cobra.Command {
 		Short: "List preserved evidence manifests in inventory order (the query_evidence tool)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			rt, err := runtime.New(nil)
+			rt, err := newRuntime(nil)
 			if err != nil {
 				return err
 			}
@@ -88,7 +87,7 @@ func newEvidenceShowCommand(stdout io.Writer) *cobra.Command {
 		Short: "Print the full canonical manifest of preserved evidence (local, full provenance)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			rt, err := runtime.New(nil)
+			rt, err := newRuntime(nil)
 			if err != nil {
 				return err
 			}
@@ -109,7 +108,7 @@ func newEvidenceLocationCommand(stdout io.Writer) *cobra.Command {
 		Short: "Print the evidence store directory without opening it",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			rt, err := runtime.New(nil)
+			rt, err := newRuntime(nil)
 			if err != nil {
 				return err
 			}
@@ -120,7 +119,7 @@ func newEvidenceLocationCommand(stdout io.Writer) *cobra.Command {
 			loc := store.Location()
 			return writeJSON(stdout, map[string]any{
 				"directory":            loc.Dir,
-				"environment_variable": repository.EnvironmentVariable,
+				"environment_variable": runtime.DataDirVariable,
 				"configuration_source": loc.Source,
 			})
 		},

@@ -22,7 +22,7 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 			if tool != "" && full {
 				return failure.Invalid(failure.Path("tool"), nil, "--tool and --full are mutually exclusive")
 			}
-			rt, err := runtime.New(nil)
+			rt, err := newRuntime(nil)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"io"
 	"os"
+
+	"github.com/flameox/flameox/providers/all"
+	"github.com/flameox/flameox/runtime"
 )
 
 func main() {
@@ -26,4 +29,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// newRuntime builds the runtime over every evidence family; limits is the raw --limits
+// JSON. It is the only place that hands providers to the runtime.
+func newRuntime(limits []byte, opts ...runtime.Option) (*runtime.Runtime, error) {
+	return runtime.New(all.Registry(), limits, opts...)
 }

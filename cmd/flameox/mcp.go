@@ -22,7 +22,7 @@ func newServeCommand() *cobra.Command {
 		Short: "Serve the Flameox tools over MCP on stdio",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			rt, err := runtime.New([]byte(limits))
+			rt, err := newRuntime([]byte(limits))
 			if err != nil {
 				return err
 			}

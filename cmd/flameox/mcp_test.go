@@ -16,7 +16,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/flameox/flameox/contracts"
-	"github.com/flameox/flameox/repository"
 	"github.com/flameox/flameox/runtime"
 )
 
@@ -41,7 +40,7 @@ func connectStore(t *testing.T, limits, store string) *session {
 
 func connectWith(t *testing.T, limits, store string, opts *mcp.ClientOptions) *session {
 	t.Helper()
-	rt, err := runtime.New([]byte(limits), runtime.WithStore(repository.Location{Dir: store, Source: repository.SourceExplicit}))
+	rt, err := newRuntime([]byte(limits), runtime.WithStoreDir(store))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -896,6 +896,241 @@ type WindowFields struct {
 	EndNS any `json:"end_ns"`
 }
 
+// BenchmarkMeasurementRow is one measured value of a benchmark result.
+type BenchmarkMeasurementRow struct {
+	InputIndex int64  `json:"input_index"`
+	Benchmark  string `json:"benchmark"`
+	// ns, bytes, count, or the source's own unit.
+	Unit string `json:"unit"`
+	// The value per loop iteration: value_int when exact, else value_float.
+	ValueInt   *int64         `json:"value_int"`
+	ValueFloat *float64       `json:"value_float"`
+	RunIndex   int64          `json:"run_index"`
+	ValueIndex int64          `json:"value_index"`
+	LoopCount  int64          `json:"loop_count"`
+	IsWarmup   bool           `json:"is_warmup"`
+	Dimensions map[string]any `json:"dimensions"`
+	Scope      *string        `json:"scope"`
+	Phase      *string        `json:"phase"`
+	Worker     *string        `json:"worker"`
+	Variant    *string        `json:"variant"`
+	Trial      *string        `json:"trial"`
+	Block      *string        `json:"block"`
+}
+
+// BenchmarkScalingRow is the log-log fit of one benchmark series.
+type BenchmarkScalingRow struct {
+	Benchmark   string         `json:"benchmark"`
+	Unit        string         `json:"unit"`
+	Dimensions  map[string]any `json:"dimensions"`
+	InputValues []float64      `json:"input_values"`
+	MeanValues  []float64      `json:"mean_values"`
+	PointCount  int64          `json:"point_count"`
+	Exponent    *float64       `json:"exponent"`
+	Coefficient *float64       `json:"coefficient"`
+	RSquared    *float64       `json:"r_squared"`
+	Status      string         `json:"status"`
+	Reason      *string        `json:"reason"`
+}
+
+// BenchmarkComparisonRow compares one series of a candidate with the baseline.
+type BenchmarkComparisonRow struct {
+	Benchmark      string         `json:"benchmark"`
+	Unit           string         `json:"unit"`
+	Dimensions     map[string]any `json:"dimensions"`
+	LoopCount      int64          `json:"loop_count"`
+	BaselineIndex  int64          `json:"baseline_index"`
+	CandidateIndex int64          `json:"candidate_index"`
+	BaselineMean   float64        `json:"baseline_mean"`
+	CandidateMean  float64        `json:"candidate_mean"`
+	BaselineCount  int64          `json:"baseline_count"`
+	CandidateCount int64          `json:"candidate_count"`
+	// candidate_mean / baseline_mean; null when the baseline mean is 0.
+	Ratio *float64 `json:"ratio"`
+}
+
+// CpuHotspotPstatsRow is one function of a pstats profile, ranked by the chosen metric.
+type CpuHotspotPstatsRow struct {
+	Function              string  `json:"function"`
+	File                  string  `json:"file"`
+	Line                  int64   `json:"line"`
+	PrimitiveCalls        int64   `json:"primitive_calls"`
+	TotalCalls            int64   `json:"total_calls"`
+	SelfTimeSeconds       float64 `json:"self_time_seconds"`
+	CumulativeTimeSeconds float64 `json:"cumulative_time_seconds"`
+}
+
+// CpuHotspotSampledRow is one frame of a sampled profile, ranked by weight.
+type CpuHotspotSampledRow struct {
+	Function string `json:"function"`
+	// Source file, or null for native or unresolved frames.
+	File   *string `json:"file"`
+	Line   *int64  `json:"line"`
+	Column *int64  `json:"column"`
+	// Weight of samples whose leaf is this frame, in unit.
+	SelfWeight float64 `json:"self_weight"`
+	// Weight of samples with this frame anywhere on the stack, counted once per sample.
+	InclusiveWeight float64 `json:"inclusive_weight"`
+	SelfSamples     int64   `json:"self_samples"`
+	Unit            string  `json:"unit"`
+}
+
+// CpuCallerPstatsRow is one caller to callee edge of a pstats profile.
+type CpuCallerPstatsRow struct {
+	CallerFunction string `json:"caller_function"`
+	CallerFile     string `json:"caller_file"`
+	CallerLine     int64  `json:"caller_line"`
+	CalleeFunction string `json:"callee_function"`
+	CalleeFile     string `json:"callee_file"`
+	CalleeLine     int64  `json:"callee_line"`
+	// Null where profile.py recorded a bare call count.
+	PrimitiveCalls        *int64   `json:"primitive_calls"`
+	TotalCalls            int64    `json:"total_calls"`
+	SelfTimeSeconds       *float64 `json:"self_time_seconds"`
+	CumulativeTimeSeconds *float64 `json:"cumulative_time_seconds"`
+}
+
+// CpuCallerSampledRow is one caller to callee edge of a sampled profile.
+type CpuCallerSampledRow struct {
+	CallerFunction string  `json:"caller_function"`
+	CallerFile     *string `json:"caller_file"`
+	CallerLine     *int64  `json:"caller_line"`
+	CalleeFunction string  `json:"callee_function"`
+	CalleeFile     *string `json:"callee_file"`
+	CalleeLine     *int64  `json:"callee_line"`
+	SampleCount    int64   `json:"sample_count"`
+	Weight         float64 `json:"weight"`
+	Unit           string  `json:"unit"`
+}
+
+// PerfProvider records the workload with perf record; the native output is perf.data.
+type PerfProvider struct {
+	Kind string `json:"kind"`
+	// Sampling frequency in Hz (1-1000).
+	Frequency int64 `json:"frequency,omitempty"`
+	// Call-graph unwinding: dwarf (works without frame pointers) or fp.
+	CallGraph string `json:"call_graph,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *PerfProvider) ApplyDefaults() {
+	if isZero(x.Frequency) {
+		x.Frequency = 99
+	}
+	if isZero(x.CallGraph) {
+		x.CallGraph = "dwarf"
+	}
+}
+
+// NodeCpuProfileProvider runs a Node.js target with --cpu-prof; argv[0] must be node.
+type NodeCpuProfileProvider struct {
+	Kind string `json:"kind"`
+}
+
+// PySpyProvider samples a Python target with the pinned py-spy collector (0.4.2), writing Speedscope.
+type PySpyProvider struct {
+	Kind string `json:"kind"`
+	// Samples per second (1-1000).
+	Rate int64 `json:"rate,omitempty"`
+	// Only sample threads holding the GIL.
+	Gil bool `json:"gil,omitempty"`
+	// Include native (C) frames.
+	Native bool `json:"native,omitempty"`
+	// Also profile Python subprocesses.
+	Subprocesses bool `json:"subprocesses,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *PySpyProvider) ApplyDefaults() {
+	if isZero(x.Rate) {
+		x.Rate = 100
+	}
+	if isZero(x.Gil) {
+		x.Gil = false
+	}
+	if isZero(x.Native) {
+		x.Native = false
+	}
+	if isZero(x.Subprocesses) {
+		x.Subprocesses = false
+	}
+}
+
+// CProfileProvider runs a Python target under python -m cProfile -o; argv[0] must be a Python interpreter. No installation needed.
+type CProfileProvider struct {
+	Kind string `json:"kind"`
+}
+
+// GoTestProvider runs go test with -cpuprofile; argv must start with go test and name one package.
+type GoTestProvider struct {
+	Kind string `json:"kind"`
+}
+
+// BenchmarkSamplesProvider runs the target with FLAMEOX_BENCHMARK_OUTPUT naming the file where it must write a benchmark-samples document.
+type BenchmarkSamplesProvider struct {
+	Kind string `json:"kind"`
+}
+
+// PyperfProvider benchmarks the target command with pyperf command, run by the python3 on PATH, which must have pyperf installed.
+type PyperfProvider struct {
+	Kind string `json:"kind"`
+	// Worker processes (1-32).
+	Processes int64 `json:"processes,omitempty"`
+	// Values per process (1-100).
+	Values int64 `json:"values,omitempty"`
+	// Warmups per process (0-100).
+	Warmups int64 `json:"warmups,omitempty"`
+	// Loops per value; 0 calibrates.
+	Loops int64 `json:"loops,omitempty"`
+	// Benchmark name (1-120 characters).
+	Name string `json:"name,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *PyperfProvider) ApplyDefaults() {
+	if isZero(x.Processes) {
+		x.Processes = 1
+	}
+	if isZero(x.Values) {
+		x.Values = 3
+	}
+	if isZero(x.Warmups) {
+		x.Warmups = 1
+	}
+	if isZero(x.Loops) {
+		x.Loops = 0
+	}
+	if isZero(x.Name) {
+		x.Name = "command"
+	}
+}
+
+// NVBenchProvider runs an NVBench executable with --json naming the result file.
+type NVBenchProvider struct {
+	Kind string `json:"kind"`
+}
+
+// HyperfineProvider times the target argv with hyperfine, without a shell (-N).
+type HyperfineProvider struct {
+	Kind string `json:"kind"`
+	// Timed runs (2-1000).
+	Runs int64 `json:"runs,omitempty"`
+	// Warmup runs (0-100).
+	Warmup int64 `json:"warmup,omitempty"`
+	// Series name (hyperfine --command-name); compare_benchmarks matches series by it.
+	Name *string `json:"name,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *HyperfineProvider) ApplyDefaults() {
+	if isZero(x.Runs) {
+		x.Runs = 10
+	}
+	if isZero(x.Warmup) {
+		x.Warmup = 1
+	}
+}
+
 // Source is one analysis input, discriminated by kind.
 // Exactly one field is set; JSON encoding is the chosen arm's object.
 type Source struct {
@@ -1075,6 +1310,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameInspectTraceCallGraph,
@@ -1087,6 +1323,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameSummarizePytorchTrace,
@@ -1099,6 +1336,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameSummarizeTraceOperations,
@@ -1111,6 +1349,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameSummarizeTraceLifecycle,
@@ -1123,6 +1362,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameInspectTraceWindow,
@@ -1135,6 +1375,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameSummarizeBenchmarks,
@@ -1147,6 +1388,7 @@ var Operations = []OperationDecl{
 		Experiment:       true,
 		Released:         true,
 		Limitations:      []string{"Values are per loop iteration; warmup values are listed but excluded from the series statistics."},
+		Rows:             []string{"BenchmarkMeasurementRow"},
 	},
 	{
 		Name:             OperationNameAnalyzeBenchmarkScaling,
@@ -1159,6 +1401,7 @@ var Operations = []OperationDecl{
 		Experiment:       true,
 		Released:         true,
 		Limitations:      []string{"A log-log fit describes the measured range only; it is not a proof of asymptotic complexity."},
+		Rows:             []string{"BenchmarkScalingRow"},
 	},
 	{
 		Name:             OperationNameCompareBenchmarks,
@@ -1171,6 +1414,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         true,
 		Limitations:      []string{"Ratios compare means of per-iteration values; no significance test is made. Capture baseline and candidate separately, under comparable conditions."},
+		Rows:             []string{"BenchmarkComparisonRow"},
 	},
 	{
 		Name:             OperationNameRankCPUHotspots,
@@ -1183,6 +1427,15 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         true,
 		Limitations:      []string{},
+		FormatLimitations: map[Format][]string{
+			FormatCpuprofile: []string{"Sampled profile: V8 samples JavaScript frames at its sampling interval; times are the intervals between samples.", "Native, idle and GC time appear as (program), (idle) and (garbage collector) frames."},
+			FormatPerf:       []string{"Sampled profile: weights are sample counts from collapsed stacks, so functions shorter than the sampling interval may not appear.", "Collapsed stacks carry function names only: no file or line, and frames perf could not resolve appear as [unknown]."},
+			FormatPerfData:   []string{"Sampled profile: weights are sample counts, so functions shorter than the sampling interval may not appear.", "perf.data was converted with this machine's perf script; symbols resolve against the binaries present now, and unresolved frames appear as [unknown] with their object file."},
+			FormatPprof:      []string{"Sampled profile: weights are the selected sample type's values; functions shorter than the sampling period may not appear.", "Frames are functions (name, file, start line); inlined calls are expanded, and unsymbolized locations appear as addresses."},
+			FormatPstats:     []string{"cProfile and profile are deterministic instrumentation: per-call overhead inflates the times of small, frequently called functions.", "pstats files are not compatible across Python versions; this reader decodes the marshal data CPython 3 writes.", "A profile shows where time went, not why; a hot function is not necessarily the cause of slowness."},
+			FormatPySpy:      []string{"Sampled profile: times are estimated from periodic stack samples at the sampling rate, so functions shorter than the interval may not appear.", "Samples with an empty stack are counted as unresolved; py-spy frames without a file are native or idle frames."},
+		},
+		Rows: []string{"CpuHotspotPstatsRow", "CpuHotspotSampledRow"},
 	},
 	{
 		Name:             OperationNameInspectCPUCallers,
@@ -1195,6 +1448,15 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         true,
 		Limitations:      []string{},
+		FormatLimitations: map[Format][]string{
+			FormatCpuprofile: []string{"Sampled profile: V8 samples JavaScript frames at its sampling interval; times are the intervals between samples.", "Native, idle and GC time appear as (program), (idle) and (garbage collector) frames."},
+			FormatPerf:       []string{"Sampled profile: weights are sample counts from collapsed stacks, so functions shorter than the sampling interval may not appear.", "Collapsed stacks carry function names only: no file or line, and frames perf could not resolve appear as [unknown]."},
+			FormatPerfData:   []string{"Sampled profile: weights are sample counts, so functions shorter than the sampling interval may not appear.", "perf.data was converted with this machine's perf script; symbols resolve against the binaries present now, and unresolved frames appear as [unknown] with their object file."},
+			FormatPprof:      []string{"Sampled profile: weights are the selected sample type's values; functions shorter than the sampling period may not appear.", "Frames are functions (name, file, start line); inlined calls are expanded, and unsymbolized locations appear as addresses."},
+			FormatPstats:     []string{"cProfile and profile are deterministic instrumentation: per-call overhead inflates the times of small, frequently called functions.", "pstats files are not compatible across Python versions; this reader decodes the marshal data CPython 3 writes.", "A profile shows where time went, not why; a hot function is not necessarily the cause of slowness."},
+			FormatPySpy:      []string{"Sampled profile: times are estimated from periodic stack samples at the sampling rate, so functions shorter than the interval may not appear.", "Samples with an empty stack are counted as unresolved; py-spy frames without a file are native or idle frames."},
+		},
+		Rows: []string{"CpuCallerPstatsRow", "CpuCallerSampledRow"},
 	},
 	{
 		Name:             OperationNameRankAllocationHotspots,
@@ -1207,6 +1469,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameRankRetainedMemory,
@@ -1219,6 +1482,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameSummarizeInference,
@@ -1231,6 +1495,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameCompareInference,
@@ -1243,6 +1508,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameInspectGPULaunches,
@@ -1255,6 +1521,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameInspectGPUKernelMetrics,
@@ -1267,6 +1534,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameInspectTritonAutotune,
@@ -1279,6 +1547,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameInspectSanitizerFailures,
@@ -1291,6 +1560,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameInspectKernelValidation,
@@ -1303,6 +1573,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameCompareKernelValidation,
@@ -1315,6 +1586,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameSummarizeFailures,
@@ -1327,6 +1599,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameInspectPytestFixtures,
@@ -1339,6 +1612,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameSummarizeCoverage,
@@ -1351,6 +1625,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNameInspectPerformanceCandidates,
@@ -1363,6 +1638,7 @@ var Operations = []OperationDecl{
 		Experiment:       false,
 		Released:         false,
 		Limitations:      []string{},
+		Rows:             []string{},
 	},
 	{
 		Name:             OperationNamePreviewArtifact,
@@ -1375,7 +1651,22 @@ var Operations = []OperationDecl{
 		Experiment:       true,
 		Released:         true,
 		Limitations:      []string{"Preview rows project native values: integers beyond +-(2^53-1) and non-finite numbers are strings; native bytes remain authoritative."},
+		Rows:             []string{},
 	},
+}
+
+// CaptureProviders is the capture provider registry in declaration order.
+var CaptureProviders = []CaptureProviderDecl{
+	{Kind: "direct", Definition: "DirectProvider", Outputs: []CaptureOutput{{Role: "stderr", Format: FormatText}, {Role: "stdout", Format: FormatText}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "perf", Definition: "PerfProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPerfData}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "node-cpu-profile", Definition: "NodeCpuProfileProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatCpuprofile}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "py-spy", Definition: "PySpyProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPySpy}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "cprofile", Definition: "CProfileProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPstats}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "go-test", Definition: "GoTestProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPprof}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "benchmark-samples", Definition: "BenchmarkSamplesProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatSamples}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "pyperf", Definition: "PyperfProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatPyperf}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "nvbench", Definition: "NVBenchProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatNvbench}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "hyperfine", Definition: "HyperfineProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatHyperfine}}, ReturncodeScope: "collector", Released: true},
 }
 
 // LimitDefaults is the CUE value limitDefaults.

@@ -23,6 +23,35 @@ type OperationDecl struct {
 	Experiment       bool
 	Released         bool
 	Limitations      []string
+	// FormatLimitations are the limitations of an input of each format.
+	FormatLimitations map[Format][]string
+	// Rows names the row definitions of the paged table (Go types of this package).
+	Rows []string
+}
+
+// CaptureOutput is one native output of a capture provider.
+type CaptureOutput struct {
+	Role   string
+	Format Format
+}
+
+// CaptureProviderDecl is one entry of the capture provider registry declared in CUE.
+type CaptureProviderDecl struct {
+	Kind            string
+	Definition      string
+	Outputs         []CaptureOutput
+	ReturncodeScope string
+	Released        bool
+}
+
+// LookupCaptureProvider returns the declaration of the capture provider kind.
+func LookupCaptureProvider(kind string) (CaptureProviderDecl, bool) {
+	for _, d := range CaptureProviders {
+		if d.Kind == kind {
+			return d, true
+		}
+	}
+	return CaptureProviderDecl{}, false
 }
 
 // Accepts reports whether the operation accepts format f.

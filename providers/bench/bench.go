@@ -70,19 +70,6 @@ func (m Measurement) identity(drop map[string]bool, ignoreLoops bool) string {
 	return string(b)
 }
 
-// DecodeError is a malformed native input.
-type DecodeError struct{ Message string }
-
-func (e *DecodeError) Error() string { return e.Message }
-
-// LimitError is an input beyond a decoder bound.
-type LimitError struct {
-	Message string
-	Limit   int64
-}
-
-func (e *LimitError) Error() string { return e.Message }
-
 // MaxMeasurements bounds the measurements of one request.
 const MaxMeasurements = 5_000_000
 

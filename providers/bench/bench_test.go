@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers"
 )
 
 func corpus(t testing.TB, name string) string {
@@ -140,8 +141,8 @@ func TestSamplesDocument(t *testing.T) {
 		"string value":  `{"schema":"flameox.benchmark-samples.v1","benchmarks":[{"name":"a","unit":"ns","samples":["1"]}]}`,
 	} {
 		_, _, err := DecodeSamples(strings.NewReader(bad), 0)
-		var se *SchemaError
-		if !errors.As(err, &se) {
+		var de *providers.DecodeError
+		if !errors.As(err, &de) || de.Details["document_field_path"] == nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flameox/flameox/contracts"
 	"github.com/flameox/flameox/internal/validate"
+	"github.com/flameox/flameox/providers"
 )
 
 // maxJSONBytes bounds the JSON benchmark documents, which are decoded whole.
@@ -26,7 +27,7 @@ func readAllBounded(r io.Reader) ([]byte, error) {
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, &DecodeError{Message: "the gzip stream is not valid"}
+			return nil, &providers.DecodeError{Message: "the gzip stream is not valid"}
 		}
 		r = zr
 	} else {
@@ -34,10 +35,10 @@ func readAllBounded(r io.Reader) ([]byte, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxJSONBytes+1))
 	if err != nil {
-		return nil, &DecodeError{Message: "the input could not be read (bad compression or I/O error)"}
+		return nil, &providers.DecodeError{Message: "the input could not be read (bad compression or I/O error)"}
 	}
 	if len(b) > maxJSONBytes {
-		return nil, &LimitError{Message: fmt.Sprintf("the benchmark document is larger than %d bytes", maxJSONBytes), Limit: maxJSONBytes}
+		return nil, &providers.LimitError{Message: fmt.Sprintf("the benchmark document is larger than %d bytes", maxJSONBytes), Limit: maxJSONBytes}
 	}
 	return b, nil
 }
@@ -84,7 +85,7 @@ func DecodePyperf(r io.Reader, input int) ([]Measurement, error) {
 		} `json:"benchmarks"`
 	}
 	if err := json.Unmarshal(b, &suite); err != nil {
-		return nil, &DecodeError{Message: "the input is not a pyperf JSON suite"}
+		return nil, &providers.DecodeError{Message: "the input is not a pyperf JSON suite"}
 	}
 	perLoopWarmups := false
 	switch strings.TrimSpace(string(suite.Version)) {
@@ -92,10 +93,10 @@ func DecodePyperf(r io.Reader, input int) ([]Measurement, error) {
 		perLoopWarmups = true
 	case "5", "6":
 	default:
-		return nil, &DecodeError{Message: fmt.Sprintf("pyperf JSON version %s is not read; versions 5, 6 and \"1.0\" are", string(suite.Version))}
+		return nil, &providers.DecodeError{Message: fmt.Sprintf("pyperf JSON version %s is not read; versions 5, 6 and \"1.0\" are", string(suite.Version))}
 	}
 	if len(suite.Benchmarks) == 0 {
-		return nil, &DecodeError{Message: "the pyperf suite holds no benchmarks"}
+		return nil, &providers.DecodeError{Message: "the pyperf suite holds no benchmarks"}
 	}
 	var out []Measurement
 	for bi, bench := range suite.Benchmarks {
@@ -122,7 +123,7 @@ func DecodePyperf(r io.Reader, input int) ([]Measurement, error) {
 			}
 			for wi, w := range run.Warmups {
 				if len(w) != 2 {
-					return nil, &DecodeError{Message: fmt.Sprintf("benchmark %q run %d warmup %d is not [loops, value]", name, ri, wi)}
+					return nil, &providers.DecodeError{Message: fmt.Sprintf("benchmark %q run %d warmup %d is not [loops, value]", name, ri, wi)}
 				}
 				v := w[1]
 				if !perLoopWarmups && w[0] > 0 {
@@ -138,7 +139,7 @@ func DecodePyperf(r io.Reader, input int) ([]Measurement, error) {
 					Run: ri, Index: vi, Loops: loops * inner})
 			}
 			if len(out) > MaxMeasurements {
-				return nil, &LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
+				return nil, &providers.LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
 			}
 		}
 	}
@@ -176,14 +177,6 @@ var samplesSchema = sync.OnceValue(func() *validate.Schema {
 	return s
 })
 
-// SchemaError is a benchmark-samples document that does not match its schema.
-type SchemaError struct {
-	Message   string
-	FieldPath []any
-}
-
-func (e *SchemaError) Error() string { return e.Message }
-
 // DecodeSamples reads a Flameox benchmark-samples document, validated against its
 // published schema (contracts/formats/BenchmarkSamplesDocument.json).
 func DecodeSamples(r io.Reader, input int) ([]Measurement, []string, error) {
@@ -192,7 +185,8 @@ func DecodeSamples(r io.Reader, input int) ([]Measurement, []string, error) {
 		return nil, nil, err
 	}
 	if _, f := samplesSchema().Validate(b); f != nil {
-		return nil, nil, &SchemaError{Message: "the benchmark-samples document does not match its schema: " + f.Message, FieldPath: f.FieldPath}
+		return nil, nil, &providers.DecodeError{Message: "the benchmark-samples document does not match its schema: " + f.Message,
+			Details: map[string]any{"document_field_path": f.FieldPath}}
 	}
 	var doc struct {
 		Producer *struct {
@@ -215,7 +209,7 @@ func DecodeSamples(r io.Reader, input int) ([]Measurement, []string, error) {
 		} `json:"benchmarks"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, nil, &DecodeError{Message: "the benchmark-samples document cannot be decoded"}
+		return nil, nil, &providers.DecodeError{Message: "the benchmark-samples document cannot be decoded"}
 	}
 	var producers []string
 	if doc.Producer != nil {
@@ -246,7 +240,7 @@ func DecodeSamples(r io.Reader, input int) ([]Measurement, []string, error) {
 		add(s.WarmupSamples, true)
 		add(s.Samples, false)
 		if len(out) > MaxMeasurements {
-			return nil, nil, &LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
+			return nil, nil, &providers.LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
 		}
 	}
 	return out, producers, nil
@@ -268,12 +262,12 @@ func DecodeHyperfine(r io.Reader, input int) ([]Measurement, error) {
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil || doc.Results == nil {
-		return nil, &DecodeError{Message: "the input is not a hyperfine JSON export (no results)"}
+		return nil, &providers.DecodeError{Message: "the input is not a hyperfine JSON export (no results)"}
 	}
 	var out []Measurement
 	for ri, res := range doc.Results {
 		if res.Command == "" || len(res.Times) == 0 {
-			return nil, &DecodeError{Message: fmt.Sprintf("hyperfine result %d has no command or no times", ri)}
+			return nil, &providers.DecodeError{Message: fmt.Sprintf("hyperfine result %d has no command or no times", ri)}
 		}
 		dims := map[string]string{}
 		for k, v := range res.Parameters {
@@ -317,7 +311,7 @@ func DecodeNVBench(r io.Reader, input int) ([]Measurement, error) {
 		} `json:"benchmarks"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil || doc.Benchmarks == nil {
-		return nil, &DecodeError{Message: "the input is not NVBench JSON (no benchmarks)"}
+		return nil, &providers.DecodeError{Message: "the input is not NVBench JSON (no benchmarks)"}
 	}
 	var out []Measurement
 	for _, bm := range doc.Benchmarks {
@@ -336,7 +330,7 @@ func DecodeNVBench(r io.Reader, input int) ([]Measurement, error) {
 					}
 					v, err := strconv.ParseFloat(fmt.Sprint(d.Value), 64)
 					if err != nil {
-						return nil, &DecodeError{Message: fmt.Sprintf("NVBench %s state %d summary %s has a non-numeric value", bm.Name, si, s.Tag)}
+						return nil, &providers.DecodeError{Message: fmt.Sprintf("NVBench %s state %d summary %s has a non-numeric value", bm.Name, si, s.Tag)}
 					}
 					unit := s.Hint
 					if unit == "duration" {
@@ -369,7 +363,7 @@ func DecodeGoBench(r io.Reader, input int) ([]Measurement, error) {
 	for lineNo := 1; ; lineNo++ {
 		line, err := br.ReadString('\n')
 		if len(line) > 1<<20 {
-			return nil, &LimitError{Message: fmt.Sprintf("line %d is longer than 1 MiB", lineNo), Limit: 1 << 20}
+			return nil, &providers.LimitError{Message: fmt.Sprintf("line %d is longer than 1 MiB", lineNo), Limit: 1 << 20}
 		}
 		line = strings.TrimRight(line, "\r\n")
 		if k, v, ok := strings.Cut(line, ": "); ok && !strings.ContainsAny(k, " \t") && k == "pkg" {
@@ -380,14 +374,14 @@ func DecodeGoBench(r io.Reader, input int) ([]Measurement, error) {
 			n, _ := strconv.ParseInt(m[2], 10, 64)
 			fields := strings.Fields(m[3])
 			if len(fields)%2 != 0 {
-				return nil, &DecodeError{Message: fmt.Sprintf("line %d has a value without a unit", lineNo)}
+				return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d has a value without a unit", lineNo)}
 			}
 			run := runs[m[1]]
 			runs[m[1]]++
 			for i := 0; i < len(fields); i += 2 {
 				v, perr := strconv.ParseFloat(fields[i], 64)
 				if perr != nil {
-					return nil, &DecodeError{Message: fmt.Sprintf("line %d has a non-numeric value %q", lineNo, fields[i])}
+					return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d has a non-numeric value %q", lineNo, fields[i])}
 				}
 				unit := fields[i+1]
 				if u, ok := goBenchUnits[unit]; ok {
@@ -397,18 +391,18 @@ func DecodeGoBench(r io.Reader, input int) ([]Measurement, error) {
 					Run: run, Loops: n, AdaptiveLoops: true, Dimensions: dims, Scope: scope})
 			}
 			if len(out) > MaxMeasurements {
-				return nil, &LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
+				return nil, &providers.LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
 			}
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, &DecodeError{Message: "the benchmark output could not be read"}
+			return nil, &providers.DecodeError{Message: "the benchmark output could not be read"}
 		}
 	}
 	if len(out) == 0 {
-		return nil, &DecodeError{Message: "the input holds no Go benchmark result lines"}
+		return nil, &providers.DecodeError{Message: "the input holds no Go benchmark result lines"}
 	}
 	return out, nil
 }

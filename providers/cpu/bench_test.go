@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flameox/flameox/internal/testtool"
 	"github.com/google/pprof/profile"
+
+	"github.com/flameox/flameox/internal/testtool"
 )
 
 // makePstats writes (once) a pstats file of n functions, each with up to three callers,

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers"
 )
 
 func corpus(t testing.TB, name string) string {
@@ -162,8 +163,8 @@ func TestPstatsRejectsPython2AndMalformed(t *testing.T) {
 	f, _ := os.Open(corpus(t, "gprof2dot__cProfile-py2.pstats"))
 	defer f.Close()
 	_, err := DecodePstats(f)
-	var de *DecodeError
-	if !errors.As(err, &de) || !de.Python2 {
+	var de *providers.DecodeError
+	if !errors.As(err, &de) || de.Details["python_major_version"] != 2 {
 		t.Fatalf("python 2 file: %v", err)
 	}
 	good, _ := os.ReadFile(corpus(t, "gprof2dot__print1.pstats"))
@@ -180,7 +181,7 @@ func TestPstatsRejectsPython2AndMalformed(t *testing.T) {
 	for name, b := range tests {
 		t.Run(name, func(t *testing.T) {
 			fs, err := DecodePstats(bytes.NewReader(b))
-			var de *DecodeError
+			var de *providers.DecodeError
 			if !errors.As(err, &de) || fs != nil {
 				t.Fatalf("got %v, %v; want a DecodeError", fs, err)
 			}
@@ -377,8 +378,8 @@ func TestPprofSampleTypes(t *testing.T) {
 	f2, _ := os.Open(corpus(t, "speedscope__simple.pprof.gz"))
 	defer f2.Close()
 	_, _, err = DecodePprof(f2, Options{SampleType: "alloc_space"})
-	var ste *SampleTypeError
-	if !errors.As(err, &ste) || !cmp.Equal(ste.Available, []string{"samples", "cpu"}) {
+	var fe *providers.FieldError
+	if !errors.As(err, &fe) || !cmp.Equal(fe.Accepted, []string{"samples", "cpu"}) || !cmp.Equal(fe.Field, []any{"sample_type"}) {
 		t.Fatalf("got %v", err)
 	}
 	if _, _, err := DecodePprof(strings.NewReader("not a profile"), Options{}); err == nil {

@@ -11,12 +11,9 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/flameox/flameox/providers"
 )
-
-// UnsupportedError is an input of a known format in a variant this reader refuses.
-type UnsupportedError struct{ Message string }
-
-func (e *UnsupportedError) Error() string { return e.Message }
 
 // Speedscope bounds, as upstream.
 const (
@@ -51,28 +48,28 @@ func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 	}
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&doc); err != nil {
-		return nil, 0, &DecodeError{Message: "the Speedscope document is not valid JSON of the Speedscope schema"}
+		return nil, 0, &providers.DecodeError{Message: "the Speedscope document is not valid JSON of the Speedscope schema"}
 	}
 	if len(doc.Profiles) == 0 {
-		return nil, 0, &DecodeError{Message: "the Speedscope document holds no profiles"}
+		return nil, 0, &providers.DecodeError{Message: "the Speedscope document holds no profiles"}
 	}
 	if n := len(doc.Shared.Frames); n > maxSpeedscopeFrames {
-		return nil, 0, &LimitError{Message: fmt.Sprintf("the Speedscope document has %d frames; at most %d are read", n, maxSpeedscopeFrames), Limit: maxSpeedscopeFrames}
+		return nil, 0, &providers.LimitError{Message: fmt.Sprintf("the Speedscope document has %d frames; at most %d are read", n, maxSpeedscopeFrames), Limit: maxSpeedscopeFrames}
 	}
 	unit := ""
 	for i, p := range doc.Profiles {
 		if p.Type != "sampled" {
-			return nil, 0, &UnsupportedError{Message: fmt.Sprintf("Speedscope profile %d is %q; only sampled profiles are read", i, p.Type)}
+			return nil, 0, &providers.UnsupportedError{Message: fmt.Sprintf("Speedscope profile %d is %q; only sampled profiles are read", i, p.Type)}
 		}
 		u := "samples"
 		if p.Unit != "none" {
 			if _, ok := speedscopeUnits[p.Unit]; !ok {
-				return nil, 0, &UnsupportedError{Message: fmt.Sprintf("Speedscope profile %d weighs samples in %q; only time units and none are read", i, p.Unit)}
+				return nil, 0, &providers.UnsupportedError{Message: fmt.Sprintf("Speedscope profile %d weighs samples in %q; only time units and none are read", i, p.Unit)}
 			}
 			u = "seconds"
 		}
 		if unit != "" && unit != u {
-			return nil, 0, &UnsupportedError{Message: "the Speedscope profiles mix time and sample-count weights"}
+			return nil, 0, &providers.UnsupportedError{Message: "the Speedscope profiles mix time and sample-count weights"}
 		}
 		unit = u
 	}
@@ -98,11 +95,11 @@ func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 	var total int
 	for pi, p := range doc.Profiles {
 		if len(p.Weights) != len(p.Samples) {
-			return nil, 0, &DecodeError{Message: fmt.Sprintf("Speedscope profile %d has %d samples and %d weights", pi, len(p.Samples), len(p.Weights))}
+			return nil, 0, &providers.DecodeError{Message: fmt.Sprintf("Speedscope profile %d has %d samples and %d weights", pi, len(p.Samples), len(p.Weights))}
 		}
 		total += len(p.Samples)
 		if total > maxSpeedscopeSamples {
-			return nil, 0, &LimitError{Message: fmt.Sprintf("the Speedscope document has more than %d samples", maxSpeedscopeSamples), Limit: maxSpeedscopeSamples}
+			return nil, 0, &providers.LimitError{Message: fmt.Sprintf("the Speedscope document has more than %d samples", maxSpeedscopeSamples), Limit: maxSpeedscopeSamples}
 		}
 		scale := 1.0
 		if p.Unit != "none" {
@@ -113,7 +110,7 @@ func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 			stack = stack[:0]
 			for _, fi := range smp {
 				if fi < 0 || fi >= len(frames) {
-					return nil, 0, &DecodeError{Message: fmt.Sprintf("Speedscope profile %d sample %d names frame %d, which does not exist", pi, si, fi)}
+					return nil, 0, &providers.DecodeError{Message: fmt.Sprintf("Speedscope profile %d sample %d names frame %d, which does not exist", pi, si, fi)}
 				}
 				stack = append(stack, frames[fi])
 			}
@@ -144,7 +141,7 @@ func DecodeCollapsed(r io.Reader, o Options) (*Sampled, error) {
 			return s, nil
 		}
 		if err != nil {
-			return nil, &LimitError{Message: fmt.Sprintf("line %d of the collapsed stacks is longer than %d bytes", lineNo, maxCollapsedLine), Limit: maxCollapsedLine}
+			return nil, &providers.LimitError{Message: fmt.Sprintf("line %d of the collapsed stacks is longer than %d bytes", lineNo, maxCollapsedLine), Limit: maxCollapsedLine}
 		}
 		line = strings.TrimRight(line, "\r\n")
 		if strings.TrimSpace(line) == "" {
@@ -152,11 +149,11 @@ func DecodeCollapsed(r io.Reader, o Options) (*Sampled, error) {
 		}
 		sp := strings.LastIndexByte(line, ' ')
 		if sp < 0 {
-			return nil, &DecodeError{Message: fmt.Sprintf("line %d is not \"stack count\"", lineNo)}
+			return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d is not \"stack count\"", lineNo)}
 		}
 		count, err := strconv.ParseInt(line[sp+1:], 10, 64)
 		if err != nil || count < 0 || strings.ContainsAny(line[sp+1:], "+-") {
-			return nil, &DecodeError{Message: fmt.Sprintf("line %d does not end with a sample count", lineNo)}
+			return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d does not end with a sample count", lineNo)}
 		}
 		stack = stack[:0]
 		for _, name := range strings.Split(line[:sp], ";") {
@@ -229,7 +226,7 @@ func DecodePerfScript(r io.Reader, o Options) (*Sampled, error) {
 			return s, flush()
 		}
 		if err != nil {
-			return nil, &LimitError{Message: fmt.Sprintf("line %d of the perf script output is longer than %d bytes", lineNo, maxCollapsedLine), Limit: maxCollapsedLine}
+			return nil, &providers.LimitError{Message: fmt.Sprintf("line %d of the perf script output is longer than %d bytes", lineNo, maxCollapsedLine), Limit: maxCollapsedLine}
 		}
 		line = strings.TrimRight(line, "\r\n")
 		switch {
@@ -239,7 +236,7 @@ func DecodePerfScript(r io.Reader, o Options) (*Sampled, error) {
 			}
 		case line[0] == ' ' || line[0] == '\t':
 			if !inSample {
-				return nil, &DecodeError{Message: fmt.Sprintf("line %d is a frame outside a sample", lineNo)}
+				return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d is a frame outside a sample", lineNo)}
 			}
 			f := parsePerfFrame(strings.TrimSpace(line))
 			i, err := s.Frame(f)
@@ -301,10 +298,10 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 		TimeDeltas []float64 `json:"timeDeltas"`
 	}
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
-		return nil, &DecodeError{Message: "the CPU profile is not valid JSON of the V8 cpuprofile shape"}
+		return nil, &providers.DecodeError{Message: "the CPU profile is not valid JSON of the V8 cpuprofile shape"}
 	}
 	if len(doc.Nodes) == 0 {
-		return nil, &DecodeError{Message: "the CPU profile has no nodes"}
+		return nil, &providers.DecodeError{Message: "the CPU profile has no nodes"}
 	}
 	unit := "seconds"
 	if len(doc.Samples) == 0 {
@@ -319,7 +316,7 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 	frame := make([]int, len(doc.Nodes))
 	for i, n := range doc.Nodes {
 		if _, dup := index[n.ID]; dup {
-			return nil, &DecodeError{Message: fmt.Sprintf("node id %d repeats", n.ID)}
+			return nil, &providers.DecodeError{Message: fmt.Sprintf("node id %d repeats", n.ID)}
 		}
 		index[n.ID] = i
 		parent[i] = -1
@@ -340,7 +337,7 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 		for _, c := range n.Children {
 			ci, ok := index[c]
 			if !ok || parent[ci] != -1 {
-				return nil, &DecodeError{Message: fmt.Sprintf("node %d names child %d, which is missing or has two parents", n.ID, c)}
+				return nil, &providers.DecodeError{Message: fmt.Sprintf("node %d names child %d, which is missing or has two parents", n.ID, c)}
 			}
 			parent[ci] = i
 		}
@@ -352,7 +349,7 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 			return stacks[i], nil
 		}
 		if depth > len(doc.Nodes) {
-			return nil, &DecodeError{Message: "the CPU profile's node tree has a cycle"}
+			return nil, &providers.DecodeError{Message: "the CPU profile's node tree has a cycle"}
 		}
 		var st []int
 		if p := parent[i]; p >= 0 {
@@ -383,13 +380,13 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 		return s, nil
 	}
 	if len(doc.TimeDeltas) != len(doc.Samples) {
-		return nil, &DecodeError{Message: "the CPU profile has a different number of samples and time deltas"}
+		return nil, &providers.DecodeError{Message: "the CPU profile has a different number of samples and time deltas"}
 	}
 	t := doc.StartTime
 	for i, id := range doc.Samples {
 		ni, ok := index[id]
 		if !ok {
-			return nil, &DecodeError{Message: fmt.Sprintf("sample %d names node %d, which does not exist", i, id)}
+			return nil, &providers.DecodeError{Message: fmt.Sprintf("sample %d names node %d, which does not exist", i, id)}
 		}
 		t += doc.TimeDeltas[i]
 		var dur float64
@@ -412,16 +409,6 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 	return s, nil
 }
 
-// SampleTypeError names a sample type the profile does not have.
-type SampleTypeError struct {
-	Requested string
-	Available []string
-}
-
-func (e *SampleTypeError) Error() string {
-	return fmt.Sprintf("the profile has no sample type %q", e.Requested)
-}
-
 // pprofUnits scales pprof time units to seconds.
 var pprofUnits = map[string]float64{"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1}
 
@@ -440,14 +427,14 @@ func DecodePprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 	sampleType := o.SampleType
 	p, err := profile.Parse(r)
 	if err != nil {
-		return nil, PprofInfo{}, &DecodeError{Message: "the input is not a pprof profile"}
+		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
 	}
 	var info PprofInfo
 	for _, st := range p.SampleType {
 		info.SampleTypes = append(info.SampleTypes, st.Type)
 	}
 	if len(p.SampleType) == 0 {
-		return nil, info, &DecodeError{Message: "the pprof profile declares no sample types"}
+		return nil, info, &providers.DecodeError{Message: "the pprof profile declares no sample types"}
 	}
 	idx := len(p.SampleType) - 1
 	want := sampleType
@@ -465,7 +452,8 @@ func DecodePprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 			if sampleType == "" {
 				idx = len(p.SampleType) - 1
 			} else {
-				return nil, info, &SampleTypeError{Requested: sampleType, Available: info.SampleTypes}
+				return nil, info, &providers.FieldError{Field: []any{"sample_type"}, Accepted: info.SampleTypes,
+					Message: fmt.Sprintf("the pprof profile has no sample type %q; it has %s", sampleType, strings.Join(info.SampleTypes, ", "))}
 			}
 		}
 	}
@@ -483,7 +471,7 @@ func DecodePprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 	stack := make([]int, 0, 64)
 	for _, smp := range p.Sample {
 		if idx >= len(smp.Value) {
-			return nil, info, &DecodeError{Message: "a pprof sample has fewer values than sample types"}
+			return nil, info, &providers.DecodeError{Message: "a pprof sample has fewer values than sample types"}
 		}
 		stack = stack[:0]
 		for li := len(smp.Location) - 1; li >= 0; li-- { // root first

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/flameox/flameox/providers"
 )
 
 // Func identifies a profiled function as pstats does: (file, line, function).
@@ -37,22 +39,8 @@ type PstatsEdge struct {
 	CumSeconds     *float64
 }
 
-// DecodeError is a malformed native input.
-type DecodeError struct {
-	Message string
-	// Python2 is set for pstats written by Python 2.
-	Python2 bool
-}
-
-func (e *DecodeError) Error() string { return e.Message }
-
-// LimitError is an input beyond a decoder bound.
-type LimitError struct {
-	Message string
-	Limit   int64
-}
-
-func (e *LimitError) Error() string { return e.Message }
+// python2 are the details of a pstats file written by Python 2.
+var python2 = map[string]any{"python_major_version": 2}
 
 // maxPstatsFunctions bounds the functions of one pstats file.
 const maxPstatsFunctions = 2_000_000
@@ -65,23 +53,23 @@ func DecodePstats(r io.Reader) ([]PstatsFunction, error) {
 	if err != nil {
 		var p2 *py2Error
 		if errors.As(err, &p2) {
-			return nil, &DecodeError{Message: "the pstats file was written by Python 2 (" + p2.reason + "); re-profile with Python 3", Python2: true}
+			return nil, &providers.DecodeError{Message: "the pstats file was written by Python 2 (" + p2.reason + "); re-profile with Python 3", Details: python2}
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, &DecodeError{Message: "the pstats file ends in the middle of a marshal value (truncated)"}
+			return nil, &providers.DecodeError{Message: "the pstats file ends in the middle of a marshal value (truncated)"}
 		}
 		// The unmarshaler's own messages name a type code or a byte offset, never a path.
-		return nil, &DecodeError{Message: "the pstats file is not valid marshal data: " + err.Error()}
+		return nil, &providers.DecodeError{Message: "the pstats file is not valid marshal data: " + err.Error()}
 	}
 	if _, err := u.r.ReadByte(); err != io.EOF {
-		return nil, &DecodeError{Message: "the pstats file has data after its marshal value"}
+		return nil, &providers.DecodeError{Message: "the pstats file has data after its marshal value"}
 	}
 	d, ok := v.(dict)
 	if !ok {
-		return nil, &DecodeError{Message: "the pstats file does not hold a dict of function statistics"}
+		return nil, &providers.DecodeError{Message: "the pstats file does not hold a dict of function statistics"}
 	}
 	if len(d) > maxPstatsFunctions {
-		return nil, &LimitError{Message: fmt.Sprintf("the pstats file holds more than %d functions", maxPstatsFunctions), Limit: maxPstatsFunctions}
+		return nil, &providers.LimitError{Message: fmt.Sprintf("the pstats file holds more than %d functions", maxPstatsFunctions), Limit: maxPstatsFunctions}
 	}
 	out := make([]PstatsFunction, 0, len(d))
 	for i, p := range d {
@@ -91,7 +79,7 @@ func DecodePstats(r io.Reader) ([]PstatsFunction, error) {
 		}
 		t, ok := p.value.(tuple)
 		if !ok || len(t) != 5 {
-			return nil, &DecodeError{Message: fmt.Sprintf("entry %d is not a (cc, nc, tt, ct, callers) tuple", i)}
+			return nil, &providers.DecodeError{Message: fmt.Sprintf("entry %d is not a (cc, nc, tt, ct, callers) tuple", i)}
 		}
 		cc, ok1 := asInt(t[0])
 		nc, ok2 := asInt(t[1])
@@ -99,7 +87,7 @@ func DecodePstats(r io.Reader) ([]PstatsFunction, error) {
 		ct, ok4 := asFloat(t[3])
 		callers, ok5 := t[4].(dict)
 		if !(ok1 && ok2 && ok3 && ok4 && ok5) {
-			return nil, &DecodeError{Message: fmt.Sprintf("entry %d has malformed statistics", i)}
+			return nil, &providers.DecodeError{Message: fmt.Sprintf("entry %d has malformed statistics", i)}
 		}
 		f := PstatsFunction{Func: fn, PrimitiveCalls: cc, TotalCalls: nc, SelfSeconds: tt, CumSeconds: ct}
 		for j, c := range callers {
@@ -113,18 +101,18 @@ func DecodePstats(r io.Reader) ([]PstatsFunction, error) {
 				e.TotalCalls = x
 			case tuple:
 				if len(x) != 4 {
-					return nil, &DecodeError{Message: fmt.Sprintf("entry %d caller %d is not an (nc, cc, tt, ct) tuple", i, j)}
+					return nil, &providers.DecodeError{Message: fmt.Sprintf("entry %d caller %d is not an (nc, cc, tt, ct) tuple", i, j)}
 				}
 				nc, ok1 := asInt(x[0])
 				cc, ok2 := asInt(x[1])
 				tt, ok3 := asFloat(x[2])
 				ct, ok4 := asFloat(x[3])
 				if !(ok1 && ok2 && ok3 && ok4) {
-					return nil, &DecodeError{Message: fmt.Sprintf("entry %d caller %d has malformed statistics", i, j)}
+					return nil, &providers.DecodeError{Message: fmt.Sprintf("entry %d caller %d has malformed statistics", i, j)}
 				}
 				e.TotalCalls, e.PrimitiveCalls, e.SelfSeconds, e.CumSeconds = nc, &cc, &tt, &ct
 			default:
-				return nil, &DecodeError{Message: fmt.Sprintf("entry %d caller %d is neither a tuple nor a call count", i, j)}
+				return nil, &providers.DecodeError{Message: fmt.Sprintf("entry %d caller %d is neither a tuple nor a call count", i, j)}
 			}
 			f.Callers = append(f.Callers, e)
 		}
@@ -136,7 +124,7 @@ func DecodePstats(r io.Reader) ([]PstatsFunction, error) {
 func funcKey(k any) (Func, error) {
 	t, ok := k.(tuple)
 	if !ok || len(t) != 3 {
-		return Func{}, &DecodeError{Message: "a function key is not a (file, line, function) tuple"}
+		return Func{}, &providers.DecodeError{Message: "a function key is not a (file, line, function) tuple"}
 	}
 	file, ok1 := t[0].(string)
 	line, ok2 := asInt(t[1])
@@ -146,9 +134,9 @@ func funcKey(k any) (Func, error) {
 	}
 	if !(ok1 && ok2 && ok3) {
 		if _, bytesKey := t[0].([]byte); bytesKey {
-			return Func{}, &DecodeError{Message: "function names are byte strings, as Python 2 wrote them; re-profile with Python 3", Python2: true}
+			return Func{}, &providers.DecodeError{Message: "function names are byte strings, as Python 2 wrote them; re-profile with Python 3", Details: python2}
 		}
-		return Func{}, &DecodeError{Message: "a function key is not a (file, line, function) tuple"}
+		return Func{}, &providers.DecodeError{Message: "a function key is not a (file, line, function) tuple"}
 	}
 	return Func{File: file, Line: line, Function: name}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/flameox/flameox/providers"
 )
 
 // Frame is one stack frame of a sampled profile. Line and Column are 0 when unknown.
@@ -74,7 +76,7 @@ func (s *Sampled) Frame(f Frame) (int, error) {
 		return i, nil
 	}
 	if len(s.Frames) >= maxFrames {
-		return 0, &LimitError{Message: fmt.Sprintf("the profile has more than %d distinct frames", maxFrames), Limit: maxFrames}
+		return 0, &providers.LimitError{Message: fmt.Sprintf("the profile has more than %d distinct frames", maxFrames), Limit: maxFrames}
 	}
 	i := len(s.Frames)
 	s.index[f] = i
@@ -115,7 +117,7 @@ func (s *Sampled) Add(stack []int, count int64, weight float64) error {
 		e := s.Edges[k]
 		if e == nil {
 			if len(s.Edges) >= maxEdges {
-				return &LimitError{Message: fmt.Sprintf("the profile has more than %d distinct caller edges", maxEdges), Limit: maxEdges}
+				return &providers.LimitError{Message: fmt.Sprintf("the profile has more than %d distinct caller edges", maxEdges), Limit: maxEdges}
 			}
 			e = &Edge{}
 			s.Edges[k] = e

@@ -67,7 +67,7 @@ func openCSV(src Source, index int) (*csvReader, error) {
 	for _, h := range header {
 		if seen[h] {
 			f.Close()
-			return nil, &DecodeError{Source: index, Message: fmt.Sprintf("the CSV header of source %d repeats the column %q", index, h)}
+			return nil, decodeError(index, 0, nil, fmt.Sprintf("the CSV header of source %d repeats the column %q", index, h))
 		}
 		seen[h] = true
 		if h == "input_sha256" {
@@ -83,19 +83,16 @@ func (c *csvReader) Close() error { return c.f.Close() }
 
 func (c *csvReader) fail(err error) error {
 	if errors.Is(err, errRecordTooLarge) {
-		return &LimitError{Source: c.index, Row: c.row + 1, Limit: MaxRecordBytes,
-			Message: fmt.Sprintf("CSV record %d of source %d is larger than %d bytes", c.row+1, c.index, MaxRecordBytes)}
+		return limitError(c.index, c.row+1, MaxRecordBytes, fmt.Sprintf("CSV record %d of source %d is larger than %d bytes", c.row+1, c.index, MaxRecordBytes))
 	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		if errors.Is(pe.Err, csv.ErrFieldCount) {
-			return &DecodeError{Source: c.index, Row: c.row + 1, err: err,
-				Message: fmt.Sprintf("CSV record %d (line %d) of source %d has a different number of fields than its %d-column header; declare the format text to read its raw lines", c.row+1, pe.StartLine, c.index, len(c.header))}
+			return decodeError(c.index, c.row+1, err, fmt.Sprintf("CSV record %d (line %d) of source %d has a different number of fields than its %d-column header; declare the format text to read its raw lines", c.row+1, pe.StartLine, c.index, len(c.header)))
 		}
-		return &DecodeError{Source: c.index, Row: c.row + 1, err: err,
-			Message: fmt.Sprintf("CSV record %d (line %d) of source %d has a malformed quoted field", c.row+1, pe.StartLine, c.index)}
+		return decodeError(c.index, c.row+1, err, fmt.Sprintf("CSV record %d (line %d) of source %d has a malformed quoted field", c.row+1, pe.StartLine, c.index))
 	}
-	return &DecodeError{Source: c.index, Row: c.row + 1, err: err, Message: fmt.Sprintf("source %d could not be read as CSV", c.index)}
+	return decodeError(c.index, c.row+1, err, fmt.Sprintf("source %d could not be read as CSV", c.index))
 }
 
 func (c *csvReader) read() ([]string, error) {

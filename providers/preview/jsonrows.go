@@ -54,7 +54,7 @@ func (j *jsonReader) fail(err error) error {
 	if err == io.ErrUnexpectedEOF {
 		msg = "the JSON document ends before its root value is complete"
 	}
-	return &DecodeError{Source: j.index, Row: j.row + 1, Message: msg, err: err}
+	return decodeError(j.index, j.row+1, err, msg)
 }
 
 // step advances to the next row. When materialize is false the row is skipped without
@@ -77,7 +77,7 @@ func (j *jsonReader) step(materialize bool) (json.RawMessage, error) {
 			case 0:
 				_, err := j.dec.ReadToken()
 				if err == io.EOF {
-					return nil, &DecodeError{Source: j.index, Message: "the JSON document is empty"}
+					return nil, decodeError(j.index, 0, nil, "the JSON document is empty")
 				}
 				return nil, j.fail(err)
 			default:
@@ -172,7 +172,7 @@ func (j *jsonReader) step(materialize bool) (json.RawMessage, error) {
 			// The document must end after its root value.
 			if _, err := j.dec.ReadToken(); err != io.EOF {
 				if err == nil {
-					return nil, &DecodeError{Source: j.index, Row: j.row + 1, Message: "the JSON document has data after its root value"}
+					return nil, decodeError(j.index, j.row+1, nil, "the JSON document has data after its root value")
 				}
 				return nil, j.fail(err)
 			}
@@ -196,8 +196,7 @@ func (j *jsonReader) readValue() (jsontext.Value, error) {
 		return nil, j.fail(err)
 	}
 	if j.dec.InputOffset()-start > MaxRecordBytes {
-		return nil, &LimitError{Source: j.index, Row: j.row + 1, Limit: MaxRecordBytes,
-			Message: fmt.Sprintf("JSON entry %d of source %d is larger than %d bytes", j.row+1, j.index, MaxRecordBytes)}
+		return nil, limitError(j.index, j.row+1, MaxRecordBytes, fmt.Sprintf("JSON entry %d of source %d is larger than %d bytes", j.row+1, j.index, MaxRecordBytes))
 	}
 	return v.Clone(), nil
 }
@@ -254,8 +253,7 @@ func (j *jsonlReader) next() (json.RawMessage, error) {
 	j.row++
 	v := jsontext.Value(bytes.Clone(bytes.TrimSpace(line)))
 	if !v.IsValid() {
-		return nil, &DecodeError{Source: j.text.index, Row: j.row,
-			Message: fmt.Sprintf("JSONL record %d (line %d) of source %d is not one valid JSON value in UTF-8", j.row, j.text.line, j.text.index)}
+		return nil, decodeError(j.text.index, j.row, nil, fmt.Sprintf("JSONL record %d (line %d) of source %d is not one valid JSON value in UTF-8", j.row, j.text.line, j.text.index))
 	}
 	return recordRow(v, j.text.digest, []string{"input_sha256"}, nil)
 }

@@ -34,13 +34,13 @@ func openParquet(src Source, index int) (rr *parquetReader, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			f.Close()
-			rr, err = nil, &DecodeError{Source: index, Message: fmt.Sprintf("source %d is not a readable Parquet file", index)}
+			rr, err = nil, decodeError(index, 0, nil, fmt.Sprintf("source %d is not a readable Parquet file", index))
 		}
 	}()
 	pf, err := parquet.OpenFile(f, src.Size)
 	if err != nil {
 		f.Close()
-		return nil, &DecodeError{Source: index, err: err, Message: fmt.Sprintf("source %d is not a readable Parquet file", index)}
+		return nil, decodeError(index, 0, err, fmt.Sprintf("source %d is not a readable Parquet file", index))
 	}
 	p := &parquetReader{f: f, pf: pf, r: parquet.NewReader(pf), index: index, digest: src.SHA256, total: pf.NumRows()}
 	for _, fld := range pf.Schema().Fields() {
@@ -60,7 +60,7 @@ func (p *parquetReader) skip(n int64) (int64, error) {
 		return 0, io.EOF
 	}
 	if err := p.r.SeekToRow(p.row + k); err != nil {
-		return 0, &DecodeError{Source: p.index, err: err, Message: fmt.Sprintf("source %d: Parquet row %d could not be reached", p.index, p.row+k)}
+		return 0, decodeError(p.index, 0, err, fmt.Sprintf("source %d: Parquet row %d could not be reached", p.index, p.row+k))
 	}
 	p.row += k
 	return k, nil
@@ -72,12 +72,12 @@ func (p *parquetReader) next() (row json.RawMessage, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			row, err = nil, &DecodeError{Source: p.index, Row: p.row + 1, Message: fmt.Sprintf("Parquet record %d of source %d could not be decoded", p.row+1, p.index)}
+			row, err = nil, decodeError(p.index, p.row+1, nil, fmt.Sprintf("Parquet record %d of source %d could not be decoded", p.row+1, p.index))
 		}
 	}()
 	m := map[string]any{}
 	if err := p.r.Read(&m); err != nil && err != io.EOF {
-		return nil, &DecodeError{Source: p.index, Row: p.row + 1, err: err, Message: fmt.Sprintf("Parquet record %d of source %d could not be decoded", p.row+1, p.index)}
+		return nil, decodeError(p.index, p.row+1, err, fmt.Sprintf("Parquet record %d of source %d could not be decoded", p.row+1, p.index))
 	}
 	p.row++
 	fields := newObject()

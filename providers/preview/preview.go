@@ -12,9 +12,10 @@ import (
 	"io"
 
 	"github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
 )
 
-// Limits on a single logical row. A larger row is a typed LimitError, never a silent cut.
+// Limits on a single logical row. A larger row is a typed limit error, never a silent cut.
 const (
 	// MaxTextLineBytes bounds one text line in line mode; longer lines need text_fragment_chars.
 	MaxTextLineBytes = 1 << 20
@@ -51,35 +52,15 @@ type Page struct {
 	Population int64
 }
 
-// DecodeError reports malformed native input. Its message is path-free.
-type DecodeError struct {
-	Source  int
-	Row     int64
-	Message string
-	err     error
+// decodeError is malformed native input at a row (1-based; 0 when none). Its message
+// is path-free.
+func decodeError(source int, row int64, err error, msg string) *providers.DecodeError {
+	return &providers.DecodeError{Source: source, Message: msg, Err: err, Details: map[string]any{"row": row}}
 }
 
-func (e *DecodeError) Error() string { return e.Message }
-func (e *DecodeError) Unwrap() error { return e.err }
-
-// LimitError reports a row larger than the reader's bound.
-type LimitError struct {
-	Source  int
-	Row     int64
-	Limit   int64
-	Message string
-}
-
-func (e *LimitError) Error() string { return e.Message }
-
-// OffsetError reports an offset at or beyond the end of the population.
-type OffsetError struct {
-	Offset     int64
-	Population int64
-}
-
-func (e *OffsetError) Error() string {
-	return fmt.Sprintf("offset %d is at or beyond the end of the %d available rows", e.Offset, e.Population)
+// limitError is a row larger than the reader's bound.
+func limitError(source int, row, limit int64, msg string) *providers.LimitError {
+	return &providers.LimitError{Source: source, Message: msg, Limit: limit, Unit: "bytes", Details: map[string]any{"row": row}}
 }
 
 // rowReader streams the rows of one source.
@@ -105,7 +86,7 @@ func skipRows(n int64, step func() error) (int64, error) {
 
 func open(src Source, index int, opt Options) (r rowReader, err error) {
 	defer func() {
-		var de *DecodeError
+		var de *providers.DecodeError
 		if errors.As(err, &de) {
 			de.Source = index
 		}
@@ -187,7 +168,7 @@ func Read(ctx context.Context, sources []Source, opt Options) (*Page, error) {
 	}
 	population := page.Observed
 	if opt.Offset > 0 && (remaining > 0 || len(page.Rows) == 0) {
-		return nil, &OffsetError{Offset: opt.Offset, Population: population}
+		return nil, &providers.OffsetError{Offset: opt.Offset, Available: population}
 	}
 	page.Complete = !more
 	if page.Complete {

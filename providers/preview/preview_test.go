@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
 )
 
 func TestProjectValue(t *testing.T) {
@@ -61,8 +62,8 @@ func TestReadAcrossSourcesAndOffsets(t *testing.T) {
 	}
 	for _, off := range []int64{5, 6, 1000} {
 		_, err := Read(context.Background(), srcs, Options{Offset: off, MaxRows: 1})
-		var oe *OffsetError
-		if !errors.As(err, &oe) || oe.Population != 5 {
+		var oe *providers.OffsetError
+		if !errors.As(err, &oe) || oe.Available != 5 {
 			t.Errorf("offset %d: err = %v", off, err)
 		}
 	}
@@ -72,7 +73,7 @@ func TestLongLineNeedsFragments(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "long.txt")
 	os.WriteFile(p, make([]byte, MaxTextLineBytes+10), 0o644)
 	_, err := Read(context.Background(), []Source{{Path: p, Format: contracts.FormatText}}, Options{MaxRows: 1})
-	var le *LimitError
+	var le *providers.LimitError
 	if !errors.As(err, &le) {
 		t.Fatalf("err = %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 func openStream(path string) (io.ReadCloser, error) {
 	r, err := sourcefile.OpenStream(path)
 	if errors.Is(err, sourcefile.ErrBadGzip) {
-		return nil, &DecodeError{Message: "the gzip stream is not valid", err: err}
+		return nil, decodeError(0, 0, err, "the gzip stream is not valid")
 	}
 	return r, err
 }

@@ -62,8 +62,7 @@ func (t *textReader) readLine(max int, hint string) ([]byte, error) {
 	for {
 		chunk, err := t.r.ReadSlice('\n')
 		if len(t.buf)+len(chunk) > max {
-			return nil, &LimitError{Source: t.index, Row: t.line + 1, Limit: int64(max),
-				Message: fmt.Sprintf("line %d of source %d is longer than %d bytes%s", t.line+1, t.index, max, hint)}
+			return nil, limitError(t.index, t.line+1, int64(max), fmt.Sprintf("line %d of source %d is longer than %d bytes%s", t.line+1, t.index, max, hint))
 		}
 		t.buf = append(t.buf, chunk...)
 		switch err {

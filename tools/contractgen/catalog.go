@@ -31,6 +31,15 @@ type captureProvider struct {
 	Released        bool              `json:"released"`
 }
 
+// captureProviders decodes the CUE capture provider registry.
+func (m *model) captureProviders() ([]captureProvider, error) {
+	var providers []captureProvider
+	if err := m.root.LookupPath(cue.ParsePath("captureProviders")).Decode(&providers); err != nil {
+		return nil, err
+	}
+	return providers, nil
+}
+
 // releasedProviders lists the operation's capture providers this build implements.
 func releasedProviders(op operation, providers []captureProvider) []string {
 	var out []string
@@ -163,8 +172,8 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 	if err := m.root.LookupPath(cue.ParsePath("server")).Decode(&server); err != nil {
 		return nil, err
 	}
-	var providers []captureProvider
-	if err := m.root.LookupPath(cue.ParsePath("captureProviders")).Decode(&providers); err != nil {
+	providers, err := m.captureProviders()
+	if err != nil {
 		return nil, err
 	}
 	var captureAnnotations map[string]any

@@ -62,6 +62,26 @@ func (m *model) goFiles() (map[string][]byte, error) {
 			g.known[op.FieldsDef] = true
 		}
 	}
+	// Row shapes and capture provider options become types too, in declaration order.
+	var extra []string
+	for _, op := range m.ops {
+		for _, r := range op.Rows {
+			if !g.known[r] {
+				g.known[r] = true
+				extra = append(extra, r)
+			}
+		}
+	}
+	providers, err := m.captureProviders()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range providers {
+		if !g.known[p.Definition] {
+			g.known[p.Definition] = true
+			extra = append(extra, p.Definition)
+		}
+	}
 	var b bytes.Buffer
 	b.WriteString(header + "package contracts\n\nimport \"encoding/json\"\n\nvar _ json.RawMessage\n\n")
 	for _, n := range goEnums {
@@ -76,6 +96,7 @@ func (m *model) goFiles() (map[string][]byte, error) {
 	}
 	sort.Strings(fds)
 	structs = append(structs, fds...)
+	structs = append(structs, extra...)
 	for _, n := range structs {
 		if err := g.structDef(&b, n); err != nil {
 			return nil, fmt.Errorf("#%s: %w", n, err)
@@ -86,7 +107,7 @@ func (m *model) goFiles() (map[string][]byte, error) {
 			return nil, fmt.Errorf("#%s: %w", n, err)
 		}
 	}
-	if err := g.registry(&b); err != nil {
+	if err := g.registry(&b, providers); err != nil {
 		return nil, err
 	}
 	src, err := format.Source(b.Bytes())
@@ -350,7 +371,7 @@ func (g *gogen) union(b *bytes.Buffer, name string) error {
 	return nil
 }
 
-func (g *gogen) registry(b *bytes.Buffer) error {
+func (g *gogen) registry(b *bytes.Buffer, providers []captureProvider) error {
 	b.WriteString("// Operations is the operation registry in its public order.\nvar Operations = []OperationDecl{\n")
 	for _, op := range g.m.ops {
 		fmt.Fprintf(b, "\t{\n\t\tName: OperationName%s,\n\t\tDescription: %q,\n\t\tFormats: []Format{", goName(op.Name), op.Description)
@@ -361,8 +382,38 @@ func (g *gogen) registry(b *bytes.Buffer) error {
 			fmt.Fprintf(b, "Format%s", goName(f))
 		}
 		fmt.Fprintf(b, "},\n\t\tMinSources: %d,\n\t\tMaxSources: %d,\n\t\tFieldsDefinition: %q,\n", op.MinSources, op.MaxSources, op.FieldsDef)
-		fmt.Fprintf(b, "\t\tCaptureProviders: %#v,\n\t\tExperiment: %v,\n\t\tReleased: %v,\n\t\tLimitations: %#v,\n\t},\n",
+		fmt.Fprintf(b, "\t\tCaptureProviders: %#v,\n\t\tExperiment: %v,\n\t\tReleased: %v,\n\t\tLimitations: %#v,\n",
 			op.CaptureProviders, op.Experiment, op.Released, op.Limitations)
+		if len(op.FormatLimitations) > 0 {
+			keys := make([]string, 0, len(op.FormatLimitations))
+			for k := range op.FormatLimitations {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			b.WriteString("\t\tFormatLimitations: map[Format][]string{\n")
+			for _, k := range keys {
+				fmt.Fprintf(b, "\t\t\tFormat%s: %#v,\n", goName(k), op.FormatLimitations[k])
+			}
+			b.WriteString("\t\t},\n")
+		}
+		fmt.Fprintf(b, "\t\tRows: %#v,\n\t},\n", op.Rows)
+	}
+	b.WriteString("}\n\n")
+	b.WriteString("// CaptureProviders is the capture provider registry in declaration order.\nvar CaptureProviders = []CaptureProviderDecl{\n")
+	for _, p := range providers {
+		roles := make([]string, 0, len(p.Outputs))
+		for r := range p.Outputs {
+			roles = append(roles, r)
+		}
+		sort.Strings(roles)
+		fmt.Fprintf(b, "\t{Kind: %q, Definition: %q, Outputs: []CaptureOutput{", p.Kind, p.Definition)
+		for i, r := range roles {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "{Role: %q, Format: Format%s}", r, goName(p.Outputs[r]))
+		}
+		fmt.Fprintf(b, "}, ReturncodeScope: %q, Released: %v},\n", p.ReturncodeScope, p.Released)
 	}
 	b.WriteString("}\n\n")
 	for _, name := range []string{"limitDefaults", "limitMaxima"} {

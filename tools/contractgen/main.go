@@ -111,7 +111,11 @@ type operation struct {
 	Experiment       bool
 	Released         bool
 	Limitations      []string
-	fields           cue.Value
+	// FormatLimitations are the limitations of an input of each format.
+	FormatLimitations map[string][]string
+	// Rows names the row definitions of the paged table.
+	Rows   []string
+	fields cue.Value
 }
 
 func (m *model) loadRegistry() error {
@@ -123,23 +127,30 @@ func (m *model) loadRegistry() error {
 		v := list.Value()
 		var op operation
 		if err := v.Decode(&struct {
-			Name             *string   `json:"name"`
-			Description      *string   `json:"description"`
-			Formats          *[]string `json:"formats"`
-			MinSources       *int      `json:"min_sources"`
-			MaxSources       *int      `json:"max_sources"`
-			CaptureProviders *[]string `json:"capture_providers"`
-			Experiment       *bool     `json:"experiment"`
-			Released         *bool     `json:"released"`
-			Limitations      *[]string `json:"limitations"`
+			Name             *string              `json:"name"`
+			Description      *string              `json:"description"`
+			Formats          *[]string            `json:"formats"`
+			MinSources       *int                 `json:"min_sources"`
+			MaxSources       *int                 `json:"max_sources"`
+			CaptureProviders *[]string            `json:"capture_providers"`
+			Experiment       *bool                `json:"experiment"`
+			Released         *bool                `json:"released"`
+			Limitations      *[]string            `json:"limitations"`
+			FormatLims       *map[string][]string `json:"format_limitations"`
+			Rows             *[]string            `json:"rows"`
 		}{&op.Name, &op.Description, &op.Formats, &op.MinSources, &op.MaxSources,
-			&op.CaptureProviders, &op.Experiment, &op.Released, &op.Limitations}); err != nil {
+			&op.CaptureProviders, &op.Experiment, &op.Released, &op.Limitations, &op.FormatLimitations, &op.Rows}); err != nil {
 			return fmt.Errorf("operation %d: %w", len(m.ops), err)
 		}
 		op.fields = v.LookupPath(cue.MakePath(cue.Str("fields").Required()))
 		op.FieldsDef = defReference(op.fields)
 		if op.FieldsDef == "" {
 			return fmt.Errorf("operation %s: fields must reference a definition", op.Name)
+		}
+		for _, r := range op.Rows {
+			if err := m.def(r).Err(); err != nil {
+				return fmt.Errorf("operation %s: row definition #%s: %w", op.Name, r, err)
+			}
 		}
 		m.ops = append(m.ops, op)
 	}

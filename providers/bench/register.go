@@ -1,0 +1,315 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+// Register adds summarize_benchmarks, analyze_benchmark_scaling and compare_benchmarks,
+// the benchmark-samples, pyperf, nvbench and hyperfine capture providers, and the
+// benchmark format detectors.
+func Register(r *providers.Registry) {
+	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeBenchmarks, summarize))
+	r.Analyzer(providers.Analyze(gen.OperationNameAnalyzeBenchmarkScaling, scaling))
+	r.Analyzer(providers.Analyze(gen.OperationNameCompareBenchmarks, compare))
+	for _, c := range collectors {
+		r.Collector(c)
+	}
+	for _, d := range detectors {
+		r.Detector(d)
+	}
+}
+
+// goBenchHead recognizes Go benchmark output: configuration lines or a result line.
+var goBenchHead = regexp.MustCompile(`(?m)^(goos: |goarch: |pkg: |Benchmark\S*\s+\d+\s+[0-9.]+ \S+)`)
+
+// jsonMarkers detects a JSON document by keys near its start.
+func jsonMarkers(all ...string) func(string, []byte) bool {
+	return func(_ string, head []byte) bool {
+		for _, m := range all {
+			if !bytes.Contains(head, []byte(m)) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+var detectors = []providers.Detector{
+	{Format: gen.FormatSamples, Container: gen.FormatJSON, Match: jsonMarkers(`"flameox.benchmark-samples.v1"`)},
+	{Format: gen.FormatPyperf, Container: gen.FormatJSON, Match: func(name string, head []byte) bool {
+		return jsonMarkers(`"benchmarks"`, `"runs"`)(name, head) || jsonMarkers(`"benchmarks"`, `"version"`)(name, head)
+	}},
+	{Format: gen.FormatHyperfine, Container: gen.FormatJSON, Match: jsonMarkers(`"results"`, `"command"`)},
+	{Format: gen.FormatNvbench, Container: gen.FormatJSON, Match: jsonMarkers(`"benchmarks"`, `"states"`)},
+	{Format: gen.FormatGoBench, Container: gen.FormatText, Match: func(_ string, head []byte) bool { return goBenchHead.Match(head) }},
+}
+
+// maxSeriesSummaries bounds the series statistics a summary reports in its metrics.
+const maxSeriesSummaries = 1000
+
+// providerIDs names the reader of each benchmark format.
+var providerIDs = map[gen.Format]string{gen.FormatPyperf: "pyperf", gen.FormatSamples: "benchmark-samples",
+	gen.FormatNvbench: "nvbench", gen.FormatHyperfine: "hyperfine", gen.FormatGoBench: "go-bench"}
+
+// provider is the provider identity of a benchmark result: the reader, or benchmarks
+// when the sources are of several formats.
+func provider(in []providers.Input) gen.Provider {
+	id := providerIDs[in[0].Format]
+	for _, r := range in[1:] {
+		if providerIDs[r.Format] != id {
+			id = "benchmarks"
+		}
+	}
+	return gen.Provider{ID: id}
+}
+
+// decodeAll decodes every source into measurements, bound by MaxMeasurements overall.
+func decodeAll(in []providers.Input) ([]Measurement, []string, error) {
+	var all []Measurement
+	var producers []string
+	for _, r := range in {
+		file, err := providers.OpenInput(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		var ms []Measurement
+		switch r.Format {
+		case gen.FormatPyperf:
+			ms, err = DecodePyperf(file, r.Index)
+		case gen.FormatSamples:
+			var p []string
+			ms, p, err = DecodeSamples(file, r.Index)
+			producers = append(producers, p...)
+		case gen.FormatNvbench:
+			ms, err = DecodeNVBench(file, r.Index)
+		case gen.FormatHyperfine:
+			ms, err = DecodeHyperfine(file, r.Index)
+		case gen.FormatGoBench:
+			ms, err = DecodeGoBench(file, r.Index)
+		}
+		file.Close()
+		if err != nil {
+			return nil, nil, providers.AtSource(err, r.Index)
+		}
+		all = append(all, ms...)
+		if len(all) > MaxMeasurements {
+			return nil, nil, &providers.LimitError{Source: providers.NoSource, Message: fmt.Sprintf("the sources hold more than %d measurements", MaxMeasurements),
+				Limit: MaxMeasurements, Unit: "measurements"}
+		}
+	}
+	return all, producers, nil
+}
+
+func nullable(s string) *string { return providers.Nullable(s) }
+
+func dimensions(d map[string]string) map[string]any {
+	out := make(map[string]any, len(d))
+	for k, v := range d {
+		out[k] = v
+	}
+	return out
+}
+
+func measurementRow(m Measurement) gen.BenchmarkMeasurementRow {
+	r := gen.BenchmarkMeasurementRow{InputIndex: int64(m.Input), Benchmark: m.Benchmark, Unit: m.Unit,
+		RunIndex: int64(m.Run), ValueIndex: int64(m.Index), LoopCount: m.Loops, IsWarmup: m.Warmup,
+		Dimensions: dimensions(m.Dimensions), Scope: nullable(m.Scope), Phase: nullable(m.Phase), Worker: nullable(m.Worker),
+		Variant: nullable(m.Variant), Trial: nullable(m.Trial), Block: nullable(m.Block)}
+	if m.Integer {
+		v := int64(m.Value)
+		r.ValueInt = &v
+	} else {
+		v := m.Value
+		r.ValueFloat = &v
+	}
+	return r
+}
+
+func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+	ms, producers, err := decodeAll(req.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	warmups := 0
+	names := map[string]bool{}
+	for _, m := range ms {
+		names[m.Benchmark] = true
+		if m.Warmup {
+			warmups++
+		}
+	}
+	benchmarkNames := make([]string, 0, len(names))
+	for n := range names {
+		benchmarkNames = append(benchmarkNames, n)
+	}
+	sort.Strings(benchmarkNames)
+	series := Summaries(ms)
+	a := &providers.Analysis{Provider: provider(req.Inputs), Rows: providers.ProjectSlice(ms, measurementRow),
+		Metrics: map[string]any{"input_count": len(req.Inputs), "measurement_count": len(ms), "warmup_count": warmups,
+			"benchmark_names": benchmarkNames, "series_count": len(series), "series": series[:min(len(series), maxSeriesSummaries)]}}
+	if len(producers) > 0 {
+		a.Metrics["producers"] = producers
+	}
+	if len(series) > maxSeriesSummaries {
+		a.Limitations = append(a.Limitations, fmt.Sprintf("Series statistics are reported for the first %d of %d series.", maxSeriesSummaries, len(series)))
+	}
+	return a, nil
+}
+
+func optional(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func scaling(ctx context.Context, req *providers.Request[gen.ScalingFields]) (*providers.Analysis, error) {
+	ms, _, err := decodeAll(req.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	metric := optional(req.Fields.Metric)
+	fits := Scaling(ms, req.Fields.InputDimension, metric)
+	estimated := 0
+	for _, f := range fits {
+		if f.Status == "estimated" {
+			estimated++
+		}
+	}
+	var metricValue any
+	if metric != "" {
+		metricValue = metric
+	}
+	a := &providers.Analysis{Provider: provider(req.Inputs),
+		Metrics: map[string]any{"input_dimension": req.Fields.InputDimension, "metric": metricValue,
+			"series_count": len(fits), "estimated_count": estimated},
+		Rows: providers.ProjectSlice(fits, func(f Fit) gen.BenchmarkScalingRow {
+			return gen.BenchmarkScalingRow{Benchmark: f.Benchmark, Unit: f.Unit, Dimensions: dimensions(f.Dimensions),
+				InputValues: f.Inputs, MeanValues: f.Means, PointCount: int64(f.PointCount), Exponent: f.Exponent,
+				Coefficient: f.Coefficient, RSquared: f.RSquared, Status: f.Status, Reason: f.Reason}
+		})}
+	if len(fits) == 0 {
+		a.Limitations = []string{fmt.Sprintf(
+			"No non-warmup series has a finite positive %q dimension and positive values; nothing was fitted.", req.Fields.InputDimension)}
+	}
+	return a, nil
+}
+
+func compare(ctx context.Context, req *providers.Request[gen.CompareFields]) (*providers.Analysis, error) {
+	if int(req.Fields.BaselineIndex) >= len(req.Inputs) {
+		return nil, &providers.FieldError{Field: []any{"baseline_index"},
+			Message: fmt.Sprintf("baseline_index %d names no source; there are %d sources", req.Fields.BaselineIndex, len(req.Inputs)),
+			Details: map[string]any{"source_count": len(req.Inputs)}}
+	}
+	ms, _, err := decodeAll(req.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	metric := optional(req.Fields.Metric)
+	cmps, unmatched, err := Compare(ms, len(req.Inputs), int(req.Fields.BaselineIndex), metric)
+	var nf *NonFiniteError
+	if errors.As(err, &nf) {
+		return nil, &providers.LimitError{Source: nf.Input, Message: nf.Error() + "; means and ratios need finite values",
+			Details: map[string]any{"benchmark": nf.Benchmark}}
+	}
+	var metricValue any
+	if metric != "" {
+		metricValue = metric
+	}
+	a := &providers.Analysis{Provider: provider(req.Inputs),
+		Metrics: map[string]any{"input_count": len(req.Inputs), "baseline_index": req.Fields.BaselineIndex, "metric": metricValue,
+			"compatible_metric_count": len(cmps) / max(1, len(req.Inputs)-1), "unmatched_identity_count": unmatched},
+		Rows: providers.ProjectSlice(cmps, func(c Comparison) gen.BenchmarkComparisonRow {
+			return gen.BenchmarkComparisonRow{Benchmark: c.Benchmark, Unit: c.Unit, Dimensions: dimensions(c.Dimensions),
+				LoopCount: c.Loops, BaselineIndex: int64(c.BaselineIndex), CandidateIndex: int64(c.CandidateIndex),
+				BaselineMean: c.BaselineMean, CandidateMean: c.CandidateMean, BaselineCount: int64(c.BaselineCount),
+				CandidateCount: int64(c.CandidateCount), Ratio: c.Ratio}
+		})}
+	if unmatched > 0 {
+		a.Limitations = append(a.Limitations, fmt.Sprintf("%d series are not present in every source and are not compared.", unmatched))
+	}
+	if len(cmps) == 0 {
+		a.Limitations = append(a.Limitations, "No series is present in every source; name runs alike (for example hyperfine --command-name) to compare them.")
+	}
+	return a, nil
+}
+
+var collectors = []providers.Collector{
+	providers.Collect(providers.CollectorSpec[gen.BenchmarkSamplesProvider]{Kind: "benchmark-samples", File: "benchmark-samples.json",
+		Env: func(dir string) map[string]string {
+			return map[string]string{"FLAMEOX_BENCHMARK_OUTPUT": filepath.Join(dir, "benchmark-samples.json")}
+		}}),
+	providers.Collect(providers.CollectorSpec[gen.NVBenchProvider]{Kind: "nvbench", File: "nvbench.json",
+		Command: func(_ *gen.NVBenchProvider, _ *providers.Executable, c providers.Case, dir string) []string {
+			return append(append([]string{}, c.Argv...), "--json", filepath.Join(dir, "nvbench.json"))
+		}}),
+	providers.Collect(providers.CollectorSpec[gen.HyperfineProvider]{Kind: "hyperfine", File: "hyperfine.json",
+		Admit: func([]providers.Case) (*providers.Executable, error) {
+			exe, err := exec.LookPath("hyperfine")
+			if err != nil {
+				return nil, providers.HostToolUnavailable("hyperfine", "Install hyperfine (Debian/Ubuntu: apt-get install hyperfine; or cargo install hyperfine), then retry.")
+			}
+			return providers.Bind(exe, func() error {
+				return providers.HostToolUnavailable("hyperfine", "The hyperfine executable cannot be read; reinstall it.")
+			})
+		},
+		Command: func(o *gen.HyperfineProvider, exe *providers.Executable, c providers.Case, dir string) []string {
+			argv := []string{exe.Path, "--shell=none", "--style", "none", "--runs", strconv.FormatInt(o.Runs, 10),
+				"--warmup", strconv.FormatInt(o.Warmup, 10), "--export-json", filepath.Join(dir, "hyperfine.json")}
+			if o.Name != nil {
+				argv = append(argv, "--command-name", *o.Name)
+			}
+			words := append([]string{c.Executable.Path}, c.Argv[1:]...)
+			return append(argv, shellWords(words))
+		}}),
+	providers.Collect(providers.CollectorSpec[gen.PyperfProvider]{Kind: "pyperf", File: "pyperf.json",
+		Admit: func([]providers.Case) (*providers.Executable, error) {
+			exe, err := exec.LookPath("python3")
+			if err != nil {
+				return nil, pyperfUnavailable("python3 is not on PATH")
+			}
+			b, err := providers.Bind(exe, func() error { return pyperfUnavailable("python3 cannot be read") })
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := providers.Probe(b.Path, "-I", "-c", "import pyperf"); !ok {
+				return nil, pyperfUnavailable("the python3 on PATH cannot import pyperf")
+			}
+			return b, nil
+		},
+		Command: func(o *gen.PyperfProvider, exe *providers.Executable, c providers.Case, dir string) []string {
+			n := func(v int64) string { return strconv.FormatInt(v, 10) }
+			argv := []string{exe.Path, "-m", "pyperf", "command", "--quiet", "--output", filepath.Join(dir, "pyperf.json"),
+				"--processes", n(o.Processes), "--values", n(o.Values), "--warmups", n(o.Warmups),
+				"--loops", n(o.Loops), "--name", o.Name, "--", c.Executable.Path}
+			return append(argv, c.Argv[1:]...)
+		}}),
+}
+
+func pyperfUnavailable(why string) error {
+	return &providers.UnavailableError{Provider: "pyperf", Module: "pyperf",
+		Message:     why + "; the pyperf provider runs python3 -m pyperf command",
+		Remediation: "Install pyperf for the python3 on PATH (python3 -m pip install pyperf), or use the benchmark-samples or hyperfine provider; then retry."}
+}
+
+// shellWords quotes argv as one command line that hyperfine --shell=none splits back into
+// the same words.
+func shellWords(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'"'"'`) + "'"
+	}
+	return strings.Join(quoted, " ")
+}

@@ -1,0 +1,168 @@
+package providers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/sourcefile"
+)
+
+// Case is one bound case of a capture: its argv as given and its resolved executable.
+type Case struct {
+	Name string
+	// Argv is the case's argv as given.
+	Argv []string
+	// Executable is argv[0] resolved and hashed at admission.
+	Executable Executable
+	// ArgvField is the field path of this case's argv, for field errors.
+	ArgvField []any
+}
+
+// Executable is an exact executable file and its SHA-256.
+type Executable struct {
+	Path   string
+	SHA256 string
+}
+
+// Collector is one capture provider: how it wraps a workload and where its native
+// artifact lands. Its kind, output role and format and whose exit it reports are
+// declared in CUE (captureProviders); the collector states only what running it takes.
+type Collector interface {
+	// Kind is the provider kind, as declared in CUE.
+	Kind() string
+	// File is the native artifact's name in the execution directory; empty when the
+	// console (stdout and stderr) is the artifact.
+	File() string
+	// Admit checks availability and every case's argv before anything runs. It returns
+	// the collector executable that wraps the workload, or nil when the workload runs
+	// itself.
+	Admit(cases []Case) (*Executable, error)
+	// Options decodes the provider object (schema-valid) into its typed options.
+	Options(provider map[string]any) (Options, error)
+}
+
+// Options is a collector with its typed options decoded.
+type Options interface {
+	// Command is the argv to launch for case c, writing into dir; exe is what Admit
+	// returned.
+	Command(exe *Executable, c Case, dir string) []string
+	// Env are variables added under the caller's overrides for an execution in dir.
+	Env(dir string) map[string]string
+}
+
+// CollectorSpec describes a collector whose options are P, a generated provider type.
+type CollectorSpec[P any] struct {
+	Kind string
+	File string
+	// Admit is optional: nil admits every case and wraps nothing.
+	Admit func(cases []Case) (*Executable, error)
+	// Command is optional: nil runs the case's argv unchanged.
+	Command func(opts *P, exe *Executable, c Case, dir string) []string
+	// Env is optional.
+	Env func(dir string) map[string]string
+}
+
+// Collect returns the collector spec describes.
+func Collect[P any](spec CollectorSpec[P]) Collector { return &collector[P]{spec} }
+
+type collector[P any] struct{ spec CollectorSpec[P] }
+
+func (c *collector[P]) Kind() string { return c.spec.Kind }
+func (c *collector[P]) File() string { return c.spec.File }
+
+func (c *collector[P]) Admit(cases []Case) (*Executable, error) {
+	if c.spec.Admit == nil {
+		return nil, nil
+	}
+	return c.spec.Admit(cases)
+}
+
+func (c *collector[P]) Options(provider map[string]any) (Options, error) {
+	p, err := DecodeTyped[P](provider)
+	if err != nil {
+		return nil, err
+	}
+	return &options[P]{c: c, p: p}, nil
+}
+
+type options[P any] struct {
+	c *collector[P]
+	p *P
+}
+
+func (o *options[P]) Command(exe *Executable, c Case, dir string) []string {
+	if o.c.spec.Command == nil {
+		return c.Argv
+	}
+	return o.c.spec.Command(o.p, exe, c, dir)
+}
+
+func (o *options[P]) Env(dir string) map[string]string {
+	if o.c.spec.Env == nil {
+		return nil
+	}
+	return o.c.spec.Env(dir)
+}
+
+// RequireArgv0 checks that every case's argv[0] base name satisfies ok; want says
+// what the provider wraps.
+func RequireArgv0(cases []Case, provider, want string, ok func(base string) bool) error {
+	for _, c := range cases {
+		if base := filepath.Base(c.Argv[0]); !ok(base) {
+			return &FieldError{Field: append(append([]any{}, c.ArgvField...), 0),
+				Message: fmt.Sprintf("the %s provider wraps %s; argv[0] is %q", provider, want, base)}
+		}
+	}
+	return nil
+}
+
+// Bind resolves and hashes the executable at exe; unavailable is returned when it
+// cannot be read.
+func Bind(exe string, unavailable func() error) (*Executable, error) {
+	p, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return nil, unavailable()
+	}
+	sum, _, err := sourcefile.Hash(p)
+	if err != nil {
+		return nil, unavailable()
+	}
+	return &Executable{Path: p, SHA256: sum}, nil
+}
+
+// Probe runs a short, bounded command (10 s, 64 KiB of output) in a throwaway directory
+// and returns its result when it exits 0.
+func Probe(exe string, args ...string) (*broker.Result, bool) {
+	dir, err := os.MkdirTemp("", "flameox-probe-")
+	if err != nil {
+		return nil, false
+	}
+	defer os.RemoveAll(dir)
+	res, err := broker.Run(context.Background(), broker.Spec{Path: exe, Args: append([]string{exe}, args...), Dir: dir,
+		Env: []string{"PATH=" + os.Getenv("PATH")}, ExcerptBytes: 256, MaxOutputBytes: 64 << 10, Timeout: 10 * time.Second})
+	return res, err == nil && res.ExitCode != nil && *res.ExitCode == 0
+}
+
+// VersionOf returns the last word `exe --version` prints, or "".
+func VersionOf(exe string) string {
+	res, ok := Probe(exe, "--version")
+	if !ok {
+		return ""
+	}
+	f := strings.Fields(string(res.Stdout.Excerpt))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
+}
+
+// HostToolUnavailable is the unavailable state of a missing host tool.
+func HostToolUnavailable(tool, remediation string) *UnavailableError {
+	return &UnavailableError{Provider: tool, Executable: tool, Remediation: remediation,
+		Message: tool + " is not installed or not on PATH"}
+}

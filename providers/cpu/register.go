@@ -1,0 +1,422 @@
+package cpu
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+// Register adds rank_cpu_hotspots and inspect_cpu_callers, the perf, node-cpu-profile,
+// cprofile, go-test and py-spy capture providers, and the CPU profile format detectors.
+func Register(r *providers.Registry) {
+	r.Analyzer(providers.Analyze(gen.OperationNameRankCPUHotspots, rankHotspots))
+	r.Analyzer(providers.Analyze(gen.OperationNameInspectCPUCallers, inspectCallers))
+	for _, c := range collectors {
+		r.Collector(c)
+	}
+	for _, d := range detectors {
+		r.Detector(d)
+	}
+}
+
+var detectors = []providers.Detector{
+	{Format: gen.FormatPerfData, Match: func(_ string, head []byte) bool { return bytes.HasPrefix(head, []byte("PERFILE2")) }},
+	// A marshal dict starts with '{' (0xfb with its reference flag). cProfile and Go both
+	// write .prof: a '{' there is pstats, anything else pprof.
+	{Format: gen.FormatPstats, Suffixes: []string{".pstats"}, Match: func(name string, head []byte) bool {
+		return len(head) > 0 && (head[0] == 0xfb || head[0] == '{' && strings.HasSuffix(name, ".prof"))
+	}},
+	// A gzip stream whose content is not text is a pprof profile.
+	{Format: gen.FormatPprof, Suffixes: []string{".pprof", ".pb.gz", ".prof"}, Match: func(_ string, head []byte) bool {
+		return bytes.HasPrefix(head, []byte{0x1f, 0x8b})
+	}},
+	{Format: gen.FormatPySpy, Suffixes: []string{".speedscope.json"}, Container: gen.FormatJSON, Match: func(_ string, head []byte) bool {
+		return bytes.Contains(head, []byte("speedscope.app/file-format-schema"))
+	}},
+	{Format: gen.FormatCpuprofile, Suffixes: []string{".cpuprofile"}, Container: gen.FormatJSON, Match: func(_ string, head []byte) bool {
+		return bytes.Contains(head, []byte(`"callFrame"`)) && bytes.Contains(head, []byte(`"nodes"`))
+	}},
+	{Format: gen.FormatPerf, Suffixes: []string{".folded", ".collapsed"}, Container: gen.FormatText},
+}
+
+// maxJSONProfileBytes bounds JSON profiles, which are decoded whole: Speedscope as
+// upstream, V8 CPU profiles likewise.
+const maxJSONProfileBytes = 64 << 20
+
+// decoded is one decoded CPU source.
+type decoded struct {
+	pstats   []PstatsFunction
+	sampled  *Sampled
+	provider gen.Provider
+	metrics  map[string]any
+	// implementation names an external decoder executable bound into the request.
+	implementation map[string]string
+}
+
+// fieldChecks refuses metric for non-pstats and sample_type for non-pprof sources.
+func fieldChecks(in providers.Input, metric, sampleType bool) error {
+	only := func(field string, f gen.Format, why string) error {
+		return &providers.FieldError{Field: []any{field}, Accepted: []string{string(f)},
+			Message: fmt.Sprintf("%s applies to %s sources only; source %d is %s%s", field, f, in.Index, in.Format, why),
+			Details: map[string]any{"option": field, "accepted_formats": []string{string(f)}, "source_index": in.Index}}
+	}
+	if metric && in.Format != gen.FormatPstats {
+		return only("metric", gen.FormatPstats, ", which ranks by its sampled self weight")
+	}
+	if sampleType && in.Format != gen.FormatPprof {
+		return only("sample_type", gen.FormatPprof, "")
+	}
+	return nil
+}
+
+// decode decodes the single CPU source.
+func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, o Options) (*decoded, error) {
+	p := &decoded{metrics: map[string]any{}}
+	switch in.Format {
+	case gen.FormatPerfData:
+		return decodePerfData(ctx, in, limits, p, o)
+	case gen.FormatPySpy, gen.FormatCpuprofile:
+		if in.Size > maxJSONProfileBytes {
+			return nil, &providers.LimitError{Message: fmt.Sprintf("the %s profile is %d bytes; JSON profiles are read up to %d bytes", in.Format, in.Size, maxJSONProfileBytes),
+				Limit: maxJSONProfileBytes, Unit: "bytes", Details: map[string]any{"size_bytes": in.Size}}
+		}
+	}
+	f, err := providers.OpenInput(in)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	switch in.Format {
+	case gen.FormatPstats:
+		p.provider.ID = "pstats"
+		p.pstats, err = DecodePstats(f)
+	case gen.FormatPySpy:
+		p.provider.ID = "speedscope"
+		var profiles int
+		p.sampled, profiles, err = DecodeSpeedscope(f, o)
+		p.metrics["profile_count"] = profiles
+	case gen.FormatCpuprofile:
+		p.provider.ID = "v8-cpuprofile"
+		p.sampled, err = DecodeCPUProfile(f, o)
+	case gen.FormatPerf:
+		p.provider.ID = "collapsed-stacks"
+		p.sampled, err = DecodeCollapsed(f, o)
+	case gen.FormatPprof:
+		p.provider.ID = "pprof"
+		var info PprofInfo
+		p.sampled, info, err = DecodePprof(io.LimitReader(f, limits.MaxInputBytes), o)
+		p.metrics["sample_type"], p.metrics["sample_types"] = info.SampleType, info.SampleTypes
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// sampledMetrics are the operation-level figures of a sampled profile.
+func sampledMetrics(s *Sampled, m map[string]any) map[string]any {
+	m["frame_count"] = len(s.Frames)
+	m["sample_count"] = s.Samples
+	m["weight_unit"] = s.Unit
+	m["total_weight"] = s.TotalWeight * s.Scale
+	m["unresolved_sample_count"] = s.Unresolved
+	return m
+}
+
+// analysis resolves the format-specific fields and decodes the single source.
+func analysis(ctx context.Context, in []providers.Input, limits gen.EffectiveLimits, metric, sampleType *string, edges bool) (*decoded, error) {
+	if err := fieldChecks(in[0], metric != nil, sampleType != nil); err != nil {
+		return nil, err
+	}
+	o := Options{Edges: edges}
+	if sampleType != nil {
+		o.SampleType = *sampleType
+	}
+	return decode(ctx, in[0], limits, o)
+}
+
+func rankHotspots(ctx context.Context, req *providers.Request[gen.CpuHotspotFields]) (*providers.Analysis, error) {
+	p, err := analysis(ctx, req.Inputs, req.Limits, req.Fields.Metric, req.Fields.SampleType, false)
+	if err != nil {
+		return nil, err
+	}
+	a := &providers.Analysis{Provider: p.provider, Implementation: p.implementation}
+	if p.pstats == nil {
+		a.Metrics = sampledMetrics(p.sampled, p.metrics)
+		unit := p.sampled.Unit
+		a.Rows = providers.ProjectSlice(p.sampled.Hotspots(), func(h HotspotRow) gen.CpuHotspotSampledRow {
+			return gen.CpuHotspotSampledRow{Function: h.Function, File: providers.Nullable(h.File), Line: providers.Nullable(h.Line),
+				Column: providers.Nullable(h.Column), SelfWeight: h.SelfWeight, InclusiveWeight: h.InclusiveWeight,
+				SelfSamples: h.SelfSamples, Unit: unit}
+		})
+		return a, nil
+	}
+	metric := "self_time_seconds"
+	if req.Fields.Metric != nil {
+		metric = *req.Fields.Metric
+	}
+	fs := append([]PstatsFunction(nil), p.pstats...)
+	key := func(x PstatsFunction) float64 {
+		switch metric {
+		case "cumulative_time_seconds":
+			return x.CumSeconds
+		case "total_calls":
+			return float64(x.TotalCalls)
+		case "primitive_calls":
+			return float64(x.PrimitiveCalls)
+		}
+		return x.SelfSeconds
+	}
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if ka, kb := key(a), key(b); ka != kb {
+			return ka > kb
+		}
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Function < b.Function
+	})
+	var total float64
+	for _, x := range fs {
+		total += x.SelfSeconds
+	}
+	a.Metrics = map[string]any{"function_count": len(fs), "metric": metric, "total_self_time_seconds": total}
+	a.Rows = providers.ProjectSlice(fs, func(x PstatsFunction) gen.CpuHotspotPstatsRow {
+		return gen.CpuHotspotPstatsRow{Function: x.Function, File: x.File, Line: x.Line, PrimitiveCalls: x.PrimitiveCalls,
+			TotalCalls: x.TotalCalls, SelfTimeSeconds: x.SelfSeconds, CumulativeTimeSeconds: x.CumSeconds}
+	})
+	return a, nil
+}
+
+func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFields]) (*providers.Analysis, error) {
+	p, err := analysis(ctx, req.Inputs, req.Limits, nil, req.Fields.SampleType, true)
+	if err != nil {
+		return nil, err
+	}
+	function := ""
+	if req.Fields.Function != nil {
+		function = *req.Fields.Function
+	}
+	direction := req.Fields.Direction
+	a := &providers.Analysis{Provider: p.provider, Implementation: p.implementation}
+	matching := 0
+	if p.pstats != nil {
+		edges := pstatsEdges(p.pstats, function, direction)
+		matching = len(edges)
+		all := 0
+		for _, fn := range p.pstats {
+			all += len(fn.Callers)
+		}
+		a.Metrics = map[string]any{"function_count": len(p.pstats), "edge_count": all, "matching_edge_count": len(edges)}
+		a.Rows = providers.ProjectSlice(edges, func(e pstatsEdge) gen.CpuCallerPstatsRow {
+			return gen.CpuCallerPstatsRow{CallerFunction: e.Caller.Function, CallerFile: e.Caller.File, CallerLine: e.Caller.Line,
+				CalleeFunction: e.callee.Function, CalleeFile: e.callee.File, CalleeLine: e.callee.Line,
+				PrimitiveCalls: e.PrimitiveCalls, TotalCalls: e.TotalCalls, SelfTimeSeconds: e.SelfSeconds, CumulativeTimeSeconds: e.CumSeconds}
+		})
+	} else {
+		edges := p.sampled.CallerEdges(function, direction)
+		matching = len(edges)
+		a.Metrics = sampledMetrics(p.sampled, p.metrics)
+		a.Metrics["edge_count"], a.Metrics["matching_edge_count"] = len(p.sampled.Edges), len(edges)
+		unit := p.sampled.Unit
+		a.Rows = providers.ProjectSlice(edges, func(e EdgeRow) gen.CpuCallerSampledRow {
+			return gen.CpuCallerSampledRow{CallerFunction: e.Caller.Function, CallerFile: providers.Nullable(e.Caller.File),
+				CallerLine: providers.Nullable(e.Caller.Line), CalleeFunction: e.Callee.Function, CalleeFile: providers.Nullable(e.Callee.File),
+				CalleeLine: providers.Nullable(e.Callee.Line), SampleCount: e.Samples, Weight: e.Weight, Unit: unit}
+		})
+	}
+	var filter any
+	if function != "" {
+		filter = function
+	}
+	a.Metrics["function_filter"], a.Metrics["direction"] = filter, direction
+	if matching == 0 {
+		a.Limitations = []string{"No caller edge matches the request."}
+	}
+	return a, nil
+}
+
+// pstatsEdge is a caller edge with its callee.
+type pstatsEdge struct {
+	PstatsEdge
+	callee Func
+}
+
+// pstatsEdges lists the caller edges that pass the filter, by cumulative time (absent
+// last), then caller and callee positions.
+func pstatsEdges(fs []PstatsFunction, function, direction string) []pstatsEdge {
+	needle := strings.ToLower(function)
+	match := func(f Func) bool { return needle == "" || strings.Contains(strings.ToLower(f.String()), needle) }
+	var out []pstatsEdge
+	for _, fn := range fs {
+		for _, e := range fn.Callers {
+			if KeepEdge(match(e.Caller), match(fn.Func), direction) {
+				out = append(out, pstatsEdge{e, fn.Func})
+			}
+		}
+	}
+	cum := func(e pstatsEdge) float64 {
+		if e.CumSeconds == nil {
+			return -1
+		}
+		return *e.CumSeconds
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ca, cb := cum(a), cum(b); ca != cb {
+			return ca > cb
+		}
+		if a.Caller.File != b.Caller.File {
+			return a.Caller.File < b.Caller.File
+		}
+		if a.Caller.Line != b.Caller.Line {
+			return a.Caller.Line < b.Caller.Line
+		}
+		if a.callee.File != b.callee.File {
+			return a.callee.File < b.callee.File
+		}
+		if a.callee.Line != b.callee.Line {
+			return a.callee.Line < b.callee.Line
+		}
+		if a.Caller.Function != b.Caller.Function {
+			return a.Caller.Function < b.Caller.Function
+		}
+		return a.callee.Function < b.callee.Function
+	})
+	return out
+}
+
+// pySpyVersion is the pinned py-spy release.
+const pySpyVersion = "0.4.2"
+
+func pySpyUnavailable(why string) *providers.UnavailableError {
+	return &providers.UnavailableError{Provider: "py-spy", Executable: "py-spy",
+		Message:     fmt.Sprintf("%s; the py-spy provider needs py-spy %s", why, pySpyVersion),
+		Remediation: "Install the pinned collector (pip install py-spy==" + pySpyVersion + " or uv tool install py-spy==" + pySpyVersion + ") so that py-spy is on PATH, or set FLAMEOX_PY_SPY to it; then retry the same call.",
+		Details:     map[string]any{"pinned_version": pySpyVersion}}
+}
+
+// perfExecutable locates perf: $FLAMEOX_PERF, else perf on PATH.
+func perfExecutable() (string, error) {
+	if p := os.Getenv("FLAMEOX_PERF"); p != "" {
+		return p, nil
+	}
+	return exec.LookPath("perf")
+}
+
+// perfUnavailable is the unavailable state of a missing perf.
+func perfUnavailable() error {
+	return &providers.UnavailableError{Provider: "perf", Executable: "perf",
+		Message:     "perf is not installed or not on PATH; it is needed to read perf.data and to capture with the perf provider",
+		Remediation: "Install perf (Debian/Ubuntu: apt-get install linux-perf, or linux-tools-$(uname -r)) or set FLAMEOX_PERF to its path, then retry the same call."}
+}
+
+// bindPerf resolves and hashes perf.
+func bindPerf() (*providers.Executable, error) {
+	exe, err := perfExecutable()
+	if err != nil {
+		return nil, perfUnavailable()
+	}
+	return providers.Bind(exe, perfUnavailable)
+}
+
+var collectors = []providers.Collector{
+	providers.Collect(providers.CollectorSpec[gen.PerfProvider]{Kind: "perf", File: "perf.data",
+		Admit: func([]providers.Case) (*providers.Executable, error) { return bindPerf() },
+		Command: func(o *gen.PerfProvider, exe *providers.Executable, c providers.Case, dir string) []string {
+			argv := []string{exe.Path, "record", "--freq", strconv.FormatInt(o.Frequency, 10), "--call-graph", o.CallGraph,
+				"--output", filepath.Join(dir, "perf.data"), "--", c.Executable.Path}
+			return append(argv, c.Argv[1:]...)
+		}}),
+	providers.Collect(providers.CollectorSpec[gen.NodeCpuProfileProvider]{Kind: "node-cpu-profile", File: "profile.cpuprofile",
+		Admit: func(cases []providers.Case) (*providers.Executable, error) {
+			return nil, providers.RequireArgv0(cases, "node-cpu-profile", "a Node.js interpreter (node)", func(base string) bool {
+				return base == "node" || base == "nodejs"
+			})
+		},
+		Command: func(_ *gen.NodeCpuProfileProvider, _ *providers.Executable, c providers.Case, dir string) []string {
+			argv := []string{c.Argv[0], "--cpu-prof", "--cpu-prof-dir=" + dir, "--cpu-prof-name=profile.cpuprofile"}
+			return append(argv, c.Argv[1:]...)
+		}}),
+	providers.Collect(providers.CollectorSpec[gen.CProfileProvider]{Kind: "cprofile", File: "profile.pstats",
+		Admit: func(cases []providers.Case) (*providers.Executable, error) {
+			return nil, providers.RequireArgv0(cases, "cprofile", "a Python interpreter (python, python3, python3.12, ...)", func(base string) bool {
+				return strings.HasPrefix(base, "python")
+			})
+		},
+		Command: func(_ *gen.CProfileProvider, _ *providers.Executable, c providers.Case, dir string) []string {
+			argv := []string{c.Argv[0], "-m", "cProfile", "-o", filepath.Join(dir, "profile.pstats")}
+			return append(argv, c.Argv[1:]...)
+		}}),
+	providers.Collect(providers.CollectorSpec[gen.GoTestProvider]{Kind: "go-test", File: "cpu.pprof",
+		Admit: func(cases []providers.Case) (*providers.Executable, error) {
+			for _, c := range cases {
+				if filepath.Base(c.Argv[0]) != "go" || len(c.Argv) < 2 || c.Argv[1] != "test" {
+					return nil, &providers.FieldError{Field: append(append([]any{}, c.ArgvField...), 1), Accepted: []string{"go test ..."},
+						Message: "the go-test provider runs `go test PACKAGE [flags]`; argv must start with go test"}
+				}
+			}
+			return nil, nil
+		},
+		Command: func(_ *gen.GoTestProvider, _ *providers.Executable, c providers.Case, dir string) []string {
+			// The test binary goes to scratch, not the working directory.
+			argv := []string{c.Argv[0], "test", "-cpuprofile", filepath.Join(dir, "cpu.pprof"), "-o", filepath.Join(dir, "test.bin")}
+			return append(argv, c.Argv[2:]...)
+		},
+		// The go command needs HOME for its build and module caches.
+		Env: func(string) map[string]string {
+			if h := os.Getenv("HOME"); h != "" {
+				return map[string]string{"HOME": h}
+			}
+			return nil
+		}}),
+	providers.Collect(providers.CollectorSpec[gen.PySpyProvider]{Kind: "py-spy", File: "profile.speedscope.json",
+		Admit: func([]providers.Case) (*providers.Executable, error) {
+			exe := os.Getenv("FLAMEOX_PY_SPY")
+			if exe == "" {
+				p, err := exec.LookPath("py-spy")
+				if err != nil {
+					return nil, pySpyUnavailable("py-spy is not installed or not on PATH")
+				}
+				exe = p
+			}
+			b, err := providers.Bind(exe, func() error { return pySpyUnavailable("the py-spy executable cannot be read") })
+			if err != nil {
+				return nil, err
+			}
+			if v := providers.VersionOf(b.Path); v != pySpyVersion {
+				e := pySpyUnavailable("py-spy reports version " + strconv.Quote(v) + ", not the pinned " + pySpyVersion)
+				e.Details["found_version"] = v
+				return nil, e
+			}
+			return b, nil
+		},
+		Command: func(o *gen.PySpyProvider, exe *providers.Executable, c providers.Case, dir string) []string {
+			argv := []string{exe.Path, "record", "--format", "speedscope", "--output", filepath.Join(dir, "profile.speedscope.json"),
+				"--rate", strconv.FormatInt(o.Rate, 10)}
+			for _, f := range []struct {
+				flag string
+				on   bool
+			}{{"--gil", o.Gil}, {"--native", o.Native}, {"--subprocesses", o.Subprocesses}} {
+				if f.on {
+					argv = append(argv, f.flag)
+				}
+			}
+			argv = append(argv, "--", c.Executable.Path)
+			return append(argv, c.Argv[1:]...)
+		}}),
+}

@@ -1,0 +1,83 @@
+package providers
+
+import (
+	"sort"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+)
+
+// Detector recognizes one format in a file whose format the caller omitted.
+type Detector struct {
+	Format gen.Format
+	// Suffixes are lower-case file name suffixes that announce the format.
+	Suffixes []string
+	// Match reports whether a file named name (lower case) starting with head holds the
+	// format; nil when the suffixes alone decide.
+	Match func(name string, head []byte) bool
+	// Fallback marks a generic format (JSON by a leading brace, any text) whose Match is
+	// consulted only when no other detector recognized the file.
+	Fallback bool
+	// Container is the generic format this one is written in (json, text), a candidate
+	// after it; empty for a binary format.
+	Container gen.Format
+}
+
+// Detect lists the formats a file named name starting with head may hold, most
+// specific first: content matches in registration order, then suffixes (the longest
+// first), else the fallback matches; each candidate is followed by the formats it is
+// written in. The content match of a format written in a container (a JSON document
+// recognized by its keys) counts only where the suffix does not name another format.
+func (r *Registry) Detect(name string, head []byte) []gen.Format {
+	name = strings.ToLower(name)
+	type bySuffix struct {
+		n int
+		f gen.Format
+	}
+	var suffixed []bySuffix
+	for _, d := range r.detectors {
+		for _, s := range d.Suffixes {
+			if strings.HasSuffix(name, s) {
+				suffixed = append(suffixed, bySuffix{len(s), d.Format})
+			}
+		}
+	}
+	sort.SliceStable(suffixed, func(i, j int) bool { return suffixed[i].n > suffixed[j].n })
+	var found []gen.Format
+	for _, d := range r.detectors {
+		if d.Fallback || d.Match == nil {
+			continue
+		}
+		if d.Container != "" && len(suffixed) > 0 && suffixed[0].f != d.Container {
+			continue
+		}
+		if d.Match(name, head) {
+			found = append(found, d.Format)
+		}
+	}
+	for _, s := range suffixed {
+		found = append(found, s.f)
+	}
+	if len(found) == 0 {
+		for _, d := range r.detectors {
+			if d.Fallback && d.Match != nil && d.Match(name, head) {
+				found = append(found, d.Format)
+			}
+		}
+	}
+	container := map[gen.Format]gen.Format{}
+	for _, d := range r.detectors {
+		if d.Container != "" {
+			container[d.Format] = d.Container
+		}
+	}
+	var out []gen.Format
+	seen := map[gen.Format]bool{}
+	for _, f := range found {
+		for ; f != "" && !seen[f]; f = container[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/runtime/continuation"
+)
+
+// analyze runs the fixed analysis sequence on an admitted request: resolve and hash the
+// sources, run the analyzer, bind the request identity, choose the page start, page the
+// rows, re-check the inputs and build the envelope. No analyzer takes part in any step
+// but its own.
+func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure.Failure) {
+	in, f := rt.resolveSources(req)
+	if f != nil {
+		return nil, f
+	}
+	offsetPath := failure.Path("continuation")
+	a, err := req.admitted.Run(ctx, providerInputs(in), req.limits)
+	if err != nil {
+		return nil, providerFailure(ctx, err, offsetPath)
+	}
+	if f := req.bind(in, a.Implementation); f != nil {
+		return nil, f
+	}
+	offset := int64(0)
+	if req.continuation != "" {
+		o, err := continuation.Decode(req.continuation, req.digest)
+		if err != nil {
+			return nil, failure.Invalid(failure.Path("continuation"), nil,
+				"the continuation does not match this request and its inputs; submit next_page unchanged or start a fresh page without continuation")
+		}
+		offset = o
+	} else if a.OffsetField != "" {
+		offset, offsetPath = a.Offset, failure.Path(a.OffsetField)
+	}
+	req.offset = offset
+	page, err := a.Rows.Page(ctx, offset, req.limits.MaxRows)
+	if err != nil {
+		return nil, providerFailure(ctx, err, offsetPath)
+	}
+	if f := recheck(in); f != nil {
+		return nil, f
+	}
+	return rt.envelope(req, in, a, page)
+}
+
+// providerInputs projects the resolved sources for an analyzer.
+func providerInputs(in []resolved) []providers.Input {
+	out := make([]providers.Input, len(in))
+	for i, r := range in {
+		out[i] = providers.Input{Index: i, Path: r.path, Format: r.format, SHA256: r.sha256, Size: r.size, Producer: r.producer}
+	}
+	return out
+}
+
+// envelope builds the result of a page: inputs, provider, limitations (the operation's,
+// each input format's, the analysis's, the page's), metrics, the table, coverage,
+// truncation and next_page.
+func (rt *Runtime) envelope(req *request, in []resolved, a *providers.Analysis, page *providers.Page) (*Result, *failure.Failure) {
+	op := req.tool.Operation
+	res := &Result{Status: "complete", Operation: string(op.Name), Provider: a.Provider}
+	if res.Provider.Version == "" {
+		res.Provider.Version = Version
+	}
+	for _, r := range in {
+		in := gen.Input{SHA256: r.sha256, SizeBytes: r.size, Format: r.format, Producer: r.producer, Role: r.role}
+		if r.evidence == nil {
+			p := r.path
+			in.Path = &p
+		}
+		res.Inputs = append(res.Inputs, in)
+	}
+	res.Limitations = append([]string{}, op.Limitations...)
+	seen := map[gen.Format]bool{}
+	for _, r := range in {
+		if !seen[r.format] {
+			seen[r.format] = true
+			res.Limitations = append(res.Limitations, op.FormatLimitations[r.format]...)
+		}
+	}
+	res.Limitations = append(append(res.Limitations, a.Limitations...), page.Limitations...)
+	if a.Metrics != nil {
+		values := a.Metrics
+		for k, v := range page.Metrics {
+			values[k] = v
+		}
+		res.Blocks = append(res.Blocks, MetricsBlock{Type: "metrics", Values: values})
+	}
+	res.Blocks = append(res.Blocks, TableBlock{Type: "table", Rows: page.Rows})
+	returned := int64(len(page.Rows))
+	res.Coverage = gen.Coverage{RowsReturned: returned, RowsObserved: page.Observed, Complete: !page.More && !page.Limited}
+	switch {
+	case page.More:
+		if f := rt.paginate(req, in, res, returned); f != nil {
+			return nil, f
+		}
+	case page.Limited:
+		next := req.offset + returned
+		res.Truncation = &gen.Truncation{Reason: "provider_limit", NextOffset: &next}
+		res.Limitations = append(res.Limitations, fmt.Sprintf(
+			"The projection stops at %d rows (provider_limit); narrow the query (function filter, direction, metric) to see the rest.", providers.MaxProjectionRows))
+	}
+	return res, nil
+}
+
+// providerFailure maps what an analyzer or its rows returned to the failure envelope;
+// it is the one place where provider errors become failures. offsetPath names the field
+// that chose the page start.
+func providerFailure(ctx context.Context, err error, offsetPath []any) *failure.Failure {
+	var (
+		de *providers.DecodeError
+		le *providers.LimitError
+		fe *providers.FieldError
+		ue *providers.UnsupportedError
+		ie *providers.InputError
+		oe *providers.OffsetError
+		na *providers.UnavailableError
+	)
+	withSource := func(f *failure.Failure, source int, details map[string]any) *failure.Failure {
+		if source != providers.NoSource {
+			f.With("source_index", source)
+		}
+		for k, v := range details {
+			f.With(k, v)
+		}
+		return f
+	}
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		return failure.Wrap(err, gen.FailureCodeCancelled, "the analysis was cancelled")
+	case errors.As(err, &oe):
+		return failure.Invalid(offsetPath, nil, "offset %d is at or beyond the end of the %d available rows", oe.Offset, oe.Available).
+			With("offset", oe.Offset).With("available_rows", oe.Available)
+	case errors.As(err, &fe):
+		f := failure.Invalid(fe.Field, fe.Accepted, "%s", fe.Message)
+		return withSource(f, providers.NoSource, fe.Details)
+	case errors.As(err, &de):
+		return withSource(failure.Wrap(err, gen.FailureCodeDecodeFailure, "%s", de.Message), de.Source, de.Details)
+	case errors.As(err, &le):
+		f := withSource(failure.Wrap(err, gen.FailureCodeLimitExceeded, "%s", le.Message), le.Source, le.Details)
+		if le.Limit != 0 {
+			f.With("limit", le.Limit)
+		}
+		if le.Unit != "" {
+			f.With("unit", le.Unit)
+		}
+		return f
+	case errors.As(err, &ue):
+		return withSource(failure.Wrap(err, gen.FailureCodeUnsupportedFormat, "%s", ue.Message), ue.Source, ue.Details)
+	case errors.As(err, &ie):
+		return failure.Wrap(err, gen.FailureCodeMissingOrChangedInput, "%s", ie.Message).
+			Field(failure.Path("sources", ie.Source, "path"), nil).With("source_index", ie.Source)
+	case errors.As(err, &na):
+		return unavailable(na)
+	}
+	return failure.Wrap(err, gen.FailureCodeDecodeFailure, "an input could not be decoded")
+}
+
+// unavailable is the UNAVAILABLE_CAPABILITY state of a missing executable or module.
+func unavailable(na *providers.UnavailableError) *failure.Failure {
+	f := failure.New(gen.FailureCodeUnavailableCapability, "%s", na.Message).With("provider_id", na.Provider)
+	if na.Executable != "" {
+		f.With("missing_executable", na.Executable)
+	}
+	if na.Module != "" {
+		f.With("missing_module", na.Module)
+	}
+	f.With("remediation", na.Remediation)
+	for k, v := range na.Details {
+		f.With(k, v)
+	}
+	f.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action", Message: na.Remediation}}
+	return f
+}
+
+// bind computes the request digest from the resolved inputs: operation, ordered content
+// digests, formats and producers, typed arguments, effective limits and implementation
+// (Flameox and any external decoder executables, name -> SHA-256). Paths and roles are
+// excluded so a continuation survives a move or a new process.
+func (req *request) bind(in []resolved, external map[string]string) *failure.Failure {
+	impl := map[string]any{"flameox": Version}
+	for k, v := range external {
+		impl[k] = v
+	}
+	inputs := make([]map[string]any, len(in))
+	for i, r := range in {
+		inputs[i] = map[string]any{"sha256": r.sha256, "format": r.format, "producer": r.producer}
+	}
+	d, err := canon.Digest(map[string]any{
+		"operation":      req.tool.Operation.Name,
+		"inputs":         inputs,
+		"arguments":      req.admitted.Fields(),
+		"limits":         req.limits,
+		"implementation": impl,
+	})
+	if err != nil {
+		return failure.Wrap(err, gen.FailureCodeInternalFailure, "the request identity could not be computed")
+	}
+	req.digest = d
+	return nil
+}
+
+// paginate sets truncation, the continuation and the exact next_page call.
+func (rt *Runtime) paginate(req *request, in []resolved, res *Result, returned int64) *failure.Failure {
+	next := req.offset + returned
+	res.Truncation = &gen.Truncation{Reason: "row_limit", NextOffset: &next}
+	tok, err := continuation.Encode(req.digest, next)
+	if err != nil {
+		return failure.Wrap(err, gen.FailureCodeInternalFailure, "the continuation could not be encoded")
+	}
+	res.Token = tok
+	args := map[string]any{}
+	for k, v := range req.fields {
+		args[k] = v
+	}
+	sources := make([]any, len(in))
+	for i, r := range in {
+		if r.evidence != nil {
+			sources[i] = *r.evidence
+			continue
+		}
+		s := map[string]any{"kind": "path", "path": r.path, "format": string(r.format), "expected_sha256": r.sha256}
+		if r.producer != nil {
+			s["producer"] = *r.producer
+		}
+		sources[i] = s
+	}
+	args["sources"] = sources
+	args["continuation"] = tok
+	args["page_size"] = req.limits.MaxRows
+	args["limits"] = req.limits
+	res.NextPage = &gen.NextPage{Tool: req.tool.Name, Arguments: args}
+	return nil
+}
