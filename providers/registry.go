@@ -122,3 +122,6 @@ func (r *Registry) Verify() error {
 func isConsole(p gen.CaptureProviderDecl) bool {
 	return len(p.Outputs) == 2 && p.Outputs[0].Role == "stderr" && p.Outputs[1].Role == "stdout"
 }
+
+// Detectors returns the format detectors in registration order.
+func (r *Registry) Detectors() []Detector { return append([]Detector{}, r.detectors...) }

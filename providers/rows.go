@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 )
@@ -57,7 +58,7 @@ func (p projection[R]) Page(ctx context.Context, offset, limit int64) (*Page, er
 	end := min(offset+limit, total)
 	page := &Page{Rows: make([]json.RawMessage, 0, max(end-offset, 0))}
 	for i := offset; i < end; i++ {
-		b, err := json.Marshal(p.row(int(i)))
+		b, err := EncodeRow(p.row(int(i)))
 		if err != nil {
 			return nil, err
 		}
@@ -70,4 +71,16 @@ func (p projection[R]) Page(ctx context.Context, offset, limit int64) (*Page, er
 	}
 	page.Limited = !page.More && int64(p.n) > MaxProjectionRows
 	return page, nil
+}
+
+// EncodeRow encodes one row as compact JSON without HTML escaping, so that "<module>"
+// reads as written.
+func EncodeRow(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

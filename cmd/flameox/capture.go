@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	gen "github.com/flameox/flameox/generated/contracts"
+
 	"github.com/spf13/cobra"
 
 	"github.com/flameox/flameox/internal/failure"
@@ -121,29 +123,25 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 				return f
 			}
 			cres := res.(*runtime.CaptureResult)
-			out := cliResult(&cres.Result)
-			b, _ := json.Marshal(cres)
-			var full map[string]any
-			_ = json.Unmarshal(b, &full)
-			for _, k := range []string{"capture", "analysis_failure", "next_action", "status"} {
-				out[k] = full[k]
-			}
+			out := &cliCapture{cliEnvelope: cliResult(&cres.Result), Capture: cres.Capture,
+				AnalysisFailure: cres.AnalysisFailure, NextAction: cres.NextAction}
+			out.Status, out.Preserved = cres.Status, cres.Preserved
 			switch {
 			case cres.Preserved != nil:
 				if cres.NextPage != nil {
-					out["next_page"] = cliNextPage(cres.Operation, cres.NextPage.Arguments, nil)
+					out.NextPage = cliNextPage(cres.Operation, cres.NextPage.Arguments, nil)
 				}
 			case rescueTo != "":
-				if f := rescueInto(rt, out, &cres.Result, rescueTo); f != nil {
+				if f := rescueInto(rt, out.cliEnvelope, &cres.Result, rescueTo); f != nil {
 					return f
 				}
 			default:
 				// The scratch dies with this process: no continuation can be honoured.
-				out["continuation"], out["next_page"] = nil, nil
-				out["limitations"] = append(out["limitations"].([]any), unpreservedLimitation)
+				out.Continuation, out.NextPage = nil, nil
+				out.Limitations = append(out.Limitations, unpreservedLimitation)
 				if cres.NextAction != nil {
-					out["next_action"] = map[string]any{"kind": "operator_action",
-						"message": "Rerun the same command with --preserve (or --rescue-to ABSOLUTE_PATH) to keep this capture's evidence."}
+					out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
+						Message: "Rerun the same command with --preserve (or --rescue-to ABSOLUTE_PATH) to keep this capture's evidence."}}
 				}
 			}
 			if err := writeJSON(stdout, out); err != nil {
@@ -169,6 +167,15 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&rescueTo, "rescue-to", "", "write the capture as a new evidence store at this absolute path")
 	cmd.MarkFlagRequired("provider")
 	return cmd
+}
+
+// cliCapture is a CLI capture result: the analysis envelope, then the capture record,
+// the analysis failure and the next action.
+type cliCapture struct {
+	*cliEnvelope
+	Capture         gen.CaptureRecord    `json:"capture"`
+	AnalysisFailure *gen.AnalysisFailure `json:"analysis_failure"`
+	NextAction      *gen.NextAction      `json:"next_action"`
 }
 
 // decodeFlag decodes a JSON option value.

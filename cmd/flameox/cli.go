@@ -107,9 +107,9 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 				if f != nil {
 					return f
 				}
-				out["preserved"] = gen.Preserved{EvidenceID: p.EvidenceID, ArtifactCount: p.ArtifactCount}
+				out.Preserved = &gen.Preserved{EvidenceID: p.EvidenceID, ArtifactCount: p.ArtifactCount}
 				if p.NextPage != nil {
-					out["next_page"] = cliNextPage(res.Operation, p.NextPage.Arguments, nil)
+					out.NextPage = cliNextPage(res.Operation, p.NextPage.Arguments, nil)
 				}
 			case rescueTo != "":
 				if f := rescueInto(rt, out, res, rescueTo); f != nil {
@@ -141,15 +141,15 @@ func exclusivePublication(preserve bool, rescueTo string) *failure.Failure {
 
 // rescueInto rescues the analysis behind res to dest and records the handoff in the CLI
 // result out: rescued, and a next_page whose environment opens the new store.
-func rescueInto(rt *runtime.Runtime, out map[string]any, res *runtime.Result, dest string) *failure.Failure {
+func rescueInto(rt *runtime.Runtime, out *cliEnvelope, res *runtime.Result, dest string) *failure.Failure {
 	r, f := rt.Rescue(res.AnalysisID, dest)
 	if f != nil {
 		return f
 	}
-	out["rescued"] = r
-	out["next_page"] = nil
+	out.Rescued = r
+	out.NextPage = nil
 	if r.NextPage != nil {
-		out["next_page"] = cliNextPage(res.Operation, r.NextPage.Arguments, r.NextAction.Environment)
+		out.NextPage = cliNextPage(res.Operation, r.NextPage.Arguments, r.NextAction.Environment)
 	}
 	return nil
 }
@@ -215,23 +215,33 @@ type CLINextPage struct {
 	Environment map[string]any `json:"environment,omitempty"`
 }
 
-// cliResult projects a runtime result for the CLI: no process-local analysis_id, the
-// continuation visible, and next_page as an executable argv.
-func cliResult(res *runtime.Result) map[string]any {
-	out := *res
-	out.AnalysisID = ""
-	out.NextPage = nil
-	var next *CLINextPage
+// cliEnvelope is a CLI analysis result in the contract's field order: no process-local
+// analysis_id, the continuation visible, and next_page as an executable argv.
+type cliEnvelope struct {
+	Status       string            `json:"status"`
+	Operation    string            `json:"operation"`
+	Provider     gen.Provider      `json:"provider"`
+	Inputs       []gen.Input       `json:"inputs"`
+	Blocks       []any             `json:"blocks"`
+	Coverage     gen.Coverage      `json:"coverage"`
+	Truncation   *gen.Truncation   `json:"truncation"`
+	Limitations  []string          `json:"limitations"`
+	Continuation *string           `json:"continuation"`
+	NextPage     *CLINextPage      `json:"next_page"`
+	Preserved    *gen.Preserved    `json:"preserved,omitempty"`
+	Rescued      *gen.RescueResult `json:"rescued,omitempty"`
+}
+
+// cliResult projects a runtime result for the CLI.
+func cliResult(res *runtime.Result) *cliEnvelope {
+	out := &cliEnvelope{Status: res.Status, Operation: res.Operation, Provider: res.Provider, Inputs: res.Inputs,
+		Blocks: res.Blocks, Coverage: res.Coverage, Truncation: res.Truncation, Limitations: res.Limitations}
 	if res.Token != "" {
 		tok := res.Token
 		out.Continuation = &tok
-		next = cliNextPage(res.Operation, res.NextPage.Arguments, nil)
+		out.NextPage = cliNextPage(res.Operation, res.NextPage.Arguments, nil)
 	}
-	b, _ := json.Marshal(out)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	m["next_page"] = next
-	return m
+	return out
 }
 
 // cliNextPage turns next_page arguments into an argv: the paths with their formats, or
@@ -292,22 +302,13 @@ func compactSorted(v any) string {
 	return string(b)
 }
 
-// writeJSON prints v as indented JSON with sorted keys.
+// writeJSON prints v as indented JSON in its contract order: envelope fields as the
+// contract declares them, rows in the catalog's field order, map keys sorted.
 func writeJSON(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	var x any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&x); err != nil {
-		return err
-	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(x)
+	return enc.Encode(v)
 }
 
 func asFailure(err error) *failure.Failure {

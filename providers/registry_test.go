@@ -1,0 +1,93 @@
+package providers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/all"
+)
+
+func TestCompleteRegistryVerifies(t *testing.T) {
+	if err := all.Registry().Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// without returns the full registry less the analyzer of op and the collector of kind.
+func without(op gen.OperationName, kind string) *providers.Registry {
+	full := all.Registry()
+	r := providers.NewRegistry()
+	for _, o := range gen.Operations {
+		if a, ok := full.LookupAnalyzer(o.Name); ok && o.Name != op {
+			r.Analyzer(a)
+		}
+	}
+	for _, p := range gen.CaptureProviders {
+		if c, ok := full.LookupCollector(p.Kind); ok && p.Kind != kind {
+			r.Collector(c)
+		}
+	}
+	for _, d := range full.Detectors() {
+		r.Detector(d)
+	}
+	return r
+}
+
+func TestVerifyNamesEveryGap(t *testing.T) {
+	tests := []struct {
+		name string
+		reg  *providers.Registry
+		want []string
+	}{
+		{"missing analyzer", without(gen.OperationNameRankCPUHotspots, ""), []string{"released operation rank_cpu_hotspots has no analyzer"}},
+		{"missing collector", without("", "hyperfine"), []string{"released capture provider hyperfine has no collector"}},
+		{"both", without(gen.OperationNamePreviewArtifact, "perf"), []string{
+			"released operation preview_artifact has no analyzer", "released capture provider perf has no collector"}},
+		{"empty", providers.NewRegistry(), []string{"format pstats accepted by rank_cpu_hotspots has no detector",
+			"released capture provider direct has no collector"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.reg.Verify()
+			if err == nil {
+				t.Fatal("Verify accepted an incomplete registry")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestVerifyRefusesWhatTheContractDoesNotDeclare(t *testing.T) {
+	r := all.Registry()
+	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTrace, func(context.Context, *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+		return nil, nil
+	}))
+	r.Collector(providers.Collect(providers.CollectorSpec[gen.DirectProvider]{Kind: "memray", File: "x.bin"}))
+	r.Collector(providers.Collect(providers.CollectorSpec[gen.DirectProvider]{Kind: "direct", File: "x.bin"}))
+	err := r.Verify()
+	for _, w := range []string{"analyzer of summarize_trace is registered but the operation is not released",
+		"collector memray is registered but the capture provider is not released",
+		"capture provider direct has two collectors"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not name %q", err, w)
+		}
+	}
+}
+
+func TestDecodeTypedKeepsExplicitZeroOverDefault(t *testing.T) {
+	// hyperfine's warmup defaults to 1; an explicit 0 must survive.
+	p, err := providers.DecodeTyped[gen.HyperfineProvider](map[string]any{"kind": "hyperfine", "warmup": 0})
+	if err != nil || p.Warmup != 0 || p.Runs != 10 {
+		t.Fatalf("got %+v, %v; want warmup 0 and the default runs 10", p, err)
+	}
+	if _, err := providers.DecodeTyped[gen.HyperfineProvider](map[string]any{"kind": "hyperfine", "color": "red"}); err == nil {
+		t.Fatal("an unknown field was accepted")
+	}
+}
