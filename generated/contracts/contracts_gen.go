@@ -1003,6 +1003,32 @@ type CpuCallerSampledRow struct {
 	Unit           string  `json:"unit"`
 }
 
+// PreviewTextRow is one text line.
+type PreviewTextRow struct {
+	// 1-based line number in its source.
+	Line int64 `json:"line"`
+	// The line without its terminator, invalid UTF-8 replaced.
+	Text        string `json:"text"`
+	InputSHA256 string `json:"input_sha256"`
+}
+
+// PreviewFragmentRow is one fragment of a text line (text_fragment_chars).
+type PreviewFragmentRow struct {
+	Line int64 `json:"line"`
+	// 1-based fragment number within the line.
+	Fragment int64  `json:"fragment"`
+	Text     string `json:"text"`
+	// Whether the fragment ends with the line's LF.
+	LineTerminated bool   `json:"line_terminated"`
+	InputSHA256    string `json:"input_sha256"`
+}
+
+// PreviewRecordRow is one JSON entry, JSONL record, CSV record or Parquet record: the
+// native fields (JSON entries per the catalog's projection rules) and the source digest.
+type PreviewRecordRow struct {
+	InputSHA256 string `json:"input_sha256"`
+}
+
 // PerfProvider records the workload with perf record; the native output is perf.data.
 type PerfProvider struct {
 	Kind string `json:"kind"`
@@ -1651,7 +1677,7 @@ var Operations = []OperationDecl{
 		Experiment:       true,
 		Released:         true,
 		Limitations:      []string{"Preview rows project native values: integers beyond +-(2^53-1) and non-finite numbers are strings; native bytes remain authoritative."},
-		Rows:             []string{},
+		Rows:             []string{"PreviewTextRow", "PreviewFragmentRow", "PreviewRecordRow"},
 	},
 }
 
