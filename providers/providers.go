@@ -14,6 +14,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 )
@@ -140,4 +142,34 @@ func Nullable[T comparable](v T) *T {
 // ExactInt reports whether v is an integer that JSON carries exactly.
 func ExactInt(v float64) bool {
 	return v == math.Trunc(v) && math.Abs(v) <= 1<<53-1
+}
+
+// captureProducer prefixes the producer of an artifact captured in an experiment.
+const captureProducer = "flameox-capture block="
+
+// CaptureProducer is the producer identity the runtime gives an artifact that a capture
+// experiment produced in block for case name.
+func CaptureProducer(block int64, name string) string {
+	return fmt.Sprintf("%s%d case=%s", captureProducer, block, name)
+}
+
+// CaptureCase returns the experiment case and block that produced the input, when its
+// producer says so.
+func (in Input) CaptureCase() (name string, block int64, ok bool) {
+	if in.Producer == nil {
+		return "", 0, false
+	}
+	rest, ok := strings.CutPrefix(*in.Producer, captureProducer)
+	if !ok {
+		return "", 0, false
+	}
+	b, name, ok := strings.Cut(rest, " case=")
+	if !ok {
+		return "", 0, false
+	}
+	block, err := strconv.ParseInt(b, 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return name, block, true
 }

@@ -309,7 +309,18 @@ func TestBenchmarkExperimentRegressed(t *testing.T) {
 		t.Fatalf("row %v inputs %d", row, len(cr.Inputs))
 	}
 	// The summary of the six captured documents comes before the experiment blocks.
-	if m := cr.Blocks[0].(MetricsBlock).Values; m["measurement_count"] != 6 || m["input_count"] != 6 {
-		t.Errorf("summary metrics = %v", m)
+	if m := cr.Blocks[0].(MetricsBlock).Values; m["measurement_count"] != 6 || m["input_count"] != 6 || m["series_count"] != 2 {
+		t.Errorf("summary metrics = %v; baseline and candidate must be two series", m)
+	}
+	// Every measurement row carries its case (as the variant) and its block.
+	table := cr.Blocks[1].(TableBlock)
+	seen := map[string]bool{}
+	for _, raw := range table.Rows {
+		var m map[string]any
+		json.Unmarshal(raw, &m)
+		seen[fmt.Sprint(m["variant"], "/", m["block"])] = true
+	}
+	if len(seen) != 6 || !seen["baseline/1"] || !seen["candidate/3"] {
+		t.Errorf("rows carry case/block %v", seen)
 	}
 }

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -419,29 +421,31 @@ func (rt *Runtime) runCapture(ctx context.Context, cr *captureRequest) (any, *fa
 		total *= 2
 	}
 	var runs []*execution
+	// Progress reports each finished step once, so its values strictly increase.
 	step := 0
+	progress(ctx, step, total, "capture admitted")
 	for _, run := range cr.runs {
 		c := cr.cases[run.caseIdx]
-		progress(ctx, step, total, fmt.Sprintf("capture %s block %d", c.name, run.block))
 		ex, f := rt.execute(ctx, cr, dir.path, run, c)
 		if f != nil {
 			return nil, f
 		}
 		step++
+		progress(ctx, step, total, fmt.Sprintf("captured %s block %d", c.name, run.block))
 		if cr.oracle != nil {
 			if ex.ok {
 				rt.runOracle(ctx, cr, ex, c)
 			}
 			step++
+			progress(ctx, step, total, fmt.Sprintf("oracle of %s block %d", c.name, run.block))
 		}
-		progress(ctx, step, total, fmt.Sprintf("captured %s block %d", c.name, run.block))
 		runs = append(runs, ex)
 		if ctx.Err() != nil {
 			return nil, failure.New(gen.FailureCodeCancelled, "the capture was cancelled; every process was terminated").
 				With("execution_count", len(runs))
 		}
 	}
-	res, f := rt.analyseCapture(ctx, cr, runs)
+	res, f := rt.analyseCapture(ctx, cr, dir.path, runs)
 	rt.scratch.settle(dir)
 	settled = true
 	return res, f
@@ -669,28 +673,55 @@ func validText(b []byte) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-// analyseCapture analyses the captured console files with the operation, attaches the
-// capture provenance to the session record, preserves when asked, and builds the result.
-func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs []*execution) (*CaptureResult, *failure.Failure) {
-	var sources []any
-	var roles []string
+// capturedSource is one captured file the capture analyses or retains; producer names
+// the experiment case and block that produced a native artifact.
+type capturedSource struct {
+	path     string
+	format   gen.Format
+	role     string
+	producer *string
+}
+
+// analysisSources lists the captured files the operation analyses, in execution order:
+// the console of the direct provider, else each native artifact.
+func analysisSources(cr *captureRequest, runs []*execution) []capturedSource {
+	var out []capturedSource
 	for _, ex := range runs {
 		n := ex.record.Sequence
 		if cr.coll.console {
-			for _, p := range []string{ex.stdout, ex.stderr} {
-				sources = append(sources, map[string]any{"kind": "path", "path": p, "format": "text"})
-			}
-			roles = append(roles, fmt.Sprintf("capture-%04d/stdout", n), fmt.Sprintf("capture-%04d/stderr", n))
+			out = append(out, capturedSource{path: ex.stdout, format: gen.FormatText, role: fmt.Sprintf("capture-%04d/stdout", n)},
+				capturedSource{path: ex.stderr, format: gen.FormatText, role: fmt.Sprintf("capture-%04d/stderr", n)})
 		} else if ex.artifact != "" {
-			sources = append(sources, map[string]any{"kind": "path", "path": ex.artifact, "format": string(cr.coll.format)})
-			roles = append(roles, fmt.Sprintf("capture-%04d/%s", n, cr.coll.role))
+			src := capturedSource{path: ex.artifact, format: cr.coll.format, role: fmt.Sprintf("capture-%04d/%s", n, cr.coll.role)}
+			if cr.experiment != nil {
+				p := providers.CaptureProducer(ex.record.Block, ex.record.Case)
+				src.producer = &p
+			}
+			out = append(out, src)
 		}
 	}
+	return out
+}
+
+// analyseCapture analyses the captured files with the operation, records the capture as
+// its own session analysis (provenance included before anyone sees the handle),
+// preserves it when asked, and builds the result. A failed analysis keeps the capture:
+// its native files, or its console when the collector wrote nothing, stay evidence.
+func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, dir string, runs []*execution) (*CaptureResult, *failure.Failure) {
+	sources := analysisSources(cr, runs)
 	args := map[string]any{}
 	for k, v := range cr.fields {
 		args[k] = v
 	}
-	args["sources"] = sources
+	list := make([]any, len(sources))
+	for i, s := range sources {
+		src := map[string]any{"kind": "path", "path": s.path, "format": string(s.format)}
+		if s.producer != nil {
+			src["producer"] = *s.producer
+		}
+		list[i] = src
+	}
+	args["sources"] = list
 	if cr.rawLimits != nil {
 		args["limits"] = cr.rawLimits
 	}
@@ -698,57 +729,47 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs 
 		args["page_size"] = *cr.pageSize
 	}
 	raw, _ := json.Marshal(args)
+	extra, f := consoleSources(cr, dir, runs)
+	if f != nil {
+		return nil, f
+	}
 	executions := make([]gen.Execution, len(runs))
 	for i, ex := range runs {
-		executions[i] = ex.record
+		executions[i] = copyExecution(ex.record)
 	}
 	prov := &captureProvenance{request: cr.provenanceRequest(), executions: executions}
+	fitProvenance(prov, cr.limits.MaxProvenanceBytes)
 
 	out := &CaptureResult{Capture: captureRecord(cr, executions)}
 	var res *Result
+	var req *request
 	var af *failure.Failure
 	if len(sources) == 0 {
 		af = failure.New(gen.FailureCodeExecutionFailure, "the capture produced no %s artifact to analyse", cr.coll.format).
-			With("provider_id", cr.providerID)
+			With("provider_id", cr.providerID).With("missing_artifact_roles", missingRoles(executions))
 	} else {
-		res, af = rt.Analyze(ctx, cr.analysis.Name, raw)
+		res, req, af = rt.analyzeTool(ctx, cr.analysis.Name, raw)
 	}
 	if af != nil {
 		if af.Code == gen.FailureCodeCancelled && ctx.Err() != nil {
 			return nil, af
 		}
-		var f *failure.Failure
-		res, f = rt.failedCaptureAnalysis(cr, runs, af)
+		res, req, f = rt.failedCaptureAnalysis(ctx, cr, sources, extra, af)
 		if f != nil {
 			return nil, f
 		}
-		details := map[string]any{"analysis_source_count": len(sources)}
-		if len(res.Inputs) == 0 {
-			details["analysis_source_count"] = 0
-		}
+		details := map[string]any{}
 		for k, v := range af.Details {
 			details[k] = v
 		}
+		details["analysis_source_count"] = len(req.inputs)
 		out.AnalysisFailure = &gen.AnalysisFailure{Code: af.Code, Message: af.Message, Details: details}
 	}
-	extra := consoleSources(cr, runs)
-	rt.mu.Lock()
-	if r, ok := rt.cache.get(res.AnalysisID); ok && res.AnalysisID != "" {
-		r.capture = prov
-		r.extra = extra
-		for i := range r.inputs {
-			if i < len(roles) {
-				r.inputs[i].role = roles[i]
-			}
-		}
+	for i := range req.inputs {
+		req.inputs[i].role = sources[i].role
+		res.Inputs[i].Role = sources[i].role
 	}
-	rt.mu.Unlock()
 	out.Result = *res
-	for i := range out.Inputs {
-		if i < len(roles) {
-			out.Inputs[i].Role = roles[i]
-		}
-	}
 	out.Status = "complete"
 	if out.Capture.Outcome.FailedCount > 0 || out.AnalysisFailure != nil {
 		out.Status = "partial"
@@ -756,48 +777,58 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, runs 
 	if cr.experiment != nil {
 		rt.appendExperiment(cr, runs, out)
 	}
-	if cr.preserve && res.AnalysisID != "" {
-		p, f := rt.Preserve(res.AnalysisID)
+	recorded := out.Result
+	id := rt.rememberCapture(&record{result: &recorded, req: req, inputs: req.inputs, createdAt: cr.started, capture: prov,
+		extra: extra, analysisFailure: out.AnalysisFailure})
+	out.AnalysisID = id
+	if cr.preserve {
+		p, f := rt.Preserve(id)
 		if f != nil {
-			f.With("analysis_id", res.AnalysisID)
-			return nil, f
+			out.PreservationFailure = &gen.AnalysisFailure{Code: f.Code, Message: f.Message, Details: f.Details}
+			out.Status = "partial"
+		} else {
+			out.Preserved = &gen.Preserved{EvidenceID: p.EvidenceID, ArtifactCount: p.ArtifactCount}
+			out.NextPage = p.NextPage
 		}
-		out.Preserved = &gen.Preserved{EvidenceID: p.EvidenceID, ArtifactCount: p.ArtifactCount}
-		out.NextPage = p.NextPage
 	}
 	out.NextAction = captureNextAction(cr, out)
 	return out, nil
 }
 
-// failedCaptureAnalysis records a capture whose analysis failed: the captured sources
-// are still a session analysis that can be preserved.
-func (rt *Runtime) failedCaptureAnalysis(cr *captureRequest, runs []*execution, af *failure.Failure) (*Result, *failure.Failure) {
-	var in []resolved
-	var paths []string
-	var formats []gen.Format
-	for _, ex := range runs {
-		if ex.artifact != "" {
-			paths, formats = append(paths, ex.artifact), append(formats, cr.coll.format)
-		}
+// missingRoles lists the artifact roles the executions did not produce.
+func missingRoles(executions []gen.Execution) []string {
+	var out []string
+	for _, e := range executions {
+		out = append(out, e.MissingArtifactRoles...)
 	}
-	for _, ex := range runs {
-		if cr.coll.console && ex.stdout != "" {
-			paths, formats = append(paths, ex.stdout, ex.stderr), append(formats, gen.FormatText, gen.FormatText)
-		}
-	}
-	for i, p := range paths {
-		sum, size, err := sourcefile.Hash(p)
+	return out
+}
+
+// failedCaptureAnalysis records a capture whose analysis failed: the captured native
+// files are its analysis sources (replayable with adjusted arguments once preserved).
+// When the collector wrote nothing there are none, and the table previews the console
+// so the caller sees why.
+func (rt *Runtime) failedCaptureAnalysis(ctx context.Context, cr *captureRequest, sources []capturedSource, extra []resolved, af *failure.Failure) (*Result, *request, *failure.Failure) {
+	in := make([]resolved, 0, len(sources))
+	for _, s := range sources {
+		sum, size, err := sourcefile.Hash(s.path)
 		if err != nil {
-			return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "a captured artifact could not be read")
+			return nil, nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "a captured artifact could not be read")
 		}
-		in = append(in, resolved{path: p, size: size, sha256: sum, format: formats[i], declared: true, role: role(i, len(paths))})
+		in = append(in, resolved{path: s.path, size: size, sha256: sum, format: s.format, declared: true, role: s.role, producer: s.producer})
 	}
+	adm, f := rt.admitFields(cr.analysis, cr.fields)
+	if f != nil {
+		return nil, nil, f
+	}
+	req := &request{tool: cr.analysis, admitted: adm, fields: cr.fields, limits: cr.limits, inputs: in, started: cr.started}
+	d, err := canon.Digest(map[string]any{"capture_analysis_failure": string(af.Code), "inputs": hashesOf(in)})
+	if err != nil {
+		return nil, nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture identity could not be computed")
+	}
+	req.digest = d
 	res := &Result{Status: "complete", Operation: string(cr.tool.Operation.Name),
-		Provider: gen.Provider{ID: "flameox-capture", Version: Version},
-		Blocks: []any{
-			MetricsBlock{Type: "metrics", Values: map[string]any{"captured_artifact_count": len(in), "analysis_succeeded": false}},
-			TableBlock{Type: "table", Rows: []json.RawMessage{}},
-		},
+		Provider:    gen.Provider{ID: "flameox-capture", Version: Version},
 		Inputs:      []gen.Input{},
 		Limitations: []string{"The analysis of the captured artifacts failed (" + string(af.Code) + "); no analysis claims are available. The executions and their console remain evidence."},
 	}
@@ -805,46 +836,99 @@ func (rt *Runtime) failedCaptureAnalysis(cr *captureRequest, runs []*execution, 
 		p := r.path
 		res.Inputs = append(res.Inputs, gen.Input{Path: &p, SHA256: r.sha256, SizeBytes: r.size, Format: r.format, Role: r.role})
 	}
-	if len(in) == 0 {
-		// Nothing native was captured: there is nothing to preserve or replay.
-		return res, nil
+	rows := []json.RawMessage{}
+	if len(in) == 0 && len(extra) > 0 {
+		rows = rt.consolePreview(ctx, extra, cr.limits)
+		res.Limitations = append(res.Limitations, "The collector wrote no native artifact; the table previews the console of the executions (stdout, then stderr, per execution) so the cause is visible. Console text is bounded: see the executions' omitted byte counts.")
 	}
-	adm, f := rt.admitFields(cr.analysis, cr.fields)
-	if f != nil {
-		return nil, f
+	res.Blocks = []any{
+		MetricsBlock{Type: "metrics", Values: map[string]any{"captured_artifact_count": len(in), "analysis_succeeded": false}},
+		TableBlock{Type: "table", Rows: rows},
 	}
-	req := &request{tool: cr.analysis, admitted: adm, fields: cr.fields, limits: cr.limits, inputs: in, started: cr.started}
-	d, err := canon.Digest(map[string]any{"capture_analysis_failure": string(af.Code), "inputs": hashesOf(in), "started": cr.started.UnixNano()})
-	if err != nil {
-		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture identity could not be computed")
-	}
-	req.digest = d
-	rt.remember(req, res)
-	return res, nil
+	res.Coverage = gen.Coverage{RowsReturned: int64(len(rows)), RowsObserved: int64(len(rows)), Complete: false}
+	return res, req, nil
 }
 
-// consoleSources are the retained console files of a non-direct capture in full mode:
-// preserved beside the native artifacts, never analysed.
-func consoleSources(cr *captureRequest, runs []*execution) []resolved {
+// consolePreview returns the first rows of the console files, read by the preview
+// analyzer as text, each row led by the role of its file.
+func (rt *Runtime) consolePreview(ctx context.Context, files []resolved, limits gen.EffectiveLimits) []json.RawMessage {
+	rows := []json.RawMessage{}
+	a, ok := rt.providers.LookupAnalyzer(gen.OperationNamePreviewArtifact)
+	if !ok {
+		return rows
+	}
+	adm, err := a.Admit(map[string]any{})
+	if err != nil {
+		return rows
+	}
+	for _, f := range files {
+		left := limits.MaxRows - int64(len(rows))
+		if left <= 0 {
+			break
+		}
+		in := providerInputs([]resolved{f})
+		an, err := adm.Run(ctx, in, limits)
+		if err != nil {
+			continue
+		}
+		page, err := an.Rows.Page(ctx, 0, left)
+		if err != nil {
+			continue
+		}
+		role, _ := json.Marshal(f.role)
+		for _, r := range page.Rows {
+			row := append([]byte(`{"role":`), role...)
+			if len(r) > 2 {
+				row = append(append(row, ','), r[1:]...)
+			} else {
+				row = append(row, '}')
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// consoleSources are the console files a capture keeps beside what it analyses (never
+// analysed): the retained console of a full-mode execution, and, for an execution whose
+// collector wrote no native artifact, its bounded diagnostics excerpts written to
+// scratch, so that the evidence of a failed collection still shows why. The direct
+// provider's console is its analysis sources.
+func consoleSources(cr *captureRequest, dir string, runs []*execution) ([]resolved, *failure.Failure) {
 	if cr.coll.console {
-		return nil
+		return nil, nil
 	}
 	var out []resolved
 	for _, ex := range runs {
-		if ex.stdout == "" {
-			continue
+		n := ex.record.Sequence
+		exdir := filepath.Join(dir, fmt.Sprintf("capture-%04d", n))
+		files := map[string]string{}
+		switch d := ex.record.ConsoleDiagnostics; {
+		case ex.stdout != "":
+			files["stdout"], files["stderr"] = ex.stdout, ex.stderr
+		case ex.artifact == "" && d != nil:
+			for stream, text := range map[string]string{"stdout-excerpt": d.Stdout, "stderr-excerpt": d.Stderr} {
+				p := filepath.Join(exdir, stream)
+				if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+					return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture scratch could not be written")
+				}
+				files[stream] = p
+			}
 		}
-		for _, stream := range []string{"stdout", "stderr"} {
-			p := filepath.Join(filepath.Dir(ex.stdout), stream)
-			sum, size, err := sourcefile.Hash(p)
-			if err != nil {
+		for _, stream := range []string{"stdout", "stderr", "stdout-excerpt", "stderr-excerpt"} {
+			p, ok := files[stream]
+			if !ok {
 				continue
 			}
+			sum, size, err := sourcefile.Hash(p)
+			if err != nil {
+				return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "a captured console file could not be read")
+			}
 			out = append(out, resolved{path: p, size: size, sha256: sum, format: gen.FormatText, declared: true,
-				role: fmt.Sprintf("capture-%04d/%s", ex.record.Sequence, stream)})
+				role: fmt.Sprintf("capture-%04d/%s", n, stream)})
 		}
 	}
-	return out
+	return out, nil
 }
 
 func hashesOf(in []resolved) []string {
@@ -892,30 +976,37 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 	if out.Status != "partial" {
 		return nil
 	}
+	replayable := out.AnalysisFailure == nil || out.AnalysisFailure.Details["analysis_source_count"] != 0
 	if out.Preserved != nil {
 		a := &gen.CallTool{Kind: "call_tool", Tool: "inspect_evidence",
 			Arguments: map[string]any{"evidence_id": out.Preserved.EvidenceID},
 			Message:   "The capture is preserved; inspect its evidence, then analyse its analysis_sources."}
-		if out.AnalysisFailure != nil {
+		switch {
+		case !replayable:
+			a.Message = "The capture is preserved with its executions and console, but the collector wrote no native artifact: inspect the evidence for the cause, fix the collector or the workload, then capture again."
+		case out.AnalysisFailure != nil:
 			a.ThenRetry = strp(cr.analysis.Name)
 		}
 		return &gen.NextAction{CallTool: a}
 	}
-	if out.AnalysisID == "" {
-		return &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
-			Message: "The collector produced no native artifact (see the executions' missing_artifact_roles and console diagnostics); fix the collector or the workload, then capture again."}}
+	preserve := func(msg string) *gen.NextAction {
+		return &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: "preserve_evidence",
+			Arguments: map[string]any{"analysis_id": out.AnalysisID}, Message: msg}}
 	}
-	if out.AnalysisFailure != nil {
+	switch {
+	case out.PreservationFailure != nil:
+		return preserve("Preservation failed (" + string(out.PreservationFailure.Code) + ": " + out.PreservationFailure.Message +
+			"); the capture is still a live analysis of this session. Fix the cause and preserve it again, or rescue_evidence it into a new store directory.")
+	case !replayable:
+		return preserve("The collector wrote no native artifact; the table previews the console and the executions say how each run ended. Preserve this capture to keep that evidence, then fix the collector or the workload and capture again.")
+	case out.AnalysisFailure != nil:
 		return &gen.NextAction{PreserveThenAnalyze: &gen.PreserveThenAnalyze{Kind: "preserve_then_analyze",
 			PreserveArguments: map[string]any{"analysis_id": out.AnalysisID},
 			Message:           "The analysis of the captured artifacts failed; preserve them, then analyse the evidence with adjusted arguments."}}
+	case out.Capture.WorkloadStatus == "failed":
+		return preserve("The workload failed; its exit and console are evidence. Preserve them before the session ends.")
 	}
-	msg := "The workload failed; its exit and console are evidence. Preserve them before the session ends."
-	if out.Capture.WorkloadStatus != "failed" {
-		msg = "An execution did not complete (a limit, the collector or the oracle); preserve what was captured before the session ends."
-	}
-	return &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: "preserve_evidence",
-		Arguments: map[string]any{"analysis_id": out.AnalysisID}, Message: msg}}
+	return preserve("An execution did not complete (a limit, the collector or the oracle); preserve what was captured before the session ends.")
 }
 
 // CaptureResult is the result of a capture tool.
@@ -923,5 +1014,122 @@ type CaptureResult struct {
 	Result
 	Capture         gen.CaptureRecord    `json:"capture"`
 	AnalysisFailure *gen.AnalysisFailure `json:"analysis_failure"`
-	NextAction      *gen.NextAction      `json:"next_action"`
+	// PreservationFailure says why requested preservation failed; the capture is still
+	// a live session analysis.
+	PreservationFailure *gen.AnalysisFailure `json:"preservation_failure,omitempty"`
+	NextAction          *gen.NextAction      `json:"next_action"`
+}
+
+// document is the durable capture provenance as preservation records it: the capture
+// request with every execution.
+func (p *captureProvenance) document() (map[string]any, *failure.Failure) {
+	doc := map[string]any{}
+	if err := remarshal(p.request, &doc); err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture provenance could not be recorded")
+	}
+	var execs []any
+	if err := remarshal(p.executions, &execs); err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture provenance could not be recorded")
+	}
+	doc["executions"] = execs
+	return doc, nil
+}
+
+// size is the canonical size of the durable provenance in bytes.
+func (p *captureProvenance) size() (int64, *failure.Failure) {
+	doc, f := p.document()
+	if f != nil {
+		return 0, f
+	}
+	b, err := canon.Marshal(doc)
+	if err != nil {
+		return 0, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture provenance has no canonical form")
+	}
+	return int64(len(b)), nil
+}
+
+// copyExecution copies an execution record with its own console excerpts, so that
+// fitting the provenance never changes what another holder sees.
+func copyExecution(e gen.Execution) gen.Execution {
+	if e.ConsoleDiagnostics != nil {
+		d := *e.ConsoleDiagnostics
+		e.ConsoleDiagnostics = &d
+	}
+	if e.SemanticOracle != nil {
+		o := *e.SemanticOracle
+		e.SemanticOracle = &o
+	}
+	return e
+}
+
+// fitProvenance shrinks the console excerpts of the executions (stdout, stderr and the
+// oracle's) until the durable provenance fits limit bytes: each step keeps the tail of
+// the longest excerpt, cut by the overflow, and counts the cut bytes as omitted. Every
+// byte of text costs at least one byte of JSON, so each step removes at least what it
+// cuts. When even empty excerpts do not fit, preservation refuses the provenance.
+func fitProvenance(p *captureProvenance, limit int64) {
+	type excerpt struct {
+		text              *string
+		retained, omitted *int64
+		complete          *bool
+	}
+	var xs []excerpt
+	add := func(d *gen.ConsoleDiagnostics) {
+		xs = append(xs, excerpt{&d.Stdout, &d.StdoutRetainedBytes, &d.StdoutOmittedBytes, &d.StdoutComplete},
+			excerpt{&d.Stderr, &d.StderrRetainedBytes, &d.StderrOmittedBytes, &d.StderrComplete})
+	}
+	for i := range p.executions {
+		if d := p.executions[i].ConsoleDiagnostics; d != nil {
+			add(d)
+		}
+		if o := p.executions[i].SemanticOracle; o != nil {
+			add(&o.OutputStreams)
+		}
+	}
+	for {
+		size, f := p.size()
+		if f != nil || size <= limit {
+			return
+		}
+		var longest *excerpt
+		for k := range xs {
+			if len(*xs[k].text) > 0 && (longest == nil || len(*xs[k].text) > len(*longest.text)) {
+				longest = &xs[k]
+			}
+		}
+		if longest == nil {
+			return
+		}
+		t := *longest.text
+		cut := int(min(size-limit, int64(len(t))))
+		for cut < len(t) && !utf8.RuneStart(t[cut]) {
+			cut++
+		}
+		*longest.text = t[cut:]
+		*longest.retained = max(0, *longest.retained-int64(cut))
+		*longest.omitted += int64(cut)
+		*longest.complete = false
+	}
+}
+
+// rememberCapture caches a capture's analysis as its own record and returns its handle.
+// The handle covers the capture's sequence in this session and its provenance, so two
+// captures whose analysed bytes are identical never share one, and the record is
+// complete before the handle is returned.
+func (rt *Runtime) rememberCapture(r *record) string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.captures++
+	doc, _ := r.capture.document()
+	b, err := canon.Marshal(map[string]any{"request": r.req.digest, "offset": r.req.offset, "capture": rt.captures, "provenance": doc})
+	if err != nil {
+		b = []byte(fmt.Sprintf("%s/%d", r.req.digest, rt.captures))
+	}
+	sum := sha256.New()
+	sum.Write([]byte(rt.session))
+	sum.Write(b)
+	id := hex.EncodeToString(sum.Sum(nil))
+	r.result.AnalysisID = id
+	rt.store1(id, r)
+	return id
 }

@@ -325,15 +325,36 @@ func TestCaptureMissingProfileIsAPartialResult(t *testing.T) {
 	rt := newRuntime(t)
 	dir := t.TempDir()
 	// os._exit ends the interpreter before cProfile writes its profile.
-	os.WriteFile(filepath.Join(dir, "bad.py"), []byte("import os\nos._exit(4)\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "bad.py"), []byte("import os, sys\nsys.stderr.write('giving up early\\n'); sys.stderr.flush()\nos._exit(4)\n"), 0o644)
 	res, f := captureCPU(t, rt, "capture_and_rank_cpu_hotspots", "cprofile", dir, "python3", "bad.py")
 	if f != nil {
 		t.Fatal(f)
 	}
 	ex := res.Capture.Executions[0]
 	if res.Status != "partial" || res.AnalysisFailure == nil || len(ex.MissingArtifactRoles) != 1 || *ex.WorkloadReturncode != 4 ||
-		res.AnalysisFailure.Details["analysis_source_count"] != 0 || res.NextAction.OperatorAction == nil {
+		res.AnalysisFailure.Details["analysis_source_count"] != 0 {
 		t.Fatalf("result = %+v %+v %+v", res.Status, res.AnalysisFailure, ex)
+	}
+	// The capture keeps a handle, and the table previews the console so the cause shows.
+	if res.AnalysisID == "" || res.NextAction == nil || res.NextAction.CallTool == nil || res.NextAction.CallTool.Tool != "preserve_evidence" {
+		t.Fatalf("handle %q next_action %+v", res.AnalysisID, res.NextAction)
+	}
+	rows := tableRows(t, res)
+	if len(rows) != 1 || rows[0]["role"] != "capture-0001/stderr-excerpt" || rows[0]["text"] != "giving up early" {
+		t.Fatalf("console preview = %v", rows)
+	}
+	// Preserving it keeps the executions and the console excerpts, with no analysis source.
+	p, f := rt.Preserve(res.AnalysisID)
+	if f != nil {
+		t.Fatal(f)
+	}
+	ev, f := rt.Inspect(p.EvidenceID)
+	if f != nil {
+		t.Fatal(f)
+	}
+	execs := ev.Body.CaptureRequest["executions"].([]any)
+	if len(ev.AnalysisSources) != 0 || len(execs) != 1 || execs[0].(map[string]any)["workload_returncode"] != 4.0 {
+		t.Fatalf("evidence = %+v", ev)
 	}
 }
 

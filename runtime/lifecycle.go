@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -91,6 +92,7 @@ func (rt *Runtime) bundle(r *record) (*repository.Bundle, *failure.Failure) {
 		Provider:  gen.StoredProvider{ID: r.result.Provider.ID, Version: r.result.Provider.Version},
 		AnalysisRequest: gen.AnalysisRequestRecord{
 			Operation: r.req.tool.Operation.Name, Offset: r.req.offset, Arguments: args, Limits: limits,
+			Inputs: []gen.RecordedInput{},
 		},
 		Coverage: gen.StoredCoverage{RowsReturned: r.result.Coverage.RowsReturned,
 			RowsObserved: r.result.Coverage.RowsObserved, Complete: r.result.Coverage.Complete},
@@ -99,17 +101,25 @@ func (rt *Runtime) bundle(r *record) (*repository.Bundle, *failure.Failure) {
 	}
 	if r.capture != nil {
 		// Capture evidence keeps its full provenance: target, provider, fields, experiment
-		// and every execution record.
-		prov := map[string]any{}
-		if err := remarshal(r.capture.request, &prov); err != nil {
-			return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture provenance could not be recorded")
+		// and every execution record, within limits.max_provenance_bytes.
+		prov, f := r.capture.document()
+		if f != nil {
+			return nil, f
 		}
-		var execs []any
-		if err := remarshal(r.capture.executions, &execs); err != nil {
-			return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the capture provenance could not be recorded")
+		size, f := r.capture.size()
+		if f != nil {
+			return nil, f
 		}
-		prov["executions"] = execs
+		if limit := r.req.limits.MaxProvenanceBytes; size > limit {
+			return nil, failure.New(gen.FailureCodeLimitExceeded,
+				"the capture provenance needs %d bytes even with its console excerpts cut; limits.max_provenance_bytes is %d", size, limit).
+				Field(failure.Path("limits", "max_provenance_bytes"), nil).With("field", "max_provenance_bytes").
+				With("requested", size).With("effective_ceiling", limit)
+		}
 		b.Kind, b.CaptureRequest = "capture", prov
+		if af := r.analysisFailure; af != nil {
+			b.AnalysisRequest.Failure = &gen.RecordedFailure{Code: af.Code, Message: af.Message, Details: af.Details}
+		}
 	}
 	rt.mu.Lock()
 	preserved := r.preserved != nil
@@ -198,9 +208,7 @@ func (rt *Runtime) Preserve(id string) (*gen.PreservationResult, *failure.Failur
 		if ev, f = store.Publish(b); f != nil {
 			return nil, f.With("analysis_id", id)
 		}
-		rt.mu.Lock()
-		r.preserved = ev
-		rt.mu.Unlock()
+		rt.switchToEvidence(r, store, ev)
 	}
 	return &gen.PreservationResult{
 		Status:        "complete",
@@ -210,10 +218,37 @@ func (rt *Runtime) Preserve(id string) (*gen.PreservationResult, *failure.Failur
 	}, nil
 }
 
+// switchToEvidence marks r preserved as ev. A record that reads capture scratch switches
+// to the stored payloads and evidence sources, and releases the scratch: the published
+// bundle is now the only copy. A record over the caller's own files keeps its paths.
+func (rt *Runtime) switchToEvidence(r *record, store *repository.Store, ev *repository.Evidence) {
+	rt.mu.Lock()
+	r.preserved = ev
+	if len(r.scratch) == 0 {
+		rt.mu.Unlock()
+		return
+	}
+	sel := ev.AnalysisSources()
+	for i := range r.inputs {
+		r.inputs[i].path = store.PayloadPath(r.inputs[i].sha256)
+		if i < len(sel) {
+			r.inputs[i].evidence = &sel[i]
+		}
+	}
+	for i := range r.extra {
+		r.extra[i].path = store.PayloadPath(r.extra[i].sha256)
+	}
+	held := r.scratch
+	r.scratch = nil
+	rt.mu.Unlock()
+	rt.scratch.release(held)
+}
+
 // Rescue writes the live analysis id as a complete new store at destination and returns
 // the restart handoff. Repeating the same rescue validates the published evidence and
 // returns the original handoff, even after the analysis was evicted.
 func (rt *Runtime) Rescue(id, destination string) (*gen.RescueResult, *failure.Failure) {
+	destination = cleanDestination(destination)
 	key := rescueKey{id, destination}
 	rt.mu.Lock()
 	done := rt.rescues.items[key]
@@ -371,7 +406,7 @@ func (rt *Runtime) Inspect(id string) (*gen.EvidenceProjection, *failure.Failure
 			Provider:       gen.Provider{ID: b.Provider.ID, Version: b.Provider.Version},
 			Inputs:         b.Inputs,
 			CaptureRequest: projectCapture(b.CaptureRequest),
-			AnalysisRequest: gen.ProjectedRequest{RequestSHA256: reqDigest, Operation: b.AnalysisRequest.Operation,
+			AnalysisRequest: gen.ProjectedRequest{RequestSHA256: reqDigest, Operation: b.AnalysisRequest.Operation, Inputs: []gen.ManifestInput{},
 				Offset: b.AnalysisRequest.Offset, Arguments: b.AnalysisRequest.Arguments, Limits: b.AnalysisRequest.Limits},
 			Episode:     b.Episode,
 			Coverage:    gen.Coverage{RowsReturned: b.Coverage.RowsReturned, RowsObserved: b.Coverage.RowsObserved, Complete: b.Coverage.Complete},
@@ -468,6 +503,7 @@ func projectCapture(c map[string]any) map[string]any {
 // PreflightRescue checks a rescue destination against the active store before any
 // analysis runs, as `flameox analyze --rescue-to` requires.
 func (rt *Runtime) PreflightRescue(destination string) *failure.Failure {
+	destination = cleanDestination(destination)
 	active := repository.Location{}
 	if store, f := rt.Store(); f == nil {
 		active = store.Location()
@@ -485,4 +521,13 @@ func consoleCounts(cd map[string]any) map[string]any {
 		}
 	}
 	return counts
+}
+
+// cleanDestination cleans an absolute rescue destination ("/tmp/rescue/" names
+// "/tmp/rescue"); a relative one is left for the rules to refuse.
+func cleanDestination(d string) string {
+	if filepath.IsAbs(d) {
+		return filepath.Clean(d)
+	}
+	return d
 }

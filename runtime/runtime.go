@@ -71,6 +71,8 @@ type Runtime struct {
 
 	// providers holds the analyzers, collectors and format detectors of this build.
 	providers *providers.Registry
+	// captures counts the captures of this session; each has its own handle.
+	captures int64
 
 	mu      sync.Mutex
 	cache   *lru
@@ -244,27 +246,38 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 	return rt.Analyze(ctx, name, raw)
 }
 
-// Analyze runs the named analysis tool on raw JSON arguments.
+// Analyze runs the named analysis tool on raw JSON arguments and caches the result under
+// its session handle.
 func (rt *Runtime) Analyze(ctx context.Context, name string, raw []byte) (*Result, *failure.Failure) {
-	t, ok := rt.byName[name]
-	if !ok || t.Family != "analysis" {
-		return nil, failure.New(gen.FailureCodeUnknownOperation, "there is no analysis operation named %q", name).
-			Field(failure.Path("operation"), rt.OperationNames()).With("available_operations", rt.OperationNames())
-	}
-	inst, f := t.input.Validate(raw)
-	if f != nil {
-		return nil, f
-	}
-	req, f := rt.admit(t, inst)
-	if f != nil {
-		return nil, f
-	}
-	res, f := rt.analyze(ctx, req)
+	res, req, f := rt.analyzeTool(ctx, name, raw)
 	if f != nil {
 		return nil, f
 	}
 	rt.remember(req, res)
 	return res, nil
+}
+
+// analyzeTool validates, admits and analyses raw arguments of the named analysis tool
+// without caching the result.
+func (rt *Runtime) analyzeTool(ctx context.Context, name string, raw []byte) (*Result, *request, *failure.Failure) {
+	t, ok := rt.byName[name]
+	if !ok || t.Family != "analysis" {
+		return nil, nil, failure.New(gen.FailureCodeUnknownOperation, "there is no analysis operation named %q", name).
+			Field(failure.Path("operation"), rt.OperationNames()).With("available_operations", rt.OperationNames())
+	}
+	inst, f := t.input.Validate(raw)
+	if f != nil {
+		return nil, nil, f
+	}
+	req, f := rt.admit(t, inst)
+	if f != nil {
+		return nil, nil, f
+	}
+	res, f := rt.analyze(ctx, req)
+	if f != nil {
+		return nil, nil, f
+	}
+	return res, req, nil
 }
 
 // OperationNames lists the analysis tools in catalog order.
@@ -299,6 +312,8 @@ type record struct {
 	preserved *repository.Evidence
 	// capture is the provenance of a capture's analysis; nil for plain analysis.
 	capture *captureProvenance
+	// analysisFailure is the failed analysis of a capture, recorded with its evidence.
+	analysisFailure *gen.AnalysisFailure
 	// extra are retained console files preserved with a capture but never analysed.
 	extra []resolved
 	// scratch are the session capture directories the record reads from.
@@ -329,7 +344,7 @@ func (rt *Runtime) remember(req *request, res *Result) {
 // of the records it evicts. The caller holds rt.mu.
 func (rt *Runtime) store1(id string, r *record) {
 	seen := map[*scratchDir]bool{}
-	for _, in := range r.inputs {
+	for _, in := range append(append([]resolved{}, r.inputs...), r.extra...) {
 		if d := rt.scratch.owner(in.path); d != nil && !seen[d] {
 			seen[d] = true
 			r.scratch = append(r.scratch, d)

@@ -124,13 +124,28 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 			}
 			cres := res.(*runtime.CaptureResult)
 			out := &cliCapture{cliEnvelope: cliResult(&cres.Result), Capture: cres.Capture,
-				AnalysisFailure: cres.AnalysisFailure, NextAction: cres.NextAction}
+				AnalysisFailure: cres.AnalysisFailure, PreservationFailure: cres.PreservationFailure, NextAction: cres.NextAction}
 			out.Status, out.Preserved = cres.Status, cres.Preserved
 			switch {
 			case cres.Preserved != nil:
 				if cres.NextPage != nil {
 					out.NextPage = cliNextPage(cres.Operation, cres.NextPage.Arguments, nil)
 				}
+				if cres.NextAction != nil {
+					// The CLI's next step is a command, not an MCP tool.
+					id := cres.Preserved.EvidenceID
+					msg := "The capture is preserved; run `flameox evidence show " + id + "` to see its executions and artifacts"
+					if cres.AnalysisFailure != nil && cres.AnalysisFailure.Details["analysis_source_count"] != 0 {
+						msg += ", then `flameox analyze " + cres.Operation + " --evidence " + id + "` with adjusted --arguments"
+					}
+					out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action", Message: msg + "."}}
+				}
+			case cres.PreservationFailure != nil:
+				// The scratch dies with this process; the capture can still go to a new store.
+				out.Continuation, out.NextPage = nil, nil
+				out.Limitations = append(out.Limitations, unpreservedLimitation)
+				out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
+					Message: "Preservation failed (" + string(cres.PreservationFailure.Code) + "); rerun the same command with --rescue-to ABSOLUTE_NEW_DIRECTORY to write the capture into a new evidence store, or fix the store and rerun with --preserve."}}
 			case rescueTo != "":
 				if f := rescueInto(rt, out.cliEnvelope, &cres.Result, rescueTo); f != nil {
 					return f
@@ -147,7 +162,7 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 			if err := writeJSON(stdout, out); err != nil {
 				return err
 			}
-			if cres.AnalysisFailure != nil || cres.Capture.Outcome.FailedCount > 0 {
+			if cres.AnalysisFailure != nil || cres.PreservationFailure != nil || cres.Capture.Outcome.FailedCount > 0 {
 				return exitStatus(1)
 			}
 			return nil
@@ -175,7 +190,9 @@ type cliCapture struct {
 	*cliEnvelope
 	Capture         gen.CaptureRecord    `json:"capture"`
 	AnalysisFailure *gen.AnalysisFailure `json:"analysis_failure"`
-	NextAction      *gen.NextAction      `json:"next_action"`
+	// PreservationFailure says why --preserve failed; the capture result is still printed.
+	PreservationFailure *gen.AnalysisFailure `json:"preservation_failure,omitempty"`
+	NextAction          *gen.NextAction      `json:"next_action"`
 }
 
 // decodeFlag decodes a JSON option value.

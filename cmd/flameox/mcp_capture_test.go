@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,11 +20,13 @@ func TestMCPCaptureWithProgress(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
 	var notes []string
+	var values []float64
 	s := connectWith(t, "", filepath.Join(t.TempDir(), "store"), &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			defer mu.Unlock()
 			notes = append(notes, req.Params.Message)
+			values = append(values, req.Params.Progress)
 		},
 	})
 	args := map[string]any{
@@ -50,8 +54,16 @@ func TestMCPCaptureWithProgress(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
-	if len(notes) < 8 || !strings.HasPrefix(notes[0], "capture ") {
+	// One notification on admission and one per finished execution (2 cases x 2 blocks),
+	// with strictly increasing progress.
+	if len(notes) != 5 || notes[0] != "capture admitted" || !strings.HasPrefix(notes[4], "captured ") {
 		t.Errorf("progress notifications = %q", notes)
+	}
+	for i := 1; i < len(values); i++ {
+		if values[i] <= values[i-1] {
+			t.Errorf("progress values %v do not strictly increase", values)
+			break
+		}
 	}
 }
 
@@ -139,5 +151,90 @@ json.dump({"schema": "flameox.benchmark-samples.v1", "benchmarks": [{"name": "na
 	}
 	if res["capture"].(map[string]any)["mode"] != "experiment" {
 		t.Errorf("capture = %v", res["capture"])
+	}
+}
+
+// inspectReturncodes preserves an analysis (unless evidence is given) and returns the
+// workload return codes its evidence recorded.
+func (s *session) inspectReturncodes(t *testing.T, analysisID, evidenceID string) []any {
+	t.Helper()
+	if evidenceID == "" {
+		p, isErr := s.call("preserve_evidence", map[string]any{"analysis_id": analysisID})
+		if isErr {
+			t.Fatal(p)
+		}
+		evidenceID = p["evidence_id"].(string)
+	}
+	ev, isErr := s.call("inspect_evidence", map[string]any{"evidence_id": evidenceID})
+	if isErr {
+		t.Fatal(ev)
+	}
+	var codes []any
+	for _, e := range ev["body"].(map[string]any)["capture_request"].(map[string]any)["executions"].([]any) {
+		codes = append(codes, e.(map[string]any)["workload_returncode"])
+	}
+	return codes
+}
+
+// TestMCPCapturesKeepTheirExecutions covers the three ways a capture used to lose its
+// executions: a failed analysis, two captures of identical output, and a collector that
+// wrote nothing. Each keeps a handle, and its evidence records its own exit.
+func TestMCPCapturesKeepTheirExecutions(t *testing.T) {
+	dir := t.TempDir()
+	s := connect(t, "")
+	capture := func(tool string, args map[string]any) map[string]any {
+		t.Helper()
+		args["target"].(map[string]any)["cwd"] = dir
+		res, isErr := s.call(tool, args)
+		if isErr {
+			t.Fatalf("%s: a capture that ran is a result, not an error: %v", tool, res)
+		}
+		return res
+	}
+
+	// A limit failure with preservation: partial, typed, preserved with its exit code.
+	res := capture("capture_and_preview_artifact", map[string]any{"target": map[string]any{"argv": []string{"sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x; exit 3"}},
+		"provider": map[string]any{"kind": "direct"}, "limits": map[string]any{"max_input_bytes": 1024}, "preserve": true})
+	af := res["analysis_failure"].(map[string]any)
+	if res["status"] != "partial" || af["code"] != "LIMIT_EXCEEDED" || res["next_action"].(map[string]any)["tool"] != "inspect_evidence" {
+		t.Fatalf("limit failure: %v", res)
+	}
+	if codes := s.inspectReturncodes(t, "", res["preserved"].(map[string]any)["evidence_id"].(string)); !cmp.Equal(codes, []any{3.0}) {
+		t.Errorf("limit failure recorded %v", codes)
+	}
+
+	// Identical output, different exits: two handles, each preserving its own exit.
+	same := func(code string) map[string]any {
+		return capture("capture_and_preview_artifact", map[string]any{"target": map[string]any{"argv": []string{"sh", "-c", "echo same; exit " + code}},
+			"provider": map[string]any{"kind": "direct"}})
+	}
+	zero, seven := same("0"), same("7")
+	if zero["analysis_id"] == seven["analysis_id"] {
+		t.Fatal("two captures share one analysis_id")
+	}
+	for _, c := range []struct {
+		res  map[string]any
+		want float64
+	}{{zero, 0}, {seven, 7}} {
+		if codes := s.inspectReturncodes(t, c.res["analysis_id"].(string), ""); !cmp.Equal(codes, []any{c.want}) {
+			t.Errorf("capture exiting %v recorded %v", c.want, codes)
+		}
+	}
+
+	// The collector wrote nothing: a handle, a console preview, and preserve_evidence next.
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	res = capture("capture_and_rank_cpu_hotspots", map[string]any{"target": map[string]any{"argv": []string{"python3", "-c", "print(1)"}},
+		"provider": map[string]any{"kind": "cprofile"}})
+	next := res["next_action"].(map[string]any)
+	if res["analysis_failure"].(map[string]any)["details"].(map[string]any)["analysis_source_count"] != 0.0 || next["tool"] != "preserve_evidence" {
+		t.Fatalf("collector wrote nothing: %v", res)
+	}
+	if r := rows(res); len(r) == 0 || !strings.Contains(fmt.Sprint(r), "no such option") {
+		t.Errorf("console preview = %v", r)
+	}
+	if codes := s.inspectReturncodes(t, res["analysis_id"].(string), ""); !cmp.Equal(codes, []any{2.0}) {
+		t.Errorf("empty collection recorded %v", codes)
 	}
 }

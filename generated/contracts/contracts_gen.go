@@ -133,7 +133,7 @@ type PathSource struct {
 	Path string `json:"path"`
 	// Declared native format. When omitted the runtime detects it where that is unambiguous; a format the operation does not accept is refused before the path is resolved.
 	Format *Format `json:"format,omitempty"`
-	// Identity of the tool that produced the artifact, used to interpret ambiguous formats.
+	// Identity of the tool that produced the artifact, used to interpret ambiguous formats. Artifacts of a capture experiment carry "flameox-capture block=N case=NAME".
 	Producer *string `json:"producer,omitempty"`
 	// SHA-256 the artifact must have; checked before decoding.
 	ExpectedSHA256 *string `json:"expected_sha256,omitempty"`
@@ -342,9 +342,10 @@ type RecordedFailure struct {
 
 // AnalysisRequestRecord is the effective analysis request that produced the evidence.
 type AnalysisRequestRecord struct {
-	Operation OperationName   `json:"operation"`
-	Inputs    []RecordedInput `json:"inputs"`
-	Offset    int64           `json:"offset"`
+	Operation OperationName `json:"operation"`
+	// The analysed inputs; empty for a capture whose collector wrote no native artifact.
+	Inputs []RecordedInput `json:"inputs"`
+	Offset int64           `json:"offset"`
 	// Operation fields after defaults, as the analysis consumed them.
 	Arguments map[string]any `json:"arguments"`
 	// Effective limits of the analysis.

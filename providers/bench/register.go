@@ -103,6 +103,14 @@ func decodeAll(in []providers.Input) ([]Measurement, []string, error) {
 		if err != nil {
 			return nil, nil, providers.AtSource(err, r.Index)
 		}
+		if name, block, ok := r.CaptureCase(); ok {
+			// A capture experiment's case is part of the identity, so baseline and candidate
+			// never pool into one series; the block is recorded beside it.
+			for i := range ms {
+				ms[i].Variant = strings.TrimSuffix(name+"/"+ms[i].Variant, "/")
+				ms[i].Block = strconv.FormatInt(block, 10)
+			}
+		}
 		all = append(all, ms...)
 		if len(all) > MaxMeasurements {
 			return nil, nil, &providers.LimitError{Source: providers.NoSource, Message: fmt.Sprintf("the sources hold more than %d measurements", MaxMeasurements),
