@@ -142,6 +142,15 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 				}
 			case cres.PreservationFailure != nil:
 				// The scratch dies with this process; the capture can still go to a new store.
+				// The process-local analysis_id means nothing after the command exits.
+				pf := *cres.PreservationFailure
+				pf.Details = map[string]any{}
+				for k, v := range cres.PreservationFailure.Details {
+					if k != "analysis_id" {
+						pf.Details[k] = v
+					}
+				}
+				out.PreservationFailure = &pf
 				out.Continuation, out.NextPage = nil, nil
 				out.Limitations = append(out.Limitations, unpreservedLimitation)
 				out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
