@@ -203,6 +203,18 @@ func TestMCPCapturesKeepTheirExecutions(t *testing.T) {
 		t.Errorf("limit failure recorded %v", codes)
 	}
 
+	// A decode failure without preservation: preserve_then_analyze, then the evidence
+	// keeps the invalid document and the exit.
+	res = capture("capture_and_summarize_benchmarks", map[string]any{"target": map[string]any{"argv": []string{"sh", "-c", `echo '{"schema":"nope"}' > "$FLAMEOX_BENCHMARK_OUTPUT"; exit 2`}},
+		"provider": map[string]any{"kind": "benchmark-samples"}})
+	pta, _ := res["next_action"].(map[string]any)
+	if res["analysis_failure"].(map[string]any)["code"] != "DECODE_FAILURE" || pta["kind"] != "preserve_then_analyze" {
+		t.Fatalf("decode failure: %v", res)
+	}
+	if codes := s.inspectReturncodes(t, res["analysis_id"].(string), ""); !cmp.Equal(codes, []any{2.0}) {
+		t.Errorf("decode failure recorded %v", codes)
+	}
+
 	// Identical output, different exits: two handles, each preserving its own exit.
 	same := func(code string) map[string]any {
 		return capture("capture_and_preview_artifact", map[string]any{"target": map[string]any{"argv": []string{"sh", "-c", "echo same; exit " + code}},
