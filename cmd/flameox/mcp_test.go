@@ -131,6 +131,9 @@ func (s *session) listTools() {
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
+		if tl.Title == "" || tl.Title == tl.Name {
+			t.Errorf("%s has no human title (title %q)", tl.Name, tl.Title)
+		}
 		a := tl.Annotations
 		readOnly := tl.Name != "preserve_evidence" && tl.Name != "rescue_evidence"
 		if strings.HasPrefix(tl.Name, "capture_and_") {

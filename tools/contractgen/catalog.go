@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"cuelang.org/go/cue"
 )
@@ -100,9 +101,20 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 	return s, nil
 }
 
+// captureTitle is the title of an operation's capture tool: "Rank CPU hotspots" becomes
+// "Capture and rank CPU hotspots". A leading word in capitals (an acronym) keeps its case.
+func captureTitle(title string) string {
+	r := []rune(title)
+	if len(r) > 1 && unicode.IsUpper(r[0]) && !unicode.IsUpper(r[1]) {
+		r[0] = unicode.ToLower(r[0])
+	}
+	return "Capture and " + string(r)
+}
+
 // lifecycleTool is one entry of the CUE lifecycleTools list.
 type lifecycleTool struct {
 	Name        string `json:"name"`
+	Title       string `json:"title"`
 	Description string `json:"description"`
 	Annotations string `json:"annotations"`
 	Input       string `json:"input"`
@@ -140,7 +152,7 @@ func (m *model) lifecycleFiles(files map[string][]byte) ([]any, error) {
 		inPath, outPath := writeTool(files, t.Name, in, out2)
 		out = append(out, map[string]any{
 			"name":          t.Name,
-			"title":         t.Name,
+			"title":         t.Title,
 			"description":   t.Description,
 			"family":        "lifecycle",
 			"annotations":   annotations,
@@ -175,6 +187,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 	for _, op := range m.ops {
 		ops = append(ops, map[string]any{
 			"operation":            op.Name,
+			"title":                op.Title,
 			"description":          op.Description,
 			"accepted_formats":     op.Formats,
 			"minimum_sources":      op.MinSources,
@@ -199,7 +212,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		inPath, outPath := writeTool(files, op.Name, in, out)
 		tools = append(tools, map[string]any{
 			"name":          op.Name,
-			"title":         op.Name,
+			"title":         op.Title,
 			"description":   op.Description,
 			"family":        "analysis",
 			"operation":     op.Name,
@@ -228,7 +241,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		cinPath, coutPath := writeTool(files, name, cin, cout)
 		captures = append(captures, map[string]any{
 			"name":              name,
-			"title":             name,
+			"title":             captureTitle(op.Title),
 			"description":       cin["description"],
 			"family":            "capture",
 			"operation":         op.Name,

@@ -102,6 +102,7 @@ type model struct {
 // operation is one entry of the CUE operation registry.
 type operation struct {
 	Name             string
+	Title            string
 	Description      string
 	Formats          []string
 	MinSources       int
@@ -111,6 +112,7 @@ type operation struct {
 	Experiment       bool
 	Released         bool
 	Limitations      []string
+	Rows             []string // row definition names, without '#'
 	fields           cue.Value
 }
 
@@ -124,6 +126,7 @@ func (m *model) loadRegistry() error {
 		var op operation
 		if err := v.Decode(&struct {
 			Name             *string   `json:"name"`
+			Title            *string   `json:"title"`
 			Description      *string   `json:"description"`
 			Formats          *[]string `json:"formats"`
 			MinSources       *int      `json:"min_sources"`
@@ -132,14 +135,20 @@ func (m *model) loadRegistry() error {
 			Experiment       *bool     `json:"experiment"`
 			Released         *bool     `json:"released"`
 			Limitations      *[]string `json:"limitations"`
-		}{&op.Name, &op.Description, &op.Formats, &op.MinSources, &op.MaxSources,
-			&op.CaptureProviders, &op.Experiment, &op.Released, &op.Limitations}); err != nil {
+			Rows             *[]string `json:"rows"`
+		}{&op.Name, &op.Title, &op.Description, &op.Formats, &op.MinSources, &op.MaxSources,
+			&op.CaptureProviders, &op.Experiment, &op.Released, &op.Limitations, &op.Rows}); err != nil {
 			return fmt.Errorf("operation %d: %w", len(m.ops), err)
 		}
 		op.fields = v.LookupPath(cue.MakePath(cue.Str("fields").Required()))
 		op.FieldsDef = defReference(op.fields)
 		if op.FieldsDef == "" {
 			return fmt.Errorf("operation %s: fields must reference a definition", op.Name)
+		}
+		for _, r := range op.Rows {
+			if d := m.def(r); !d.Exists() || d.Err() != nil {
+				return fmt.Errorf("operation %s: rows names #%s, which is not a valid definition", op.Name, r)
+			}
 		}
 		m.ops = append(m.ops, op)
 	}
