@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -158,19 +157,38 @@ func (s *session) listTools() {
 		}
 		s.out[tl.Name] = sch
 	}
-	// Every tool of the published catalog is served (the SDK lists them sorted by name).
+	// Every tool of the published catalog is served, in catalog order.
 	var catalog struct {
 		Tools []struct {
-			Name string `json:"name"`
+			Name      string `json:"name"`
+			Family    string `json:"family"`
+			Operation string `json:"operation"`
 		} `json:"tools"`
+		Operations []struct {
+			Operation string `json:"operation"`
+		} `json:"operations"`
 	}
 	b, _ := fs.ReadFile(contracts.FS, "catalog.json")
 	json.Unmarshal(b, &catalog)
-	var want []string
-	for _, tl := range catalog.Tools {
-		want = append(want, tl.Name)
+	// The catalog lists analysis tools, then capture tools, then lifecycle tools; analysis
+	// and capture tools each follow the operation registry's order.
+	registry := map[string]int{}
+	for i, op := range catalog.Operations {
+		registry[op.Operation] = i
 	}
-	sort.Strings(want)
+	family := map[string]int{"analysis": 0, "capture": 1, "lifecycle": 2}
+	var want []string
+	for i, tl := range catalog.Tools {
+		want = append(want, tl.Name)
+		if i == 0 {
+			continue
+		}
+		prev := catalog.Tools[i-1]
+		if family[prev.Family] > family[tl.Family] ||
+			(prev.Family == tl.Family && tl.Family != "lifecycle" && registry[prev.Operation] >= registry[tl.Operation]) {
+			t.Errorf("catalog lists %s (%s) after %s (%s)", tl.Name, tl.Family, prev.Name, prev.Family)
+		}
+	}
 	if len(want) < 10 {
 		t.Fatalf("the catalog lists %d tools", len(want))
 	}
