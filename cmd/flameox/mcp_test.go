@@ -118,6 +118,40 @@ func (s *session) preview(args any) (map[string]any, bool) {
 	return s.call("preview_artifact", args)
 }
 
+// checkCaptureDescription checks that a capture tool mentions experiments only when it
+// accepts one, and then states the blocks its schema allows with two cases.
+func checkCaptureDescription(t *testing.T, tl *mcp.Tool) {
+	t.Helper()
+	b, _ := json.Marshal(tl.InputSchema)
+	var in struct {
+		Properties struct {
+			Experiment *struct {
+				AnyOf []struct {
+					Properties struct {
+						Blocks struct {
+							Maximum int `json:"maximum"`
+						} `json:"blocks"`
+					} `json:"properties"`
+				} `json:"anyOf"`
+			} `json:"experiment"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		t.Fatal(err)
+	}
+	e := in.Properties.Experiment
+	if e == nil {
+		if strings.Contains(strings.ToLower(tl.Description), "experiment") {
+			t.Errorf("%s accepts no experiment but its description mentions one: %s", tl.Name, tl.Description)
+		}
+		return
+	}
+	blocks := e.AnyOf[0].Properties.Blocks.Maximum
+	if blocks < 1 || !strings.Contains(tl.Description, fmt.Sprintf("two cases fit at most %d blocks", blocks)) {
+		t.Errorf("%s: experiment.blocks maximum %d is not what its description states: %s", tl.Name, blocks, tl.Description)
+	}
+}
+
 // listTools checks the catalog, its annotations and cache hint, and compiles every
 // output schema as draft-07, the dialect strict clients use.
 func (s *session) listTools() {
@@ -136,6 +170,7 @@ func (s *session) listTools() {
 		a := tl.Annotations
 		readOnly := tl.Name != "preserve_evidence" && tl.Name != "rescue_evidence"
 		if strings.HasPrefix(tl.Name, "capture_and_") {
+			checkCaptureDescription(t, tl)
 			// Capture tools execute a target: effectful, not idempotent, open world.
 			if a.ReadOnlyHint || a.IdempotentHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
 				t.Errorf("%s annotations = %+v", tl.Name, a)

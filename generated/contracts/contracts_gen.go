@@ -640,7 +640,7 @@ type ExperimentCase struct {
 	Environment map[string]any `json:"environment,omitempty"`
 }
 
-// Experiment runs 2-16 cases in 1-100 blocks, in a seeded random order per block, and compares each case with the first.
+// Experiment runs 2-16 cases once per block, in a seeded random order per block, and compares each case with the first.
 type Experiment struct {
 	// The first case is the baseline.
 	Cases []ExperimentCase `json:"cases"`

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -74,12 +75,22 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 	} else {
 		props["provider"] = schema{"description": desc, "anyOf": arms}
 	}
+	var c sourceCap
 	if op.Experiment {
 		e, err := m.defSchema("ExperimentArgument")
 		if err != nil {
 			return nil, err
 		}
-		props["experiment"] = e["properties"].(schema)["experiment"]
+		exp := e["properties"].(schema)["experiment"].(schema)
+		c = captureSourceCap(op, kinds, providers)
+		if c.Blocks < 1 {
+			return nil, fmt.Errorf("%s declares an experiment, but two cases of one block produce %d sources and at most %d fit",
+				op.Name, 2*c.ArtifactsPerExecution, c.Sources)
+		}
+		if err := capBlocks(exp, c); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name, err)
+		}
+		props["experiment"] = exp
 	}
 	fields, err := m.valueSchema(op.fields)
 	if err != nil {
@@ -96,9 +107,78 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 	s["required"] = toAny(append(toStrings(s["required"]), toStrings(fields["required"])...))
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	s["title"] = "capture_and_" + op.Name
-	s["description"] = "Run the target once (or as a paired experiment) under a compatible collector, then " +
-		strings.ToLower(op.Description[:1]) + op.Description[1:] + " Executes the argv without a shell; the result's next_page reads the captured artifacts and never reruns the workload."
+	s["description"] = captureDescription(op, c)
 	return s, nil
+}
+
+// maxCaptureSources bounds the sources one capture may produce, whatever the operation
+// accepts; the runtime's admission check uses the same bound.
+const maxCaptureSources = 32
+
+// sourceCap is how many experiment blocks fit a capture tool's source cap: sources =
+// cases x blocks x artifacts per execution must stay within min(32, operation max_sources).
+type sourceCap struct {
+	// Sources is the cap, min(32, operation max_sources).
+	Sources int
+	// ArtifactsPerExecution is the largest number of outputs among the tool's providers
+	// (direct yields stdout and stderr: 2).
+	ArtifactsPerExecution int
+	// Blocks is the most blocks two cases fit.
+	Blocks int
+}
+
+func captureSourceCap(op operation, kinds []string, providers []captureProvider) sourceCap {
+	c := sourceCap{Sources: min(maxCaptureSources, op.MaxSources), ArtifactsPerExecution: 1}
+	for _, k := range kinds {
+		for _, p := range providers {
+			if p.Kind == k {
+				c.ArtifactsPerExecution = max(c.ArtifactsPerExecution, len(p.Outputs))
+			}
+		}
+	}
+	c.Blocks = c.Sources / (2 * c.ArtifactsPerExecution)
+	return c
+}
+
+// capBlocks lowers the experiment's blocks maximum to what two cases fit, so the schema
+// never promises more blocks than admission accepts.
+func capBlocks(exp schema, c sourceCap) error {
+	arms, _ := exp["anyOf"].([]any)
+	for _, a := range arms {
+		arm, _ := a.(schema)
+		if arm["type"] != "object" {
+			continue
+		}
+		blocks, _ := arm["properties"].(schema)["blocks"].(schema)
+		if blocks == nil {
+			break
+		}
+		if cur, err := strconv.Atoi(fmt.Sprint(blocks["maximum"])); err != nil || cur < c.Blocks {
+			return fmt.Errorf("experiment.blocks maximum %v is below the source cap's %d blocks", blocks["maximum"], c.Blocks)
+		}
+		blocks["maximum"] = c.Blocks
+		blocks["description"] = fmt.Sprintf("Paired repetitions; each block runs every case once. At most %d with two cases: cases x blocks x %d must stay within %d sources.",
+			c.Blocks, c.ArtifactsPerExecution, c.Sources)
+		return nil
+	}
+	return fmt.Errorf("experiment has no object arm with blocks")
+}
+
+// captureDescription is a capture tool's description. Only a tool whose operation accepts
+// an experiment mentions one, with how many blocks fit its source cap with two cases.
+func captureDescription(op operation, c sourceCap) string {
+	what := strings.ToLower(op.Description[:1]) + op.Description[1:]
+	if !op.Experiment {
+		return "Run the target once under a compatible collector, then " + what +
+			" Executes the argv without a shell; next_page reads the captured artifacts and never reruns the workload."
+	}
+	per := "1 artifact"
+	if c.ArtifactsPerExecution > 1 {
+		per = fmt.Sprintf("%d artifacts", c.ArtifactsPerExecution)
+	}
+	return "Run the target once, or as a paired experiment, under a compatible collector, then " + what +
+		fmt.Sprintf(" An experiment runs every case once per block; each run yields %s and a capture holds at most %d sources, so two cases fit at most %d blocks.", per, c.Sources, c.Blocks) +
+		" Executes the argv without a shell; next_page reads the captured artifacts and never reruns the workload."
 }
 
 // captureTitle is the title of an operation's capture tool: "Rank CPU hotspots" becomes
