@@ -25,6 +25,7 @@ type session struct {
 	t     *testing.T
 	cs    *mcp.ClientSession
 	out   map[string]*jsonschema.Schema
+	rich  map[string]*jsonschema.Schema
 	store string
 }
 
@@ -56,7 +57,7 @@ func connectWith(t *testing.T, limits, store string, opts *mcp.ClientOptions) *s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	s := &session{t: t, cs: cs, out: map[string]*jsonschema.Schema{}, store: store}
+	s := &session{t: t, cs: cs, out: map[string]*jsonschema.Schema{}, rich: map[string]*jsonschema.Schema{}, store: store}
 	s.listTools()
 	return s
 }
@@ -94,6 +95,9 @@ func (s *session) callParams(params *mcp.CallToolParams) (map[string]any, bool) 
 	inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(text))
 	if err := s.out[tool].Validate(inst); err != nil {
 		t.Fatalf("%s result does not match the output schema: %v\n%s", tool, err, text)
+	}
+	if err := s.rich[tool].Validate(inst); err != nil {
+		t.Fatalf("%s result does not match the rich result schema: %v\n%s", tool, err, text)
 	}
 	return fromText, res.IsError
 }
@@ -152,6 +156,29 @@ func checkCaptureDescription(t *testing.T, tl *mcp.Tool) {
 	}
 }
 
+// compileDraft7 compiles a schema of contracts/ as draft-07.
+func compileDraft7(t *testing.T, path string) *jsonschema.Schema {
+	t.Helper()
+	b, err := fs.ReadFile(contracts.FS, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft7)
+	if err := c.AddResource("mem:///"+path, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("mem:///" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
 // listTools checks the catalog, its annotations and cache hint, and compiles every
 // output schema as draft-07, the dialect strict clients use.
 func (s *session) listTools() {
@@ -195,9 +222,10 @@ func (s *session) listTools() {
 	// Every tool of the published catalog is served, in catalog order.
 	var catalog struct {
 		Tools []struct {
-			Name      string `json:"name"`
-			Family    string `json:"family"`
-			Operation string `json:"operation"`
+			Name         string `json:"name"`
+			Family       string `json:"family"`
+			Operation    string `json:"operation"`
+			ResultSchema string `json:"result_schema"`
 		} `json:"tools"`
 		Operations []struct {
 			Operation string `json:"operation"`
@@ -215,6 +243,7 @@ func (s *session) listTools() {
 	var want []string
 	for i, tl := range catalog.Tools {
 		want = append(want, tl.Name)
+		s.rich[tl.Name] = compileDraft7(t, tl.ResultSchema)
 		if i == 0 {
 			continue
 		}

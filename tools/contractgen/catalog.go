@@ -17,11 +17,23 @@ var persistedDocuments = []string{"RepositoryDocument", "ArtifactDocument", "Man
 // under contracts/formats.
 var formatDocuments = []string{"BenchmarkSamplesDocument"}
 
-// writeTool renders a tool's input and output schemas into files and returns their paths.
-func writeTool(files map[string][]byte, name string, in, out schema) (string, string) {
-	inPath, outPath := "tools/"+name+".input.json", "tools/"+name+".output.json"
-	files[inPath], files[outPath] = marshalSchema(in), marshalSchema(out)
-	return inPath, outPath
+// toolFiles are the schema paths of one tool under contracts/.
+type toolFiles struct {
+	// Input is the input schema tools/list publishes and the runtime validates with.
+	Input string
+	// Output is the compact output schema tools/list publishes.
+	Output string
+	// Result is the rich output schema: every envelope field described, rows typed where
+	// the operation declares its row definitions. Published under contracts/ and shown by
+	// flameox mcp inspect --tool.
+	Result string
+}
+
+// writeTool renders a tool's schemas into files and returns their paths.
+func writeTool(files map[string][]byte, name string, in, out, result schema) toolFiles {
+	p := toolFiles{Input: "tools/" + name + ".input.json", Output: "tools/" + name + ".output.json", Result: "tools/" + name + ".result.json"}
+	files[p.Input], files[p.Output], files[p.Result] = marshalSchema(in), marshalSchema(out), marshalSchema(result)
+	return p
 }
 
 // captureProvider is one entry of the CUE captureProviders list.
@@ -49,10 +61,11 @@ func releasedProviders(op operation, providers []captureProvider) []string {
 // captureInputSchema composes a capture tool's input: target, the union of its released
 // providers, preserve, limits, page_size, experiment when the operation accepts one, and
 // the operation's fields at top level.
-func (m *model) captureInputSchema(op operation, kinds []string, providers []captureProvider) (schema, error) {
+func (m *model) captureInputSchema(op operation, kinds []string, providers []captureProvider) (schema, sourceCap, error) {
+	var c sourceCap
 	s, err := m.defSchema("CaptureArguments")
 	if err != nil {
-		return nil, err
+		return nil, c, err
 	}
 	props := s["properties"].(schema)
 	var arms []any
@@ -61,7 +74,7 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 			if p.Kind == k {
 				ps, err := m.defSchema(p.Definition)
 				if err != nil {
-					return nil, err
+					return nil, c, err
 				}
 				arms = append(arms, ps)
 			}
@@ -75,40 +88,45 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 	} else {
 		props["provider"] = schema{"description": desc, "anyOf": arms}
 	}
-	var c sourceCap
 	if op.Experiment {
 		e, err := m.defSchema("ExperimentArgument")
 		if err != nil {
-			return nil, err
+			return nil, c, err
 		}
 		exp := e["properties"].(schema)["experiment"].(schema)
 		c = captureSourceCap(op, kinds, providers)
 		if c.Blocks < 1 {
-			return nil, fmt.Errorf("%s declares an experiment, but two cases of one block produce %d sources and at most %d fit",
+			return nil, c, fmt.Errorf("%s declares an experiment, but two cases of one block produce %d sources and at most %d fit",
 				op.Name, 2*c.ArtifactsPerExecution, c.Sources)
 		}
 		if err := capBlocks(exp, c); err != nil {
-			return nil, fmt.Errorf("%s: %w", op.Name, err)
+			return nil, c, fmt.Errorf("%s: %w", op.Name, err)
 		}
 		props["experiment"] = exp
 	}
 	fields, err := m.valueSchema(op.fields)
 	if err != nil {
-		return nil, err
+		return nil, c, err
 	}
 	if fp, ok := fields["properties"].(schema); ok {
 		for k, v := range fp {
 			if _, dup := props[k]; dup {
-				return nil, fmt.Errorf("field %q collides with a capture transport field", k)
+				return nil, c, fmt.Errorf("field %q collides with a capture transport field", k)
 			}
 			props[k] = v
 		}
 	}
 	s["required"] = toAny(append(toStrings(s["required"]), toStrings(fields["required"])...))
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-	s["title"] = "capture_and_" + op.Name
-	s["description"] = captureDescription(op, c)
-	return s, nil
+	untitled(s)
+	return s, c, nil
+}
+
+// untitled drops an input schema's root title and description: tools/list carries the
+// tool's title and description beside the schema, so the schema does not repeat them.
+func untitled(s schema) {
+	delete(s, "title")
+	delete(s, "description")
 }
 
 // maxCaptureSources bounds the sources one capture may produce, whatever the operation
@@ -219,25 +237,29 @@ func (m *model) lifecycleFiles(files map[string][]byte) ([]any, error) {
 			return nil, fmt.Errorf("%s input: %w", t.Name, err)
 		}
 		in["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-		in["title"] = t.Name
-		in["description"] = t.Description
+		untitled(in)
 		result, err := m.defSchema(t.Output)
 		if err != nil {
 			return nil, fmt.Errorf("%s output: %w", t.Name, err)
 		}
-		out2, err := m.outputUnion(t.Name, result)
+		rich, err := m.outputUnion(t.Name, result)
 		if err != nil {
 			return nil, err
 		}
-		inPath, outPath := writeTool(files, t.Name, in, out2)
+		compact, err := m.compactOutput(t.Output, "")
+		if err != nil {
+			return nil, fmt.Errorf("%s output: %w", t.Name, err)
+		}
+		paths := writeTool(files, t.Name, in, compact, rich)
 		out = append(out, map[string]any{
 			"name":          t.Name,
 			"title":         t.Title,
 			"description":   t.Description,
 			"family":        "lifecycle",
 			"annotations":   annotations,
-			"input_schema":  inPath,
-			"output_schema": outPath,
+			"input_schema":  paths.Input,
+			"output_schema": paths.Output,
+			"result_schema": paths.Result,
 		})
 	}
 	return out, nil
@@ -277,6 +299,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			"experiment_supported": op.Experiment,
 			"released":             op.Released,
 			"limitations":          op.Limitations,
+			"row_definitions":      op.Rows,
 		})
 		if !op.Released {
 			continue
@@ -285,11 +308,15 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := m.toolOutputSchema(op)
+		rich, err := m.toolOutputSchema(op)
 		if err != nil {
 			return nil, err
 		}
-		inPath, outPath := writeTool(files, op.Name, in, out)
+		compact, err := m.compactOutput("AnalysisResult", op.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s output: %w", op.Name, err)
+		}
+		paths := writeTool(files, op.Name, in, compact, rich)
 		tools = append(tools, map[string]any{
 			"name":          op.Name,
 			"title":         op.Title,
@@ -297,15 +324,16 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			"family":        "analysis",
 			"operation":     op.Name,
 			"annotations":   annotations,
-			"input_schema":  inPath,
-			"output_schema": outPath,
+			"input_schema":  paths.Input,
+			"output_schema": paths.Output,
+			"result_schema": paths.Result,
 		})
 		kinds := releasedProviders(op, providers)
 		if len(kinds) == 0 {
 			continue
 		}
 		name := "capture_and_" + op.Name
-		cin, err := m.captureInputSchema(op, kinds, providers)
+		cin, c, err := m.captureInputSchema(op, kinds, providers)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -314,21 +342,29 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			return nil, err
 		}
 		cres["properties"].(schema)["operation"] = schema{"const": op.Name, "description": "Operation (task name) that analysed the capture."}
-		cout, err := m.outputUnion(name, cres)
+		if err := m.typeRows(cres, op); err != nil {
+			return nil, err
+		}
+		crich, err := m.outputUnion(name, cres)
 		if err != nil {
 			return nil, err
 		}
-		cinPath, coutPath := writeTool(files, name, cin, cout)
+		ccompact, err := m.compactOutput("CaptureResult", op.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s output: %w", name, err)
+		}
+		cpaths := writeTool(files, name, cin, ccompact, crich)
 		captures = append(captures, map[string]any{
 			"name":              name,
 			"title":             captureTitle(op.Title),
-			"description":       cin["description"],
+			"description":       captureDescription(op, c),
 			"family":            "capture",
 			"operation":         op.Name,
 			"capture_providers": kinds,
 			"annotations":       captureAnnotations,
-			"input_schema":      cinPath,
-			"output_schema":     coutPath,
+			"input_schema":      cpaths.Input,
+			"output_schema":     cpaths.Output,
+			"result_schema":     cpaths.Result,
 		})
 	}
 	tools = append(tools, captures...)
