@@ -129,11 +129,11 @@ func OperationNameValues() []OperationName {
 type PathSource struct {
 	// Selects an explicit path on this machine.
 	Kind string `json:"kind"`
-	// Absolute path of the native artifact (a file, or a directory read as a bundle). It is never interpreted relative to the server.
+	// Absolute path of a file, or of a directory read as a bundle.
 	Path string `json:"path"`
-	// Declared native format. When omitted the runtime detects it where that is unambiguous; a format the operation does not accept is refused before the path is resolved.
+	// Native format; detected when omitted. A format the operation does not accept is refused.
 	Format *Format `json:"format,omitempty"`
-	// Identity of the tool that produced the artifact, used to interpret ambiguous formats.
+	// Producer identity, used to interpret ambiguous formats.
 	Producer *string `json:"producer,omitempty"`
 	// SHA-256 the artifact must have; checked before decoding.
 	ExpectedSHA256 *string `json:"expected_sha256,omitempty"`
@@ -143,9 +143,9 @@ type PathSource struct {
 type EvidenceSource struct {
 	// Selects preserved evidence.
 	Kind string `json:"kind"`
-	// Evidence identity returned by preserve_evidence or query_evidence.
+	// Evidence identity from preserve_evidence or query_evidence.
 	EvidenceID string `json:"evidence_id"`
-	// Opaque selector from inspect_evidence; required when the evidence holds more than one logical source.
+	// Selector from inspect_evidence; required when the evidence holds several sources.
 	ArtifactSelector *string `json:"artifact_selector,omitempty"`
 }
 
@@ -158,13 +158,13 @@ type RequestLimits struct {
 	MaxInputBytes *int64 `json:"max_input_bytes,omitempty"`
 	// Files traversed across all sources.
 	MaxInputFiles *int64 `json:"max_input_files,omitempty"`
-	// Wall-clock seconds for each conversion or analysis worker; never applied to capture targets.
+	// Seconds per conversion or analysis worker (not capture targets).
 	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty"`
-	// Output bytes per bounded process or generated artifact.
+	// Output bytes per process or generated artifact.
 	MaxOutputBytes *int64 `json:"max_output_bytes,omitempty"`
-	// Resident memory per analysis worker tree; never applied to capture targets.
+	// Memory per analysis worker tree (not capture targets).
 	MaxMemoryBytes *int64 `json:"max_memory_bytes,omitempty"`
-	// Canonical capture provenance retained for preservation.
+	// Capture provenance bytes kept for preservation.
 	MaxProvenanceBytes *int64 `json:"max_provenance_bytes,omitempty"`
 }
 
@@ -604,9 +604,9 @@ type WorkloadBudget struct {
 	MaxMemoryBytes *int64 `json:"max_memory_bytes"`
 }
 
-// DirectTarget is the workload: an argv run without a shell in an existing absolute working directory.
+// DirectTarget is the workload: an argv run without a shell in an absolute working directory.
 type DirectTarget struct {
-	// Command and arguments; argv[0] is resolved to an exact executable (PATH, or relative to cwd when it holds a slash).
+	// Command and arguments; argv[0] resolves through PATH, or against cwd when it holds a slash.
 	Argv []string `json:"argv"`
 	// Existing absolute working directory.
 	Cwd string `json:"cwd"`
@@ -614,7 +614,7 @@ type DirectTarget struct {
 	Environment map[string]any `json:"environment,omitempty"`
 	// Optional wall-clock and memory budget of each invocation.
 	Budget *WorkloadBudget `json:"budget,omitempty"`
-	// diagnostics keeps bounded console excerpts; full retains the console as text sources. The direct provider always retains its console in full.
+	// diagnostics: bounded console excerpts; full: the console as text sources (always, for direct).
 	ConsoleOutput string `json:"console_output,omitempty"`
 }
 
@@ -654,7 +654,7 @@ type Experiment struct {
 	Estimand string `json:"estimand,omitempty"`
 	// Differences within this many nanoseconds classify as within_threshold.
 	PracticalThreshold float64 `json:"practical_threshold"`
-	// Optional argv run after every successful capture with FLAMEOX_CAPTURE_STDOUT and FLAMEOX_CAPTURE_STDERR set; a non-zero exit excludes that case-block.
+	// Argv run after each successful capture with FLAMEOX_CAPTURE_STDOUT and _STDERR set; a non-zero exit excludes that case-block.
 	SemanticOracle []string `json:"semantic_oracle,omitempty"`
 }
 
