@@ -22,7 +22,7 @@ import (
 //
 // The target of 3,000 bytes per tool for the whole tools array is not reachable
 // while input schemas keep their strict validation and field descriptions: the input
-// schemas alone average about 3,800 bytes, and about 1,900 without any description.
+// schemas alone average about 3,800 bytes, and about 1,950 without any description.
 // Decision 4's "about 3 KB per tool" describes the compact output schemas (about 3,400
 // bytes on average), which maxOutputSchemaBytesPerTool bounds.
 const (
