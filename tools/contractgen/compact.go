@@ -12,14 +12,14 @@ import (
 )
 
 // Compact output schemas are what tools/list publishes as each tool's outputSchema: the
-// stable result envelope, the recoverable states and the failure envelope, rendered from
-// the same CUE definitions as the rich schemas but
+// stable result envelope and one shape for the recoverable states and the failure
+// envelope, rendered from the same CUE definitions as the rich schemas but
 //
 //   - without descriptions (the rich schemas under contracts/tools keep them),
 //   - with provider rows, metrics values and details open objects (as in CUE),
 //   - with the definitions override names replaced by an open or shallower shape
 //     (formats and operation names as strings, next_action as an object with its kind
-//     enum, an execution record with a few key fields),
+//     enum), and those of compactKeep cut to a few key fields (an execution record),
 //   - with a definition used more than once kept once under $defs and referenced with
 //     $ref where that is shorter than repeating it, and inlined otherwise.
 //
