@@ -155,8 +155,13 @@ func TestCaptureAdmissionRefusesBeforeRunning(t *testing.T) {
 			gen.FailureCodeInvalidInput, []any{"target", "cwd"}},
 		{"unknown provider", map[string]any{"target": target(dir, run...), "provider": map[string]any{"kind": "perf"}},
 			gen.FailureCodeInvalidInput, []any{"provider", "kind"}},
-		{"too many sources", map[string]any{"target": target(dir, run...), "provider": direct(),
+		// The schema caps blocks at what two cases fit (8 for direct); more cases need fewer
+		// blocks, which admission checks: 3 cases x 6 blocks x 2 artifacts is 36 sources.
+		{"blocks above the two-case cap", map[string]any{"target": target(dir, run...), "provider": direct(),
 			"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}, "blocks": 9, "seed": 1, "practical_threshold": 0}},
+			gen.FailureCodeInvalidInput, []any{"experiment", "blocks"}},
+		{"too many sources", map[string]any{"target": target(dir, run...), "provider": direct(),
+			"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}, map[string]any{"name": "c"}}, "blocks": 6, "seed": 1, "practical_threshold": 0}},
 			gen.FailureCodeLimitExceeded, []any{"experiment", "blocks"}},
 		{"duplicate case", map[string]any{"target": target(dir, run...), "provider": direct(),
 			"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "a"}}, "blocks": 1, "seed": 1, "practical_threshold": 0}},

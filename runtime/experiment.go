@@ -9,6 +9,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/stats"
+	"github.com/flameox/flameox/providers"
 )
 
 // bootstrapResamples is the number of paired bootstrap resamples of an interval.
@@ -29,31 +30,14 @@ func estimate(estimand string, xs []float64) float64 {
 }
 
 // comparison is one candidate-against-baseline row of an experiment.
-type comparison struct {
-	BaselineCase   string   `json:"baseline_case"`
-	CandidateCase  string   `json:"candidate_case"`
-	Metric         string   `json:"metric"`
-	Unit           string   `json:"unit"`
-	Estimand       string   `json:"estimand"`
-	Estimate       *float64 `json:"estimate"`
-	ConfidenceLow  *float64 `json:"confidence_low"`
-	ConfidenceHigh *float64 `json:"confidence_high"`
-	// ConfidenceLevel is 0.95 when an interval is reported.
-	ConfidenceLevel    *float64 `json:"confidence_level"`
-	Method             string   `json:"method"`
-	PracticalThreshold float64  `json:"practical_threshold"`
-	Classification     string   `json:"point_estimate_classification"`
-	PairedBlocks       int      `json:"paired_blocks"`
-	DeclaredBlocks     int64    `json:"declared_blocks"`
-	ExcludedBlocks     int64    `json:"excluded_blocks"`
-}
+type comparison = gen.ExperimentComparisonRow
 
 // compare computes one comparison from paired differences (candidate - baseline).
 func compare(e *gen.Experiment, base, cand string, index int, diffs []float64) comparison {
 	c := comparison{BaselineCase: base, CandidateCase: cand, Metric: "wall_time_ns", Unit: "ns",
-		Estimand: e.Estimand, PracticalThreshold: e.PracticalThreshold, PairedBlocks: len(diffs),
+		Estimand: e.Estimand, PracticalThreshold: e.PracticalThreshold, PairedBlocks: int64(len(diffs)),
 		DeclaredBlocks: e.Blocks, ExcludedBlocks: e.Blocks - int64(len(diffs)),
-		Method: "descriptive." + e.Estimand + ".v1", Classification: "inconclusive"}
+		Method: "descriptive." + e.Estimand + ".v1", PointEstimateClassification: "inconclusive"}
 	if len(diffs) == 0 {
 		return c
 	}
@@ -61,11 +45,11 @@ func compare(e *gen.Experiment, base, cand string, index int, diffs []float64) c
 	c.Estimate = &est
 	switch {
 	case math.Abs(est) <= e.PracticalThreshold:
-		c.Classification = "within_threshold"
+		c.PointEstimateClassification = "within_threshold"
 	case est < -e.PracticalThreshold:
-		c.Classification = "practically_improved"
+		c.PointEstimateClassification = "practically_improved"
 	default:
-		c.Classification = "practically_regressed"
+		c.PointEstimateClassification = "practically_regressed"
 	}
 	if len(diffs) < 3 {
 		return c
@@ -136,7 +120,7 @@ func (rt *Runtime) appendExperiment(cr *captureRequest, runs []*execution, out *
 			out.Limitations = append(out.Limitations, fmt.Sprintf(
 				"Experiment comparison %s vs %s has fewer than three eligible blocks; no confidence interval is reported.", c.CandidateCase, base))
 		}
-		b, _ := json.Marshal(c)
+		b, _ := providers.EncodeRow(c)
 		rows = append(rows, b)
 	}
 	out.Limitations = append(out.Limitations,

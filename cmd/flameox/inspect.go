@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flameox/flameox/contracts"
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/runtime"
@@ -36,6 +39,13 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 						With("recovery", "run flameox mcp inspect to list the tools")
 				}
 				out := map[string]any{"tools": []any{fullTool(t)}}
+				rich, err := resultSchema(t.Name)
+				if err != nil {
+					return err
+				}
+				// The output schema in tools/list is compact; the rich one describes every
+				// field and, where the operation declares them, the row shapes.
+				out["result_schema"] = rich
 				if t.Family != "lifecycle" {
 					out["operation"] = operationView(rt, t, true)
 				}
@@ -62,9 +72,41 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 			return writeJSON(stdout, map[string]any{"tool_count": len(tools), "tools": tools, "operations": ops})
 		},
 	}
-	cmd.Flags().StringVar(&tool, "tool", "", "print one tool's exact input and output schemas and an example call")
+	cmd.Flags().StringVar(&tool, "tool", "", "print one tool's exact input and output schemas, its rich result schema and an example call")
 	cmd.Flags().BoolVar(&full, "full", false, "print every tool with its schemas")
 	return cmd
+}
+
+// resultSchema is the named tool's rich result schema, published under contracts/ beside
+// the compact output schema that tools/list carries.
+func resultSchema(tool string) (any, error) {
+	b, err := fs.ReadFile(contracts.FS, "catalog.json")
+	if err != nil {
+		return nil, err
+	}
+	var cat struct {
+		Tools []struct {
+			Name         string `json:"name"`
+			ResultSchema string `json:"result_schema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(b, &cat); err != nil {
+		return nil, err
+	}
+	for _, t := range cat.Tools {
+		if t.Name == tool {
+			b, err := fs.ReadFile(contracts.FS, t.ResultSchema)
+			if err != nil {
+				return nil, err
+			}
+			var s any
+			if err := json.Unmarshal(b, &s); err != nil {
+				return nil, err
+			}
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("the catalog has no result schema for %s", tool)
 }
 
 func serverView() map[string]any {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/signal"
+	"sort"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,10 +50,28 @@ func newServer(rt *runtime.Runtime) *mcp.Server {
 			}
 		},
 	})
-	for _, t := range rt.Tools() {
+	rank := map[string]int{}
+	for i, t := range rt.Tools() {
 		s.AddTool(mcpTool(t), handler(rt, t.Name))
+		rank[t.Name] = i
 	}
+	s.AddReceivingMiddleware(catalogOrder(rank))
 	return s
+}
+
+// catalogOrder lists tools in the catalog's order (analysis, capture, lifecycle, each in
+// registry order) rather than the SDK's order by name. The catalog fits one tools/list
+// page (the SDK's default page holds 1000 tools), so the whole list is in catalog order.
+func catalogOrder(rank map[string]int) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if l, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				sort.SliceStable(l.Tools, func(i, j int) bool { return rank[l.Tools[i].Name] < rank[l.Tools[j].Name] })
+			}
+			return res, err
+		}
+	}
 }
 
 func mcpTool(t *runtime.Tool) *mcp.Tool {

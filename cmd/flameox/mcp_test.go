@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -25,6 +24,7 @@ type session struct {
 	t     *testing.T
 	cs    *mcp.ClientSession
 	out   map[string]*jsonschema.Schema
+	rich  map[string]*jsonschema.Schema
 	store string
 }
 
@@ -56,7 +56,7 @@ func connectWith(t *testing.T, limits, store string, opts *mcp.ClientOptions) *s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	s := &session{t: t, cs: cs, out: map[string]*jsonschema.Schema{}, store: store}
+	s := &session{t: t, cs: cs, out: map[string]*jsonschema.Schema{}, rich: map[string]*jsonschema.Schema{}, store: store}
 	s.listTools()
 	return s
 }
@@ -95,6 +95,9 @@ func (s *session) callParams(params *mcp.CallToolParams) (map[string]any, bool) 
 	if err := s.out[tool].Validate(inst); err != nil {
 		t.Fatalf("%s result does not match the output schema: %v\n%s", tool, err, text)
 	}
+	if err := s.rich[tool].Validate(inst); err != nil {
+		t.Fatalf("%s result does not match the rich result schema: %v\n%s", tool, err, text)
+	}
 	return fromText, res.IsError
 }
 
@@ -118,6 +121,63 @@ func (s *session) preview(args any) (map[string]any, bool) {
 	return s.call("preview_artifact", args)
 }
 
+// checkCaptureDescription checks that a capture tool mentions experiments only when it
+// accepts one, and then states the blocks its schema allows with two cases.
+func checkCaptureDescription(t *testing.T, tl *mcp.Tool) {
+	t.Helper()
+	b, _ := json.Marshal(tl.InputSchema)
+	var in struct {
+		Properties struct {
+			Experiment *struct {
+				AnyOf []struct {
+					Properties struct {
+						Blocks struct {
+							Maximum int `json:"maximum"`
+						} `json:"blocks"`
+					} `json:"properties"`
+				} `json:"anyOf"`
+			} `json:"experiment"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		t.Fatal(err)
+	}
+	e := in.Properties.Experiment
+	if e == nil {
+		if strings.Contains(strings.ToLower(tl.Description), "experiment") {
+			t.Errorf("%s accepts no experiment but its description mentions one: %s", tl.Name, tl.Description)
+		}
+		return
+	}
+	blocks := e.AnyOf[0].Properties.Blocks.Maximum
+	if blocks < 1 || !strings.Contains(tl.Description, fmt.Sprintf("two cases fit at most %d blocks", blocks)) {
+		t.Errorf("%s: experiment.blocks maximum %d is not what its description states: %s", tl.Name, blocks, tl.Description)
+	}
+}
+
+// compileDraft7 compiles a schema of contracts/ as draft-07.
+func compileDraft7(t *testing.T, path string) *jsonschema.Schema {
+	t.Helper()
+	b, err := fs.ReadFile(contracts.FS, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft7)
+	if err := c.AddResource("mem:///"+path, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("mem:///" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
 // listTools checks the catalog, its annotations and cache hint, and compiles every
 // output schema as draft-07, the dialect strict clients use.
 func (s *session) listTools() {
@@ -130,9 +190,13 @@ func (s *session) listTools() {
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
+		if tl.Title == "" || tl.Title == tl.Name {
+			t.Errorf("%s has no human title (title %q)", tl.Name, tl.Title)
+		}
 		a := tl.Annotations
 		readOnly := tl.Name != "preserve_evidence" && tl.Name != "rescue_evidence"
 		if strings.HasPrefix(tl.Name, "capture_and_") {
+			checkCaptureDescription(t, tl)
 			// Capture tools execute a target: effectful, not idempotent, open world.
 			if a.ReadOnlyHint || a.IdempotentHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
 				t.Errorf("%s annotations = %+v", tl.Name, a)
@@ -154,19 +218,40 @@ func (s *session) listTools() {
 		}
 		s.out[tl.Name] = sch
 	}
-	// Every tool of the published catalog is served (the SDK lists them sorted by name).
+	// Every tool of the published catalog is served, in catalog order.
 	var catalog struct {
 		Tools []struct {
-			Name string `json:"name"`
+			Name         string `json:"name"`
+			Family       string `json:"family"`
+			Operation    string `json:"operation"`
+			ResultSchema string `json:"result_schema"`
 		} `json:"tools"`
+		Operations []struct {
+			Operation string `json:"operation"`
+		} `json:"operations"`
 	}
 	b, _ := fs.ReadFile(contracts.FS, "catalog.json")
 	json.Unmarshal(b, &catalog)
-	var want []string
-	for _, tl := range catalog.Tools {
-		want = append(want, tl.Name)
+	// The catalog lists analysis tools, then capture tools, then lifecycle tools; analysis
+	// and capture tools each follow the operation registry's order.
+	registry := map[string]int{}
+	for i, op := range catalog.Operations {
+		registry[op.Operation] = i
 	}
-	sort.Strings(want)
+	family := map[string]int{"analysis": 0, "capture": 1, "lifecycle": 2}
+	var want []string
+	for i, tl := range catalog.Tools {
+		want = append(want, tl.Name)
+		s.rich[tl.Name] = compileDraft7(t, tl.ResultSchema)
+		if i == 0 {
+			continue
+		}
+		prev := catalog.Tools[i-1]
+		if family[prev.Family] > family[tl.Family] ||
+			(prev.Family == tl.Family && tl.Family != "lifecycle" && registry[prev.Operation] >= registry[tl.Operation]) {
+			t.Errorf("catalog lists %s (%s) after %s (%s)", tl.Name, tl.Family, prev.Name, prev.Family)
+		}
+	}
 	if len(want) < 10 {
 		t.Fatalf("the catalog lists %d tools", len(want))
 	}

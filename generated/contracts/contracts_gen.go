@@ -129,11 +129,11 @@ func OperationNameValues() []OperationName {
 type PathSource struct {
 	// Selects an explicit path on this machine.
 	Kind string `json:"kind"`
-	// Absolute path of the native artifact (a file, or a directory read as a bundle). It is never interpreted relative to the server.
+	// Absolute path of a file, or of a directory read as a bundle.
 	Path string `json:"path"`
-	// Declared native format. When omitted the runtime detects it where that is unambiguous; a format the operation does not accept is refused before the path is resolved.
+	// Native format; detected when omitted. A format the operation does not accept is refused.
 	Format *Format `json:"format,omitempty"`
-	// Identity of the tool that produced the artifact, used to interpret ambiguous formats. Artifacts of a capture experiment carry "flameox-capture block=N case=NAME".
+	// Producer identity, used to interpret ambiguous formats; capture experiments write "flameox-capture block=N case=NAME".
 	Producer *string `json:"producer,omitempty"`
 	// SHA-256 the artifact must have; checked before decoding.
 	ExpectedSHA256 *string `json:"expected_sha256,omitempty"`
@@ -143,9 +143,9 @@ type PathSource struct {
 type EvidenceSource struct {
 	// Selects preserved evidence.
 	Kind string `json:"kind"`
-	// Evidence identity returned by preserve_evidence or query_evidence.
+	// Evidence identity from preserve_evidence or query_evidence.
 	EvidenceID string `json:"evidence_id"`
-	// Opaque selector from inspect_evidence; required when the evidence holds more than one logical source.
+	// Selector from inspect_evidence; required when the evidence holds several sources.
 	ArtifactSelector *string `json:"artifact_selector,omitempty"`
 }
 
@@ -158,13 +158,13 @@ type RequestLimits struct {
 	MaxInputBytes *int64 `json:"max_input_bytes,omitempty"`
 	// Files traversed across all sources.
 	MaxInputFiles *int64 `json:"max_input_files,omitempty"`
-	// Wall-clock seconds for each conversion or analysis worker; never applied to capture targets.
+	// Seconds per conversion or analysis worker (not capture targets).
 	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty"`
-	// Output bytes per bounded process or generated artifact.
+	// Output bytes per process or generated artifact.
 	MaxOutputBytes *int64 `json:"max_output_bytes,omitempty"`
-	// Resident memory per analysis worker tree; never applied to capture targets.
+	// Memory per analysis worker tree (not capture targets).
 	MaxMemoryBytes *int64 `json:"max_memory_bytes,omitempty"`
-	// Canonical capture provenance retained for preservation.
+	// Capture provenance bytes kept for preservation.
 	MaxProvenanceBytes *int64 `json:"max_provenance_bytes,omitempty"`
 }
 
@@ -605,9 +605,9 @@ type WorkloadBudget struct {
 	MaxMemoryBytes *int64 `json:"max_memory_bytes"`
 }
 
-// DirectTarget is the workload: an argv run without a shell in an existing absolute working directory.
+// DirectTarget is the workload: an argv run without a shell in an absolute working directory.
 type DirectTarget struct {
-	// Command and arguments; argv[0] is resolved to an exact executable (PATH, or relative to cwd when it holds a slash).
+	// Command and arguments; argv[0] resolves through PATH, or against cwd when it holds a slash.
 	Argv []string `json:"argv"`
 	// Existing absolute working directory.
 	Cwd string `json:"cwd"`
@@ -615,7 +615,7 @@ type DirectTarget struct {
 	Environment map[string]any `json:"environment,omitempty"`
 	// Optional wall-clock and memory budget of each invocation.
 	Budget *WorkloadBudget `json:"budget,omitempty"`
-	// diagnostics keeps bounded console excerpts; full retains the console as text sources. The direct provider always retains its console in full.
+	// diagnostics: bounded console excerpts; full: the console as text sources (always, for direct).
 	ConsoleOutput string `json:"console_output,omitempty"`
 }
 
@@ -641,7 +641,7 @@ type ExperimentCase struct {
 	Environment map[string]any `json:"environment,omitempty"`
 }
 
-// Experiment runs 2-16 cases in 1-100 blocks, in a seeded random order per block, and compares each case with the first.
+// Experiment runs 2-16 cases once per block, in a seeded random order per block, and compares each case with the first.
 type Experiment struct {
 	// The first case is the baseline.
 	Cases []ExperimentCase `json:"cases"`
@@ -655,7 +655,7 @@ type Experiment struct {
 	Estimand string `json:"estimand,omitempty"`
 	// Differences within this many nanoseconds classify as within_threshold.
 	PracticalThreshold float64 `json:"practical_threshold"`
-	// Optional argv run after every successful capture with FLAMEOX_CAPTURE_STDOUT and FLAMEOX_CAPTURE_STDERR set; a non-zero exit excludes that case-block.
+	// Argv run after each successful capture with FLAMEOX_CAPTURE_STDOUT and _STDERR set; a non-zero exit excludes that case-block.
 	SemanticOracle []string `json:"semantic_oracle,omitempty"`
 }
 
@@ -897,59 +897,6 @@ type WindowFields struct {
 	EndNS any `json:"end_ns"`
 }
 
-// BenchmarkMeasurementRow is one measured value of a benchmark result.
-type BenchmarkMeasurementRow struct {
-	InputIndex int64  `json:"input_index"`
-	Benchmark  string `json:"benchmark"`
-	// ns, bytes, count, or the source's own unit.
-	Unit string `json:"unit"`
-	// The value per loop iteration: value_int when exact, else value_float.
-	ValueInt   *int64         `json:"value_int"`
-	ValueFloat *float64       `json:"value_float"`
-	RunIndex   int64          `json:"run_index"`
-	ValueIndex int64          `json:"value_index"`
-	LoopCount  int64          `json:"loop_count"`
-	IsWarmup   bool           `json:"is_warmup"`
-	Dimensions map[string]any `json:"dimensions"`
-	Scope      *string        `json:"scope"`
-	Phase      *string        `json:"phase"`
-	Worker     *string        `json:"worker"`
-	Variant    *string        `json:"variant"`
-	Trial      *string        `json:"trial"`
-	Block      *string        `json:"block"`
-}
-
-// BenchmarkScalingRow is the log-log fit of one benchmark series.
-type BenchmarkScalingRow struct {
-	Benchmark   string         `json:"benchmark"`
-	Unit        string         `json:"unit"`
-	Dimensions  map[string]any `json:"dimensions"`
-	InputValues []float64      `json:"input_values"`
-	MeanValues  []float64      `json:"mean_values"`
-	PointCount  int64          `json:"point_count"`
-	Exponent    *float64       `json:"exponent"`
-	Coefficient *float64       `json:"coefficient"`
-	RSquared    *float64       `json:"r_squared"`
-	Status      string         `json:"status"`
-	Reason      *string        `json:"reason"`
-}
-
-// BenchmarkComparisonRow compares one series of a candidate with the baseline.
-type BenchmarkComparisonRow struct {
-	Benchmark      string         `json:"benchmark"`
-	Unit           string         `json:"unit"`
-	Dimensions     map[string]any `json:"dimensions"`
-	LoopCount      int64          `json:"loop_count"`
-	BaselineIndex  int64          `json:"baseline_index"`
-	CandidateIndex int64          `json:"candidate_index"`
-	BaselineMean   float64        `json:"baseline_mean"`
-	CandidateMean  float64        `json:"candidate_mean"`
-	BaselineCount  int64          `json:"baseline_count"`
-	CandidateCount int64          `json:"candidate_count"`
-	// candidate_mean / baseline_mean; null when the baseline mean is 0.
-	Ratio *float64 `json:"ratio"`
-}
-
 // CpuHotspotPstatsRow is one function of a pstats profile, ranked by the chosen metric.
 type CpuHotspotPstatsRow struct {
 	Function              string  `json:"function"`
@@ -1004,6 +951,59 @@ type CpuCallerSampledRow struct {
 	Unit           string  `json:"unit"`
 }
 
+// BenchmarkMeasurementRow is one measured value of a benchmark result.
+type BenchmarkMeasurementRow struct {
+	InputIndex int64  `json:"input_index"`
+	Benchmark  string `json:"benchmark"`
+	// ns, bytes, count, or the source's own unit.
+	Unit string `json:"unit"`
+	// The value per loop iteration: value_int when exact, else value_float.
+	ValueInt   *int64         `json:"value_int"`
+	ValueFloat *float64       `json:"value_float"`
+	RunIndex   int64          `json:"run_index"`
+	ValueIndex int64          `json:"value_index"`
+	LoopCount  int64          `json:"loop_count"`
+	IsWarmup   bool           `json:"is_warmup"`
+	Dimensions map[string]any `json:"dimensions"`
+	Scope      *string        `json:"scope"`
+	Phase      *string        `json:"phase"`
+	Worker     *string        `json:"worker"`
+	Variant    *string        `json:"variant"`
+	Trial      *string        `json:"trial"`
+	Block      *string        `json:"block"`
+}
+
+// BenchmarkScalingRow is the log-log fit of one benchmark series.
+type BenchmarkScalingRow struct {
+	Benchmark   string         `json:"benchmark"`
+	Unit        string         `json:"unit"`
+	Dimensions  map[string]any `json:"dimensions"`
+	InputValues []float64      `json:"input_values"`
+	MeanValues  []float64      `json:"mean_values"`
+	PointCount  int64          `json:"point_count"`
+	Exponent    *float64       `json:"exponent"`
+	Coefficient *float64       `json:"coefficient"`
+	RSquared    *float64       `json:"r_squared"`
+	Status      string         `json:"status"`
+	Reason      *string        `json:"reason"`
+}
+
+// BenchmarkComparisonRow compares one series of a candidate with the baseline.
+type BenchmarkComparisonRow struct {
+	Benchmark      string         `json:"benchmark"`
+	Unit           string         `json:"unit"`
+	Dimensions     map[string]any `json:"dimensions"`
+	LoopCount      int64          `json:"loop_count"`
+	BaselineIndex  int64          `json:"baseline_index"`
+	CandidateIndex int64          `json:"candidate_index"`
+	BaselineMean   float64        `json:"baseline_mean"`
+	CandidateMean  float64        `json:"candidate_mean"`
+	BaselineCount  int64          `json:"baseline_count"`
+	CandidateCount int64          `json:"candidate_count"`
+	// candidate_mean / baseline_mean; null when the baseline mean is 0.
+	Ratio *float64 `json:"ratio"`
+}
+
 // PreviewTextRow is one text line.
 type PreviewTextRow struct {
 	// 1-based line number in its source.
@@ -1028,6 +1028,38 @@ type PreviewFragmentRow struct {
 // native fields (JSON entries per the catalog's projection rules) and the source digest.
 type PreviewRecordRow struct {
 	InputSHA256 string `json:"input_sha256"`
+}
+
+// CaptureConsoleRow is one console line of a capture whose collector wrote no native
+// artifact: the table previews the console instead of the operation's rows.
+type CaptureConsoleRow struct {
+	// Role of the console file, such as capture-0001/stderr-excerpt.
+	Role        string `json:"role"`
+	Line        int64  `json:"line"`
+	Text        string `json:"text"`
+	InputSHA256 string `json:"input_sha256"`
+}
+
+// ExperimentComparisonRow compares one experiment case with the baseline case: the paired
+// estimate of candidate minus baseline wall time and its classification.
+type ExperimentComparisonRow struct {
+	BaselineCase  string `json:"baseline_case"`
+	CandidateCase string `json:"candidate_case"`
+	Metric        string `json:"metric"`
+	Unit          string `json:"unit"`
+	Estimand      string `json:"estimand"`
+	// Null when no block is eligible.
+	Estimate       *float64 `json:"estimate"`
+	ConfidenceLow  *float64 `json:"confidence_low"`
+	ConfidenceHigh *float64 `json:"confidence_high"`
+	// 0.95 when an interval is reported.
+	ConfidenceLevel             *float64 `json:"confidence_level"`
+	Method                      string   `json:"method"`
+	PracticalThreshold          float64  `json:"practical_threshold"`
+	PointEstimateClassification string   `json:"point_estimate_classification"`
+	PairedBlocks                int64    `json:"paired_blocks"`
+	DeclaredBlocks              int64    `json:"declared_blocks"`
+	ExcludedBlocks              int64    `json:"excluded_blocks"`
 }
 
 // PerfProvider records the workload with perf record; the native output is perf.data.
@@ -1405,45 +1437,6 @@ var Operations = []OperationDecl{
 		Rows:             []string{},
 	},
 	{
-		Name:             OperationNameSummarizeBenchmarks,
-		Description:      "List every measurement of 1-32 benchmark results (pyperf, Flameox benchmark-samples, NVBench, hyperfine, Go benchmark output) with its identity, warmup flag and loop count, plus per-series mean, median and counts.",
-		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
-		MinSources:       1,
-		MaxSources:       32,
-		FieldsDefinition: "NoFields",
-		CaptureProviders: []string{"pyperf", "benchmark-samples", "nvbench", "hyperfine"},
-		Experiment:       true,
-		Released:         true,
-		Limitations:      []string{"Values are per loop iteration; warmup values are listed but excluded from the series statistics."},
-		Rows:             []string{"BenchmarkMeasurementRow"},
-	},
-	{
-		Name:             OperationNameAnalyzeBenchmarkScaling,
-		Description:      "Fit value = coefficient * input^exponent by log-log least squares per benchmark series against a numeric input dimension (exponent, coefficient, r_squared, or inconclusive with the reason).",
-		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
-		MinSources:       1,
-		MaxSources:       32,
-		FieldsDefinition: "ScalingFields",
-		CaptureProviders: []string{"pyperf", "benchmark-samples", "nvbench", "hyperfine"},
-		Experiment:       true,
-		Released:         true,
-		Limitations:      []string{"A log-log fit describes the measured range only; it is not a proof of asymptotic complexity."},
-		Rows:             []string{"BenchmarkScalingRow"},
-	},
-	{
-		Name:             OperationNameCompareBenchmarks,
-		Description:      "Compare matching benchmark series of 2-32 results against a baseline: means of per-iteration values and the ratio candidate/baseline; series missing from any result are counted as unmatched.",
-		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
-		MinSources:       2,
-		MaxSources:       32,
-		FieldsDefinition: "CompareFields",
-		CaptureProviders: []string{},
-		Experiment:       false,
-		Released:         true,
-		Limitations:      []string{"Ratios compare means of per-iteration values; no significance test is made. Capture baseline and candidate separately, under comparable conditions."},
-		Rows:             []string{"BenchmarkComparisonRow"},
-	},
-	{
 		Name:             OperationNameRankCPUHotspots,
 		Description:      "Rank the functions of one CPU profile (cProfile pstats, py-spy Speedscope, perf collapsed stacks or perf.data, V8 cpuprofile, pprof) by self and inclusive weight, with file and line.",
 		Formats:          []Format{FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof},
@@ -1510,6 +1503,45 @@ var Operations = []OperationDecl{
 		Released:         false,
 		Limitations:      []string{},
 		Rows:             []string{},
+	},
+	{
+		Name:             OperationNameSummarizeBenchmarks,
+		Description:      "List every measurement of 1-32 benchmark results (pyperf, Flameox benchmark-samples, NVBench, hyperfine, Go benchmark output) with its identity, warmup flag and loop count, plus per-series mean, median and counts.",
+		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
+		MinSources:       1,
+		MaxSources:       32,
+		FieldsDefinition: "NoFields",
+		CaptureProviders: []string{"pyperf", "benchmark-samples", "nvbench", "hyperfine"},
+		Experiment:       true,
+		Released:         true,
+		Limitations:      []string{"Values are per loop iteration; warmup values are listed but excluded from the series statistics."},
+		Rows:             []string{"BenchmarkMeasurementRow"},
+	},
+	{
+		Name:             OperationNameAnalyzeBenchmarkScaling,
+		Description:      "Fit value = coefficient * input^exponent by log-log least squares per benchmark series against a numeric input dimension (exponent, coefficient, r_squared, or inconclusive with the reason).",
+		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
+		MinSources:       1,
+		MaxSources:       32,
+		FieldsDefinition: "ScalingFields",
+		CaptureProviders: []string{"pyperf", "benchmark-samples", "nvbench", "hyperfine"},
+		Experiment:       true,
+		Released:         true,
+		Limitations:      []string{"A log-log fit describes the measured range only; it is not a proof of asymptotic complexity."},
+		Rows:             []string{"BenchmarkScalingRow"},
+	},
+	{
+		Name:             OperationNameCompareBenchmarks,
+		Description:      "Compare matching benchmark series of 2-32 results against a baseline: means of per-iteration values and the ratio candidate/baseline; series missing from any result are counted as unmatched.",
+		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
+		MinSources:       2,
+		MaxSources:       32,
+		FieldsDefinition: "CompareFields",
+		CaptureProviders: []string{},
+		Experiment:       false,
+		Released:         true,
+		Limitations:      []string{"Ratios compare means of per-iteration values; no significance test is made. Capture baseline and candidate separately, under comparable conditions."},
+		Rows:             []string{"BenchmarkComparisonRow"},
 	},
 	{
 		Name:             OperationNameSummarizeInference,

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"cuelang.org/go/cue"
 )
@@ -15,11 +17,23 @@ var persistedDocuments = []string{"RepositoryDocument", "ArtifactDocument", "Man
 // under contracts/formats.
 var formatDocuments = []string{"BenchmarkSamplesDocument"}
 
-// writeTool renders a tool's input and output schemas into files and returns their paths.
-func writeTool(files map[string][]byte, name string, in, out schema) (string, string) {
-	inPath, outPath := "tools/"+name+".input.json", "tools/"+name+".output.json"
-	files[inPath], files[outPath] = marshalSchema(in), marshalSchema(out)
-	return inPath, outPath
+// toolFiles are the schema paths of one tool under contracts/.
+type toolFiles struct {
+	// Input is the input schema tools/list publishes and the runtime validates with.
+	Input string
+	// Output is the compact output schema tools/list publishes.
+	Output string
+	// Result is the rich output schema: every envelope field described, rows typed where
+	// the operation declares its row definitions. Published under contracts/ and shown by
+	// flameox mcp inspect --tool.
+	Result string
+}
+
+// writeTool renders a tool's schemas into files and returns their paths.
+func writeTool(files map[string][]byte, name string, in, out, result schema) toolFiles {
+	p := toolFiles{Input: "tools/" + name + ".input.json", Output: "tools/" + name + ".output.json", Result: "tools/" + name + ".result.json"}
+	files[p.Input], files[p.Output], files[p.Result] = marshalSchema(in), marshalSchema(out), marshalSchema(result)
+	return p
 }
 
 // captureProvider is one entry of the CUE captureProviders list.
@@ -56,10 +70,11 @@ func releasedProviders(op operation, providers []captureProvider) []string {
 // captureInputSchema composes a capture tool's input: target, the union of its released
 // providers, preserve, limits, page_size, experiment when the operation accepts one, and
 // the operation's fields at top level.
-func (m *model) captureInputSchema(op operation, kinds []string, providers []captureProvider) (schema, error) {
+func (m *model) captureInputSchema(op operation, kinds []string, providers []captureProvider) (schema, sourceCap, error) {
+	var c sourceCap
 	s, err := m.defSchema("CaptureArguments")
 	if err != nil {
-		return nil, err
+		return nil, c, err
 	}
 	props := s["properties"].(schema)
 	var arms []any
@@ -68,7 +83,7 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 			if p.Kind == k {
 				ps, err := m.defSchema(p.Definition)
 				if err != nil {
-					return nil, err
+					return nil, c, err
 				}
 				arms = append(arms, ps)
 			}
@@ -85,33 +100,128 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 	if op.Experiment {
 		e, err := m.defSchema("ExperimentArgument")
 		if err != nil {
-			return nil, err
+			return nil, c, err
 		}
-		props["experiment"] = e["properties"].(schema)["experiment"]
+		exp := e["properties"].(schema)["experiment"].(schema)
+		c = captureSourceCap(op, kinds, providers)
+		if c.Blocks < 1 {
+			return nil, c, fmt.Errorf("%s declares an experiment, but two cases of one block produce %d sources and at most %d fit",
+				op.Name, 2*c.ArtifactsPerExecution, c.Sources)
+		}
+		if err := capBlocks(exp, c); err != nil {
+			return nil, c, fmt.Errorf("%s: %w", op.Name, err)
+		}
+		props["experiment"] = exp
 	}
 	fields, err := m.valueSchema(op.fields)
 	if err != nil {
-		return nil, err
+		return nil, c, err
 	}
 	if fp, ok := fields["properties"].(schema); ok {
 		for k, v := range fp {
 			if _, dup := props[k]; dup {
-				return nil, fmt.Errorf("field %q collides with a capture transport field", k)
+				return nil, c, fmt.Errorf("field %q collides with a capture transport field", k)
 			}
 			props[k] = v
 		}
 	}
 	s["required"] = toAny(append(toStrings(s["required"]), toStrings(fields["required"])...))
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-	s["title"] = "capture_and_" + op.Name
-	s["description"] = "Run the target once (or as a paired experiment) under a compatible collector, then " +
-		strings.ToLower(op.Description[:1]) + op.Description[1:] + " Executes the argv without a shell; the result's next_page reads the captured artifacts and never reruns the workload."
-	return s, nil
+	untitled(s)
+	return s, c, nil
+}
+
+// untitled drops an input schema's root title and description: tools/list carries the
+// tool's title and description beside the schema, so the schema does not repeat them.
+func untitled(s schema) {
+	delete(s, "title")
+	delete(s, "description")
+}
+
+// maxCaptureSources bounds the sources one capture may produce, whatever the operation
+// accepts; the runtime's admission check uses the same bound.
+const maxCaptureSources = 32
+
+// sourceCap is how many experiment blocks fit a capture tool's source cap: sources =
+// cases x blocks x artifacts per execution must stay within min(32, operation max_sources).
+type sourceCap struct {
+	// Sources is the cap, min(32, operation max_sources).
+	Sources int
+	// ArtifactsPerExecution is the largest number of outputs among the tool's providers
+	// (direct yields stdout and stderr: 2).
+	ArtifactsPerExecution int
+	// Blocks is the most blocks two cases fit.
+	Blocks int
+}
+
+func captureSourceCap(op operation, kinds []string, providers []captureProvider) sourceCap {
+	c := sourceCap{Sources: min(maxCaptureSources, op.MaxSources), ArtifactsPerExecution: 1}
+	for _, k := range kinds {
+		for _, p := range providers {
+			if p.Kind == k {
+				c.ArtifactsPerExecution = max(c.ArtifactsPerExecution, len(p.Outputs))
+			}
+		}
+	}
+	c.Blocks = c.Sources / (2 * c.ArtifactsPerExecution)
+	return c
+}
+
+// capBlocks lowers the experiment's blocks maximum to what two cases fit, so the schema
+// never promises more blocks than admission accepts.
+func capBlocks(exp schema, c sourceCap) error {
+	arms, _ := exp["anyOf"].([]any)
+	for _, a := range arms {
+		arm, _ := a.(schema)
+		if arm["type"] != "object" {
+			continue
+		}
+		blocks, _ := arm["properties"].(schema)["blocks"].(schema)
+		if blocks == nil {
+			break
+		}
+		if cur, err := strconv.Atoi(fmt.Sprint(blocks["maximum"])); err != nil || cur < c.Blocks {
+			return fmt.Errorf("experiment.blocks maximum %v is below the source cap's %d blocks", blocks["maximum"], c.Blocks)
+		}
+		blocks["maximum"] = c.Blocks
+		blocks["description"] = fmt.Sprintf("Paired repetitions; each block runs every case once. At most %d with two cases: cases x blocks x %d must stay within %d sources.",
+			c.Blocks, c.ArtifactsPerExecution, c.Sources)
+		return nil
+	}
+	return fmt.Errorf("experiment has no object arm with blocks")
+}
+
+// captureDescription is a capture tool's description. Only a tool whose operation accepts
+// an experiment mentions one, with how many blocks fit its source cap with two cases.
+func captureDescription(op operation, c sourceCap) string {
+	what := strings.ToLower(op.Description[:1]) + op.Description[1:]
+	if !op.Experiment {
+		return "Run the target once under a compatible collector, then " + what +
+			" Executes the argv without a shell; next_page reads the captured artifacts and never reruns the workload."
+	}
+	per := "1 artifact"
+	if c.ArtifactsPerExecution > 1 {
+		per = fmt.Sprintf("%d artifacts", c.ArtifactsPerExecution)
+	}
+	return "Run the target once, or as a paired experiment, under a compatible collector, then " + what +
+		fmt.Sprintf(" An experiment runs every case once per block; each run yields %s and a capture holds at most %d sources, so two cases fit at most %d blocks.", per, c.Sources, c.Blocks) +
+		" Executes the argv without a shell; next_page reads the captured artifacts and never reruns the workload."
+}
+
+// captureTitle is the title of an operation's capture tool: "Rank CPU hotspots" becomes
+// "Capture and rank CPU hotspots". A leading word in capitals (an acronym) keeps its case.
+func captureTitle(title string) string {
+	r := []rune(title)
+	if len(r) > 1 && unicode.IsUpper(r[0]) && !unicode.IsUpper(r[1]) {
+		r[0] = unicode.ToLower(r[0])
+	}
+	return "Capture and " + string(r)
 }
 
 // lifecycleTool is one entry of the CUE lifecycleTools list.
 type lifecycleTool struct {
 	Name        string `json:"name"`
+	Title       string `json:"title"`
 	Description string `json:"description"`
 	Annotations string `json:"annotations"`
 	Input       string `json:"input"`
@@ -136,25 +246,29 @@ func (m *model) lifecycleFiles(files map[string][]byte) ([]any, error) {
 			return nil, fmt.Errorf("%s input: %w", t.Name, err)
 		}
 		in["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-		in["title"] = t.Name
-		in["description"] = t.Description
+		untitled(in)
 		result, err := m.defSchema(t.Output)
 		if err != nil {
 			return nil, fmt.Errorf("%s output: %w", t.Name, err)
 		}
-		out2, err := m.outputUnion(t.Name, result)
+		rich, err := m.outputUnion(t.Name, result)
 		if err != nil {
 			return nil, err
 		}
-		inPath, outPath := writeTool(files, t.Name, in, out2)
+		compact, err := m.compactOutput(t.Output, "")
+		if err != nil {
+			return nil, fmt.Errorf("%s output: %w", t.Name, err)
+		}
+		paths := writeTool(files, t.Name, in, compact, rich)
 		out = append(out, map[string]any{
 			"name":          t.Name,
-			"title":         t.Name,
+			"title":         t.Title,
 			"description":   t.Description,
 			"family":        "lifecycle",
 			"annotations":   annotations,
-			"input_schema":  inPath,
-			"output_schema": outPath,
+			"input_schema":  paths.Input,
+			"output_schema": paths.Output,
+			"result_schema": paths.Result,
 		})
 	}
 	return out, nil
@@ -184,6 +298,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 	for _, op := range m.ops {
 		ops = append(ops, map[string]any{
 			"operation":            op.Name,
+			"title":                op.Title,
 			"description":          op.Description,
 			"accepted_formats":     op.Formats,
 			"minimum_sources":      op.MinSources,
@@ -193,6 +308,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			"experiment_supported": op.Experiment,
 			"released":             op.Released,
 			"limitations":          op.Limitations,
+			"row_definitions":      op.Rows,
 		})
 		if !op.Released {
 			continue
@@ -201,27 +317,32 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := m.toolOutputSchema(op)
+		rich, err := m.toolOutputSchema(op)
 		if err != nil {
 			return nil, err
 		}
-		inPath, outPath := writeTool(files, op.Name, in, out)
+		compact, err := m.compactOutput("AnalysisResult", op.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s output: %w", op.Name, err)
+		}
+		paths := writeTool(files, op.Name, in, compact, rich)
 		tools = append(tools, map[string]any{
 			"name":          op.Name,
-			"title":         op.Name,
+			"title":         op.Title,
 			"description":   op.Description,
 			"family":        "analysis",
 			"operation":     op.Name,
 			"annotations":   annotations,
-			"input_schema":  inPath,
-			"output_schema": outPath,
+			"input_schema":  paths.Input,
+			"output_schema": paths.Output,
+			"result_schema": paths.Result,
 		})
 		kinds := releasedProviders(op, providers)
 		if len(kinds) == 0 {
 			continue
 		}
 		name := "capture_and_" + op.Name
-		cin, err := m.captureInputSchema(op, kinds, providers)
+		cin, c, err := m.captureInputSchema(op, kinds, providers)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -230,21 +351,35 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			return nil, err
 		}
 		cres["properties"].(schema)["operation"] = schema{"const": op.Name, "description": "Operation (task name) that analysed the capture."}
-		cout, err := m.outputUnion(name, cres)
+		// A capture whose collector wrote nothing previews its console instead; an
+		// experiment adds its comparison table.
+		extra := []string{"CaptureConsoleRow"}
+		if op.Experiment {
+			extra = append(extra, "ExperimentComparisonRow")
+		}
+		if err := m.typeRows(cres, op, extra...); err != nil {
+			return nil, err
+		}
+		crich, err := m.outputUnion(name, cres)
 		if err != nil {
 			return nil, err
 		}
-		cinPath, coutPath := writeTool(files, name, cin, cout)
+		ccompact, err := m.compactOutput("CaptureResult", op.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s output: %w", name, err)
+		}
+		cpaths := writeTool(files, name, cin, ccompact, crich)
 		captures = append(captures, map[string]any{
 			"name":              name,
-			"title":             name,
-			"description":       cin["description"],
+			"title":             captureTitle(op.Title),
+			"description":       captureDescription(op, c),
 			"family":            "capture",
 			"operation":         op.Name,
 			"capture_providers": kinds,
 			"annotations":       captureAnnotations,
-			"input_schema":      cinPath,
-			"output_schema":     coutPath,
+			"input_schema":      cpaths.Input,
+			"output_schema":     cpaths.Output,
+			"result_schema":     cpaths.Result,
 		})
 	}
 	tools = append(tools, captures...)

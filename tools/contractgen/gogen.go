@@ -72,6 +72,13 @@ func (m *model) goFiles() (map[string][]byte, error) {
 			}
 		}
 	}
+	// Rows every capture tool may carry.
+	for _, r := range []string{"CaptureConsoleRow", "ExperimentComparisonRow"} {
+		if !g.known[r] {
+			g.known[r] = true
+			extra = append(extra, r)
+		}
+	}
 	providers, err := m.captureProviders()
 	if err != nil {
 		return nil, err

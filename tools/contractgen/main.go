@@ -102,6 +102,7 @@ type model struct {
 // operation is one entry of the CUE operation registry.
 type operation struct {
 	Name             string
+	Title            string
 	Description      string
 	Formats          []string
 	MinSources       int
@@ -113,7 +114,7 @@ type operation struct {
 	Limitations      []string
 	// FormatLimitations are the limitations of an input of each format.
 	FormatLimitations map[string][]string
-	// Rows names the row definitions of the paged table.
+	// Rows names the row definitions of the paged table, without '#'.
 	Rows   []string
 	fields cue.Value
 }
@@ -128,6 +129,7 @@ func (m *model) loadRegistry() error {
 		var op operation
 		if err := v.Decode(&struct {
 			Name             *string              `json:"name"`
+			Title            *string              `json:"title"`
 			Description      *string              `json:"description"`
 			Formats          *[]string            `json:"formats"`
 			MinSources       *int                 `json:"min_sources"`
@@ -138,7 +140,7 @@ func (m *model) loadRegistry() error {
 			Limitations      *[]string            `json:"limitations"`
 			FormatLims       *map[string][]string `json:"format_limitations"`
 			Rows             *[]string            `json:"rows"`
-		}{&op.Name, &op.Description, &op.Formats, &op.MinSources, &op.MaxSources,
+		}{&op.Name, &op.Title, &op.Description, &op.Formats, &op.MinSources, &op.MaxSources,
 			&op.CaptureProviders, &op.Experiment, &op.Released, &op.Limitations, &op.FormatLimitations, &op.Rows}); err != nil {
 			return fmt.Errorf("operation %d: %w", len(m.ops), err)
 		}
@@ -148,8 +150,8 @@ func (m *model) loadRegistry() error {
 			return fmt.Errorf("operation %s: fields must reference a definition", op.Name)
 		}
 		for _, r := range op.Rows {
-			if err := m.def(r).Err(); err != nil {
-				return fmt.Errorf("operation %s: row definition #%s: %w", op.Name, r, err)
+			if d := m.def(r); !d.Exists() || d.Err() != nil {
+				return fmt.Errorf("operation %s: rows names #%s, which is not a valid definition", op.Name, r)
 			}
 		}
 		m.ops = append(m.ops, op)

@@ -73,12 +73,13 @@ func inline(n any, defs schema) any {
 			for k, v := range schemaPatches[strings.TrimPrefix(name, "#")] {
 				merged[k] = v
 			}
+			siblings := schema{}
 			for k, v := range x {
 				if k != "$ref" {
-					merged[k] = inline(v, defs)
+					siblings[k] = inline(v, defs)
 				}
 			}
-			return merged
+			return mergeSiblings(merged, siblings)
 		}
 		out := schema{}
 		for k, v := range x {
@@ -93,6 +94,43 @@ func inline(n any, defs schema) any {
 		return out
 	}
 	return n
+}
+
+// mergeSiblings merges the keywords beside a $ref into the referenced definition: an
+// embedding struct (#RescueResult embeds #PreservationResult) adds its properties and
+// requirements to the embedded ones; any other sibling keyword wins.
+func mergeSiblings(def, siblings schema) schema {
+	for k, v := range siblings {
+		switch k {
+		case "properties", "patternProperties":
+			base, _ := def[k].(schema)
+			props := schema{}
+			for p, ps := range base {
+				props[p] = ps
+			}
+			for p, ps := range v.(schema) {
+				props[p] = ps
+			}
+			def[k] = props
+		case "required":
+			req := toStrings(def[k])
+			seen := map[string]bool{}
+			for _, r := range req {
+				seen[r] = true
+			}
+			for _, r := range toStrings(v) {
+				if !seen[r] {
+					req = append(req, r)
+					seen[r] = true
+				}
+			}
+			sort.Strings(req)
+			def[k] = toAny(req)
+		default:
+			def[k] = v
+		}
+	}
+	return def
 }
 
 func deepCopy(n any) any {
@@ -219,8 +257,7 @@ func (m *model) toolInputSchema(op operation) (schema, error) {
 		return nil, fmt.Errorf("%s fields: %w", op.Name, err)
 	}
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-	s["title"] = op.Name
-	s["description"] = op.Description
+	untitled(s)
 	props := s["properties"].(schema)
 	sources := props["sources"].(schema)
 	sources["minItems"] = op.MinSources
@@ -256,8 +293,10 @@ func (m *model) toolInputSchema(op operation) (schema, error) {
 	return s, nil
 }
 
-// toolOutputSchema is the union of the success envelope, the recoverable states and the
-// failure envelope. It uses only keywords common to draft-07 and 2020-12 and no $ref.
+// toolOutputSchema is the rich result schema of an analysis tool: the union of the success
+// envelope, the recoverable states and the failure envelope, every definition inlined and
+// described, rows typed by the operation's row definitions. It uses only keywords common
+// to draft-07 and 2020-12 and no $ref.
 func (m *model) toolOutputSchema(op operation) (schema, error) {
 	s, err := m.defSchema("AnalysisResult")
 	if err != nil {
@@ -265,7 +304,47 @@ func (m *model) toolOutputSchema(op operation) (schema, error) {
 	}
 	p := s["properties"].(schema)
 	p["operation"] = schema{"const": op.Name, "description": "Operation (task name) that produced the result."}
+	if err := m.typeRows(s, op); err != nil {
+		return nil, err
+	}
 	return m.outputUnion(op.Name, s)
+}
+
+// typeRows makes the table block's rows of a rich success envelope the union of the
+// operation's row definitions and any extra ones; an operation without row definitions
+// keeps open rows.
+func (m *model) typeRows(result schema, op operation, extra ...string) error {
+	if len(op.Rows) == 0 {
+		return nil
+	}
+	var rows []any
+	for _, name := range append(append([]string{}, op.Rows...), extra...) {
+		r, err := m.defSchema(name)
+		if err != nil {
+			return fmt.Errorf("%s rows #%s: %w", op.Name, name, err)
+		}
+		r["title"] = name
+		rows = append(rows, r)
+	}
+	items := schema{"anyOf": rows}
+	if len(rows) == 1 {
+		items = rows[0].(schema)
+	}
+	blocks, _ := result["properties"].(schema)["blocks"].(schema)
+	arms, _ := blocks["items"].(schema)["anyOf"].([]any)
+	for _, a := range arms {
+		arm, _ := a.(schema)
+		props, _ := arm["properties"].(schema)
+		if t, _ := props["type"].(schema); t["const"] == "table" {
+			rowsSchema, _ := props["rows"].(schema)
+			if rowsSchema == nil {
+				break
+			}
+			rowsSchema["items"] = items
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: the success envelope has no table block rows to type", op.Name)
 }
 
 // outputUnion is the output schema of a tool whose success envelope is result.
