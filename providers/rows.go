@@ -12,9 +12,10 @@ const MaxProjectionRows = 100_000
 
 // Rows is the lazy, ordered row population of an analysis.
 type Rows interface {
-	// Page encodes at most max rows from offset. An offset at or beyond a non-empty
-	// population is an *OffsetError.
-	Page(ctx context.Context, offset, max int64) (*Page, error)
+	// Page encodes at most limit rows from offset, and stops before the first row that
+	// fits rejects (the result's byte budget): that row and the rest are More. An offset
+	// at or beyond a non-empty population is an *OffsetError.
+	Page(ctx context.Context, offset, limit int64, fits func(row json.RawMessage) bool) (*Page, error)
 }
 
 // Page is one page of rows and what the reader learnt while reading it.
@@ -50,7 +51,7 @@ type projection[R any] struct {
 	row func(i int) R
 }
 
-func (p projection[R]) Page(ctx context.Context, offset, limit int64) (*Page, error) {
+func (p projection[R]) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*Page, error) {
 	total := int64(min(p.n, MaxProjectionRows))
 	if offset > 0 && offset >= total {
 		return nil, &OffsetError{Offset: offset, Available: total}
@@ -61,6 +62,10 @@ func (p projection[R]) Page(ctx context.Context, offset, limit int64) (*Page, er
 		b, err := EncodeRow(p.row(int(i)))
 		if err != nil {
 			return nil, err
+		}
+		if fits != nil && !fits(b) {
+			end = i
+			break
 		}
 		page.Rows = append(page.Rows, b)
 	}

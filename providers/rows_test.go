@@ -2,6 +2,7 @@ package providers_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestProjectPagesOnlyWhatItReturns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		built = 0
-		p, err := rows.Page(context.Background(), tt.offset, tt.limit)
+		p, err := rows.Page(context.Background(), tt.offset, tt.limit, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,12 +41,12 @@ func TestProjectPagesOnlyWhatItReturns(t *testing.T) {
 			t.Errorf("offset %d: built %d rows for a page of %d", tt.offset, built, n)
 		}
 	}
-	_, err := rows.Page(context.Background(), 10, 3)
+	_, err := rows.Page(context.Background(), 10, 3, nil)
 	var oe *providers.OffsetError
 	if !errors.As(err, &oe) || oe.Available != 10 {
 		t.Fatalf("offset past the end: %v", err)
 	}
-	empty, err := providers.Project(0, func(int) pair { return pair{} }).Page(context.Background(), 0, 3)
+	empty, err := providers.Project(0, func(int) pair { return pair{} }).Page(context.Background(), 0, 3, nil)
 	if err != nil || len(empty.Rows) != 0 || empty.More {
 		t.Fatalf("empty population: %+v %v", empty, err)
 	}
@@ -53,11 +54,28 @@ func TestProjectPagesOnlyWhatItReturns(t *testing.T) {
 
 func TestProjectStopsAtTheProviderBound(t *testing.T) {
 	rows := providers.Project(providers.MaxProjectionRows+5, func(i int) int { return i })
-	p, err := rows.Page(context.Background(), providers.MaxProjectionRows-2, 10)
+	p, err := rows.Page(context.Background(), providers.MaxProjectionRows-2, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Rows) != 2 || p.More || !p.Limited {
 		t.Fatalf("rows %d more %v limited %v", len(p.Rows), p.More, p.Limited)
+	}
+}
+
+func TestProjectStopsBeforeTheRowThatDoesNotFit(t *testing.T) {
+	rows := providers.Project(10, func(i int) pair { return pair{B: i, A: i} })
+	room := 3 * len(`{"b":0,"a":0}`)
+	fits := func(r json.RawMessage) bool { room -= len(r); return room >= 0 }
+	p, err := rows.Page(context.Background(), 0, 10, fits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Rows) != 3 || !p.More || p.Observed != 4 {
+		t.Fatalf("rows %d more %v observed %d", len(p.Rows), p.More, p.Observed)
+	}
+	b, _ := providers.EncodeRow(map[string]string{"f": "<module>"})
+	if string(b) != `{"f":"<module>"}` {
+		t.Errorf("EncodeRow escapes HTML: %s", b)
 	}
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -41,14 +42,110 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 		offset, offsetPath = a.Offset, failure.Path(a.OffsetField)
 	}
 	req.offset = offset
-	page, err := a.Rows.Page(ctx, offset, req.limits.MaxRows)
+	b, f := rt.budget(req, in, a)
+	if f != nil {
+		return nil, f
+	}
+	page, err := a.Rows.Page(ctx, offset, req.limits.MaxRows, b.fits)
 	if err != nil {
 		return nil, providerFailure(ctx, err, offsetPath)
+	}
+	if len(page.Rows) == 0 && page.More && b.rejected > 0 {
+		return nil, oversizedRow(req, b)
 	}
 	if f := recheck(in); f != nil {
 		return nil, f
 	}
-	return rt.envelope(req, in, a, page)
+	res, f := rt.envelope(req, in, a, page)
+	if f == nil && b.rejected > 0 && res.Truncation != nil && res.Truncation.Reason == "row_limit" {
+		// The page ended before max_rows: its next row would pass max_result_bytes.
+		res.Truncation.Reason = "result_bytes"
+	}
+	return res, f
+}
+
+// budgetSlack covers what a page adds to the envelope besides its rows: page metrics
+// and limitations, and the digits of counts and offsets.
+const budgetSlack = 1024
+
+// pageBudget admits rows while the serialized result stays within max_result_bytes.
+type pageBudget struct {
+	left int
+	// room is what the envelope left for rows.
+	room int
+	// rejected is the serialized size of the first row that did not fit.
+	rejected int
+}
+
+func (b *pageBudget) fits(row json.RawMessage) bool {
+	n := jsonSize(row) + 1 // and its separating comma
+	if n > b.left {
+		b.rejected = n - 1
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+// jsonSize is the size of a compact JSON value as the transports encode it: json.Marshal
+// escapes <, > and & (6 bytes for 1) and U+2028 and U+2029 (6 bytes for 3).
+func jsonSize(v []byte) int {
+	n := len(v)
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '<', '>', '&':
+			n += 5
+		case 0xe2:
+			if i+2 < len(v) && v[i+1] == 0x80 && (v[i+2] == 0xa8 || v[i+2] == 0xa9) {
+				n += 3
+			}
+		}
+	}
+	return n
+}
+
+// budget sizes the envelope of this request without rows, as it will be serialized
+// with a truncation and a next page, and returns what is left for rows.
+func (rt *Runtime) budget(req *request, in []resolved, a *providers.Analysis) (*pageBudget, *failure.Failure) {
+	probe := &providers.Page{Rows: []json.RawMessage{}, More: true, Observed: req.offset + req.limits.MaxRows + 1}
+	res, f := rt.envelope(req, in, a, probe)
+	if f != nil {
+		return nil, f
+	}
+	// The continuation of a deeper page is longer by its offset's digits only.
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the result could not be encoded")
+	}
+	room := int(req.limits.MaxResultBytes) - len(b) - budgetSlack
+	return &pageBudget{left: room, room: room}, nil
+}
+
+// oversizedRow is the failure of a page whose first row alone passes max_result_bytes.
+func oversizedRow(req *request, b *pageBudget) *failure.Failure {
+	hint := fmt.Sprintf("restart or reconnect Flameox with --limits '{\"max_result_bytes\": N}' for N of at least %d (at most %d)",
+		b.rejected+(int(req.limits.MaxResultBytes)-b.room), gen.LimitMaxima.MaxResultBytes)
+	if req.tool.Operation.Name == gen.OperationNamePreviewArtifact {
+		hint = "set text_fragment_chars (text sources) to split long lines, or " + hint
+	}
+	f := failure.New(gen.FailureCodeLimitExceeded,
+		"row %d is %d bytes serialized, more than this page's room within limits.max_result_bytes (%d bytes); a smaller page_size cannot help: %s",
+		req.offset, b.rejected, req.limits.MaxResultBytes, hint).
+		Field(failure.Path("limits", "max_result_bytes"), []string{"<=" + jsonNumber(float64(gen.LimitMaxima.MaxResultBytes))}).
+		With("field", "max_result_bytes").With("row_offset", req.offset).With("row_bytes", b.rejected).
+		With("effective_ceiling", req.limits.MaxResultBytes)
+	textOnly := req.tool.Operation.Name == gen.OperationNamePreviewArtifact
+	for _, in := range req.inputs {
+		textOnly = textOnly && in.format == gen.FormatText
+	}
+	if textOnly {
+		f.NextAction = &gen.NextAction{AdjustRequest: &gen.AdjustRequest{Kind: "adjust_request", FieldPath: failure.Path("text_fragment_chars"),
+			Message: "Retry with text_fragment_chars (for example 2000) to page this long line in fragments."}}
+	} else {
+		f.NextAction = &gen.NextAction{RestartReconnect: &gen.RestartReconnect{Kind: "restart_reconnect", Environment: map[string]any{},
+			Message: "Restart or reconnect Flameox with a higher --limits max_result_bytes, then retry the same call: " + hint + "."}}
+	}
+	return f
 }
 
 // providerInputs projects the resolved sources for an analyzer.
@@ -101,6 +198,7 @@ func (rt *Runtime) envelope(req *request, in []resolved, a *providers.Analysis, 
 		if f := rt.paginate(req, in, res, returned); f != nil {
 			return nil, f
 		}
+
 	case page.Limited:
 		next := req.offset + returned
 		res.Truncation = &gen.Truncation{Reason: "provider_limit", NextOffset: &next}

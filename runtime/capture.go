@@ -871,7 +871,7 @@ func (rt *Runtime) consolePreview(ctx context.Context, files []resolved, limits 
 		if err != nil {
 			continue
 		}
-		page, err := an.Rows.Page(ctx, 0, left)
+		page, err := an.Rows.Page(ctx, 0, left, nil)
 		if err != nil {
 			continue
 		}

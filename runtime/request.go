@@ -154,6 +154,7 @@ var limitTable = []limitField{
 	intLimit("max_memory_bytes", func(r *gen.RequestLimits) *int64 { return r.MaxMemoryBytes }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxMemoryBytes }),
 	intLimit("max_output_bytes", func(r *gen.RequestLimits) *int64 { return r.MaxOutputBytes }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxOutputBytes }),
 	intLimit("max_provenance_bytes", func(r *gen.RequestLimits) *int64 { return r.MaxProvenanceBytes }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxProvenanceBytes }),
+	intLimit("max_result_bytes", func(r *gen.RequestLimits) *int64 { return r.MaxResultBytes }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxResultBytes }),
 	intLimit("max_rows", func(r *gen.RequestLimits) *int64 { return r.MaxRows }, func(l *gen.EffectiveLimits) *int64 { return &l.MaxRows }),
 	{
 		name: "timeout_seconds",

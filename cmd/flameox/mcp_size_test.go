@@ -25,8 +25,8 @@ import (
 // Decision 4's "about 3 KB per tool" describes the compact output schemas (about 3,400
 // bytes on average), which maxOutputSchemaBytesPerTool bounds.
 const (
-	maxToolsListBytesPerTool    = 8000
-	maxOutputSchemaBytesPerTool = 3500
+	maxToolsListBytesPerTool    = 8200
+	maxOutputSchemaBytesPerTool = 3600
 )
 
 // rawToolsList speaks JSON-RPC to the MCP server directly and returns the tools array of

@@ -166,6 +166,8 @@ type RequestLimits struct {
 	MaxMemoryBytes *int64 `json:"max_memory_bytes,omitempty"`
 	// Capture provenance bytes kept for preservation.
 	MaxProvenanceBytes *int64 `json:"max_provenance_bytes,omitempty"`
+	// Bytes of one serialized result page: a page ends before the row that would pass it.
+	MaxResultBytes *int64 `json:"max_result_bytes,omitempty"`
 }
 
 // Provider identifies the reader or collector that produced a result.
@@ -204,6 +206,8 @@ type Coverage struct {
 
 // Truncation says why a page stopped before the end of the population.
 type Truncation struct {
+	// row_limit: max_rows rows were returned; result_bytes: the next row would pass
+	// max_result_bytes; provider_limit: the provider's population ends here.
 	Reason     string `json:"reason"`
 	NextOffset *int64 `json:"next_offset"`
 }
@@ -1735,6 +1739,7 @@ var LimitDefaults = EffectiveLimits{
 	MaxMemoryBytes:     1073741824,
 	MaxOutputBytes:     16777216,
 	MaxProvenanceBytes: 16777216,
+	MaxResultBytes:     65536,
 	MaxRows:            100,
 	TimeoutSeconds:     300,
 }
@@ -1746,6 +1751,7 @@ var LimitMaxima = EffectiveLimits{
 	MaxMemoryBytes:     17179869184,
 	MaxOutputBytes:     67108864,
 	MaxProvenanceBytes: 67108864,
+	MaxResultBytes:     67108864,
 	MaxRows:            1000,
 	TimeoutSeconds:     3600,
 }

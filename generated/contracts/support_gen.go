@@ -92,6 +92,7 @@ type EffectiveLimits struct {
 	MaxOutputBytes     int64   `json:"max_output_bytes"`
 	MaxMemoryBytes     int64   `json:"max_memory_bytes"`
 	MaxProvenanceBytes int64   `json:"max_provenance_bytes"`
+	MaxResultBytes     int64   `json:"max_result_bytes"`
 }
 
 // UnknownKindError reports a union discriminator outside the accepted set.

@@ -39,6 +39,9 @@ type Options struct {
 	MaxRows int
 	// FragmentChars, when positive, splits text lines into fragments of that many characters.
 	FragmentChars int
+	// Fits, when set, bounds the page in bytes: the page ends before the first row it
+	// rejects, which then counts as the look-ahead.
+	Fits func(row json.RawMessage) bool
 }
 
 // Page is one page of rows.
@@ -152,7 +155,7 @@ func Read(ctx context.Context, sources []Source, opt Options) (*Page, error) {
 					return false, err
 				}
 				page.Observed++
-				if len(page.Rows) == opt.MaxRows {
+				if len(page.Rows) == opt.MaxRows || opt.Fits != nil && !opt.Fits(row) {
 					more = true
 					return true, nil
 				}
@@ -167,7 +170,7 @@ func Read(ctx context.Context, sources []Source, opt Options) (*Page, error) {
 		}
 	}
 	population := page.Observed
-	if opt.Offset > 0 && (remaining > 0 || len(page.Rows) == 0) {
+	if opt.Offset > 0 && (remaining > 0 || len(page.Rows) == 0 && !more) {
 		return nil, &providers.OffsetError{Offset: opt.Offset, Available: population}
 	}
 	page.Complete = !more

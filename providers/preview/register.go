@@ -3,6 +3,7 @@ package preview
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -65,8 +66,8 @@ type rows struct {
 	fragments int
 }
 
-func (r rows) Page(ctx context.Context, offset, limit int64) (*providers.Page, error) {
-	p, err := Read(ctx, r.sources, Options{Offset: offset, MaxRows: int(limit), FragmentChars: r.fragments})
+func (r rows) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
+	p, err := Read(ctx, r.sources, Options{Offset: offset, MaxRows: int(limit), FragmentChars: r.fragments, Fits: fits})
 	if err != nil {
 		return nil, err
 	}
