@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/canon"
@@ -25,7 +27,7 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 	offsetPath := failure.Path("continuation")
 	a, err := req.admitted.Run(ctx, providerInputs(in), req.limits)
 	if err != nil {
-		return nil, providerFailure(ctx, err, offsetPath)
+		return nil, rt.withDetectedFormat(req, in, providerFailure(ctx, err, offsetPath))
 	}
 	if f := req.bind(in, a.Implementation); f != nil {
 		return nil, f
@@ -34,8 +36,7 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 	if req.continuation != "" {
 		o, err := continuation.Decode(req.continuation, req.digest)
 		if err != nil {
-			return nil, failure.Invalid(failure.Path("continuation"), nil,
-				"the continuation does not match this request and its inputs; submit next_page unchanged or start a fresh page without continuation")
+			return nil, rt.continuationMismatch(req)
 		}
 		offset = o
 	} else if a.OffsetField != "" {
@@ -336,4 +337,124 @@ func (rt *Runtime) paginate(req *request, in []resolved, res *Result, returned i
 	args["limits"] = req.limits
 	res.NextPage = &gen.NextPage{Tool: req.tool.Name, Arguments: args}
 	return nil
+}
+
+// withDetectedFormat turns the decode failure of a source whose format the caller
+// declared into an actionable one when detection reads the file as another format the
+// operation accepts: it names that format and asks to omit or change the declaration.
+func (rt *Runtime) withDetectedFormat(req *request, in []resolved, f *failure.Failure) *failure.Failure {
+	i, ok := f.Details["source_index"].(int)
+	if f.Code != gen.FailureCodeDecodeFailure || !ok || i < 0 || i >= len(in) || i >= len(req.sources) {
+		return f
+	}
+	src := req.sources[i].PathSource
+	if src == nil || src.Format == nil {
+		return f
+	}
+	detected, df := rt.sniff(in[i].path, req.tool.Operation, i)
+	if df != nil || detected == *src.Format {
+		return f
+	}
+	f.With("declared_format", string(*src.Format)).With("detected_format", string(detected))
+	f.FieldPath = failure.Path("sources", i, "format")
+	f.NextAction = &gen.NextAction{AdjustRequest: &gen.AdjustRequest{Kind: "adjust_request", FieldPath: failure.Path("sources", i, "format"),
+		Message: fmt.Sprintf("Source %d was declared %s but reads as %s: omit format (it is detected) or declare %s, then retry.",
+			i, *src.Format, detected, detected)}}
+	return f
+}
+
+// continuationMismatch explains a continuation that does not bind this request. When the
+// request it was issued for is a live analysis of this session, the failure names what
+// changed (sources, fields, limits); otherwise it says the token is foreign or damaged.
+func (rt *Runtime) continuationMismatch(req *request) *failure.Failure {
+	generic := failure.Invalid(failure.Path("continuation"), nil,
+		"the continuation does not match this request and its inputs; submit next_page unchanged or start a fresh page without continuation")
+	issued, _, err := continuation.Peek(req.continuation)
+	if err != nil {
+		return generic.With("reason", "malformed_or_tampered")
+	}
+	var old *request
+	rt.mu.Lock()
+	for _, r := range rt.cache.all() {
+		if r.req != nil && r.req.digest == issued {
+			old = r.req
+			break
+		}
+	}
+	rt.mu.Unlock()
+	if old == nil {
+		return generic.With("reason", "issued_for_another_request")
+	}
+	changed := requestChanges(old, req)
+	if len(changed) == 0 {
+		return generic.With("reason", "implementation_changed")
+	}
+	names := make([]string, len(changed))
+	for i, c := range changed {
+		names[i] = displayLimit(c)
+	}
+	f := failure.Invalid(changed[0], nil,
+		"the continuation was issued for a request whose %s differ from this one; submit next_page unchanged, or drop continuation to start over with the new values",
+		strings.Join(names, ", ")).With("reason", "request_changed").With("changed_fields", names)
+	f.NextAction = &gen.NextAction{AdjustRequest: &gen.AdjustRequest{Kind: "adjust_request", FieldPath: failure.Path("continuation"),
+		Message: "Remove continuation to start a fresh first page with these arguments, or resubmit next_page exactly as it was returned."}}
+	return f
+}
+
+// requestChanges lists the field paths whose values differ between two requests of one
+// tool: each source (content, format, producer), each operation field and each limit.
+func requestChanges(old, cur *request) [][]any {
+	var out [][]any
+	if old.tool.Name != cur.tool.Name {
+		return [][]any{failure.Path("continuation")}
+	}
+	for i := range max(len(old.inputs), len(cur.inputs)) {
+		if i >= len(old.inputs) || i >= len(cur.inputs) {
+			out = append(out, failure.Path("sources"))
+			break
+		}
+		a, b := old.inputs[i], cur.inputs[i]
+		if a.sha256 != b.sha256 || a.format != b.format || !equalJSON(a.producer, b.producer) {
+			out = append(out, failure.Path("sources", i))
+		}
+	}
+	var oa, ca map[string]any
+	remarshal(old.admitted.Fields(), &oa)
+	remarshal(cur.admitted.Fields(), &ca)
+	for _, k := range unionKeys(oa, ca) {
+		if !equalJSON(oa[k], ca[k]) {
+			out = append(out, failure.Path(k))
+		}
+	}
+	var ol, cl map[string]any
+	remarshal(old.limits, &ol)
+	remarshal(cur.limits, &cl)
+	for _, k := range unionKeys(ol, cl) {
+		if !equalJSON(ol[k], cl[k]) {
+			out = append(out, failure.Path("limits", k))
+		}
+	}
+	return out
+}
+
+func unionKeys(a, b map[string]any) []string {
+	seen := map[string]bool{}
+	for k := range a {
+		seen[k] = true
+	}
+	for k := range b {
+		seen[k] = true
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
 }

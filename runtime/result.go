@@ -126,3 +126,12 @@ func (m *rescueMemo) put(k rescueKey, v *gen.RescueResult) {
 		m.order = m.order[1:]
 	}
 }
+
+// all returns the cached records, most recently used first, without changing recency.
+func (l *lru) all() []*record {
+	out := make([]*record, 0, l.order.Len())
+	for e := l.order.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(*lruEntry).val)
+	}
+	return out
+}

@@ -224,8 +224,13 @@ func (rt *Runtime) loadCatalog() error {
 func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *failure.Failure) {
 	t, ok := rt.byName[name]
 	if !ok {
-		return nil, failure.New(gen.FailureCodeUnknownTool, "there is no tool named %q", name).
-			Field(failure.Path(), rt.ToolNames())
+		f := failure.New(gen.FailureCodeUnknownTool, "there is no tool named %q", name).
+			Field(failure.Path("name"), rt.ToolNames()).With("requested_tool", name)
+		if near := validate.Nearest(name, rt.ToolNames()); near != "" {
+			f.Message += "; did you mean " + near + "?"
+			f.With("did_you_mean", near)
+		}
+		return nil, f
 	}
 	switch t.Family {
 	case "lifecycle", "capture":

@@ -1,11 +1,13 @@
 package runtime
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
@@ -65,6 +67,17 @@ func (s *scratch) reserve(bytes, files int64, evict func(need func() bool)) (*sc
 	defer s.mu.Unlock()
 	b, f := s.usage()
 	if b+bytes > MaxSessionScratchBytes || f+files > MaxSessionScratchFiles {
+		if held := s.activeReservations(); held > 0 && bytes <= MaxSessionScratchBytes && files <= MaxSessionScratchFiles {
+			// Running captures hold the room; it frees when they end.
+			fl := failure.New(gen.FailureCodeLimitExceeded,
+				"the session scratch is held by %d running captures; this capture's outputs (%d bytes, %d files) fit once they end", held, bytes, files).
+				With("reason", "scratch_held_by_running_captures").With("running_captures", held).
+				With("reserved_bytes", bytes).With("reserved_files", files)
+			fl.Retryable = true
+			fl.NextAction = &gen.NextAction{WaitAndRetry: &gen.WaitAndRetry{Kind: "wait_and_retry", RetryAfterMS: &retryAfterMS,
+				Message: "Retry the same call when the running captures have finished."}}
+			return nil, fl
+		}
 		return nil, failure.New(gen.FailureCodeLimitExceeded,
 			"the capture's declared outputs (%d bytes, %d files) do not fit in the session scratch (%d bytes, %d files in use of %d bytes, %d files)",
 			bytes, files, b, f, int64(MaxSessionScratchBytes), int64(MaxSessionScratchFiles)).
@@ -74,13 +87,13 @@ func (s *scratch) reserve(bytes, files int64, evict func(need func() bool)) (*sc
 	if s.root == "" {
 		root, err := os.MkdirTemp("", "flameox-session-")
 		if err != nil {
-			return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the session scratch could not be created")
+			return nil, scratchIOFailure(err, "the session scratch could not be created")
 		}
 		s.root = root
 	}
 	dir, err := os.MkdirTemp(s.root, "capture-")
 	if err != nil {
-		return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture scratch could not be created")
+		return nil, scratchIOFailure(err, "the capture scratch could not be created")
 	}
 	d := &scratchDir{path: dir, bytes: bytes, files: files, active: true}
 	s.dirs[dir] = d
@@ -152,4 +165,37 @@ func (s *scratch) close() {
 	}
 	s.dirs = map[string]*scratchDir{}
 	s.root = ""
+}
+
+// retryAfterMS is the suggested wait before retrying a transient scratch failure.
+var retryAfterMS int64 = 5000
+
+// activeReservations counts the capture directories still reserved by running captures.
+// The caller holds s.mu.
+func (s *scratch) activeReservations() int {
+	n := 0
+	for _, d := range s.dirs {
+		if d.active {
+			n++
+		}
+	}
+	return n
+}
+
+// scratchIOFailure is a scratch directory that could not be created: retryable, with the
+// reason (no space, no permission, another I/O error) and never the path.
+func scratchIOFailure(err error, msg string) *failure.Failure {
+	reason := "io_error"
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		reason = "no_space_left"
+	case errors.Is(err, fs.ErrPermission):
+		reason = "permission_denied"
+	}
+	f := failure.Wrap(err, gen.FailureCodeIoFailure, "%s (%s)", msg, strings.ReplaceAll(reason, "_", " ")).
+		With("reason", reason).With("location", "the system temporary directory (TMPDIR)")
+	f.Retryable = true
+	f.NextAction = &gen.NextAction{WaitAndRetry: &gen.WaitAndRetry{Kind: "wait_and_retry", RetryAfterMS: &retryAfterMS,
+		Message: "Free space or fix permissions in the temporary directory (TMPDIR), then retry the same call."}}
+	return f
 }

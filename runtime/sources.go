@@ -172,11 +172,27 @@ func recheck(in []resolved) *failure.Failure {
 }
 
 func unsupportedFormat(op gen.OperationDecl, i int, got string) *failure.Failure {
-	return failure.New(gen.FailureCodeUnsupportedFormat,
+	f := failure.New(gen.FailureCodeUnsupportedFormat,
 		"%s does not accept the format %q of source %d; accepted formats: %s", op.Name, got, i, strings.Join(op.FormatStrings(), ", ")).
 		Field(failure.Path("sources", i, "format"), op.FormatStrings()).
 		With("operation", string(op.Name)).With("source_index", i).With("received_format", got).
 		With("accepted_formats", op.FormatStrings())
+	if readers := operationsReading(gen.Format(got)); len(readers) > 0 {
+		f.With("tools_reading_format", readers)
+		f.Message += fmt.Sprintf("; %s reads %s", strings.Join(readers, ", "), got)
+	}
+	return f
+}
+
+// operationsReading lists the released operations that read format f, in registry order.
+func operationsReading(f gen.Format) []string {
+	var out []string
+	for _, op := range gen.Operations {
+		if op.Released && op.Accepts(f) {
+			out = append(out, string(op.Name))
+		}
+	}
+	return out
 }
 
 // gunzipHead returns up to 512 decompressed bytes of the gzip file at path.
@@ -242,5 +258,12 @@ func (rt *Runtime) sniff(path string, op gen.OperationDecl, i int) (gen.Format, 
 	if len(candidates) > 0 {
 		got = string(candidates[0])
 	}
-	return "", unsupportedFormat(op, i, got).With("detected", true)
+	// The caller declared no format: point at the source, and at a tool that reads it.
+	f := unsupportedFormat(op, i, got).With("detected", true).Field(failure.Path("sources", i), op.FormatStrings())
+	if readers := operationsReading(gen.Format(got)); len(readers) > 0 {
+		f.NextAction = &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: readers[0], Arguments: map[string]any{},
+			Message: fmt.Sprintf("Source %d reads as %s, which %s does not accept: call %s with the same sources (arguments are this call's sources, unchanged).",
+				i, got, op.Name, strings.Join(readers, " or "))}}
+	}
+	return "", f
 }

@@ -55,8 +55,25 @@ func newServer(rt *runtime.Runtime) *mcp.Server {
 		s.AddTool(mcpTool(t), handler(rt, t.Name))
 		rank[t.Name] = i
 	}
-	s.AddReceivingMiddleware(catalogOrder(rank))
+	s.AddReceivingMiddleware(catalogOrder(rank), unknownTool(rt, rank))
 	return s
+}
+
+// unknownTool answers a call of a tool the catalog does not have with the structured
+// UNKNOWN_TOOL failure, listing the tool names, instead of the SDK's protocol error: an
+// agent acts on it like on any other failure.
+func unknownTool(rt *runtime.Runtime, rank map[string]int) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
+				if _, known := rank[call.Params.Name]; !known {
+					_, f := rt.Call(ctx, call.Params.Name, nil)
+					return toolResult(f.Envelope(), true)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // catalogOrder lists tools in the catalog's order (analysis, capture, lifecycle, each in

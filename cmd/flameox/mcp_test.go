@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,10 @@ func (s *session) callParams(params *mcp.CallToolParams) (map[string]any, bool) 
 		t.Fatalf("text and structuredContent differ:\n%s", diff)
 	}
 	inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if s.out[tool] == nil {
+		// A tool the catalog does not have has no output schema to check against.
+		return fromText, res.IsError
+	}
 	if err := s.out[tool].Validate(inst); err != nil {
 		t.Fatalf("%s result does not match the output schema: %v\n%s", tool, err, text)
 	}
@@ -369,5 +374,54 @@ func TestMCPFailuresAreStructured(t *testing.T) {
 				t.Errorf("next_action = %v", res["next_action"])
 			}
 		})
+	}
+}
+
+// TestMCPUnknownToolIsAStructuredFailure: a misspelt tool name is a tool result with the
+// UNKNOWN_TOOL failure, the tool names and the nearest one, not a protocol error.
+func TestMCPUnknownToolIsAStructuredFailure(t *testing.T) {
+	s := connect(t, "")
+	res, isErr := s.call("preview_artifacts", map[string]any{"sources": []any{}})
+	if !isErr || res["code"] != "UNKNOWN_TOOL" || res["details"].(map[string]any)["did_you_mean"] != "preview_artifact" {
+		t.Fatalf("result = %v", res)
+	}
+	names := res["accepted_values"].([]any)
+	if len(names) < 15 || !slices.Contains(names, any("rank_cpu_hotspots")) {
+		t.Errorf("accepted_values = %v", names)
+	}
+}
+
+// TestMCPFailuresNameTheFix covers the failures a model hits most: a misspelt field, a
+// source without kind, nulls for optional fields, and a continuation reused with changed
+// arguments, which names what changed.
+func TestMCPFailuresNameTheFix(t *testing.T) {
+	_, path := linesFile(t, 30)
+	s := connect(t, "")
+	src := map[string]any{"kind": "path", "path": path}
+
+	res, isErr := s.preview(map[string]any{"source": []any{src}})
+	if !isErr || fmt.Sprint(res["field_path"]) != "[source]" || res["details"].(map[string]any)["did_you_mean"] != "sources" {
+		t.Errorf("misspelt sources: %v", res)
+	}
+	res, isErr = s.preview(map[string]any{"sources": []any{map[string]any{"path": path}}})
+	if !isErr || !cmp.Equal(res["accepted_values"], []any{"path", "evidence"}) {
+		t.Errorf("source without kind: %v", res)
+	}
+	res, isErr = s.preview(map[string]any{"sources": []any{src}, "page_size": nil, "limits": nil, "text_fragment_chars": nil})
+	if isErr || len(rows(res)) == 0 {
+		t.Errorf("nulls for optional fields: %v", res)
+	}
+
+	page1, _ := s.preview(map[string]any{"sources": []any{src}, "page_size": 10})
+	next := page1["next_page"].(map[string]any)["arguments"].(map[string]any)
+	next["page_size"], next["text_fragment_chars"] = 5.0, 100.0
+	delete(next, "limits")
+	res, isErr = s.preview(next)
+	changed, _ := res["details"].(map[string]any)["changed_fields"].([]any)
+	if !isErr || !slices.Contains(changed, any("limits.max_rows")) || !slices.Contains(changed, any("text_fragment_chars")) {
+		t.Fatalf("changed continuation: %v", res)
+	}
+	if na := res["next_action"].(map[string]any); na["kind"] != "adjust_request" || fmt.Sprint(na["field_path"]) != "[continuation]" {
+		t.Errorf("next_action = %v", na)
 	}
 }

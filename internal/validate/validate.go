@@ -56,6 +56,9 @@ func (s *Schema) Validate(raw []byte) (any, *failure.Failure) {
 	if err != nil {
 		return nil, failure.Invalid(failure.Path(), []string{"object"}, "arguments must be one JSON object")
 	}
+	// Models often send null for an optional field they mean to omit: drop it where the
+	// schema does not accept null itself.
+	s.dropNulls(inst, s.doc)
 	if err := s.schema.Validate(inst); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
@@ -85,6 +88,7 @@ func deepest(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
 			// Every arm refused the discriminator: report the discriminator itself.
 			return &jsonschema.ValidationError{
 				InstanceLocation: append(append([]string{}, ve.InstanceLocation...), "kind"),
+				SchemaURL:        ve.SchemaURL,
 				ErrorKind:        &unionKind{want: unionKinds(causes)},
 			}
 		}
@@ -93,11 +97,19 @@ func deepest(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
 	best := deepest(causes[0])
 	for _, c := range causes[1:] {
 		d := deepest(c)
-		if len(d.InstanceLocation) > len(best.InstanceLocation) {
+		// Deeper wins; at one depth an unknown field wins over a missing one, since a
+		// misspelt field ("source") is usually why the required one ("sources") is missing.
+		if len(d.InstanceLocation) > len(best.InstanceLocation) ||
+			len(d.InstanceLocation) == len(best.InstanceLocation) && isUnknownField(d) && !isUnknownField(best) {
 			best = d
 		}
 	}
 	return best
+}
+
+func isUnknownField(ve *jsonschema.ValidationError) bool {
+	_, ok := ve.ErrorKind.(*kind.AdditionalProperties)
+	return ok
 }
 
 // unionKind is a synthetic error: the discriminator matched no union arm.
@@ -165,7 +177,12 @@ func (s *Schema) describe(ve *jsonschema.ValidationError) *failure.Failure {
 		props := append([]string{}, k.Properties...)
 		sort.Strings(props)
 		path = append(path, props[0])
-		f = failure.Invalid(path, propertyNames(sub), "%s is not a field of this tool; unknown fields are rejected", displayPath(path))
+		names := propertyNames(s.resolve(sub))
+		f = failure.Invalid(path, names, "%s is not a field of this tool; unknown fields are rejected", displayPath(path))
+		if near := Nearest(props[0], names); near != "" {
+			f.Message += "; did you mean " + near + "?"
+			f.With("did_you_mean", near)
+		}
 	case *kind.Enum:
 		var want []string
 		for _, w := range k.Want {
@@ -175,7 +192,11 @@ func (s *Schema) describe(ve *jsonschema.ValidationError) *failure.Failure {
 	case *kind.Const:
 		f = failure.Invalid(path, []string{fmt.Sprint(k.Want)}, "%s must be %v", where, k.Want)
 	case *unionKind:
-		f = failure.Invalid(path, k.want, "%s must be one of %s", where, strings.Join(k.want, ", "))
+		want := k.want
+		if len(want) == 0 {
+			want = s.armKinds(sub)
+		}
+		f = failure.Invalid(path, want, "%s must be one of %s", where, strings.Join(want, ", "))
 	case *kind.Type:
 		f = failure.Invalid(path, k.Want, "%s must be of type %s", where, strings.Join(k.Want, " or "))
 	case *kind.Minimum:
@@ -312,4 +333,149 @@ func numString(v any) string {
 	default:
 		return fmt.Sprint(x)
 	}
+}
+
+// resolve follows a local $ref ("#/$defs/X") of a schema object, if any.
+func (s *Schema) resolve(m map[string]any) map[string]any {
+	for i := 0; i < 8 && m != nil; i++ {
+		ref, ok := m["$ref"].(string)
+		if !ok || !strings.HasPrefix(ref, "#") {
+			return m
+		}
+		m = s.subschema(s.url + ref)
+	}
+	return m
+}
+
+// armKinds lists the kind constants of the arms of a union schema (anyOf or oneOf).
+func (s *Schema) armKinds(sub map[string]any) []string {
+	var out []string
+	sub = s.resolve(sub)
+	for _, key := range []string{"anyOf", "oneOf"} {
+		arms, _ := sub[key].([]any)
+		for _, a := range arms {
+			arm, _ := a.(map[string]any)
+			props, _ := s.resolve(arm)["properties"].(map[string]any)
+			k, _ := props["kind"].(map[string]any)
+			if c, ok := s.resolve(k)["const"].(string); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// acceptsNull reports whether a property schema accepts null itself.
+func (s *Schema) acceptsNull(m map[string]any) bool {
+	m = s.resolve(m)
+	switch t := m["type"].(type) {
+	case string:
+		if t == "null" {
+			return true
+		}
+	case []any:
+		for _, x := range t {
+			if x == "null" {
+				return true
+			}
+		}
+	}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		arms, _ := m[key].([]any)
+		for _, a := range arms {
+			if arm, ok := a.(map[string]any); ok && s.acceptsNull(arm) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dropNulls removes, recursively, the null members of objects whose property schemas do
+// not accept null and that are not required: an optional field sent as null is omitted.
+func (s *Schema) dropNulls(inst any, sch any) {
+	m := s.resolve(asMap(sch))
+	if m == nil {
+		return
+	}
+	switch x := inst.(type) {
+	case map[string]any:
+		for _, key := range []string{"anyOf", "oneOf"} {
+			arms, _ := m[key].([]any)
+			for _, a := range arms {
+				arm := s.resolve(asMap(a))
+				props, _ := arm["properties"].(map[string]any)
+				k, _ := s.resolve(asMap(props["kind"]))["const"].(string)
+				if k != "" && x["kind"] == k {
+					s.dropNulls(inst, arm)
+				}
+			}
+		}
+		props, _ := m["properties"].(map[string]any)
+		required := map[string]bool{}
+		if r, ok := m["required"].([]any); ok {
+			for _, n := range r {
+				if name, ok := n.(string); ok {
+					required[name] = true
+				}
+			}
+		}
+		for k, v := range x {
+			p, ok := props[k]
+			if !ok {
+				continue
+			}
+			if v == nil && !required[k] && !s.acceptsNull(asMap(p)) {
+				delete(x, k)
+				continue
+			}
+			s.dropNulls(v, p)
+		}
+	case []any:
+		for _, v := range x {
+			s.dropNulls(v, m["items"])
+		}
+	}
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// Nearest returns the name closest to s (a shared prefix or an edit distance of at
+// most 2), or "".
+func Nearest(s string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		d := distance(s, n)
+		if strings.HasPrefix(n, s) || strings.HasPrefix(s, n) {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance of a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

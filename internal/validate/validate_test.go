@@ -49,6 +49,13 @@ func TestValidateFailures(t *testing.T) {
 		{"too many sources", `{"sources":[` + repeat(src, 33) + `]}`, []any{"sources"}, nil},
 		{"bad digest", `{"sources":[{"kind":"path","path":"/x","expected_sha256":"ZZ"}]}`, []any{"sources", 0, "expected_sha256"}, []string{"pattern ^[a-f0-9]{64}$"}},
 		{"not an object", `[1]`, []any{}, []string{"object"}},
+		// A source without kind still lists the kinds.
+		{"source without kind", `{"sources":[{"path":"/x"}]}`, []any{"sources", 0, "kind"}, []string{"path", "evidence"}},
+		// A misspelt field is named even though the required one is missing too.
+		{"misspelt sources", `{"source":[` + src + `]}`, []any{"source"},
+			[]string{"continuation", "limits", "offset", "page_size", "sources", "text_fragment_chars"}},
+		// null is dropped only where the field is optional; a required null is refused.
+		{"required null", `{"sources":null}`, []any{"sources"}, []string{"array"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,4 +89,24 @@ func repeat(s string, n int) string {
 		out += "," + s
 	}
 	return out
+}
+
+func TestValidateAcceptsNullForOptionalFields(t *testing.T) {
+	s := previewSchema(t)
+	inst, f := s.Validate([]byte(`{"sources":[{"kind":"path","path":"/x","format":null,"producer":null}],"page_size":null,"limits":null,"offset":null,"continuation":null}`))
+	if f != nil {
+		t.Fatalf("nulls refused: %v", f)
+	}
+	want := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": "/x"}}}
+	if diff := cmp.Diff(want, inst); diff != "" {
+		t.Errorf("instance (-want +got):\n%s", diff)
+	}
+}
+
+func TestValidateSuggestsTheNearestField(t *testing.T) {
+	s := previewSchema(t)
+	_, f := s.Validate([]byte(`{"source":[{"kind":"path","path":"/x"}]}`))
+	if f == nil || f.Details["did_you_mean"] != "sources" {
+		t.Fatalf("failure = %+v", f)
+	}
 }

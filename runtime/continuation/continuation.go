@@ -44,9 +44,22 @@ func Encode(request string, offset int64) (string, error) {
 
 // Decode verifies token against the request digest and returns its offset.
 func Decode(token, request string) (int64, error) {
+	got, offset, err := Peek(token)
+	if err != nil {
+		return 0, err
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(request)) != 1 {
+		return 0, ErrMismatch
+	}
+	return offset, nil
+}
+
+// Peek verifies token's integrity and returns the request digest and offset it binds,
+// so that a mismatch can be explained.
+func Peek(token string) (string, int64, error) {
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
-		return 0, ErrMismatch
+		return "", 0, ErrMismatch
 	}
 	var raw struct {
 		Checksum string `json:"checksum"`
@@ -56,20 +69,17 @@ func Decode(token, request string) (int64, error) {
 		} `json:"payload"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return 0, ErrMismatch
+		return "", 0, ErrMismatch
 	}
 	var offset int64
 	if err := json.Unmarshal(raw.Payload.Offset, &offset); err != nil || offset < 0 {
-		return 0, ErrMismatch
+		return "", 0, ErrMismatch
 	}
 	want, err := checksum(payload{Request: raw.Payload.Request, Offset: offset})
 	if err != nil || subtle.ConstantTimeCompare([]byte(want), []byte(raw.Checksum)) != 1 {
-		return 0, ErrMismatch
+		return "", 0, ErrMismatch
 	}
-	if subtle.ConstantTimeCompare([]byte(raw.Payload.Request), []byte(request)) != 1 {
-		return 0, ErrMismatch
-	}
-	return offset, nil
+	return raw.Payload.Request, offset, nil
 }
 
 func checksum(p payload) (string, error) {
