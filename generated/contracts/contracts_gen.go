@@ -838,7 +838,7 @@ type CpuHotspotFields struct {
 
 // InferenceCompareFields are compare_inference's fields.
 type InferenceCompareFields struct {
-	// Permit a ratio across known-different workload identities; the result is labelled heterogeneous.
+	// Permit a ratio across known-different workload or system identities; the result is labelled heterogeneous.
 	AllowHeterogeneous bool `json:"allow_heterogeneous,omitempty"`
 	// Metric to compare; omit for the operation default.
 	Metric *string `json:"metric,omitempty"`
@@ -1006,6 +1006,78 @@ type BenchmarkComparisonRow struct {
 	CandidateCount int64          `json:"candidate_count"`
 	// candidate_mean / baseline_mean; null when the baseline mean is 0.
 	Ratio *float64 `json:"ratio"`
+}
+
+// InferenceRequestRow is one request of an AIPerf per-request export, without prompt,
+// response or error message.
+type InferenceRequestRow struct {
+	// Zero-based line of the record in the export.
+	LineIndex int64 `json:"line_index"`
+	// The request's X-Request-ID.
+	RequestID      *string `json:"request_id"`
+	ConversationID *string `json:"conversation_id"`
+	TurnIndex      *int64  `json:"turn_index"`
+	// Credit phase: profiling or warmup; warmup records are excluded from the statistics.
+	Phase   *string `json:"phase"`
+	Outcome string  `json:"outcome"`
+	// The error's type name and code (an HTTP status or AIPerf's own), without its message.
+	ErrorType       *string `json:"error_type"`
+	ErrorCode       *int64  `json:"error_code"`
+	InputTokens     *int64  `json:"input_tokens"`
+	OutputTokens    *int64  `json:"output_tokens"`
+	ReasoningTokens *int64  `json:"reasoning_tokens"`
+	// Request start, in ns after the earliest request start of the export (metrics.first_request_start_ns).
+	StartOffsetNS *int64 `json:"start_offset_ns"`
+	// When the request's credit was issued, on the same origin; null when AIPerf did not record it.
+	ScheduledOffsetNS *int64 `json:"scheduled_offset_ns"`
+	TtftNS            *int64 `json:"ttft_ns"`
+	LatencyNS         *int64 `json:"latency_ns"`
+	TpotNS            *int64 `json:"tpot_ns"`
+	MeanItlNS         *int64 `json:"mean_itl_ns"`
+}
+
+// InferenceTraceRow is one request of a Mooncake trace.
+type InferenceTraceRow struct {
+	// Zero-based line of the request in the trace.
+	LineIndex       int64 `json:"line_index"`
+	TimestampMS     int64 `json:"timestamp_ms"`
+	InputLength     int64 `json:"input_length"`
+	OutputLength    int64 `json:"output_length"`
+	PrefixHashCount int64 `json:"prefix_hash_count"`
+}
+
+// InferenceMeasurementRow is one aggregate a benchmark tool computed for a run
+// (vLLM, SGLang, AIPerf aggregate exports).
+type InferenceMeasurementRow struct {
+	// Zero-based run record of the file (one per appended run).
+	RecordIndex int64 `json:"record_index"`
+	// The producer's figure, prefixed with its tool: vllm.request_throughput, sglang.median_ttft_ms, aiperf.ttft.p95.
+	Name string `json:"name"`
+	// Null when the producer wrote a non-finite value (NaN, Infinity).
+	Value *float64 `json:"value"`
+	// Unit as the producer reported it (ms, s, tokens, tokens/sec, requests, requests/sec); null when unknown.
+	Unit *string `json:"unit"`
+	// mean, median, std, percentile, min, max, sum, count, aggregate (a single run-level value), or reported (a producer figure of unknown kind).
+	Aggregation string `json:"aggregation"`
+}
+
+// InferenceComparisonRow compares one candidate export with the baseline on one metric.
+type InferenceComparisonRow struct {
+	Metric         string  `json:"metric"`
+	BaselineIndex  int64   `json:"baseline_index"`
+	CandidateIndex int64   `json:"candidate_index"`
+	BaselineMean   float64 `json:"baseline_mean"`
+	CandidateMean  float64 `json:"candidate_mean"`
+	// candidate_mean / baseline_mean; null when the baseline mean is 0.
+	Ratio            *float64 `json:"ratio"`
+	BaselineSamples  int64    `json:"baseline_samples"`
+	CandidateSamples int64    `json:"candidate_samples"`
+	// compatible (every identity field both exports record agrees), partial (an identity field or axis is missing from one of them) or heterogeneous (known-different, compared only with allow_heterogeneous).
+	Compatibility string `json:"compatibility"`
+	// Identity fields whose digests differ: [baseline digest, candidate digest].
+	IdentityDifferences map[string]any `json:"identity_differences"`
+	// Identity fields or axes (workload, system) not recorded by both exports.
+	IdentityUnavailable []string `json:"identity_unavailable"`
 }
 
 // PreviewTextRow is one text line.
@@ -1549,29 +1621,41 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeInference,
-		Description:      "Summarize one inference benchmark export (AIPerf, vLLM, SGLang, Mooncake).",
+		Description:      "Summarize one inference benchmark export: AIPerf per-request records (one row per request with tokens, TTFT, latency, TPOT and ITL in ns; percentiles computed from the records) or its aggregate JSON/CSV, vLLM bench serve and SGLang bench_serving results (the producer's own aggregates, one row set per run record), or a Mooncake request trace (one row per request). Metrics carry counts and the comparison identity digests.",
 		Formats:          []Format{FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Prompts, generated texts and error messages are never projected; rows carry counts, timings, names and error types only."},
+		FormatLimitations: map[Format][]string{
+			FormatAiperf:          []string{"AIPerf per-request exports (profile_export.jsonl): means, standard deviations (population, as numpy) and percentiles (linear interpolation, as numpy) are computed by Flameox from the successful profiling-phase records; AIPerf's aggregate exports (profile_export_aiperf.json, profile_export_aiperf.csv) are reported as AIPerf computed them, never recomputed, and the two are never mixed in one comparison.", "AIPerf's request_count counts successful requests; Flameox's request_count counts every profiling-phase record, successful_requests matches AIPerf's request_count and error_requests its error_request_count.", "Per-request times are converted from the unit of each value (AIPerf writes milliseconds) to integer nanoseconds, so each differs from AIPerf's by at most half a nanosecond. tpot_ns is AIPerf's inter_token_latency, (request_latency - ttft) / (output_sequence_length - 1); mean_itl_ns is the mean of the request's inter_chunk_latency gaps (a streamed chunk may hold several tokens).", "The per-request export records no run configuration: its system identity is unavailable and its workload identity is the issued request count only; the aggregate JSON export's input_config carries the configuration."},
+			FormatMooncakeTrace:   []string{"A Mooncake trace describes a workload (arrival timestamps in ms, input and output lengths, 512-token prefix block hashes), not a measurement: it holds no latency, and ratios compare workloads.", "Prefix hash ids are reduced to counts: prefix_hash_count per request, total, distinct and reused counts in the metrics; the workload identity digests every line's fields including the hash ids. A trace records no system identity."},
+			FormatSglangBenchmark: []string{"SGLang bench_serving results are the producer's aggregates, reported as SGLang computed them and never recomputed; per-request arrays and nested values (server_info is digested into the system identity) are not read into rows.", "bench_serving appends one aggregate record per run to its output file; every record is read and numbered by record_index in line order, and a comparison treats each run of a file as one sample.", "Python writes non-finite floats as the bare literals Infinity, -Infinity and NaN, which strict JSON rejects (an unlimited request_rate is Infinity); they are accepted outside strings, and a non-finite measurement is reported as null.", "Older bench_serving records do not name the model or tokenizer; their system identity is then unavailable."},
+			FormatVllmBenchmark:   []string{"vLLM results are the producer's aggregates (vllm bench serve computes means, medians, standard deviations and percentiles); they are reported as vLLM computed them and never recomputed. Per-request arrays a result may carry (latencies, ttfts, itls, ...) and generated texts are not read.", "A file holds one or more result documents (--append-result adds one per run); each is a run record, numbered by record_index in file order.", "vLLM results record the backend, model, tokenizer and traffic settings, but not dataset length parameters unless they were passed with --metadata."},
+		},
+		Rows: []string{"InferenceRequestRow", "InferenceTraceRow", "InferenceMeasurementRow"},
 	},
 	{
 		Name:             OperationNameCompareInference,
-		Description:      "Compare one metric across 2-32 inference benchmark exports of one format.",
+		Description:      "Compare one metric of 2-32 inference benchmark exports of one format against a baseline: the mean per export (AIPerf: successful requests, default latency_ns; Mooncake: requests, default input_length; vLLM, SGLang and AIPerf aggregates: run records, default the request throughput or mean latency) and the ratio candidate/baseline. Known-different workload or system identities fail unless allow_heterogeneous is true; identity fields missing from an export make the comparison partial.",
 		Formats:          []Format{FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace},
 		MinSources:       2,
 		MaxSources:       32,
 		FieldsDefinition: "InferenceCompareFields",
 		CaptureProviders: []string{},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Ratios compare arithmetic means (candidate / baseline); no significance test is made.", "Identities are SHA-256 digests of the configuration fields each export records, per field; a field one export lacks is listed in identity_unavailable and makes the comparison partial."},
+		FormatLimitations: map[Format][]string{
+			FormatAiperf:          []string{"AIPerf per-request exports (profile_export.jsonl): means, standard deviations (population, as numpy) and percentiles (linear interpolation, as numpy) are computed by Flameox from the successful profiling-phase records; AIPerf's aggregate exports (profile_export_aiperf.json, profile_export_aiperf.csv) are reported as AIPerf computed them, never recomputed, and the two are never mixed in one comparison.", "AIPerf's request_count counts successful requests; Flameox's request_count counts every profiling-phase record, successful_requests matches AIPerf's request_count and error_requests its error_request_count.", "Per-request times are converted from the unit of each value (AIPerf writes milliseconds) to integer nanoseconds, so each differs from AIPerf's by at most half a nanosecond. tpot_ns is AIPerf's inter_token_latency, (request_latency - ttft) / (output_sequence_length - 1); mean_itl_ns is the mean of the request's inter_chunk_latency gaps (a streamed chunk may hold several tokens).", "The per-request export records no run configuration: its system identity is unavailable and its workload identity is the issued request count only; the aggregate JSON export's input_config carries the configuration."},
+			FormatMooncakeTrace:   []string{"A Mooncake trace describes a workload (arrival timestamps in ms, input and output lengths, 512-token prefix block hashes), not a measurement: it holds no latency, and ratios compare workloads.", "Prefix hash ids are reduced to counts: prefix_hash_count per request, total, distinct and reused counts in the metrics; the workload identity digests every line's fields including the hash ids. A trace records no system identity."},
+			FormatSglangBenchmark: []string{"SGLang bench_serving results are the producer's aggregates, reported as SGLang computed them and never recomputed; per-request arrays and nested values (server_info is digested into the system identity) are not read into rows.", "bench_serving appends one aggregate record per run to its output file; every record is read and numbered by record_index in line order, and a comparison treats each run of a file as one sample.", "Python writes non-finite floats as the bare literals Infinity, -Infinity and NaN, which strict JSON rejects (an unlimited request_rate is Infinity); they are accepted outside strings, and a non-finite measurement is reported as null.", "Older bench_serving records do not name the model or tokenizer; their system identity is then unavailable."},
+			FormatVllmBenchmark:   []string{"vLLM results are the producer's aggregates (vllm bench serve computes means, medians, standard deviations and percentiles); they are reported as vLLM computed them and never recomputed. Per-request arrays a result may carry (latencies, ttfts, itls, ...) and generated texts are not read.", "A file holds one or more result documents (--append-result adds one per run); each is a run record, numbered by record_index in file order.", "vLLM results record the backend, model, tokenizer and traffic settings, but not dataset length parameters unless they were passed with --metadata."},
+		},
+		Rows: []string{"InferenceComparisonRow"},
 	},
 	{
 		Name:             OperationNameInspectGPULaunches,

@@ -6,6 +6,8 @@ package testtool
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
 	"testing"
 	"time"
 )
@@ -59,4 +61,16 @@ func BenchDir() string {
 		return d
 	}
 	return os.TempDir()
+}
+
+// Corpus returns the path of a file of the shared corpus of third-party artifacts beside
+// the repository (../shared/corpus), failing the test when it is missing.
+func Corpus(t testing.TB, name string) string {
+	t.Helper()
+	_, file, _, _ := goruntime.Caller(0)
+	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "corpus", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("corpus file missing: %v", err)
+	}
+	return p
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/bench"
 	"github.com/flameox/flameox/providers/cpu"
+	"github.com/flameox/flameox/providers/inference"
 	"github.com/flameox/flameox/providers/preview"
 )
 
@@ -15,6 +16,7 @@ var families = []func(*providers.Registry){
 	preview.Register,
 	cpu.Register,
 	bench.Register,
+	inference.Register,
 }
 
 // Registry returns a registry holding every family's analyzers, collectors and format
