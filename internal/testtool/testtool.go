@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -73,4 +75,35 @@ func Corpus(t testing.TB, name string) string {
 		t.Fatalf("corpus file missing: %v", err)
 	}
 	return p
+}
+
+// PeakHeap runs f while sampling the in-use heap every 2 ms, and returns the peak above
+// the heap in use before it started, in bytes.
+func PeakHeap(f func()) uint64 {
+	goruntime.GC()
+	var base goruntime.MemStats
+	goruntime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var ms goruntime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+				goruntime.ReadMemStats(&ms)
+				if ms.HeapInuse > peak.Load() {
+					peak.Store(ms.HeapInuse)
+				}
+			}
+		}
+	}()
+	f()
+	close(done)
+	wg.Wait()
+	return peak.Load() - min(peak.Load(), base.HeapInuse)
 }
