@@ -221,8 +221,10 @@ func compare(ctx context.Context, req *providers.Request[gen.InferenceCompareFie
 				Details: map[string]any{"candidate_index": c, "identity_differences": p.differences}}
 		}
 		cm := s.sum / float64(s.samples)
-		if math.IsInf(bm, 0) || math.IsNaN(bm) || math.IsInf(cm, 0) || math.IsNaN(cm) {
-			return nil, &providers.LimitError{Source: c, Message: fmt.Sprintf("the means of %s are not finite; a ratio needs finite values", metric)}
+		for _, i := range []int{base, c} {
+			if mean := sides[i].sum / float64(sides[i].samples); math.IsInf(mean, 0) || math.IsNaN(mean) {
+				return nil, &providers.LimitError{Source: i, Message: fmt.Sprintf("source %d: the mean of %s is not finite; a ratio needs finite values", i, metric)}
+			}
 		}
 		row := gen.InferenceComparisonRow{Metric: metric, BaselineIndex: int64(base), CandidateIndex: int64(c),
 			BaselineMean: bm, CandidateMean: cm, BaselineSamples: int64(sides[base].samples), CandidateSamples: int64(s.samples),
