@@ -107,7 +107,7 @@ func benchSummary(b *testing.B, in providers.Input) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if p, err := a.Rows.Page(context.Background(), 0, 100); err != nil || len(p.Rows) != 100 {
+			if p, err := a.Rows.Page(context.Background(), 0, 100, nil); err != nil || len(p.Rows) != 100 {
 				b.Fatal(err)
 			}
 		})
@@ -125,7 +125,7 @@ func benchCompare(b *testing.B, in providers.Input) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if p, err := a.Rows.Page(context.Background(), 0, 100); err != nil || len(p.Rows) != 1 {
+			if p, err := a.Rows.Page(context.Background(), 0, 100, nil); err != nil || len(p.Rows) != 1 {
 				b.Fatal(err)
 			}
 		})
