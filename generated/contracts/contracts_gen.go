@@ -1100,9 +1100,13 @@ type PreviewFragmentRow struct {
 	InputSHA256    string `json:"input_sha256"`
 }
 
-// PreviewRecordRow is one JSON entry, JSONL record, CSV record or Parquet record: the
-// native fields (JSON entries per the catalog's projection rules) and the source digest.
+// PreviewRecordRow is one JSON entry, JSONL record, CSV record or Parquet record: its
+// index, the native fields (JSON entries per the catalog's projection rules; fields that
+// collide with record_index or input_sha256 move under value) and the source digest.
 type PreviewRecordRow struct {
+	// Zero-based index of the record (JSON entry, JSONL record, CSV data record, Parquet
+	// record) in its source; it comes first, before the native fields.
+	RecordIndex int64  `json:"record_index"`
 	InputSHA256 string `json:"input_sha256"`
 }
 

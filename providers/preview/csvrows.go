@@ -21,7 +21,8 @@ type csvReader struct {
 	index  int
 	digest string
 	row    int64
-	// nested is true when a header collides with input_sha256: values move under value.
+	// nested is true when a header collides with input_sha256 or record_index: values
+	// move under value.
 	nested bool
 }
 
@@ -70,7 +71,7 @@ func openCSV(src Source, index int) (*csvReader, error) {
 			return nil, decodeError(index, 0, nil, fmt.Sprintf("the CSV header of source %d repeats the column %q", index, h))
 		}
 		seen[h] = true
-		if h == "input_sha256" {
+		if h == "input_sha256" || h == "record_index" {
 			c.nested = true
 		}
 	}
@@ -120,7 +121,11 @@ func (c *csvReader) next() (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	index := c.row - 1
 	fields := newObject()
+	if !c.nested {
+		fields.int("record_index", index)
+	}
 	for i, h := range c.header {
 		fields.str(h, rec[i])
 	}
@@ -129,6 +134,7 @@ func (c *csvReader) next() (json.RawMessage, error) {
 		return fields.done(), nil
 	}
 	o := newObject()
+	o.int("record_index", index)
 	o.raw("value", fields.done())
 	o.str("input_sha256", c.digest)
 	return o.done(), nil

@@ -87,7 +87,7 @@ func (j *jsonReader) step(materialize bool) (json.RawMessage, error) {
 				}
 				j.state = jsonEnd
 				return j.emit(materialize, func() (json.RawMessage, error) {
-					return recordRow(v, j.digest, nil, func(o *object) {})
+					return recordRow(v, j.digest, nil, func(o *object) { o.int("record_index", 0) })
 				})
 			}
 		case jsonArray, jsonSection:
@@ -114,11 +114,15 @@ func (j *jsonReader) step(materialize bool) (json.RawMessage, error) {
 				return nil, err
 			}
 			j.row++
+			index := j.row - 1
 			if j.state == jsonArray {
-				return recordRow(v, j.digest, []string{"input_sha256"}, nil)
+				return recordRow(v, j.digest, []string{"input_sha256", "record_index"}, func(o *object) { o.int("record_index", index) })
 			}
 			section := j.section
-			return recordRow(v, j.digest, []string{"input_sha256", "section"}, func(o *object) { o.str("section", section) })
+			return recordRow(v, j.digest, []string{"input_sha256", "record_index", "section"}, func(o *object) {
+				o.int("record_index", index)
+				o.str("section", section)
+			})
 		case jsonObject:
 			if j.dec.PeekKind() == '}' {
 				if _, err := j.dec.ReadToken(); err != nil {
@@ -144,8 +148,10 @@ func (j *jsonReader) step(materialize bool) (json.RawMessage, error) {
 				if err := j.dec.SkipValue(); err != nil {
 					return nil, j.fail(err)
 				}
+				index := j.row
 				return j.emit(materialize, func() (json.RawMessage, error) {
 					o := newObject()
+					o.int("record_index", index)
 					o.str("key", key)
 					o.str("value_type", "object")
 					o.str("input_sha256", j.digest)
@@ -156,12 +162,14 @@ func (j *jsonReader) step(materialize bool) (json.RawMessage, error) {
 				if err != nil {
 					return nil, err
 				}
+				index := j.row
 				return j.emit(materialize, func() (json.RawMessage, error) {
 					pv, err := projectValue(v)
 					if err != nil {
 						return nil, err
 					}
 					o := newObject()
+					o.int("record_index", index)
 					o.str("key", key)
 					o.raw("value", pv)
 					o.str("input_sha256", j.digest)
@@ -255,5 +263,6 @@ func (j *jsonlReader) next() (json.RawMessage, error) {
 	if !v.IsValid() {
 		return nil, decodeError(j.text.index, j.row, nil, fmt.Sprintf("JSONL record %d (line %d) of source %d is not one valid JSON value in UTF-8", j.row, j.text.line, j.text.index))
 	}
-	return recordRow(v, j.text.digest, []string{"input_sha256"}, nil)
+	index := j.row - 1
+	return recordRow(v, j.text.digest, []string{"input_sha256", "record_index"}, func(o *object) { o.int("record_index", index) })
 }

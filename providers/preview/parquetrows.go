@@ -80,12 +80,15 @@ func (p *parquetReader) next() (row json.RawMessage, err error) {
 		return nil, decodeError(p.index, p.row+1, err, fmt.Sprintf("Parquet record %d of source %d could not be decoded", p.row+1, p.index))
 	}
 	p.row++
-	fields := newObject()
 	nested := false
 	for _, c := range p.cols {
-		if c == "input_sha256" {
-			nested = true
-		}
+		nested = nested || c == "input_sha256" || c == "record_index"
+	}
+	fields := newObject()
+	if !nested {
+		fields.int("record_index", p.row-1)
+	}
+	for _, c := range p.cols {
 		fields.key(c)
 		fields.b = appendNative(fields.b, m[c])
 	}
@@ -94,6 +97,7 @@ func (p *parquetReader) next() (row json.RawMessage, err error) {
 		return fields.done(), nil
 	}
 	o := newObject()
+	o.int("record_index", p.row-1)
 	o.raw("value", fields.done())
 	o.str("input_sha256", p.digest)
 	return o.done(), nil

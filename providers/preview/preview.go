@@ -112,6 +112,24 @@ func open(src Source, index int, opt Options) (r rowReader, err error) {
 	return nil, fmt.Errorf("preview: format %q has no reader", src.Format)
 }
 
+// Population returns the total row count of sources when it is known without reading
+// them: every source is Parquet, whose footer records its row count.
+func Population(sources []Source) (int64, bool) {
+	var n int64
+	for i, src := range sources {
+		if src.Format != contracts.FormatParquet {
+			return 0, false
+		}
+		r, err := openParquet(src, i)
+		if err != nil {
+			return 0, false
+		}
+		n += r.total
+		r.Close()
+	}
+	return n, len(sources) > 0
+}
+
 // Read returns the page selected by opt across sources in order.
 func Read(ctx context.Context, sources []Source, opt Options) (*Page, error) {
 	if opt.MaxRows < 1 {

@@ -73,6 +73,13 @@ func (r rows) Page(ctx context.Context, offset, limit int64, fits func(json.RawM
 	}
 	page := &providers.Page{Rows: p.Rows, Observed: p.Observed, More: !p.Complete,
 		Metrics: map[string]any{"row_count": len(p.Rows)}}
+	// The population, when the readers know it: at the end of the sources, or from
+	// Parquet footers.
+	if p.Complete {
+		page.Metrics["population"] = p.Population
+	} else if n, ok := Population(r.sources); ok {
+		page.Metrics["population"] = n
+	}
 	if !p.Complete {
 		for _, s := range r.sources {
 			if s.Format == gen.FormatJSON {

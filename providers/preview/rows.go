@@ -184,7 +184,7 @@ func hasTopLevelKey(obj []byte, keys []string) bool {
 
 // recordRow projects one native record into a preview row: an object keeps its members
 // (unless one collides with the reserved names, then it moves under value), anything else
-// becomes {"value": ...}. prefix members (such as section) come first.
+// becomes {"value": ...}. prefix members (record_index, section) come first.
 func recordRow(v jsontext.Value, digest string, reserved []string, prefix func(*object)) (json.RawMessage, error) {
 	v, err := projectValue(v)
 	if err != nil {

@@ -61,8 +61,9 @@ func TestRowsHaveTheDeclaredShapes(t *testing.T) {
 	}{
 		{"text", Source{Path: text, Format: gen.FormatText, SHA256: "d"}, 0, declared(gen.PreviewTextRow{})},
 		{"fragments", Source{Path: text, Format: gen.FormatText, SHA256: "d"}, 2, declared(gen.PreviewFragmentRow{})},
-		// Records keep their native fields first, in their order, then the source digest.
-		{"records", Source{Path: jsonl, Format: gen.FormatJsonl, SHA256: "d"}, 0, append([]string{"z", "a"}, declared(gen.PreviewRecordRow{})...)},
+		// Records lead with their index, keep their native fields in their order, then the
+		// source digest.
+		{"records", Source{Path: jsonl, Format: gen.FormatJsonl, SHA256: "d"}, 0, []string{declared(gen.PreviewRecordRow{})[0], "z", "a", declared(gen.PreviewRecordRow{})[1]}},
 	}
 	for _, tt := range tests {
 		p, err := Read(context.Background(), []Source{tt.src}, Options{MaxRows: 10, FragmentChars: tt.fragments})
