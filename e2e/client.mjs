@@ -72,7 +72,9 @@ report.capture = {
   status: captured.status,
   workload_status: captured.capture.workload_status,
   rows: captured.blocks[captured.blocks.length - 1].rows.map((r) => r.text),
-  next_action: captured.next_action.tool,
+  next_action: captured.next_action.kind,
+  next_field: captured.next_action.field_path,
+  workload_failure: [captured.workload_failure.code, captured.workload_failure.returncode],
 };
 
 const bad = await client.callTool({

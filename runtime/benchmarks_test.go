@@ -304,16 +304,16 @@ func TestBenchmarkExperimentRegressed(t *testing.T) {
 		t.Fatal(f)
 	}
 	cr := res.(*CaptureResult)
-	row := tableRows(t, res)[0]
+	row := experimentRow(t, cr)
 	if row["point_estimate_classification"] != "practically_regressed" || len(cr.Inputs) != 6 {
 		t.Fatalf("row %v inputs %d", row, len(cr.Inputs))
 	}
-	// The summary of the six captured documents comes before the experiment blocks.
-	if m := cr.Blocks[0].(MetricsBlock).Values; m["measurement_count"] != 6 || m["input_count"] != 6 || m["series_count"] != 2 {
+	// The experiment summary leads; the summary of the six captured documents follows.
+	if m := cr.Blocks[1].(MetricsBlock).Values; m["measurement_count"] != 6 || m["input_count"] != 6 || m["series_count"] != 2 {
 		t.Errorf("summary metrics = %v; baseline and candidate must be two series", m)
 	}
 	// Every measurement row carries its case (as the variant) and its block.
-	table := cr.Blocks[1].(TableBlock)
+	table := cr.Blocks[len(cr.Blocks)-1].(TableBlock)
 	seen := map[string]bool{}
 	for _, raw := range table.Rows {
 		var m map[string]any

@@ -791,8 +791,65 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, dir s
 			out.NextPage = p.NextPage
 		}
 	}
+	out.WorkloadFailure = workloadFailure(cr, runs)
 	out.NextAction = captureNextAction(cr, out)
 	return out, nil
+}
+
+// stderrTailBytes bounds the stderr tail of a workload failure summary.
+const stderrTailBytes = 1024
+
+// workloadFailure summarizes the first failed execution: its code, exit, bound, the tail
+// of its stderr and where the whole stderr is.
+func workloadFailure(cr *captureRequest, runs []*execution) *gen.WorkloadFailure {
+	var first *execution
+	failed := 0
+	for _, ex := range runs {
+		if ex.record.Status == "failed" {
+			failed++
+			if first == nil {
+				first = ex
+			}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	r := first.record
+	wf := &gen.WorkloadFailure{Sequence: r.Sequence, Case: r.Case, Block: r.Block, Returncode: r.Returncode,
+		ReturncodeScope: r.ReturncodeScope, FailedCount: int64(failed)}
+	if r.FailureCode != nil {
+		wf.Code = *r.FailureCode
+	}
+	if r.Limit != nil {
+		k := r.Limit.Kind
+		wf.LimitKind = &k
+	}
+	stderr := ""
+	switch {
+	case first.stderr != "":
+		wf.StderrSource = fmt.Sprintf("capture-%04d/stderr", r.Sequence)
+		if f, err := os.Open(first.stderr); err == nil {
+			if st, err := f.Stat(); err == nil {
+				buf := make([]byte, min(st.Size(), stderrTailBytes))
+				if _, err := f.ReadAt(buf, st.Size()-int64(len(buf))); err == nil {
+					stderr = string(buf)
+				}
+			}
+			f.Close()
+		}
+	case r.ConsoleDiagnostics != nil:
+		wf.StderrSource = fmt.Sprintf("capture.executions[%d].console_diagnostics.stderr", r.Sequence-1)
+		stderr = r.ConsoleDiagnostics.Stderr
+	}
+	if len(stderr) > stderrTailBytes {
+		stderr = stderr[len(stderr)-stderrTailBytes:]
+	}
+	for len(stderr) > 0 && !utf8.RuneStart(stderr[0]) {
+		stderr = stderr[1:]
+	}
+	wf.StderrTail = validText([]byte(stderr))
+	return wf
 }
 
 // missingRoles lists the artifact roles the executions did not produce.
@@ -978,6 +1035,11 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 	}
 	replayable := out.AnalysisFailure == nil || out.AnalysisFailure.Details["analysis_source_count"] != 0
 	if out.Preserved != nil {
+		if fix := workloadFix(cr, out); fix != nil && replayable {
+			// The run is kept; what to do next is to fix what failed.
+			fix.AdjustRequest.Message += " This run is preserved as evidence " + out.Preserved.EvidenceID + "."
+			return fix
+		}
 		a := &gen.CallTool{Kind: "call_tool", Tool: "inspect_evidence",
 			Arguments: map[string]any{"evidence_id": out.Preserved.EvidenceID},
 			Message:   "The capture is preserved; inspect its evidence, then analyse its analysis_sources."}
@@ -993,12 +1055,21 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 		return &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: "preserve_evidence",
 			Arguments: map[string]any{"analysis_id": out.AnalysisID}, Message: msg}}
 	}
-	switch {
-	case out.PreservationFailure != nil:
+	if out.PreservationFailure != nil {
 		return preserve("Preservation failed (" + string(out.PreservationFailure.Code) + ": " + out.PreservationFailure.Message +
 			"); the capture is still a live analysis of this session. Fix the cause and preserve it again, or rescue_evidence it into a new store directory.")
-	case !replayable:
-		return preserve("The collector wrote no native artifact; the table previews the console and the executions say how each run ended. Preserve this capture to keep that evidence, then fix the collector or the workload and capture again.")
+	}
+	if !replayable {
+		msg := "The collector wrote no native artifact; the table previews the console and the executions say how each run ended."
+		if wf := out.WorkloadFailure; wf != nil && wf.Returncode != nil && *wf.Returncode != 0 {
+			msg = fmt.Sprintf("The collector wrote no native artifact: execution %d exited %d (workload_failure.stderr_tail shows why).", wf.Sequence, *wf.Returncode)
+		}
+		return preserve(msg + " Preserve this capture to keep that evidence, then fix the collector or the workload and capture again.")
+	}
+	if fix := workloadFix(cr, out); fix != nil {
+		return fix
+	}
+	switch {
 	case out.AnalysisFailure != nil:
 		return &gen.NextAction{PreserveThenAnalyze: &gen.PreserveThenAnalyze{Kind: "preserve_then_analyze",
 			PreserveArguments: map[string]any{"analysis_id": out.AnalysisID},
@@ -1017,7 +1088,9 @@ type CaptureResult struct {
 	// PreservationFailure says why requested preservation failed; the capture is still
 	// a live session analysis.
 	PreservationFailure *gen.AnalysisFailure `json:"preservation_failure,omitempty"`
-	NextAction          *gen.NextAction      `json:"next_action"`
+	// WorkloadFailure leads with the first failed execution.
+	WorkloadFailure *gen.WorkloadFailure `json:"workload_failure,omitempty"`
+	NextAction      *gen.NextAction      `json:"next_action"`
 }
 
 // document is the durable capture provenance as preservation records it: the capture
@@ -1132,4 +1205,45 @@ func (rt *Runtime) rememberCapture(r *record) string {
 	r.result.AnalysisID = id
 	rt.store1(id, r)
 	return id
+}
+
+// workloadFix is the next action a failed workload calls for: a bound to raise (timeout,
+// memory, output) or the workload to fix, with where its stderr is; nil when no workload
+// failed in a way the caller can fix.
+func workloadFix(cr *captureRequest, out *CaptureResult) *gen.NextAction {
+	wf := out.WorkloadFailure
+	if wf == nil {
+		return nil
+	}
+	keep := ""
+	if out.Preserved == nil && out.AnalysisID != "" {
+		keep = " To keep this failed run as evidence, call preserve_evidence with analysis_id " + out.AnalysisID + " first."
+	}
+	adjust := func(path []any, msg string) *gen.NextAction {
+		return &gen.NextAction{AdjustRequest: &gen.AdjustRequest{Kind: "adjust_request", FieldPath: path, Message: msg + keep}}
+	}
+	where := fmt.Sprintf("execution %d (case %s, block %d)", wf.Sequence, wf.Case, wf.Block)
+	limit := ""
+	if wf.LimitKind != nil {
+		limit = *wf.LimitKind
+	}
+	switch {
+	case wf.Code == "EXECUTION_TIMEOUT" || limit == "timeout":
+		return adjust(failure.Path("target", "budget", "timeout_seconds"),
+			"The workload ran past target.budget.timeout_seconds in "+where+"; raise it (at most 86400) or shorten the workload, then capture again.")
+	case limit == "memory_limit_exceeded":
+		return adjust(failure.Path("target", "budget", "max_memory_bytes"),
+			"The process tree passed target.budget.max_memory_bytes in "+where+"; raise it or reduce the workload's memory, then capture again.")
+	case limit == "output_limit" || limit == "writable_limit_exceeded":
+		return adjust(failure.Path("limits", "max_output_bytes"),
+			"The workload's output or written files passed limits.max_output_bytes in "+where+"; lower its output or raise the limit (server ceiling), then capture again.")
+	case wf.Code == "SEMANTIC_ORACLE_FAILED":
+		return adjust(failure.Path("experiment", "semantic_oracle"),
+			"The semantic oracle rejected "+where+"; its block is excluded from the comparison. Fix the case or the oracle, then run the experiment again.")
+	case wf.Code == "EXECUTION_FAILURE" && wf.Returncode != nil && *wf.Returncode != 0 && wf.ReturncodeScope == "workload":
+		return adjust(failure.Path("target", "argv"), fmt.Sprintf(
+			"The workload exited %d in %s; workload_failure.stderr_tail shows why (the whole stderr: %s). Fix the workload or its arguments, then capture again.",
+			*wf.Returncode, where, wf.StderrSource))
+	}
+	return nil
 }

@@ -74,7 +74,7 @@ func TestCapturesWithIdenticalOutputKeepTheirOwnIdentity(t *testing.T) {
 func TestAnalysisFailureKeepsTheCapture(t *testing.T) {
 	for _, preserve := range []bool{false, true} {
 		rt := newRuntime(t)
-		res, f := capture(t, rt, map[string]any{"target": target(t.TempDir(), "sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x; exit 3"),
+		res, f := capture(t, rt, map[string]any{"target": target(t.TempDir(), "sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x"),
 			"provider": direct(), "limits": map[string]any{"max_input_bytes": 1024}, "preserve": preserve})
 		if f != nil {
 			t.Fatalf("preserve=%v: %v", preserve, f)
@@ -98,7 +98,7 @@ func TestAnalysisFailureKeepsTheCapture(t *testing.T) {
 			t.Fatal(f)
 		}
 		execs := ev.Body.CaptureRequest["executions"].([]any)
-		if len(ev.AnalysisSources) != 2 || execs[0].(map[string]any)["workload_returncode"] != 3.0 ||
+		if len(ev.AnalysisSources) != 2 || execs[0].(map[string]any)["workload_returncode"] != 0.0 ||
 			fmt.Sprint(ev.Body.AnalysisRequest.Failure["code"]) != "LIMIT_EXCEEDED" {
 			t.Errorf("evidence = %+v", ev.Body)
 		}

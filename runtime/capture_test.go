@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,8 +109,15 @@ func TestCaptureNonZeroExitIsEvidence(t *testing.T) {
 	if res.Inputs[0].Role != "capture-0001/stdout" || res.Inputs[1].Role != "capture-0001/stderr" {
 		t.Errorf("roles = %v %v", res.Inputs[0].Role, res.Inputs[1].Role)
 	}
-	na := res.NextAction.CallTool
-	if na == nil || na.Tool != "preserve_evidence" || na.Arguments["analysis_id"] != res.AnalysisID {
+	// The result leads with what happened: the failed execution and its stderr tail, and
+	// a next action to fix the workload that says how to keep this run.
+	wf := res.WorkloadFailure
+	if wf == nil || wf.Code != "EXECUTION_FAILURE" || *wf.Returncode != 3 || wf.StderrTail != "oops\n" || wf.StderrSource != "capture-0001/stderr" {
+		t.Errorf("workload_failure = %+v", wf)
+	}
+	na := res.NextAction.AdjustRequest
+	if na == nil || fmt.Sprint(na.FieldPath) != "[target argv]" || !strings.Contains(na.Message, "exited 3") ||
+		!strings.Contains(na.Message, "preserve_evidence with analysis_id "+res.AnalysisID) {
 		t.Errorf("next_action = %+v", res.NextAction)
 	}
 	// The analysis handle works with preserve_evidence and makes capture evidence.
@@ -280,12 +288,20 @@ func experiment(t *testing.T, rt *Runtime, base, cand []string, extra map[string
 	if f != nil {
 		t.Fatal(f)
 	}
-	last := res.Blocks[len(res.Blocks)-1].(TableBlock)
-	var row map[string]any
-	if err := json.Unmarshal(last.Rows[0], &row); err != nil {
-		t.Fatal(err)
+	return res, experimentRow(t, res)
+}
+
+// experimentRow returns the first comparison of the experiment summary, which leads a
+// capture result.
+func experimentRow(t *testing.T, res *CaptureResult) map[string]any {
+	t.Helper()
+	summary := res.Blocks[0].(MetricsBlock).Values
+	var rows []map[string]any
+	b, _ := json.Marshal(summary["comparisons"])
+	if err := json.Unmarshal(b, &rows); err != nil || len(rows) == 0 {
+		t.Fatalf("experiment summary = %v", summary)
 	}
-	return res, row
+	return rows[0]
 }
 
 func TestExperimentClassifies(t *testing.T) {

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,7 +8,6 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/stats"
-	"github.com/flameox/flameox/providers"
 )
 
 // bootstrapResamples is the number of paired bootstrap resamples of an interval.
@@ -101,7 +99,24 @@ func (rt *Runtime) appendExperiment(cr *captureRequest, runs []*execution, out *
 		}
 	}
 	base := cr.cases[0].name
-	var rows []json.RawMessage
+	medians := map[string]any{}
+	median := func(ci int) *float64 {
+		var xs []float64
+		for b := 1; b <= int(e.Blocks); b++ {
+			if w, ok := wall[key{ci, b}]; ok {
+				xs = append(xs, w)
+			}
+		}
+		if len(xs) == 0 {
+			return nil
+		}
+		m := stats.Median(xs)
+		return &m
+	}
+	for i, c := range cr.cases {
+		medians[c.name] = median(i)
+	}
+	var rows []comparison
 	for i := 1; i < len(cr.cases); i++ {
 		var diffs []float64
 		for b := 1; b <= int(e.Blocks); b++ {
@@ -120,14 +135,19 @@ func (rt *Runtime) appendExperiment(cr *captureRequest, runs []*execution, out *
 			out.Limitations = append(out.Limitations, fmt.Sprintf(
 				"Experiment comparison %s vs %s has fewer than three eligible blocks; no confidence interval is reported.", c.CandidateCase, base))
 		}
-		b, _ := providers.EncodeRow(c)
-		rows = append(rows, b)
+		c.BaselineMedianNS, c.CandidateMedianNS = median(0), median(i)
+		if c.BaselineMedianNS != nil && c.CandidateMedianNS != nil && *c.BaselineMedianNS > 0 {
+			r := *c.CandidateMedianNS / *c.BaselineMedianNS
+			c.MedianRatio = &r
+		}
+		rows = append(rows, c)
 	}
 	out.Limitations = append(out.Limitations,
 		"The experiment classification is a descriptive point estimate against the practical threshold, not an equivalence test; wall_time_ns includes process start-up.")
-	out.Blocks = append(out.Blocks,
-		MetricsBlock{Type: "metrics", Values: map[string]any{"experiment_metric": "wall_time_ns",
-			"experiment_estimand": e.Estimand, "decision_basis": "descriptive_point_estimate",
-			"baseline_case": base, "comparison_count": len(cr.cases) - 1}},
-		TableBlock{Type: "table", Rows: rows})
+	// The experiment summary leads the result; the analysis's paged table stays last.
+	summary := MetricsBlock{Type: "metrics", Values: map[string]any{"experiment_metric": "wall_time_ns",
+		"experiment_estimand": e.Estimand, "decision_basis": "descriptive_point_estimate",
+		"baseline_case": base, "comparison_count": len(cr.cases) - 1, "case_median_wall_time_ns": medians,
+		"comparisons": rows}}
+	out.Blocks = append([]any{summary}, out.Blocks...)
 }

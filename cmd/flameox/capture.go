@@ -124,14 +124,15 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 			}
 			cres := res.(*runtime.CaptureResult)
 			out := &cliCapture{cliEnvelope: cliResult(&cres.Result), Capture: cres.Capture,
-				AnalysisFailure: cres.AnalysisFailure, PreservationFailure: cres.PreservationFailure, NextAction: cres.NextAction}
+				AnalysisFailure: cres.AnalysisFailure, PreservationFailure: cres.PreservationFailure,
+				WorkloadFailure: cres.WorkloadFailure, NextAction: cres.NextAction}
 			out.Status, out.Preserved = cres.Status, cres.Preserved
 			switch {
 			case cres.Preserved != nil:
 				if cres.NextPage != nil {
 					out.NextPage = cliNextPage(cres.Operation, cres.NextPage.Arguments, nil)
 				}
-				if cres.NextAction != nil {
+				if cres.NextAction != nil && cres.NextAction.AdjustRequest == nil {
 					// The CLI's next step is a command, not an MCP tool.
 					id := cres.Preserved.EvidenceID
 					msg := "The capture is preserved; run `flameox evidence show " + id + "` to see its executions and artifacts"
@@ -163,7 +164,17 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 				// The scratch dies with this process: no continuation can be honoured.
 				out.Continuation, out.NextPage = nil, nil
 				out.Limitations = append(out.Limitations, unpreservedLimitation)
-				if cres.NextAction != nil {
+				switch {
+				case cres.NextAction != nil && cres.NextAction.AdjustRequest != nil:
+					// A fix to the workload or its budget stays the next step; the session
+					// handle it mentions means nothing to a later command.
+					a := *cres.NextAction.AdjustRequest
+					if i := strings.Index(a.Message, " To keep this failed run"); i >= 0 {
+						a.Message = a.Message[:i]
+					}
+					a.Message += " Add --preserve (or --rescue-to ABSOLUTE_PATH) to keep the run's evidence."
+					out.NextAction = &gen.NextAction{AdjustRequest: &a}
+				case cres.NextAction != nil:
 					out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
 						Message: "Rerun the same command with --preserve (or --rescue-to ABSOLUTE_PATH) to keep this capture's evidence."}}
 				}
@@ -201,6 +212,7 @@ type cliCapture struct {
 	AnalysisFailure *gen.AnalysisFailure `json:"analysis_failure"`
 	// PreservationFailure says why --preserve failed; the capture result is still printed.
 	PreservationFailure *gen.AnalysisFailure `json:"preservation_failure,omitempty"`
+	WorkloadFailure     *gen.WorkloadFailure `json:"workload_failure,omitempty"`
 	NextAction          *gen.NextAction      `json:"next_action"`
 }
 

@@ -25,7 +25,7 @@ import (
 // Decision 4's "about 3 KB per tool" describes the compact output schemas (about 3,400
 // bytes on average), which maxOutputSchemaBytesPerTool bounds.
 const (
-	maxToolsListBytesPerTool    = 8200
+	maxToolsListBytesPerTool    = 8400
 	maxOutputSchemaBytesPerTool = 3600
 )
 

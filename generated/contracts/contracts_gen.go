@@ -796,6 +796,26 @@ type AnalysisFailure struct {
 	Details map[string]any `json:"details"`
 }
 
+// WorkloadFailure summarizes the first failed execution of a capture at the top level of
+// its result, so the cause and the evidence of it are read first.
+type WorkloadFailure struct {
+	Sequence int64  `json:"sequence"`
+	Case     string `json:"case"`
+	Block    int64  `json:"block"`
+	// The execution's failure code: EXECUTION_FAILURE, EXECUTION_TIMEOUT, LIMIT_EXCEEDED, CAPTURE_ARTIFACT_MISSING, SEMANTIC_ORACLE_FAILED, ...
+	Code            string `json:"code"`
+	Returncode      *int64 `json:"returncode"`
+	ReturncodeScope string `json:"returncode_scope"`
+	// The bound that stopped it (timeout, memory_limit_exceeded, ...), or null.
+	LimitKind *string `json:"limit_kind"`
+	// The last lines of its stderr, at most 1 KiB, invalid UTF-8 replaced.
+	StderrTail string `json:"stderr_tail"`
+	// Where its whole stderr is: a console file role of the analysis or its evidence, or the execution's console_diagnostics.
+	StderrSource string `json:"stderr_source"`
+	// Failed executions in all.
+	FailedCount int64 `json:"failed_count"`
+}
+
 // CompareFields are compare_benchmarks's and compare_kernel_validation's fields.
 type CompareFields struct {
 	// Metric to compare; omit for the operation default.
@@ -1121,7 +1141,8 @@ type CaptureConsoleRow struct {
 }
 
 // ExperimentComparisonRow compares one experiment case with the baseline case: the paired
-// estimate of candidate minus baseline wall time and its classification.
+// estimate of candidate minus baseline wall time, its classification, and each case's
+// median. Capture results list these in the experiment summary, the first block.
 type ExperimentComparisonRow struct {
 	BaselineCase  string `json:"baseline_case"`
 	CandidateCase string `json:"candidate_case"`
@@ -1140,6 +1161,10 @@ type ExperimentComparisonRow struct {
 	PairedBlocks                int64    `json:"paired_blocks"`
 	DeclaredBlocks              int64    `json:"declared_blocks"`
 	ExcludedBlocks              int64    `json:"excluded_blocks"`
+	// Median wall time of each case over its eligible blocks, and candidate / baseline.
+	BaselineMedianNS  *float64 `json:"baseline_median_ns"`
+	CandidateMedianNS *float64 `json:"candidate_median_ns"`
+	MedianRatio       *float64 `json:"median_ratio"`
 }
 
 // PerfProvider records the workload with perf record; the native output is perf.data.

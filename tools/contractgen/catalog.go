@@ -351,13 +351,8 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			return nil, err
 		}
 		cres["properties"].(schema)["operation"] = schema{"const": op.Name, "description": "Operation (task name) that analysed the capture."}
-		// A capture whose collector wrote nothing previews its console instead; an
-		// experiment adds its comparison table.
-		extra := []string{"CaptureConsoleRow"}
-		if op.Experiment {
-			extra = append(extra, "ExperimentComparisonRow")
-		}
-		if err := m.typeRows(cres, op, extra...); err != nil {
+		// A capture whose collector wrote nothing previews its console instead.
+		if err := m.typeRows(cres, op, "CaptureConsoleRow"); err != nil {
 			return nil, err
 		}
 		crich, err := m.outputUnion(name, cres)

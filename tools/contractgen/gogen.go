@@ -38,7 +38,7 @@ var goStructs = []string{
 	"ProjectedBody", "EvidenceProjection",
 	"WorkloadBudget", "DirectTarget", "DirectProvider", "ExperimentCase", "Experiment",
 	"ConsoleDiagnostics", "OutputStreams", "ExecutionLimit", "Containment", "SemanticOracle",
-	"ArtifactRejection", "Execution", "CaptureOutcome", "CaptureRecord", "AnalysisFailure",
+	"ArtifactRejection", "Execution", "CaptureOutcome", "CaptureRecord", "AnalysisFailure", "WorkloadFailure",
 }
 
 // goUnions are kind-discriminated unions of struct definitions.
