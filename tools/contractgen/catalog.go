@@ -85,6 +85,9 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 				if err != nil {
 					return nil, c, err
 				}
+				if d, ok := ps["description"].(string); ok {
+					ps["description"] = providerDescription(p.Definition, d)
+				}
 				arms = append(arms, ps)
 			}
 		}
@@ -126,9 +129,8 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 		}
 	}
 	s["required"] = toAny(append(toStrings(s["required"]), toStrings(fields["required"])...))
-	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	untitled(s)
-	return s, c, nil
+	return m.compactInput(s), c, nil
 }
 
 // untitled drops an input schema's root title and description: tools/list carries the
@@ -245,8 +247,8 @@ func (m *model) lifecycleFiles(files map[string][]byte) ([]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s input: %w", t.Name, err)
 		}
-		in["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 		untitled(in)
+		in = m.compactInput(in)
 		result, err := m.defSchema(t.Output)
 		if err != nil {
 			return nil, fmt.Errorf("%s output: %w", t.Name, err)

@@ -97,6 +97,8 @@ func writeTree(dir string, files map[string][]byte, suffixes []string) error {
 type model struct {
 	root cue.Value
 	ops  []operation
+	// defNames maps the rendering of a definition, without descriptions, to its name.
+	defNames map[string]string
 }
 
 // operation is one entry of the CUE operation registry.

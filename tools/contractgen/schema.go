@@ -43,9 +43,25 @@ func (m *model) valueSchema(v cue.Value) (schema, error) {
 	defs, _ := s["$defs"].(schema)
 	delete(s, "$defs")
 	delete(s, "$schema")
+	m.nameDefinitions(defs)
 	out := normalize(inline(s, defs)).(schema)
 	m.injectDefaults(v, out)
 	return out, nil
+}
+
+// nameDefinitions records the rendering of each definition in defs, without descriptions,
+// so that a subschema shared under $defs can take the name of the definition it renders.
+func (m *model) nameDefinitions(defs schema) {
+	if m.defNames == nil {
+		m.defNames = map[string]string{}
+	}
+	for _, name := range sortedKeys(defs) {
+		body := normalize(inline(schema{"$ref": "#/$defs/" + name}, defs))
+		key := canonical(stripDescriptions(body))
+		if _, ok := m.defNames[key]; !ok {
+			m.defNames[key] = strings.TrimPrefix(name, "#")
+		}
+	}
 }
 
 // schemaPatches add keywords encoding/jsonschema cannot derive from CUE, by definition.
@@ -256,7 +272,6 @@ func (m *model) toolInputSchema(op operation) (schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s fields: %w", op.Name, err)
 	}
-	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	untitled(s)
 	props := s["properties"].(schema)
 	sources := props["sources"].(schema)
@@ -290,7 +305,7 @@ func (m *model) toolInputSchema(op operation) (schema, error) {
 	}
 	required = append(required, toStrings(fields["required"])...)
 	s["required"] = toAny(required)
-	return s, nil
+	return m.compactInput(s), nil
 }
 
 // toolOutputSchema is the rich result schema of an analysis tool: the union of the success
