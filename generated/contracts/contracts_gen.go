@@ -127,11 +127,10 @@ func OperationNameValues() []OperationName {
 
 // PathSource names one explicit native artifact, a file or a directory, by absolute path.
 type PathSource struct {
-	// Selects an explicit path on this machine.
 	Kind string `json:"kind"`
 	// Absolute path of a file, or of a directory read as a bundle.
 	Path string `json:"path"`
-	// Native format; detected when omitted. A format the operation does not accept is refused.
+	// Native format; detected when omitted.
 	Format *Format `json:"format,omitempty"`
 	// Producer identity, used to interpret ambiguous formats; capture experiments write "flameox-capture block=N case=NAME".
 	Producer *string `json:"producer,omitempty"`
@@ -141,7 +140,6 @@ type PathSource struct {
 
 // EvidenceSource names a native artifact preserved in the evidence store.
 type EvidenceSource struct {
-	// Selects preserved evidence.
 	Kind string `json:"kind"`
 	// Evidence identity from preserve_evidence or query_evidence.
 	EvidenceID string `json:"evidence_id"`
@@ -152,7 +150,6 @@ type EvidenceSource struct {
 // RequestLimits lowers the server's startup ceilings for one request. Omitted fields inherit the
 // server policy; a value above the server ceiling is refused with LIMIT_EXCEEDED.
 type RequestLimits struct {
-	// Rows per page.
 	MaxRows *int64 `json:"max_rows,omitempty"`
 	// Total bytes read across all sources.
 	MaxInputBytes *int64 `json:"max_input_bytes,omitempty"`
@@ -463,7 +460,7 @@ type QueryEvidenceArguments struct {
 	CreatedAfter *string `json:"created_after,omitempty"`
 	// Only evidence created at or before this RFC 3339 time (a timezone is required); not before created_after.
 	CreatedBefore *string `json:"created_before,omitempty"`
-	// Manifests per page (1-200).
+	// Manifests per page.
 	PageSize int64 `json:"page_size,omitempty"`
 	// Cursor from the previous page's next_page.arguments; valid only with the same filters and an unchanged inventory.
 	Cursor *string `json:"cursor,omitempty"`
@@ -603,7 +600,7 @@ type EvidenceProjection struct {
 
 // WorkloadBudget bounds each capture invocation and semantic oracle; it is independent of analysis limits.
 type WorkloadBudget struct {
-	// Wall-clock seconds per invocation (0-86400, exclusive of 0); null for none.
+	// Wall-clock seconds per invocation; null for none.
 	TimeoutSeconds *float64 `json:"timeout_seconds"`
 	// Sampled resident memory of the whole process tree, collector included; null for none.
 	MaxMemoryBytes *int64 `json:"max_memory_bytes"`
@@ -617,7 +614,7 @@ type DirectTarget struct {
 	Cwd string `json:"cwd"`
 	// Environment overrides on top of the server's PATH; experiment cases override these.
 	Environment map[string]any `json:"environment,omitempty"`
-	// Optional wall-clock and memory budget of each invocation.
+	// Wall-clock and memory budget of each invocation.
 	Budget *WorkloadBudget `json:"budget,omitempty"`
 	// diagnostics: bounded console excerpts; full: the console as text sources (always, for direct).
 	ConsoleOutput string `json:"console_output,omitempty"`
@@ -637,7 +634,7 @@ type DirectProvider struct {
 
 // ExperimentCase is one case of a paired experiment.
 type ExperimentCase struct {
-	// Unique case name (1-80 characters).
+	// Unique case name.
 	Name string `json:"name"`
 	// Case argv; omitted or null inherits target.argv.
 	Argv []string `json:"argv,omitempty"`
@@ -884,7 +881,7 @@ type NoFields struct {
 type PreviewFields struct {
 	// Zero-based logical row offset: text lines (or fragments), JSONL records, CSV data records, Parquet records, projected JSON entries.
 	Offset int64 `json:"offset,omitempty"`
-	// Split text lines into fragments of at most this many decoded characters (1-4096). Text sources only; bound into the continuation.
+	// Split text lines into fragments of at most this many decoded characters. Text sources only; bound into the continuation.
 	TextFragmentChars *int64 `json:"text_fragment_chars,omitempty"`
 }
 
@@ -1170,7 +1167,7 @@ type ExperimentComparisonRow struct {
 // PerfProvider records the workload with perf record; the native output is perf.data.
 type PerfProvider struct {
 	Kind string `json:"kind"`
-	// Sampling frequency in Hz (1-1000).
+	// Sampling frequency in Hz.
 	Frequency int64 `json:"frequency,omitempty"`
 	// Call-graph unwinding: dwarf (works without frame pointers) or fp.
 	CallGraph string `json:"call_graph,omitempty"`
@@ -1194,7 +1191,7 @@ type NodeCpuProfileProvider struct {
 // PySpyProvider samples a Python target with the pinned py-spy collector (0.4.2), writing Speedscope.
 type PySpyProvider struct {
 	Kind string `json:"kind"`
-	// Samples per second (1-1000).
+	// Samples per second.
 	Rate int64 `json:"rate,omitempty"`
 	// Only sample threads holding the GIL.
 	Gil bool `json:"gil,omitempty"`
@@ -1238,15 +1235,15 @@ type BenchmarkSamplesProvider struct {
 // PyperfProvider benchmarks the target command with pyperf command, run by the python3 on PATH, which must have pyperf installed.
 type PyperfProvider struct {
 	Kind string `json:"kind"`
-	// Worker processes (1-32).
+	// Worker processes.
 	Processes int64 `json:"processes,omitempty"`
-	// Values per process (1-100).
+	// Values per process.
 	Values int64 `json:"values,omitempty"`
-	// Warmups per process (0-100).
+	// Warmups per process.
 	Warmups int64 `json:"warmups,omitempty"`
 	// Loops per value; 0 calibrates.
 	Loops int64 `json:"loops,omitempty"`
-	// Benchmark name (1-120 characters).
+	// Benchmark name.
 	Name string `json:"name,omitempty"`
 }
 
@@ -1277,9 +1274,9 @@ type NVBenchProvider struct {
 // HyperfineProvider times the target argv with hyperfine, without a shell (-N).
 type HyperfineProvider struct {
 	Kind string `json:"kind"`
-	// Timed runs (2-1000).
+	// Timed runs.
 	Runs int64 `json:"runs,omitempty"`
-	// Warmup runs (0-100).
+	// Warmup runs.
 	Warmup int64 `json:"warmup,omitempty"`
 	// Series name (hyperfine --command-name); compare_benchmarks matches series by it.
 	Name *string `json:"name,omitempty"`
