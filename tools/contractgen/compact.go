@@ -16,12 +16,16 @@ import (
 // envelope, rendered from the same CUE definitions as the rich schemas but
 //
 //   - without descriptions (the rich schemas under contracts/tools keep them),
-//   - with provider rows, metrics values and details open objects (as in CUE),
 //   - with the definitions override names replaced by an open or shallower shape
 //     (formats and operation names as strings, next_action as an object with its kind
 //     enum), and those of compactKeep cut to a few key fields (an execution record),
-//   - with a definition used more than once kept once under $defs and referenced with
-//     $ref where that is shorter than repeating it, and inlined otherwise.
+//   - reduced to the envelope: every field of the success envelope and of the problem shape
+//     keeps its type, const or enum, required fields, items and unions; below them a schema
+//     keeps only its type, required fields, items, unions and the fields that hold a closed
+//     vocabulary (block types, failure codes, next_action kinds, statuses), so provider
+//     rows, metrics values and details are open objects and bounds and patterns are gone,
+//   - with a subschema repeated within one document kept once under $defs and referenced
+//     with $ref where that is shorter than repeating it.
 //
 // Only keywords common to draft-07 and 2020-12 appear, plus $defs, which draft-07
 // validators resolve as a plain JSON pointer ($ref never has siblings).
@@ -348,74 +352,115 @@ func foldNullable(n any) any {
 	return n
 }
 
-// document assembles a compact schema document from its root: a definition referenced
-// more than once stays under $defs when sharing it is shorter than repeating it; every
-// other reference is replaced by the definition's body.
-func (c *compactor) document(root schema) (schema, error) {
-	counts := map[string]int{}
-	var count func(n any)
-	count = func(n any) {
-		switch x := n.(type) {
-		case schema:
-			if ref, ok := x["$ref"].(string); ok {
-				name := strings.TrimPrefix(ref, "#/$defs/")
-				counts[name]++
-				count(c.bodies[name])
-				return
+// expand replaces every $ref in n by the compact body of its definition.
+func (c *compactor) expand(n any) any {
+	switch x := n.(type) {
+	case schema:
+		if ref, ok := x["$ref"].(string); ok {
+			return c.expand(deepCopy(c.bodies[strings.TrimPrefix(ref, "#/$defs/")]))
+		}
+		out := schema{}
+		for k, v := range x {
+			out[k] = c.expand(v)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = c.expand(v)
+		}
+		return out
+	}
+	return n
+}
+
+// envelopeArm keeps an output arm's own keywords and every one of its properties, each
+// reduced by envelopeNode.
+func envelopeArm(arm schema) schema {
+	out := schema{}
+	for k, v := range arm {
+		switch k {
+		case "properties":
+			props := schema{}
+			for p, ps := range v.(schema) {
+				props[p] = envelopeNode(ps.(schema))
 			}
-			for _, v := range x {
-				count(v)
-			}
-		case []any:
-			for _, v := range x {
-				count(v)
-			}
+			out[k] = props
+		case "type", "required", "const", "enum":
+			out[k] = v
+		case "if", "then", "else":
+			out[k] = envelopeNode(v.(schema))
 		}
 	}
-	count(root)
-	shared := map[string]bool{}
-	for name, k := range counts {
-		body, _ := json.Marshal(c.bodies[name])
-		ref := len(`{"$ref":"#/$defs/` + name + `"}`)
-		entry := len(`"`+name+`":,`) + len(body)
-		if k > 1 && k*len(body) > entry+k*ref {
-			shared[name] = true
-		}
-	}
-	var expand func(n any) any
-	expand = func(n any) any {
-		switch x := n.(type) {
-		case schema:
-			if ref, ok := x["$ref"].(string); ok {
-				name := strings.TrimPrefix(ref, "#/$defs/")
-				if shared[name] {
-					return schema{"$ref": ref}
+	return out
+}
+
+// envelopeNode reduces a schema below the envelope to its type, const, enum, required,
+// items and unions, and to the properties that hold a closed vocabulary (a const or an
+// enum, at any depth): bounds, patterns, additionalProperties and the schemas of other
+// nested fields go.
+func envelopeNode(s schema) schema {
+	out := schema{}
+	for k, v := range s {
+		switch k {
+		case "type", "const", "enum", "required":
+			out[k] = v
+		case "items":
+			if it := envelopeNode(v.(schema)); len(it) > 0 {
+				out[k] = it
+			}
+		case "anyOf", "allOf", "oneOf":
+			var arms []any
+			seen := map[string]bool{}
+			for _, a := range v.([]any) {
+				r := envelopeNode(a.(schema))
+				if key := canonical(r); !seen[key] {
+					seen[key] = true
+					arms = append(arms, r)
 				}
-				return expand(deepCopy(c.bodies[name]))
 			}
-			out := schema{}
-			for k, v := range x {
-				out[k] = expand(v)
+			if len(arms) == 1 && len(s) == 1 {
+				return arms[0].(schema)
 			}
-			return out
-		case []any:
-			out := make([]any, len(x))
-			for i, v := range x {
-				out[i] = expand(v)
+			out[k] = arms
+		case "properties":
+			props := schema{}
+			for p, ps := range v.(schema) {
+				if r := envelopeNode(ps.(schema)); hasVocabulary(r) {
+					props[p] = r
+				}
 			}
-			return out
+			if len(props) > 0 {
+				out[k] = props
+			}
 		}
-		return n
 	}
-	doc := tidy(expand(root)).(schema)
-	if len(shared) > 0 {
-		defs := schema{}
-		for name := range shared {
-			defs[name] = tidy(expand(deepCopy(c.bodies[name])))
+	return foldNullable(out).(schema)
+}
+
+// hasVocabulary reports whether s holds a const or an enum at any depth.
+func hasVocabulary(n any) bool {
+	switch x := n.(type) {
+	case schema:
+		if _, ok := x["const"]; ok {
+			return true
 		}
-		doc["$defs"] = defs
+		if _, ok := x["enum"]; ok {
+			return true
+		}
+		for _, v := range x {
+			if hasVocabulary(v) {
+				return true
+			}
+		}
+	case []any:
+		for _, v := range x {
+			if hasVocabulary(v) {
+				return true
+			}
+		}
 	}
-	return doc, nil
+	return false
 }
 
 // compactOutput is a tool's published output schema: the union of its success envelope
@@ -438,7 +483,11 @@ func (m *model) compactOutput(success, op string) (schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.document(schema{"type": "object", "anyOf": []any{arms[0], problem}})
+	var env []any
+	for _, a := range []schema{arms[0], problem} {
+		env = append(env, envelopeArm(tidy(c.expand(a)).(schema)))
+	}
+	return m.shareExact(schema{"type": "object", "anyOf": env}), nil
 }
 
 // mergeArms merges object schemas discriminated by the property disc into one: the union

@@ -71,25 +71,38 @@ func TestKeepProperties(t *testing.T) {
 	}
 }
 
-// TestDocumentSharesOnlyWhenShorter: a definition used twice with a long body is shared
-// under $defs; a short one and one used once are inlined.
-func TestDocumentSharesOnlyWhenShorter(t *testing.T) {
-	c := newCompactor()
-	c.bodies["Long"] = parse(t, `{"enum":["AAAAAAAAAAAAAAAAAAAA","BBBBBBBBBBBBBBBBBBBB","CCCCCCCCCCCCCCCCCCCC"]}`)
-	c.bodies["Short"] = parse(t, `{"type":"string"}`)
-	c.bodies["Once"] = parse(t, `{"type":"object","properties":{"x":{"$ref":"#/$defs/Long"}}}`)
+// TestShareExact: in an output schema a long subschema used twice is shared under $defs,
+// named after the property it first describes, and its $ref has no siblings; a short one,
+// one used once and a near copy stay inline.
+func TestShareExact(t *testing.T) {
+	long := `{"enum":["AAAAAAAAAAAAAAAAAAAA","BBBBBBBBBBBBBBBBBBBB","CCCCCCCCCCCCCCCCCCCC"]}`
 	root := parse(t, `{"type":"object","properties":{
-		"a":{"$ref":"#/$defs/Long"},"b":{"$ref":"#/$defs/Short"},"c":{"$ref":"#/$defs/Short"},"d":{"$ref":"#/$defs/Once"}}}`).(schema)
-	got, err := c.document(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+		"a_code":`+long+`,"b":{"type":"string"},"c":{"type":"string"},
+		"d":{"type":"object","properties":{"x":`+long+`}},
+		"e":{"enum":["AAAAAAAAAAAAAAAAAAAA","BBBBBBBBBBBBBBBBBBBB","CCCCCCCCCCCCCCCCCCCC"],"description":"near copy"}}}`).(schema)
+	got := (&model{}).shareExact(root)
 	want := parse(t, `{"type":"object","properties":{
-		"a":{"$ref":"#/$defs/Long"},"b":{"type":"string"},"c":{"type":"string"},
-		"d":{"type":"object","properties":{"x":{"$ref":"#/$defs/Long"}}}},
-		"$defs":{"Long":{"enum":["AAAAAAAAAAAAAAAAAAAA","BBBBBBBBBBBBBBBBBBBB","CCCCCCCCCCCCCCCCCCCC"]}}}`)
-	b, _ := json.Marshal(got)
-	if diff := cmp.Diff(want, parse(t, string(b))); diff != "" {
+		"a_code":{"$ref":"#/$defs/ACode"},"b":{"type":"string"},"c":{"type":"string"},
+		"d":{"type":"object","properties":{"x":{"$ref":"#/$defs/ACode"}}},
+		"e":{"enum":["AAAAAAAAAAAAAAAAAAAA","BBBBBBBBBBBBBBBBBBBB","CCCCCCCCCCCCCCCCCCCC"],"description":"near copy"}},
+		"$defs":{"ACode":`+long+`}}`)
+	if diff := cmp.Diff(want, parse(t, canonical(got))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestEnvelopeNode: below the envelope a schema keeps its type, required fields, items,
+// unions and the properties holding a const or an enum; bounds, patterns and other
+// fields' schemas go.
+func TestEnvelopeNode(t *testing.T) {
+	in := parse(t, `{"type":["object","null"],"additionalProperties":false,"required":["reason","next_offset"],"properties":{
+		"reason":{"enum":["row_limit","provider_limit"]},"next_offset":{"type":"integer","minimum":0},
+		"items":{"type":"array","items":{"type":"object","required":["id"],"properties":{"id":{"type":"string","pattern":"^x$"},"kind":{"const":"k"}}}},
+		"sha":{"type":"string","pattern":"^[a-f0-9]{64}$"}}}`).(schema)
+	want := parse(t, `{"type":["object","null"],"required":["reason","next_offset"],"properties":{
+		"reason":{"enum":["row_limit","provider_limit"]},
+		"items":{"type":"array","items":{"type":"object","required":["id"],"properties":{"kind":{"const":"k"}}}}}}`)
+	if diff := cmp.Diff(want, parse(t, canonical(envelopeNode(in)))); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -105,52 +105,68 @@ var assertionKeywords = map[string]bool{
 	"required": true,
 }
 
-// use is one place where a subschema occurs: the node, and how to replace it.
+// use is one place where a subschema occurs: the node, the property it describes (or
+// whose items or arms it is), and how to replace it.
 type use struct {
 	node schema
+	hint string
 	set  func(schema)
 }
 
-// share hoists repeated subschemas of s into $defs while that makes s shorter.
-func (m *model) share(s schema) schema {
+// share hoists repeated subschemas of an input schema into $defs while that makes it
+// shorter. Each use keeps its own description beside the $ref, and a node that adds
+// assertions to a shared body of assertions refers to it as well (2020-12 applies the
+// keywords beside a $ref).
+func (m *model) share(s schema) schema { return m.shareSubschemas(s, false) }
+
+// shareExact hoists repeated subschemas of an output schema into $defs while that makes it
+// shorter; only exact copies are shared, and a $ref never has siblings (draft-07 ignores
+// them).
+func (m *model) shareExact(s schema) schema { return m.shareSubschemas(s, true) }
+
+func (m *model) shareSubschemas(s schema, exact bool) schema {
 	defs := schema{}
+	body := func(n schema) schema {
+		if exact {
+			return n
+		}
+		return withoutDescription(n)
+	}
 	for {
 		uses := map[string][]use{}
 		var order []string
-		var visit func(n schema, set func(schema), top bool)
-		visit = func(n schema, set func(schema), top bool) {
+		var visit func(n schema, hint string, set func(schema), top bool)
+		visit = func(n schema, hint string, set func(schema), top bool) {
 			if !top {
 				if _, ok := n["$ref"]; !ok {
-					k := canonical(withoutDescription(n))
+					k := canonical(body(n))
 					if _, ok := uses[k]; !ok {
 						order = append(order, k)
 					}
-					uses[k] = append(uses[k], use{n, set})
+					uses[k] = append(uses[k], use{n, hint, set})
 				}
 			}
-			eachSubschema(n, visit)
+			eachSubschema(n, hint, visit)
 		}
-		visit(s, func(schema) {}, true)
+		visit(s, "", func(schema) {}, true)
 		for _, name := range sortedKeys(defs) {
-			d := defs[name].(schema)
-			eachSubschema(d, visit)
+			eachSubschema(defs[name].(schema), name, visit)
 		}
 		best, bestSaving := "", 0
 		var bestUses []use
 		for _, k := range order {
-			body := withoutDescription(uses[k][0].node)
-			if len(body) == 0 {
+			b := body(uses[k][0].node)
+			if len(b) == 0 {
 				continue
 			}
-			// Exact copies, and nodes that add assertions to a body of assertions.
 			all := append([]use{}, uses[k]...)
-			if onlyAssertions(body) {
+			if !exact && onlyAssertions(b) {
 				for _, k2 := range order {
 					if k2 == k {
 						continue
 					}
 					for _, u := range uses[k2] {
-						if extends(u.node, body) {
+						if extends(u.node, b) {
 							all = append(all, u)
 						}
 					}
@@ -159,14 +175,14 @@ func (m *model) share(s schema) schema {
 			if len(all) < 2 {
 				continue
 			}
-			name := m.defName(body, defs)
+			name := m.defName(b, uses[k][0].hint, defs)
 			ref := "#/$defs/" + name
-			saving := -len(`"`+name+`":,`) - len(canonical(body))
+			saving := -len(`"`+name+`":,`) - len(canonical(b))
 			if len(defs) == 0 {
 				saving -= len(`"$defs":{},`)
 			}
 			for _, u := range all {
-				saving += len(canonical(u.node)) - len(canonical(replaced(u.node, body, ref)))
+				saving += len(canonical(u.node)) - len(canonical(replaced(u.node, b, ref)))
 			}
 			if saving > bestSaving {
 				best, bestSaving, bestUses = k, saving, all
@@ -175,11 +191,11 @@ func (m *model) share(s schema) schema {
 		if best == "" {
 			break
 		}
-		body := withoutDescription(uses[best][0].node)
-		name := m.defName(body, defs)
-		defs[name] = deepCopy(body)
+		b := body(uses[best][0].node)
+		name := m.defName(b, uses[best][0].hint, defs)
+		defs[name] = deepCopy(b)
 		for _, u := range bestUses {
-			u.set(replaced(u.node, body, "#/$defs/"+name))
+			u.set(replaced(u.node, b, "#/$defs/"+name))
 		}
 	}
 	if len(defs) > 0 {
@@ -188,8 +204,9 @@ func (m *model) share(s schema) schema {
 	return s
 }
 
-// eachSubschema calls visit with every direct subschema of n and a setter replacing it.
-func eachSubschema(n schema, visit func(schema, func(schema), bool)) {
+// eachSubschema calls visit with every direct subschema of n, the property it belongs to
+// and a setter replacing it.
+func eachSubschema(n schema, hint string, visit func(schema, string, func(schema), bool)) {
 	for _, k := range sortedKeys(n) {
 		switch k {
 		case "properties", "patternProperties":
@@ -197,20 +214,20 @@ func eachSubschema(n schema, visit func(schema, func(schema), bool)) {
 			for _, p := range sortedKeys(props) {
 				if ps, ok := props[p].(schema); ok {
 					p := p
-					visit(ps, func(r schema) { props[p] = r }, false)
+					visit(ps, p, func(r schema) { props[p] = r }, false)
 				}
 			}
 		case "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else":
 			if ps, ok := n[k].(schema); ok {
 				k := k
-				visit(ps, func(r schema) { n[k] = r }, false)
+				visit(ps, hint, func(r schema) { n[k] = r }, false)
 			}
 		case "anyOf", "allOf", "oneOf", "prefixItems":
 			l := n[k].([]any)
 			for i := range l {
 				if ps, ok := l[i].(schema); ok {
 					i := i
-					visit(ps, func(r schema) { l[i] = r }, false)
+					visit(ps, hint, func(r schema) { l[i] = r }, false)
 				}
 			}
 		}
@@ -284,24 +301,35 @@ func sortedKeys(s schema) []string {
 	return keys
 }
 
-// defName names a shared subschema after the CUE definition it renders, or after its
-// shape when no definition renders it.
-func (m *model) defName(body schema, defs schema) string {
-	want := canonical(stripDescriptions(body))
-	name := m.defNames[want]
+// defName names a shared subschema after the CUE definition it renders, or else after
+// the property it first describes (next_action: NextAction).
+func (m *model) defName(body schema, hint string, defs schema) string {
+	name := m.defNames[canonical(stripDescriptions(body))]
+	if name == "" {
+		name = camel(hint)
+	}
 	if name == "" {
 		name = "Shared"
-	}
-	for k, v := range defs {
-		if canonical(v) == canonical(body) {
-			return k
-		}
 	}
 	base := name
 	for i := 2; defs[name] != nil; i++ {
 		name = fmt.Sprintf("%s%d", base, i)
 	}
 	return name
+}
+
+// camel turns a property name into a definition name: next_action becomes NextAction.
+func camel(p string) string {
+	var b strings.Builder
+	for _, w := range strings.Split(p, "_") {
+		if w == "" {
+			continue
+		}
+		r := []rune(w)
+		r[0] = unicode.ToUpper(r[0])
+		b.WriteString(string(r))
+	}
+	return b.String()
 }
 
 // stripDescriptions is s without any description, at any depth.

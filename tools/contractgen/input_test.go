@@ -20,10 +20,10 @@ func TestShare(t *testing.T) {
 				"b":{"anyOf":[` + argv + `,{"type":"null"}]},
 				"c":` + argv + `}}`,
 			`{"type":"object","properties":{
-				"a":{"$ref":"#/$defs/Shared","description":"first"},
-				"b":{"anyOf":[{"$ref":"#/$defs/Shared"},{"type":"null"}]},
-				"c":{"$ref":"#/$defs/Shared"}},
-			"$defs":{"Shared":` + argv + `}}`},
+				"a":{"$ref":"#/$defs/A","description":"first"},
+				"b":{"anyOf":[{"$ref":"#/$defs/A"},{"type":"null"}]},
+				"c":{"$ref":"#/$defs/A"}},
+			"$defs":{"A":` + argv + `}}`},
 		{"a stricter copy adds its assertions beside the $ref",
 			`{"type":"object","properties":{
 				"a":{"type":"string","maxLength":16384,"pattern":"^[^\\x00]*$","description":"a"},
@@ -31,11 +31,11 @@ func TestShare(t *testing.T) {
 				"c":{"type":"string","maxLength":16384,"pattern":"^[^\\x00]*$","minLength":1},
 				"d":{"type":"string","maxLength":16384,"pattern":"^[^\\x00]*$","minLength":2}}}`,
 			`{"type":"object","properties":{
-				"a":{"$ref":"#/$defs/Shared","description":"a"},
-				"b":{"$ref":"#/$defs/Shared"},
-				"c":{"$ref":"#/$defs/Shared","minLength":1},
-				"d":{"$ref":"#/$defs/Shared","minLength":2}},
-			"$defs":{"Shared":{"type":"string","maxLength":16384,"pattern":"^[^\\x00]*$"}}}`},
+				"a":{"$ref":"#/$defs/A","description":"a"},
+				"b":{"$ref":"#/$defs/A"},
+				"c":{"$ref":"#/$defs/A","minLength":1},
+				"d":{"$ref":"#/$defs/A","minLength":2}},
+			"$defs":{"A":{"type":"string","maxLength":16384,"pattern":"^[^\\x00]*$"}}}`},
 		{"properties beside additionalProperties are never split",
 			`{"type":"object","properties":{
 				"a":{"type":"object","additionalProperties":false,"properties":{"x":{"type":"string","pattern":"^[a-z]{1,64}$"}}},
