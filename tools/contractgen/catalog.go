@@ -130,7 +130,8 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 	}
 	s["required"] = toAny(append(toStrings(s["required"]), toStrings(fields["required"])...))
 	untitled(s)
-	return m.compactInput(s), c, nil
+	in, err := m.compactInput(s)
+	return in, c, err
 }
 
 // untitled drops an input schema's root title and description: tools/list carries the
@@ -248,7 +249,9 @@ func (m *model) lifecycleFiles(files map[string][]byte) ([]any, error) {
 			return nil, fmt.Errorf("%s input: %w", t.Name, err)
 		}
 		untitled(in)
-		in = m.compactInput(in)
+		if in, err = m.compactInput(in); err != nil {
+			return nil, fmt.Errorf("%s input: %w", t.Name, err)
+		}
 		result, err := m.defSchema(t.Output)
 		if err != nil {
 			return nil, fmt.Errorf("%s output: %w", t.Name, err)

@@ -485,7 +485,12 @@ func (m *model) compactOutput(success, op string) (schema, error) {
 	}
 	var env []any
 	for _, a := range []schema{arms[0], problem} {
-		env = append(env, envelopeArm(tidy(c.expand(a)).(schema)))
+		arm := envelopeArm(tidy(c.expand(a)).(schema))
+		// The root says object; the arms need not repeat it.
+		if arm["type"] == "object" {
+			delete(arm, "type")
+		}
+		env = append(env, arm)
 	}
 	return m.shareExact(schema{"type": "object", "anyOf": env}), nil
 }

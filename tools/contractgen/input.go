@@ -29,10 +29,16 @@ import (
 // the result to the same acceptance and the same failures as before.
 
 // compactInput applies the rewrites above to a composed input schema.
-func (m *model) compactInput(s schema) schema {
+func (m *model) compactInput(s schema) (schema, error) {
 	delete(s, "$schema")
 	s = m.dropDefinitionDescriptions(s, true).(schema)
-	return m.share(s)
+	s = m.share(s)
+	// The runtime validates --limits with properties.limits of the first tool's input
+	// schema, compiled on its own: it must not refer to the document's $defs.
+	if l, ok := s["properties"].(schema)["limits"]; ok && strings.Contains(canonical(l), `"$ref"`) {
+		return nil, fmt.Errorf("properties.limits refers to $defs; the runtime compiles it on its own")
+	}
+	return s, nil
 }
 
 var docName = regexp.MustCompile(`^([A-Z][A-Za-z0-9]*) `)

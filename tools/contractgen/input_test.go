@@ -68,3 +68,13 @@ func TestProviderDescription(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactInputKeepsLimitsStandalone: the runtime compiles properties.limits on its
+// own, so generation fails rather than share a subschema of it under $defs.
+func TestCompactInputKeepsLimitsStandalone(t *testing.T) {
+	long := `{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/-]*$","minLength":1,"maxLength":4096}`
+	in := parse(t, `{"type":"object","properties":{"limits":{"type":"object","properties":{"a":`+long+`,"b":`+long+`,"c":`+long+`}}}}`).(schema)
+	if _, err := (&model{}).compactInput(in); err == nil {
+		t.Error("a $ref inside properties.limits was accepted")
+	}
+}

@@ -305,7 +305,7 @@ func (m *model) toolInputSchema(op operation) (schema, error) {
 	}
 	required = append(required, toStrings(fields["required"])...)
 	s["required"] = toAny(required)
-	return m.compactInput(s), nil
+	return m.compactInput(s)
 }
 
 // toolOutputSchema is the rich result schema of an analysis tool: the union of the success
