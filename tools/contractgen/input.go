@@ -24,6 +24,8 @@ import (
 //     every use is a $ref (beside which a use keeps its own description), when that is
 //     shorter. A use may also add assertions to a shared subschema ({"$ref": Argument,
 //     minLength: 1}) when neither side holds a keyword that depends on its siblings.
+//     In practice Argv and Environment are shared in experiment tools and the RFC 3339
+//     timestamp in query_evidence.
 //
 // The validation baseline under testdata/validation and TestInputValidationUnchanged hold
 // the result to the same acceptance and the same failures as before.
@@ -35,7 +37,8 @@ func (m *model) compactInput(s schema) (schema, error) {
 	s = m.share(s)
 	// The runtime validates --limits with properties.limits of the first tool's input
 	// schema, compiled on its own: it must not refer to the document's $defs.
-	if l, ok := s["properties"].(schema)["limits"]; ok && strings.Contains(canonical(l), `"$ref"`) {
+	props, _ := s["properties"].(schema)
+	if l, ok := props["limits"]; ok && strings.Contains(canonical(l), `"$ref"`) {
 		return nil, fmt.Errorf("properties.limits refers to $defs; the runtime compiles it on its own")
 	}
 	return s, nil
