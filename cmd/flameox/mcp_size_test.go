@@ -18,7 +18,8 @@ import (
 // Budgets of tools/list, measured as the compact JSON the server serves, averaged per tool.
 // Before compact output schemas a tool took 21,943 bytes (329,153 for 15 tools); with them
 // 7,903; with compact input schemas and output schemas reduced to the stable envelope
-// 6,463, of which about 2,535 are its output schema (docs/performance.md).
+// 6,463, of which about 2,535 are its output schema (docs/performance.md). With the two
+// inference tools, max_result_bytes and workload_failure: 6,618 for 17 tools.
 //
 // The target of 3,000 bytes per tool for the whole tools array is not reachable
 // while input schemas keep their strict validation: their assertions alone, without any
@@ -26,7 +27,7 @@ import (
 // carries (21 failure codes, 8 next_action kinds) about 1,200, and names, titles,
 // descriptions and annotations about 540.
 const (
-	maxToolsListBytesPerTool    = 6500
+	maxToolsListBytesPerTool    = 6700
 	maxOutputSchemaBytesPerTool = 2600
 )
 
