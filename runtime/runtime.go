@@ -44,7 +44,30 @@ type Tool struct {
 	Annotations      Annotations
 	InputSchema      json.RawMessage
 	OutputSchema     json.RawMessage
-	input            *validate.Schema
+
+	// The input validator is compiled on the tool's first call: a CLI call or an MCP
+	// start compiles nothing it does not use.
+	inputOnce sync.Once
+	input     *validate.Schema
+	inputErr  error
+}
+
+// validator returns the compiled input schema.
+func (t *Tool) validator() (*validate.Schema, *failure.Failure) {
+	t.inputOnce.Do(func() { t.input, t.inputErr = validate.Compile(t.Name+".input.json", t.InputSchema) })
+	if t.inputErr != nil {
+		return nil, failure.Wrap(t.inputErr, gen.FailureCodeInternalContractFailure, "the input schema of %s does not compile", t.Name)
+	}
+	return t.input, nil
+}
+
+// Validate checks raw arguments against the tool's input schema.
+func (t *Tool) Validate(raw []byte) (any, *failure.Failure) {
+	v, f := t.validator()
+	if f != nil {
+		return nil, f
+	}
+	return v.Validate(raw)
 }
 
 // Annotations are MCP behaviour hints.
@@ -207,12 +230,8 @@ func (rt *Runtime) loadCatalog() error {
 		if err != nil {
 			return err
 		}
-		v, err := validate.Compile(c.Name+".input.json", in)
-		if err != nil {
-			return fmt.Errorf("tool %s: %w", c.Name, err)
-		}
 		t := &Tool{Name: c.Name, Title: c.Title, Description: c.Description, Family: c.Family, Operation: op,
-			Annotations: c.Annotations, InputSchema: in, OutputSchema: out, input: v, CaptureProviders: c.Providers}
+			Annotations: c.Annotations, InputSchema: in, OutputSchema: out, CaptureProviders: c.Providers}
 		rt.tools = append(rt.tools, t)
 		rt.byName[t.Name] = t
 	}
@@ -234,7 +253,7 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 	}
 	switch t.Family {
 	case "lifecycle", "capture":
-		inst, f := t.input.Validate(raw)
+		inst, f := t.Validate(raw)
 		if f != nil {
 			if t.Family == "capture" && len(f.FieldPath) == 2 && f.FieldPath[0] == "provider" && f.FieldPath[1] == "kind" {
 				// An incompatible provider: say what the operation reads and who can capture it.
@@ -270,7 +289,7 @@ func (rt *Runtime) analyzeTool(ctx context.Context, name string, raw []byte) (*R
 		return nil, nil, failure.New(gen.FailureCodeUnknownOperation, "there is no analysis operation named %q", name).
 			Field(failure.Path("operation"), rt.OperationNames()).With("available_operations", rt.OperationNames())
 	}
-	inst, f := t.input.Validate(raw)
+	inst, f := t.Validate(raw)
 	if f != nil {
 		return nil, nil, f
 	}

@@ -18,3 +18,14 @@ func TestNewRefusesAnIncompleteRegistry(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryToolInputSchemaCompiles: input validators compile lazily, on a tool's first
+// call, so every published schema is compiled here once.
+func TestEveryToolInputSchemaCompiles(t *testing.T) {
+	rt := newRuntime(t)
+	for _, tool := range rt.Tools() {
+		if _, f := tool.validator(); f != nil {
+			t.Errorf("%s: %v", tool.Name, f)
+		}
+	}
+}
