@@ -1,10 +1,13 @@
 package repository
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -111,7 +114,12 @@ func (s *Store) Query(f Filter, tok string, limit int) (*Page, *failure.Failure)
 		}
 		offset = int(c.Offset)
 	}
+	pre := f.prefilter()
 	for i := offset; i < len(ids); i++ {
+		if pre != nil && !pre(s.rawManifest(ids[i])) {
+			// The manifest's bytes cannot match: skip it without decoding it.
+			continue
+		}
 		ev, fail := s.readBundle(ids[i], LevelManifest)
 		if fail != nil {
 			return nil, fail
@@ -180,4 +188,86 @@ func summary(ev *Evidence) gen.EvidenceSummary {
 		Coverage:     gen.Coverage{RowsReturned: b.Coverage.RowsReturned, RowsObserved: b.Coverage.RowsObserved, Complete: b.Coverage.Complete},
 		Limitations:  append([]string{}, b.Limitations...),
 	}
+}
+
+// rawManifest reads a manifest's bytes for the pre-filter, bounded; nil when it cannot be
+// read (the full read that follows reports why).
+func (s *Store) rawManifest(id string) []byte {
+	f, err := os.Open(s.path(append(evidenceRel(id), "manifest.json")...))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifestBytes))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// prefilter returns a cheap test of a manifest's raw bytes that is false only when the
+// manifest cannot match f: every filtered string must appear as a JSON string in it, and
+// its creation time must fall in the window. It never excludes a match; every candidate
+// is still read and validated in full. Nil when f filters nothing it can test.
+func (f Filter) prefilter() func(raw []byte) bool {
+	var needles [][]byte
+	for _, v := range []*string{f.Kind, f.Operation, f.ProviderID, f.InputSHA256} {
+		if v == nil {
+			continue
+		}
+		q, ok := plainJSONString(*v)
+		if !ok {
+			continue
+		}
+		needles = append(needles, q)
+	}
+	timed := f.CreatedAfter != nil || f.CreatedBefore != nil
+	if len(needles) == 0 && !timed {
+		return nil
+	}
+	return func(raw []byte) bool {
+		if raw == nil {
+			return true
+		}
+		for _, n := range needles {
+			if !bytes.Contains(raw, n) {
+				return false
+			}
+		}
+		if timed {
+			if t, ok := createdAt(raw); ok &&
+				(f.CreatedAfter != nil && t.Before(*f.CreatedAfter) || f.CreatedBefore != nil && t.After(*f.CreatedBefore)) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// plainJSONString returns v as a JSON string literal when its canonical form is v itself
+// in quotes (printable ASCII without quote or backslash), so a byte search is exact.
+func plainJSONString(v string) ([]byte, bool) {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return nil, false
+		}
+	}
+	return []byte(`"` + v + `"`), true
+}
+
+// createdAt finds the episode's created_at in a canonical manifest (no field an analysis
+// records is named episode, and a quote inside a string is escaped, so the key is exact).
+func createdAt(raw []byte) (time.Time, bool) {
+	key := []byte(`"episode":{"created_at":"`)
+	i := bytes.Index(raw, key)
+	if i < 0 {
+		return time.Time{}, false
+	}
+	rest := raw[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
+	return t, err == nil
 }
