@@ -410,8 +410,16 @@ func TestScratchReservationIsBounded(t *testing.T) {
 	if f != nil {
 		t.Fatal(f)
 	}
-	if _, f := s.reserve(1, 1, func(func() bool) {}); f == nil {
+	f = nil
+	if _, f = s.reserve(1, 1, func(func() bool) {}); f == nil {
 		t.Fatal("an active reservation did not count")
+	}
+	// Room held by a running capture frees when it ends: retryable, with the reason.
+	if !f.Retryable || f.Details["reason"] != "scratch_held_by_running_captures" || f.NextAction == nil || f.NextAction.WaitAndRetry == nil {
+		t.Errorf("held scratch = %+v", f)
+	}
+	if r, ok := f.Recoverable(); !ok || r.Status != "retryable" {
+		t.Errorf("held scratch is not a retryable state: %+v", r)
 	}
 	s.settle(d)
 	if _, err := os.Stat(d.path); !os.IsNotExist(err) {
