@@ -203,8 +203,13 @@ func (s *Store) initialize() *failure.Failure {
 			return s.ioFailure(err, "created")
 		}
 	}
-	if err := os.MkdirAll(s.path(".staging", s.owner), 0o700); err != nil {
-		return s.ioFailure(err, "created")
+	// .staging is checked to be a real directory before anything is created in it: a
+	// link there would make publication write, and cleanup delete, outside the store.
+	if f := s.mkdirs(".staging"); f != nil {
+		return f
+	}
+	if f := s.mkdirs(".staging", s.owner); f != nil {
+		return f
 	}
 	if state != rootReady {
 		doc, err := canon.Marshal(gen.RepositoryDocument{FormatVersion: FormatVersion,
@@ -259,7 +264,7 @@ func (s *Store) mkdirs(rel ...string) *failure.Failure {
 // stage creates a new staging directory for one publication.
 func (s *Store) stage(kind string) (string, *failure.Failure) {
 	p := s.path(".staging", s.owner, kind+"-"+randomHex(12))
-	if err := os.MkdirAll(p, 0o700); err != nil {
+	if err := os.Mkdir(p, 0o700); err != nil {
 		return "", s.ioFailure(err, "written")
 	}
 	return p, nil
@@ -470,16 +475,39 @@ func ownerGone(owner string) bool {
 	return false
 }
 
-// removeAbandonedStaging removes staging directories whose owner is provably gone.
+// removeAbandonedStaging removes staging directories whose owner is provably gone. It
+// works through an os.Root at the store directory, so no link is followed out of the
+// store, and removes only real directories of a real .staging.
 func (s *Store) removeAbandonedStaging() {
-	entries, err := os.ReadDir(s.path(".staging"))
+	root, err := os.OpenRoot(s.loc.Dir)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	removeAbandoned(root, ".staging", func(name string) (string, bool) { return name, name != s.owner })
+}
+
+// removeAbandoned removes the entries of the directory dir below root that are real
+// directories and whose owner, as owner derives it from the entry name, is provably gone.
+// dir itself must be a real directory, not a link.
+func removeAbandoned(root *os.Root, dir string, owner func(name string) (string, bool)) {
+	if st, err := root.Lstat(dir); err != nil || !st.IsDir() {
+		return
+	}
+	d, err := root.Open(dir)
+	if err != nil {
+		return
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if e.Name() == s.owner || !e.IsDir() || !ownerGone(e.Name()) {
+		name, ok := owner(e.Name())
+		if !ok || e.Type() != fs.ModeDir || !ownerGone(name) {
 			continue
 		}
-		os.RemoveAll(s.path(".staging", e.Name()))
+		root.RemoveAll(filepath.Join(dir, e.Name()))
 	}
 }
