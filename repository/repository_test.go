@@ -29,6 +29,8 @@ func TestMain(m *testing.M) {
 		helperPublish(false)
 	case "publish-and-hang":
 		helperPublish(true)
+	case "rescue-and-hang":
+		helperRescue()
 	}
 }
 
@@ -377,24 +379,7 @@ func TestKilledPublisher(t *testing.T) {
 	before := snapshot(t, filepath.Join(s.loc.Dir, "artifacts"))
 	dir := t.TempDir()
 	src := writeFile(t, dir, "c.txt", "charlie\n")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=publish-and-hang", "STORE="+s.loc.Dir, "SOURCE="+src)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "staged ") {
-		t.Fatalf("helper said %q, %v", line, err)
-	}
-	stage := strings.TrimSpace(strings.TrimPrefix(line, "staged "))
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	stage := killStaged(t, "publish-and-hang", "STORE="+s.loc.Dir, "SOURCE="+src)
 
 	if _, err := os.Stat(stage); err != nil {
 		t.Fatalf("the killed publisher's staging should remain until cleaned: %v", err)
@@ -430,6 +415,30 @@ func TestKilledPublisher(t *testing.T) {
 			t.Errorf("preserved artifact %s changed", k)
 		}
 	}
+}
+
+// killStaged starts the test binary as the helper mode, waits until it says that it
+// staged a bundle, kills it with SIGKILL and returns the staging directory it named.
+func killStaged(t *testing.T, mode string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+mode), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if err != nil || !strings.HasPrefix(line, "staged ") {
+		t.Fatalf("helper said %q, %v", line, err)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "staged "))
 }
 
 func TestOwnerGone(t *testing.T) {

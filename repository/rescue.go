@@ -62,7 +62,10 @@ func Rescue(dest string, active Location, b *Bundle) (*Evidence, *failure.Failur
 		return nil, f
 	}
 	parent := filepath.Dir(dest)
-	stage := filepath.Join(parent, ".flameox-rescue-"+randomHex(12))
+	removeAbandonedRescues(parent)
+	// The staging store is named after its owner, as publication staging is, so that a
+	// later rescue into the same parent can remove it once this process is provably gone.
+	stage := filepath.Join(parent, rescuePrefix+ownerName())
 	staged := Open(Location{Dir: stage, Source: SourceRescueDestination})
 	ev, f := staged.Publish(b)
 	if f != nil {
@@ -83,6 +86,25 @@ func Rescue(dest string, active Location, b *Bundle) (*Evidence, *failure.Failur
 		return nil, staged.ioFailure(err, "written")
 	}
 	return Open(Location{Dir: dest, Source: SourceRescueDestination}).Read(ev.ID, LevelFull)
+}
+
+// rescuePrefix begins the name of a rescue's staging store beside its destination; the
+// owner name (pid, start time, random bytes) follows.
+const rescuePrefix = ".flameox-rescue-"
+
+// removeAbandonedRescues removes rescue staging stores in parent whose owner is provably
+// gone, such as those of a rescue killed before its rename. Only real directories named
+// for an owner are considered, and nothing is followed out of parent.
+func removeAbandonedRescues(parent string) {
+	root, err := os.OpenRoot(parent)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	removeAbandoned(root, ".", func(name string) (string, bool) {
+		owner, ok := strings.CutPrefix(name, rescuePrefix)
+		return owner, ok
+	})
 }
 
 // CheckRescued validates that dest still holds evidence id, as a repeated rescue does.

@@ -2,8 +2,10 @@ package repository
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -77,5 +79,81 @@ func TestStagingThatIsNotARealDirectoryIsRefused(t *testing.T) {
 				t.Errorf("the other directory now holds %d entries, want 2", len(entries))
 			}
 		})
+	}
+}
+
+// helperRescue rescues the bundle of $SOURCE to $DEST and stops before the bundle is
+// renamed into the rescue's staging store, says so on stdout, and waits to be killed.
+func helperRescue() {
+	testHookBeforeRename = func(stage string) {
+		if strings.Contains(filepath.Base(stage), "evidence-") {
+			fmt.Println("staged", stage)
+			select {}
+		}
+	}
+	_, f := Rescue(os.Getenv("DEST"), Location{Dir: os.Getenv("STORE"), Source: SourceExplicit}, testBundle(os.Getenv("SOURCE")))
+	fmt.Println("failure", f)
+	os.Exit(1)
+}
+
+// TestKilledRescueStagingIsRemoved kills a rescue (kill -9) after it staged its new store
+// beside the destination: the staging store stays behind. The next rescue into the same
+// parent removes it, because its owner is provably gone, and keeps what is not provably
+// abandoned: the staging of a live owner, a staging name without an owner, and a link
+// named like a dead owner's staging (and the directory it points to).
+func TestKilledRescueStagingIsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	active := Location{Dir: filepath.Join(dir, "active"), Source: SourceExplicit}
+	parent := filepath.Join(dir, "rescues")
+	if err := os.Mkdir(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	src := writeFile(t, dir, "a.txt", "alpha\n")
+
+	killStaged(t, "rescue-and-hang", "STORE="+active.Dir, "SOURCE="+src, "DEST="+filepath.Join(parent, "first"))
+	leaked, _ := filepath.Glob(filepath.Join(parent, rescuePrefix+"*"))
+	if len(leaked) != 1 {
+		t.Fatalf("the killed rescue left %v, want its staging store", leaked)
+	}
+
+	live := filepath.Join(parent, rescuePrefix+ownerName())
+	ownerless := filepath.Join(parent, rescuePrefix+randomHex(12))
+	other := filepath.Join(dir, "other")
+	link := filepath.Join(parent, rescuePrefix+deadOwner(t))
+	for _, d := range []string{live, ownerless, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, d, "keep.txt", "precious\n")
+	}
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+
+	ev, f := Rescue(filepath.Join(parent, "second"), active, testBundle(src))
+	if f != nil {
+		t.Fatal(f)
+	}
+	if _, err := os.Lstat(leaked[0]); !os.IsNotExist(err) {
+		t.Errorf("the killed rescue's staging store was not removed: %v", err)
+	}
+	for _, p := range []string{live, ownerless, other} {
+		if b, err := os.ReadFile(filepath.Join(p, "keep.txt")); err != nil || string(b) != "precious\n" {
+			t.Errorf("%s was changed: %q, %v", p, b, err)
+		}
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link named like a dead owner's staging was removed: %v", err)
+	}
+	if f := CheckRescued(filepath.Join(parent, "second"), ev.ID); f != nil {
+		t.Fatal(f)
+	}
+	entries, _ := os.ReadDir(parent)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 4 { // second, live, ownerless, link
+		t.Errorf("the rescue parent holds %v", names)
 	}
 }
