@@ -30,7 +30,7 @@ func newServeCommand() *cobra.Command {
 			defer rt.Close() // the session scratch disappears with the server
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return newServer(rt).Run(ctx, &mcp.StdioTransport{})
+			return newServer(rt).Run(ctx, &lineTransport{in: c.InOrStdin(), out: c.OutOrStdout()})
 		},
 	}
 	cmd.Flags().StringVar(&limits, "limits", "", "RequestLimits JSON: startup ceilings for this server")

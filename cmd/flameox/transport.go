@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Bounds of one inbound frame of `mcp serve`.
+const (
+	// maxFrameBytes bounds one line, without its newline: the SDK's stdio default.
+	maxFrameBytes = mcp.DefaultMaxLineLength
+	// maxFrameDepth is the deepest nesting of objects and arrays the SDK decodes.
+	maxFrameDepth = 1000
+)
+
+// lineTransport is the stdio transport of `mcp serve`: newline-delimited JSON-RPC like
+// the SDK's StdioTransport, except that a frame that is not a JSON-RPC message (not
+// JSON, not UTF-8, too deep, too large, a batch, a bad id, version, method or params) is
+// answered here with a JSON-RPC error (-32700 parse error, -32600 invalid request; id
+// null when it cannot be read) and the session goes on reading. The SDK's transport ends
+// the session on such a frame without a reply.
+type lineTransport struct {
+	in       io.Reader
+	out      io.Writer
+	maxFrame int // 0 means maxFrameBytes
+}
+
+// Connect implements mcp.Transport.
+func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
+	max := t.maxFrame
+	if max <= 0 {
+		max = maxFrameBytes
+	}
+	c := &lineConn{in: t.in, out: t.out, incoming: make(chan frameOrErr), closed: make(chan struct{})}
+	go c.readLoop(max)
+	return c, nil
+}
+
+type frameOrErr struct {
+	msg jsonrpc.Message
+	err error
+}
+
+type lineConn struct {
+	in  io.Reader
+	out io.Writer
+
+	writeMu sync.Mutex
+
+	incoming  chan frameOrErr
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// readLoop reads frames until the input ends or fails, hands each JSON-RPC message to
+// Read and answers each malformed frame itself.
+func (c *lineConn) readLoop(max int) {
+	r := bufio.NewReaderSize(c.in, 64<<10)
+	var frame []byte
+	for {
+		oversize, err := readFrame(r, max, &frame)
+		var msg jsonrpc.Message
+		switch {
+		case oversize:
+			err = c.reject(nil, jsonrpc.CodeInvalidRequest, "frame_too_large",
+				"the frame exceeds "+strconv.Itoa(max)+" bytes; it was discarded up to its newline", map[string]any{"max_frame_bytes": max})
+		case len(bytes.TrimSpace(frame)) > 0:
+			var bad *frameError
+			if msg, bad = decodeFrame(frame); bad != nil {
+				if werr := c.reject(bad.id, bad.code, bad.reason, bad.message, nil); werr != nil {
+					err = werr
+				}
+			}
+		}
+		if msg != nil {
+			select {
+			case c.incoming <- frameOrErr{msg: msg}:
+			case <-c.closed:
+				return
+			}
+		}
+		if err != nil {
+			select {
+			case c.incoming <- frameOrErr{err: err}:
+			case <-c.closed:
+			}
+			return
+		}
+	}
+}
+
+// readFrame reads one line into *frame, without its line ending. A line longer than max
+// is read to its end and discarded, and oversize is true (err is then nil). A last line
+// without a newline is returned first, and io.EOF at the next call.
+func readFrame(r *bufio.Reader, max int, frame *[]byte) (oversize bool, err error) {
+	*frame = (*frame)[:0]
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !oversize {
+			if len(*frame)+len(chunk) > max+2 { // room for "\r\n"
+				oversize = true
+				*frame = (*frame)[:0]
+			} else {
+				*frame = append(*frame, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			*frame = (*frame)[:0]
+			return false, err
+		}
+		*frame = bytes.TrimSuffix(bytes.TrimSuffix(*frame, []byte("\n")), []byte("\r"))
+		if !oversize && len(*frame) > max {
+			oversize = true
+		}
+		if err == io.EOF && (oversize || len(*frame) > 0) {
+			// The last frame has no newline: answer it, then end at the next read.
+			r.Reset(eofReader{})
+			return oversize, nil
+		}
+		return oversize, err
+	}
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// frameError is a malformed frame: the JSON-RPC error code, a stable reason for the
+// error's data, a message and the request id where it could be read (nil: null).
+type frameError struct {
+	id      json.RawMessage
+	code    int64
+	reason  string
+	message string
+}
+
+// decodeFrame decodes one frame as a single JSON-RPC message, checking what the SDK's
+// decoder would otherwise fail on or accept wrongly.
+func decodeFrame(frame []byte) (jsonrpc.Message, *frameError) {
+	bad := func(id json.RawMessage, code int64, reason, message string) (jsonrpc.Message, *frameError) {
+		return nil, &frameError{id: id, code: code, reason: reason, message: message}
+	}
+	if !utf8.Valid(frame) {
+		return bad(nil, jsonrpc.CodeParseError, "invalid_utf8", "the frame is not valid UTF-8")
+	}
+	if tooDeep(frame, maxFrameDepth) {
+		return bad(nil, jsonrpc.CodeInvalidRequest, "nesting_too_deep",
+			"the frame nests objects and arrays deeper than "+strconv.Itoa(maxFrameDepth)+" levels")
+	}
+	if !json.Valid(frame) {
+		return bad(nil, jsonrpc.CodeParseError, "invalid_json", "the frame is not one JSON value")
+	}
+	switch bytes.TrimSpace(frame)[0] {
+	case '{':
+	case '[':
+		return bad(nil, jsonrpc.CodeInvalidRequest, "batch_not_supported",
+			"JSON-RPC batches are not supported; send one message per line")
+	default:
+		return bad(nil, jsonrpc.CodeInvalidRequest, "not_an_object", "a JSON-RPC message is a JSON object")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(frame, &m); err != nil {
+		return bad(nil, jsonrpc.CodeParseError, "invalid_json", "the frame is not one JSON object")
+	}
+	rawID, hasID := m["id"]
+	var id json.RawMessage
+	if hasID {
+		if !validID(rawID) {
+			return bad(nil, jsonrpc.CodeInvalidRequest, "invalid_id",
+				"the id must be a string, an integer of at most 2^53 in magnitude, or null")
+		}
+		id = rawID
+	}
+	if string(m["jsonrpc"]) != `"2.0"` {
+		return bad(id, jsonrpc.CodeInvalidRequest, "invalid_version", `the frame's "jsonrpc" member must be "2.0"`)
+	}
+	method, isRequest := m["method"]
+	if isRequest {
+		if len(method) == 0 || method[0] != '"' {
+			return bad(id, jsonrpc.CodeInvalidRequest, "invalid_method", "the method must be a string")
+		}
+		if p, ok := m["params"]; ok && !(p[0] == '{' || p[0] == '[' || string(p) == "null") {
+			return bad(id, jsonrpc.CodeInvalidRequest, "invalid_params", "params must be an object or an array")
+		}
+	} else {
+		_, hasResult := m["result"]
+		_, hasError := m["error"]
+		if hasResult == hasError {
+			return bad(id, jsonrpc.CodeInvalidRequest, "invalid_message",
+				"the frame is neither a request (method) nor a response (result or error)")
+		}
+		if !hasID || string(id) == "null" {
+			// A response to no request of this server: nothing to answer and nothing to
+			// route, as with a response of an unknown id.
+			return nil, nil
+		}
+	}
+	msg, err := jsonrpc.DecodeMessage(frame)
+	if err != nil {
+		return bad(id, jsonrpc.CodeInvalidRequest, "invalid_message", "the frame is not a valid JSON-RPC message")
+	}
+	return msg, nil
+}
+
+// validID reports whether raw is a JSON-RPC id the SDK represents exactly: a string, null
+// or an integer within +-2^53.
+func validID(raw json.RawMessage) bool {
+	switch {
+	case string(raw) == "null":
+		return true
+	case raw[0] == '"':
+		return true
+	case raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9':
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		return err == nil && n >= -(1<<53) && n <= 1<<53
+	}
+	return false
+}
+
+// tooDeep reports whether frame nests objects and arrays deeper than max, skipping strings.
+func tooDeep(frame []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range frame {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			if depth++; depth > max {
+				return true
+			}
+		case b == '}' || b == ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// reject writes a JSON-RPC error response for a malformed frame. id nil is written as null,
+// which the SDK's encoder would omit.
+func (c *lineConn) reject(id json.RawMessage, code int64, reason, message string, data map[string]any) error {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["reason"] = reason
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: message, Data: mustJSON(data)}})
+	if err != nil {
+		return err
+	}
+	return c.write(b)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (c *lineConn) write(b []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.out.Write(append(b, '\n'))
+	return err
+}
+
+// Read implements mcp.Connection.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case v := <-c.incoming:
+		return v.msg, v.err
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+// Write implements mcp.Connection.
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	return c.write(b)
+}
+
+// Close implements mcp.Connection: it stops reading and closes the input where it can be
+// closed. The output (stdout) stays open, as with the SDK's StdioTransport.
+func (c *lineConn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if rc, ok := c.in.(io.Closer); ok {
+			err = rc.Close()
+		}
+	})
+	return err
+}
+
+// SessionID implements mcp.Connection; a stdio session has none.
+func (c *lineConn) SessionID() string { return "" }
