@@ -116,7 +116,7 @@ func (rt *Runtime) budget(req *request, in []resolved, a *providers.Analysis) (*
 	// The continuation of a deeper page is longer by its offset's digits only.
 	b, err := json.Marshal(res)
 	if err != nil {
-		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the result could not be encoded")
+		return nil, failure.Unencodable(err)
 	}
 	room := int(req.limits.MaxResultBytes) - len(b) - budgetSlack
 	return &pageBudget{left: room, room: room}, nil
@@ -231,9 +231,12 @@ func providerFailure(ctx context.Context, err error, offsetPath []any) *failure.
 		}
 		return f
 	}
+	var uv *json.UnsupportedValueError
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		return failure.Wrap(err, gen.FailureCodeCancelled, "the analysis was cancelled")
+	case errors.As(err, &uv):
+		return failure.Unencodable(err)
 	case errors.As(err, &oe):
 		return failure.Invalid(offsetPath, nil, "offset %d is at or beyond the end of the %d available rows", oe.Offset, oe.Available).
 			With("offset", oe.Offset).With("available_rows", oe.Available)

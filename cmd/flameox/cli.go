@@ -305,10 +305,16 @@ func compactSorted(v any) string {
 // writeJSON prints v as indented JSON in its contract order: envelope fields as the
 // contract declares them, rows in the catalog's field order, map keys sorted.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		// Nothing half-written reaches the output; the failure is typed.
+		return failure.Unencodable(err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
 }
 
 func asFailure(err error) *failure.Failure {

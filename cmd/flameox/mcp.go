@@ -138,8 +138,7 @@ func handler(rt *runtime.Runtime, name string) mcp.ToolHandler {
 func toolResult(v any, isError bool) (*mcp.CallToolResult, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		f := failure.New(gen.FailureCodeInternalContractFailure, "the result could not be encoded")
-		b, _ = json.Marshal(f.Envelope())
+		b, _ = json.Marshal(failure.Unencodable(err).Envelope())
 		isError = true
 	}
 	return &mcp.CallToolResult{

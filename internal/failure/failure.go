@@ -4,6 +4,8 @@
 package failure
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/flameox/flameox/generated/contracts"
@@ -108,4 +110,17 @@ func (f *Failure) Recoverable() (contracts.Recoverable, bool) {
 	}
 	return contracts.Recoverable{Status: status, Code: f.Code, Message: f.Message, Retryable: f.Retryable,
 		NextAction: f.NextAction, Details: details}, true
+}
+
+// Unencodable is the failure of a result that JSON cannot carry: a non-finite number (an
+// input value that overflows float64 in an analysis) is a typed failure of the input,
+// never an internal one and never a crash.
+func Unencodable(err error) *Failure {
+	var uv *json.UnsupportedValueError
+	if errors.As(err, &uv) {
+		return Wrap(err, contracts.FailureCodeDecodeFailure,
+			"the analysis produced a non-finite number (%s): an input value overflows the float64 range; remove or correct that value", uv.Str).
+			With("reason", "non_finite_value")
+	}
+	return Wrap(err, contracts.FailureCodeInternalContractFailure, "the result could not be encoded")
 }
