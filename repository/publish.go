@@ -4,12 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/canon"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/owner"
 	"github.com/flameox/flameox/internal/sourcefile"
 )
 
@@ -423,57 +421,15 @@ func syncDir(p string) error {
 	return nil
 }
 
-// ownerName names this process's staging directory: pid, the process start time in clock
-// ticks since boot (0 where /proc is unavailable) and random bytes.
-func ownerName() string {
-	pid := os.Getpid()
-	return fmt.Sprintf("%d-%d-%s", pid, processStart(pid), randomHex(8))
-}
+// ownerName names this process's staging directory: its owner tag (pid and start time)
+// and random bytes.
+func ownerName() string { return owner.Tag() + "-" + randomHex(8) }
 
-// processStart returns field 22 of /proc/PID/stat, or 0.
-func processStart(pid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) is parenthesized and may hold spaces.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	if len(fields) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(fields[19], 10, 64)
-	return v
-}
-
-// ownerGone reports whether the process that owns a staging directory is provably gone:
-// no process has its pid, or the process with that pid started at another time.
-func ownerGone(owner string) bool {
-	parts := strings.SplitN(owner, "-", 3)
-	if len(parts) != 3 {
-		return false
-	}
-	pid, err := strconv.Atoi(parts[0])
-	if err != nil || pid <= 0 {
-		return false
-	}
-	start, err := strconv.ParseUint(parts[1], 10, 64)
-	if err != nil {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	if start != 0 {
-		if now := processStart(pid); now != 0 && now != start {
-			return true
-		}
-	}
-	return false
-}
+// processStart and ownerGone are the owner package's, named for this package's tests.
+var (
+	processStart = owner.ProcessStart
+	ownerGone    = owner.Gone
+)
 
 // removeAbandonedStaging removes staging directories whose owner is provably gone. It
 // works through an os.Root at the store directory, so no link is followed out of the

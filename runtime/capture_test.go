@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/owner"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/repository"
 )
@@ -531,5 +533,34 @@ func TestInspectCaptureEvidenceRedactsOracleAndConsole(t *testing.T) {
 	}
 	if len(view.LogicalSources) != 4 || len(view.AnalysisSources) != 4 {
 		t.Errorf("sources: %d logical, %d analysis", len(view.LogicalSources), len(view.AnalysisSources))
+	}
+}
+
+// TestCaptureScratchOfDeadOwnerIsRemovedAtStart: the scratch of a process that died without
+// removing it (SIGKILL) is removed when the next runtime starts; that of a live process,
+// and a directory without an owner tag, are kept.
+func TestCaptureScratchOfDeadOwnerIsRemovedAtStart(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("no true")
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("flameox-session-%d-%d-abc", dead.Process.Pid, 12345))
+	live := filepath.Join(tmp, "flameox-session-"+owner.Tag()+"-def")
+	untagged := filepath.Join(tmp, "flameox-session-123456789")
+	for _, d := range []string{stale, live, untagged} {
+		if err := os.MkdirAll(filepath.Join(d, "capture-1"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newRuntime(t)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the scratch of a dead owner survives the next start: %v", err)
+	}
+	for _, d := range []string{live, untagged} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(d), err)
+		}
 	}
 }

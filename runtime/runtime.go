@@ -132,6 +132,7 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, err
 	}
 	rt := &Runtime{limits: gen.LimitDefaults, byName: map[string]*Tool{}, cache: newLRU(MaxSessionAnalyses),
 		rescues: newRescueMemo(MaxSessionRescues), scratch: newScratch(), providers: reg}
+	removeStaleScratch(os.TempDir())
 	if loc, err := repository.FromEnvironment(os.Getenv); err == nil {
 		rt.store = repository.Open(loc)
 	} else {

@@ -11,6 +11,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/owner"
 )
 
 // Session scratch ceilings.
@@ -85,7 +86,9 @@ func (s *scratch) reserve(bytes, files int64, evict func(need func() bool)) (*sc
 			With("recovery", "Lower limits.max_output_bytes, run fewer cases or blocks, or preserve and release earlier captures.")
 	}
 	if s.root == "" {
-		root, err := os.MkdirTemp("", "flameox-session-")
+		// The name carries the owner tag, so a later start can tell scratch left behind by a
+		// killed process from that of a live one (removeStaleScratch).
+		root, err := os.MkdirTemp("", scratchPrefix+owner.Tag()+"-")
 		if err != nil {
 			return nil, scratchIOFailure(err, "the session scratch could not be created")
 		}
@@ -153,6 +156,32 @@ func (s *scratch) release(ds []*scratchDir) {
 	for _, d := range ds {
 		d.refs--
 		s.dropIfUnused(d)
+	}
+}
+
+// scratchPrefix begins the name of every session scratch directory in the system
+// temporary directory: flameox-session-PID-START-RANDOM.
+const scratchPrefix = "flameox-session-"
+
+// removeStaleScratch removes the session scratch directories in dir (the system temporary
+// directory) that belong to this user and whose owning process is provably gone: a server
+// or CLI killed before it could remove its own. Directories of live owners, of other users
+// and of names without an owner tag are left alone.
+func removeStaleScratch(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name, ok := strings.CutPrefix(e.Name(), scratchPrefix)
+		if !ok || !e.IsDir() || !owner.Gone(name) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if st, err := os.Lstat(p); err != nil || !st.IsDir() || st.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
+			continue
+		}
+		os.RemoveAll(p)
 	}
 }
 
