@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 
@@ -112,7 +110,7 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 				req["preserve"] = true
 			}
 			raw, _ := json.Marshal(req)
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 			defer stop()
 			res, f := rt.Call(ctx, "capture_and_"+operation, raw)
 			if f != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"os/signal"
 	"path/filepath"
 
@@ -94,7 +93,7 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 			if f != nil {
 				return f
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 			defer stop()
 			res, f := rt.Analyze(ctx, op, raw)
 			if f != nil {

@@ -28,13 +28,38 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			defer rt.Close() // the session scratch disappears with the server
-			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(c.Context(), shutdownSignals...)
 			defer stop()
-			return newServer(rt).Run(ctx, &lineTransport{in: c.InOrStdin(), out: c.OutOrStdout()})
+			s := newServer(rt)
+			s.AddReceivingMiddleware(cancelOnShutdown(ctx))
+			err = s.Run(ctx, &lineTransport{in: c.InOrStdin(), out: c.OutOrStdout()})
+			if ctx.Err() != nil {
+				// A shutdown signal: every in-flight call was cancelled and has unwound.
+				return nil
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&limits, "limits", "", "RequestLimits JSON: startup ceilings for this server")
 	return cmd
+}
+
+// shutdownSignals end a server or a capture: in-flight work is cancelled, which kills its
+// workloads and removes its scratch, before the process exits.
+var shutdownSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// cancelOnShutdown cancels every in-flight request when shutdown is done. The SDK runs
+// handlers on contexts detached from the one Server.Run was given, and closing the session
+// waits for them; without this a shutdown would wait for the longest running capture.
+func cancelOnShutdown(shutdown context.Context) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(shutdown, cancel)()
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // newServer projects the runtime's catalog onto an MCP server. Tools are registered with
