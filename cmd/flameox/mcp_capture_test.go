@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,4 +256,86 @@ func TestMCPCapturesKeepTheirExecutions(t *testing.T) {
 	if codes := s.inspectReturncodes(t, res["analysis_id"].(string), ""); !cmp.Equal(codes, []any{2.0}) {
 		t.Errorf("empty collection recorded %v", codes)
 	}
+}
+
+// serveWithCapture starts `flameox mcp serve` (the test binary under the flameox name, as
+// testscript installs it on PATH) with its own TMPDIR, calls a capture whose workload
+// writes its pids to dir/pids (the shell, a child, and a daemon that setsid detached from
+// the tree) and then sleeps 40 s, and returns once the pids are written.
+func serveWithCapture(t *testing.T, dir string) (*exec.Cmd, []int) {
+	t.Helper()
+	bin, err := exec.LookPath("flameox")
+	if err != nil {
+		t.Skip("no flameox on PATH")
+	}
+	cmd := exec.Command(bin, "mcp", "serve")
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "FLAMEOX_DATA_DIR="+filepath.Join(dir, "store"))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o700)
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "capture_and_preview_artifact", Arguments: map[string]any{
+		"target":   map[string]any{"argv": []string{"sh", "-c", "echo $$ > pids.tmp; sleep 40 & echo $! >> pids.tmp; (setsid sleep 41 & echo $! >> pids.tmp; mv pids.tmp pids); wait"}, "cwd": work},
+		"provider": map[string]any{"kind": "direct"},
+	}})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(work, "pids"))
+		if err == nil {
+			var pids []int
+			for _, f := range strings.Fields(string(b)) {
+				n, _ := strconv.Atoi(f)
+				pids = append(pids, n)
+			}
+			return cmd, pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the workload never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// assertServerGone waits (generously) for the server and every workload pid to be gone.
+func assertServerGone(t *testing.T, cmd *exec.Cmd, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for _, pid := range append([]int{cmd.Process.Pid}, pids...) {
+		for processAlive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if processAlive(pid) {
+			t.Errorf("process %d survived", pid)
+		}
+	}
+}
+
+// TestMCPServeSIGTERMDuringCaptureEndsPromptly: SIGTERM to a server with a capture of a
+// 40 s sleep in flight cancels the call, kills the workload (its detached daemon included)
+// and removes the session scratch; the server is gone within seconds, not 40.
+func TestMCPServeSIGTERMDuringCaptureEndsPromptly(t *testing.T) {
+	dir := t.TempDir()
+	cmd, pids := serveWithCapture(t, dir)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	assertServerGone(t, cmd, pids)
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("the server took %v to finish after SIGTERM", d)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "flameox-session-*")); len(m) != 0 {
+		t.Errorf("session scratch survives SIGTERM: %v", m)
+	}
+}
+
+// TestMCPServeSIGKILLDuringCaptureLeavesNoProcess: even SIGKILL of the server, which can
+// clean nothing up itself, takes the workload and its detached daemon with it; the scratch
+// it leaves is removed by the next start.
+func TestMCPServeSIGKILLDuringCaptureLeavesNoProcess(t *testing.T) {
+	dir := t.TempDir()
+	cmd, pids := serveWithCapture(t, dir)
+	cmd.Process.Signal(syscall.SIGKILL)
+	assertServerGone(t, cmd, pids)
 }

@@ -93,10 +93,19 @@ type Result struct {
 	RSSSamples            int
 	// WritableComplete is false when a writable root was too large to measure completely.
 	WritableComplete bool
+	// Mechanism is the containment that was in force: subreaper (a per-invocation helper
+	// that every orphan of the tree reparents to, killed with all of it at the end) or
+	// process_group (the process group and the sampled tree only, where the helper could
+	// not run); empty when nothing started.
+	Mechanism string
 }
 
 // ErrStart is returned (wrapped) when the process could not be started.
 var ErrStart = errors.New("broker: the process could not be started")
+
+// reaperGrace bounds how long the broker waits for the helper to kill the tree and exit
+// before it kills what it can see itself.
+const reaperGrace = 5 * time.Second
 
 // readerSettleTimeout bounds how long Run waits for the output readers once the tree is
 // gone; a descendant that escaped with an inherited pipe cannot hold the call.
@@ -138,13 +147,25 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	errs := newSink(spec.StderrFile, spec.ExcerptBytes)
 	budget := &outputBudget{max: spec.MaxOutputBytes, exceeded: make(chan struct{})}
 
-	cmd := &exec.Cmd{
-		Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
-		Stdout: outW, Stderr: errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	// The reaper helper contains the workload; where it cannot run, the workload is started
+	// directly in its own process group.
+	h, err := startReaper(spec, outW, errW)
+	var cmd *exec.Cmd
+	if h != nil {
+		cmd = h.cmd
+		defer h.ctlW.Close()
+		res.Mechanism = "subreaper"
+	} else if err == nil {
+		cmd = &exec.Cmd{
+			Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
+			Stdout: outW, Stderr: errW,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		}
+		err = cmd.Start()
+		res.Mechanism = "process_group"
 	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		outR.Close()
 		outW.Close()
 		errR.Close()
@@ -152,11 +173,13 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		out.close()
 		errs.close()
 		res.ReadersSettled = true
+		res.Mechanism = ""
 		return res, errors.Join(ErrStart, err)
 	}
 	res.Started = true
 	outW.Close()
 	errW.Close()
+	// pid is the root of the tree: the helper, or the workload itself.
 	pid := cmd.Process.Pid
 
 	var readers sync.WaitGroup
@@ -181,8 +204,20 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	var waitErr error
 	done := false
 	killed := false
+	reaped := false
 	kill := func() {
 		killed = true
+		if h != nil && !reaped {
+			// The helper kills the whole tree and exits; the scan below is the fallback
+			// for a helper that does not.
+			h.ctlW.Close()
+			select {
+			case waitErr = <-exited:
+				reaped = true
+				return
+			case <-time.After(reaperGrace):
+			}
+		}
 		for _, p := range tree(pid) {
 			tracked[p.pid] = p
 		}
@@ -192,7 +227,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	stop := func(l *Limit) {
 		res.Limit = l
 		kill()
-		waitErr = <-exited
+		if !reaped {
+			waitErr = <-exited
+		}
 		done = true
 	}
 	observed := func(v float64) *float64 { return &v }
@@ -215,7 +252,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			var total int64
 			for _, p := range tree(pid) {
 				tracked[p.pid] = p
-				total += rss(p.pid)
+				if h == nil || p.pid != pid { // the helper's own memory is not the workload's
+					total += rss(p.pid)
+				}
 			}
 			res.RSSSamples++
 			peak = max(peak, total)
@@ -258,7 +297,17 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	} else if waitErr == nil {
 		st = cmd.ProcessState
 	}
-	if st != nil {
+	if h != nil {
+		// The helper has exited: its report is complete.
+		h.rep.readEnd(h.br)
+		h.statusR.Close()
+		res.DescendantsTerminated += h.rep.killed
+		res.Termination = "terminated"
+		if h.rep.exitCode != nil {
+			res.ExitCode = h.rep.exitCode
+			res.Termination = "exited"
+		}
+	} else if st != nil {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Exited() {
 			code := ws.ExitStatus()
 			res.ExitCode = &code

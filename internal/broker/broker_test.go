@@ -230,3 +230,88 @@ func TestStorageReserve(t *testing.T) {
 		t.Fatalf("limit = %+v", res.Limit)
 	}
 }
+
+// detached starts a daemon that leaves the tree at once: the subshell forks a setsid
+// sleep and exits, so the sleep is an orphan in its own session before any sample can
+// see it. Its pid goes to the file pids in the working directory (not stdout: the daemon
+// would hold the pipe), then the workload sleeps.
+const detached = "(setsid sleep 3002 & echo $! > pids); sleep 100"
+
+// daemonPid waits for the daemon's pid in dir/pids.
+func daemonPid(t *testing.T, dir string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(dir, "pids"))
+		if p := pidsIn(t, b); len(p) == 1 {
+			return p[0]
+		}
+	}
+	t.Fatal("the daemon's pid was never written")
+	return 0
+}
+
+// TestDetachedDaemonDiesOnTimeout: issue 21 item 3. Process-group tracking and a sampled
+// /proc scan cannot see a daemon that detached before the first sample; the subreaper
+// helper contains it.
+func TestDetachedDaemonDiesOnTimeout(t *testing.T) {
+	spec := sh(t, detached)
+	spec.Timeout = time.Second
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Limit == nil || res.Limit.Kind != "timeout" || res.Mechanism != "subreaper" {
+		t.Fatalf("limit = %+v, mechanism = %q", res.Limit, res.Mechanism)
+	}
+	assertGone(t, []int{daemonPid(t, spec.Dir)})
+	if res.DescendantsTerminated < 2 {
+		t.Errorf("descendants terminated = %d", res.DescendantsTerminated)
+	}
+}
+
+func TestDetachedDaemonDiesOnCancellation(t *testing.T) {
+	spec := sh(t, detached)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { daemonPid(t, spec.Dir); cancel() }()
+	res, err := Run(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Cancelled || res.Termination != "terminated" || !res.ReadersSettled {
+		t.Fatalf("result = %+v", res)
+	}
+	assertGone(t, []int{daemonPid(t, spec.Dir)})
+}
+
+// TestDetachedDaemonDiesOnExit: a workload that exits at once leaves its daemon to
+// nobody; the daemon holds no pipe, so nothing else would notice it.
+func TestDetachedDaemonDiesOnExit(t *testing.T) {
+	spec := sh(t, "(setsid sleep 3003 >/dev/null 2>&1 & echo $! > pids); exit 7")
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == nil || *res.ExitCode != 7 || res.Termination != "exited" {
+		t.Fatalf("result = %+v", res)
+	}
+	assertGone(t, []int{daemonPid(t, spec.Dir)})
+	if res.DescendantsTerminated != 1 {
+		t.Errorf("descendants terminated = %d", res.DescendantsTerminated)
+	}
+}
+
+// TestDetachedDaemonCountsTowardMemory: the memory bound sees a detached daemon's
+// resident memory, because the daemon stays in the helper's tree.
+func TestDetachedDaemonCountsTowardMemory(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "(setsid \"$0\" & echo $! > pids); sleep 100", os.Args[0]}, Dir: dir,
+		Env: []string{"FLAMEOX_BROKER_HELPER=hog", "PATH=" + os.Getenv("PATH")}, MaxRSSBytes: 128 << 20, SampleInterval: 10 * time.Millisecond}
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Limit == nil || res.Limit.Kind != "memory_limit_exceeded" {
+		t.Fatalf("limit = %+v", res.Limit)
+	}
+	assertGone(t, []int{daemonPid(t, dir)})
+}
