@@ -604,6 +604,9 @@ func containment(r *broker.Result) gen.Containment {
 	if !r.WritableComplete {
 		c.WritableCheck = "partial"
 	}
+	if r.Mechanism != "" {
+		c.Mechanism = strp(r.Mechanism)
+	}
 	return c
 }
 

@@ -222,6 +222,28 @@ func TestCaptureTimeoutLeavesNoProcess(t *testing.T) {
 	assertGone(t, pidsIn(t, filepath.Join(dir, "pids")))
 }
 
+// TestCaptureDetachedDaemonDiesOnTimeout is issue 21 item 3's reproduction: a daemon
+// detached with setsid by a subshell that exits at once used to outlive the timeout. The
+// execution record names the containment that was in force.
+func TestCaptureDetachedDaemonDiesOnTimeout(t *testing.T) {
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	res, f := capture(t, rt, map[string]any{"target": map[string]any{"argv": []string{"sh", "-c", "(setsid sleep 3002 & echo $! > pids); sleep 100"}, "cwd": dir,
+		"budget": map[string]any{"timeout_seconds": 2}}, "provider": direct()})
+	if f != nil {
+		t.Fatal(f)
+	}
+	ex := res.Capture.Executions[0]
+	if ex.Limit == nil || ex.Limit.Kind != "timeout" || ex.Containment.Mechanism == nil || *ex.Containment.Mechanism != "subreaper" {
+		t.Fatalf("limit = %+v, containment = %+v", ex.Limit, ex.Containment)
+	}
+	pids := pidsIn(t, filepath.Join(dir, "pids"))
+	if len(pids) != 1 {
+		t.Fatalf("pids = %v", pids)
+	}
+	assertGone(t, pids)
+}
+
 func TestCaptureCancellationLeavesNoProcess(t *testing.T) {
 	rt := newRuntime(t)
 	dir := t.TempDir()

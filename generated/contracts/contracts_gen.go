@@ -716,6 +716,8 @@ type Containment struct {
 	RssSamples   int64  `json:"rss_samples"`
 	// Whether the writable-growth check covered every writable root.
 	WritableCheck string `json:"writable_check"`
+	// The containment in force: subreaper (a per-invocation helper that every orphan of the tree reparents to, all of it killed when the invocation ends) or process_group (the process group and the sampled tree only, where the helper could not run). Absent when nothing started, and in records written before it was recorded.
+	Mechanism *string `json:"mechanism,omitempty"`
 }
 
 // SemanticOracle is the result of the experiment's semantic oracle after one capture.
