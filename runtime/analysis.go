@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"compress/flate"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +13,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/canon"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/runtime/continuation"
 )
@@ -237,6 +240,11 @@ func providerFailure(ctx context.Context, err error, offsetPath []any) *failure.
 		return failure.Wrap(err, gen.FailureCodeCancelled, "the analysis was cancelled")
 	case errors.As(err, &uv):
 		return failure.Unencodable(err)
+	case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, sourcefile.ErrBadGzip) ||
+		errors.As(err, new(flate.CorruptInputError)):
+		return failure.Wrap(err, gen.FailureCodeDecodeFailure,
+			"an input's gzip stream is corrupt (checksum, header or data); the native file cannot be read as it is").
+			With("reason", "corrupt_gzip")
 	case errors.As(err, &oe):
 		return failure.Invalid(offsetPath, nil, "offset %d is at or beyond the end of the %d available rows", oe.Offset, oe.Available).
 			With("offset", oe.Offset).With("available_rows", oe.Available)
