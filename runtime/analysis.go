@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/canon"
@@ -23,6 +24,9 @@ import (
 // rows, re-check the inputs and build the envelope. No analyzer takes part in any step
 // but its own.
 func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure.Failure) {
+	// The analysis observes limits.timeout_seconds as well as the caller's cancellation.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.limits.TimeoutSeconds*float64(time.Second)))
+	defer cancel()
 	in, f := rt.resolveSources(req)
 	if f != nil {
 		return nil, f
@@ -236,6 +240,9 @@ func providerFailure(ctx context.Context, err error, offsetPath []any) *failure.
 	}
 	var uv *json.UnsupportedValueError
 	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return failure.New(gen.FailureCodeLimitExceeded, "the analysis ran past limits.timeout_seconds and was stopped").
+			Field(failure.Path("limits", "timeout_seconds"), nil).With("field", "timeout_seconds").With("reason", "timeout")
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		return failure.Wrap(err, gen.FailureCodeCancelled, "the analysis was cancelled")
 	case errors.As(err, &uv):

@@ -1,9 +1,13 @@
 package runtime
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -27,5 +31,21 @@ func TestEveryToolInputSchemaCompiles(t *testing.T) {
 		if _, f := tool.validator(); f != nil {
 			t.Errorf("%s: %v", tool.Name, f)
 		}
+	}
+}
+
+// TestAnalysisDeadlineIsTimeoutNotCancellation: running past limits.timeout_seconds is a
+// LIMIT_EXCEEDED at that limit; the caller's cancellation stays CANCELLED.
+func TestAnalysisDeadlineIsTimeoutNotCancellation(t *testing.T) {
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	f := providerFailure(expired, expired.Err(), nil)
+	if f.Code != gen.FailureCodeLimitExceeded || fmt.Sprint(f.FieldPath) != "[limits timeout_seconds]" {
+		t.Errorf("deadline = %+v", f)
+	}
+	cancelled, stop := context.WithCancel(context.Background())
+	stop()
+	if f := providerFailure(cancelled, cancelled.Err(), nil); f.Code != gen.FailureCodeCancelled {
+		t.Errorf("cancellation = %+v", f)
 	}
 }

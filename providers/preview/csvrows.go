@@ -45,7 +45,7 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 }
 
 func openCSV(src Source, index int) (*csvReader, error) {
-	f, err := openStream(src.Path)
+	f, err := openStream(src, index)
 	if err != nil {
 		return nil, err
 	}

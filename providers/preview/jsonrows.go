@@ -35,7 +35,7 @@ const (
 )
 
 func openJSON(src Source, index int) (*jsonReader, error) {
-	f, err := openStream(src.Path)
+	f, err := openStream(src, index)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,8 @@ type Source struct {
 	Format contracts.Format
 	SHA256 string
 	Size   int64
+	// guard is set by Read for the page being read.
+	guard *guard
 }
 
 // Options select the page.
@@ -42,6 +44,9 @@ type Options struct {
 	// Fits, when set, bounds the page in bytes: the page ends before the first row it
 	// rejects, which then counts as the look-ahead.
 	Fits func(row json.RawMessage) bool
+	// MaxSourceBytes, when positive, bounds the bytes one source yields after
+	// transparent decompression (limits.max_input_bytes).
+	MaxSourceBytes int64
 }
 
 // Page is one page of rows.
@@ -138,10 +143,12 @@ func Read(ctx context.Context, sources []Source, opt Options) (*Page, error) {
 	page := &Page{Rows: make([]json.RawMessage, 0, min(opt.MaxRows, 1024))}
 	remaining := opt.Offset
 	more := false
+	g := &guard{ctx: ctx, maxBytes: opt.MaxSourceBytes}
 	for i, src := range sources {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		src.guard = g
 		r, err := open(src, i, opt)
 		if err != nil {
 			return nil, err

@@ -1,6 +1,8 @@
 package preview
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"os"
@@ -80,5 +82,61 @@ func TestLongLineNeedsFragments(t *testing.T) {
 	page, err := Read(context.Background(), []Source{{Path: p, Format: contracts.FormatText}}, Options{MaxRows: 2, FragmentChars: 4096})
 	if err != nil || len(page.Rows) != 2 || page.Complete {
 		t.Fatalf("fragments: %v %+v", err, page)
+	}
+}
+
+// gzipOfBlankLines writes n blank lines, gzip-compressed: a few kilobytes that expand to
+// n bytes.
+func gzipOfBlankLines(t *testing.T, n int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "blank.jsonl.gz")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	chunk := bytes.Repeat([]byte("\n"), 1<<20)
+	for written := 0; written < n; written += len(chunk) {
+		zw.Write(chunk)
+	}
+	zw.Close()
+	f.Close()
+	return p
+}
+
+// TestReadStopsAtTheDecompressedBound: a small gzip of blank lines cannot make a page
+// read past the decompressed byte bound.
+func TestReadStopsAtTheDecompressedBound(t *testing.T) {
+	p := gzipOfBlankLines(t, 64<<20)
+	_, err := Read(context.Background(), []Source{{Path: p, Format: contracts.FormatJsonl}}, Options{MaxRows: 10, MaxSourceBytes: 4 << 20})
+	var le *providers.LimitError
+	if !errors.As(err, &le) || le.Limit != 4<<20 {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// cancelAfter is a context whose Err reports cancellation from its n-th call on: the
+// request is cancelled while the page is being read.
+type cancelAfter struct {
+	context.Context
+	calls, n int
+}
+
+func (c *cancelAfter) Err() error {
+	c.calls++
+	if c.calls >= c.n {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestReadObservesItsContext: a page read stops when its request is cancelled, even inside
+// a loop over blank lines that yields no row.
+func TestReadObservesItsContext(t *testing.T) {
+	p := gzipOfBlankLines(t, 64<<20)
+	ctx := &cancelAfter{Context: context.Background(), n: 4}
+	_, err := Read(ctx, []Source{{Path: p, Format: contracts.FormatJsonl}}, Options{MaxRows: 10})
+	if !errors.Is(err, context.Canceled) || ctx.calls != 4 {
+		t.Fatalf("err = %v after %d checks", err, ctx.calls)
 	}
 }

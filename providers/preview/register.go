@@ -50,7 +50,7 @@ func analyze(ctx context.Context, req *providers.Request[gen.PreviewFields]) (*p
 	a := &providers.Analysis{
 		Provider:    gen.Provider{ID: "flameox"},
 		Metrics:     map[string]any{"input_count": len(srcs)},
-		Rows:        rows{sources: srcs, fragments: fragments},
+		Rows:        rows{sources: srcs, fragments: fragments, maxBytes: req.Limits.MaxInputBytes},
 		Offset:      req.Fields.Offset,
 		OffsetField: "offset",
 	}
@@ -64,10 +64,11 @@ func analyze(ctx context.Context, req *providers.Request[gen.PreviewFields]) (*p
 type rows struct {
 	sources   []Source
 	fragments int
+	maxBytes  int64
 }
 
 func (r rows) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
-	p, err := Read(ctx, r.sources, Options{Offset: offset, MaxRows: int(limit), FragmentChars: r.fragments, Fits: fits})
+	p, err := Read(ctx, r.sources, Options{Offset: offset, MaxRows: int(limit), FragmentChars: r.fragments, Fits: fits, MaxSourceBytes: r.maxBytes})
 	if err != nil {
 		return nil, err
 	}

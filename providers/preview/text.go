@@ -24,7 +24,7 @@ type textReader struct {
 }
 
 func openText(src Source, index int) (*textReader, error) {
-	f, err := openStream(src.Path)
+	f, err := openStream(src, index)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ type fragmentReader struct {
 }
 
 func openFragments(src Source, index, chars int) (*fragmentReader, error) {
-	f, err := openStream(src.Path)
+	f, err := openStream(src, index)
 	if err != nil {
 		return nil, err
 	}
