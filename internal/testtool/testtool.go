@@ -4,6 +4,8 @@
 package testtool
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,27 +85,153 @@ func PeakHeap(f func()) uint64 {
 	goruntime.GC()
 	var base goruntime.MemStats
 	goruntime.ReadMemStats(&base)
+	var ms goruntime.MemStats
+	peak := sampleMax(func() uint64 {
+		goruntime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}, f)
+	return peak - min(peak, base.HeapInuse)
+}
+
+// sampleMax runs f while calling sample every 2 ms, and returns the largest sample.
+func sampleMax(sample func() uint64, f func()) uint64 {
 	var peak atomic.Uint64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		var ms goruntime.MemStats
 		for {
+			peak.Store(max(peak.Load(), sample()))
 			select {
 			case <-done:
 				return
 			case <-time.After(2 * time.Millisecond):
-				goruntime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
 			}
 		}
 	}()
 	f()
 	close(done)
 	wg.Wait()
-	return peak.Load() - min(peak.Load(), base.HeapInuse)
+	return peak.Load()
+}
+
+// Measured is what one run of an external command cost: its wall time, the peak resident
+// set size of its process (VmHWM, sampled every 2 ms while it runs), and its combined
+// output.
+type Measured struct {
+	Wall    time.Duration
+	PeakRSS uint64
+	Output  []byte
+}
+
+// Run runs cmd to completion and measures it. The peak is read from /proc rather than
+// from getrusage: a Go parent starts children with CLONE_VM|CLONE_VFORK, so a child's
+// ru_maxrss starts at the parent's own peak. Only the process itself is measured, not
+// processes it starts.
+func Run(cmd *exec.Cmd) (Measured, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Measured{}, err
+	}
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	var err error
+	var wall time.Duration
+	peak := sampleMax(func() uint64 {
+		var kb uint64
+		if raw, err := os.ReadFile(status); err == nil {
+			if _, rest, ok := bytes.Cut(raw, []byte("VmHWM:")); ok {
+				fmt.Sscan(string(rest), &kb)
+			}
+		}
+		return kb << 10
+	}, func() {
+		err = cmd.Wait()
+		wall = time.Since(start)
+	})
+	return Measured{Wall: wall, PeakRSS: peak, Output: out.Bytes()}, err
+}
+
+// ReportLoad reports the one-minute load average of the machine as the benchmark's
+// load-avg metric, so figures taken beside other work say so.
+func ReportLoad(b *testing.B) {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(raw), &load); err == nil {
+		b.ReportMetric(load, "load-avg")
+	}
+}
+
+// MiB converts a byte count to mebibytes for ReportMetric.
+func MiB(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// Compared is a benchmark of Flameox beside a reference tool doing the same work on the
+// same input. Run is Flameox's work, measured in process (time per call, the peak of the
+// sampled Go heap) and once in a child process for its peak RSS: the test binary is
+// re-executed with ChildEnv set to ChildSpec, and the package's TestMain must hand that
+// to RunChild. Reference runs once as a subprocess (wall time and peak RSS) and is
+// reported under Name.
+type Compared struct {
+	Run       func() error
+	ChildEnv  string
+	ChildSpec string
+	Reference *exec.Cmd
+	Name      string
+}
+
+// Bench runs the comparison and reports ns/op and peak-heap-MB (in process),
+// process-s and peak-rss-MB (the child process), NAME-s and NAME-peak-rss-MB (the
+// reference), x-faster (the reference's wall time over the in-process time per call)
+// and load-avg.
+func (c Compared) Bench(b *testing.B) {
+	b.ResetTimer()
+	var peak uint64
+	var spent time.Duration
+	for i := 0; i < b.N; i++ {
+		peak = max(peak, PeakHeap(func() {
+			start := time.Now()
+			if err := c.Run(); err != nil {
+				b.Fatal(err)
+			}
+			spent += time.Since(start)
+		}))
+	}
+	b.StopTimer()
+	ours := spent.Seconds() / float64(b.N)
+	ReportLoad(b)
+	b.ReportMetric(MiB(peak), "peak-heap-MB")
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), c.ChildEnv+"="+c.ChildSpec)
+	m, err := Run(child)
+	if err != nil {
+		b.Fatalf("child: %v\n%s", err, m.Output)
+	}
+	b.ReportMetric(MiB(m.PeakRSS), "peak-rss-MB")
+	b.ReportMetric(m.Wall.Seconds(), "process-s")
+	ref, err := Run(c.Reference)
+	if err != nil {
+		b.Fatalf("%s: %v\n%s", c.Name, err, ref.Output)
+	}
+	b.ReportMetric(ref.Wall.Seconds(), c.Name+"-s")
+	b.ReportMetric(MiB(ref.PeakRSS), c.Name+"-peak-rss-MB")
+	b.ReportMetric(ref.Wall.Seconds()/ours, "x-faster")
+}
+
+// RunChild is for TestMain: when env is set, the binary is a Compared child; it runs
+// run with the variable's value and exits.
+func RunChild(env string, run func(spec string) error) {
+	spec := os.Getenv(env)
+	if spec == "" {
+		return
+	}
+	if err := run(spec); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }

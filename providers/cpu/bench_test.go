@@ -1,206 +1,251 @@
 package cpu
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
-	"sort"
-	"sync"
-	"sync/atomic"
-	"syscall"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/pprof/profile"
 
+	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers"
 )
 
-// makePstats writes (once) a pstats file of n functions, each with up to three callers,
-// through Python's own marshal, so the file is exactly what CPython writes.
-func makePstats(b *testing.B, n int) string {
-	p := filepath.Join(testtool.BenchDir(), fmt.Sprintf("flameox-bench-%d.pstats", n))
+// The ranking benchmarks measure Flameox and the reference tool on the same file in the
+// same run (testtool.Compared). Inputs are generated once into testtool.BenchDir.
+
+// childEnv names the input a re-executed test binary ranks.
+const childEnv = "FLAMEOX_CPU_BENCH_CHILD"
+
+func TestMain(m *testing.M) {
+	testtool.RunChild(childEnv, func(spec string) error {
+		format, path, _ := strings.Cut(spec, ":")
+		return rankFirstPage(gen.Format(format), path)
+	})
+	os.Exit(m.Run())
+}
+
+// rankFirstPage runs rank_cpu_hotspots on path and encodes its first page of 100 rows,
+// which is all the runtime encodes of a default call.
+func rankFirstPage(format gen.Format, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	req := &providers.Request[gen.CpuHotspotFields]{Fields: &gen.CpuHotspotFields{},
+		Inputs: []providers.Input{{Path: path, Format: format, Size: st.Size()}},
+		Limits: gen.EffectiveLimits{MaxInputBytes: 1 << 30}}
+	a, err := rankHotspots(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	page, err := a.Rows.Page(context.Background(), 0, 100, nil)
+	if err != nil {
+		return err
+	}
+	if len(page.Rows) != 100 {
+		return fmt.Errorf("%d rows", len(page.Rows))
+	}
+	return nil
+}
+
+// benchRank compares ranking path with reference.
+func benchRank(b *testing.B, format gen.Format, path string, reference *exec.Cmd, name string) {
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	testtool.Compared{Run: func() error { return rankFirstPage(format, path) }, ChildEnv: childEnv,
+		ChildSpec: string(format) + ":" + path, Reference: reference, Name: name}.Bench(b)
+	b.ReportMetric(float64(st.Size())/1e6, "input-MB")
+}
+
+// cprofileProgram generates a Python program of n functions in modules of 500: each
+// function, called with a true argument, loops a little and returns; called with a false
+// one (once, from main), it calls three functions chosen at random with a true argument.
+// Every function thus has about four callers.
+const cprofileProgram = `
+import os, random, sys
+n, out = int(sys.argv[1]), sys.argv[2]
+per = 500
+mods = (n + per - 1) // per
+random.seed(13)
+for m in range(mods):
+    lines = ["import sys", "M = sys.modules"]
+    lo, hi = m * per, min(n, (m + 1) * per)
+    for i in range(lo, hi):
+        lines += ["def function_%d(x):" % i, "    if x:", "        s = 0",
+                  "        for k in range(%d):" % (i * 7 % 40), "            s += k", "        return s"]
+        for t in random.sample(range(n), 3):
+            lines.append("    M['mod%d'].function_%d(1)" % (t // per, t))
+    lines.append("ALL = [%s]" % ", ".join("function_%d" % i for i in range(lo, hi)))
+    open(os.path.join(out, "mod%d.py" % m), "w").write("\n".join(lines) + "\n")
+main = ["import sys"] + ["import mod%d" % m for m in range(mods)]
+main += ["def main():", "    for m in [%s]:" % ", ".join("mod%d" % m for m in range(mods)),
+         "        for f in m.ALL:", "            f(0)", "main()"]
+open(os.path.join(out, "main.py"), "w").write("\n".join(main) + "\n")
+`
+
+// cprofileFile writes (once) the output of python3 -m cProfile running the generated
+// program of n functions: real cProfile output, about 210 bytes and four caller edges per
+// function.
+func cprofileFile(tb testing.TB, n int) string {
+	p := filepath.Join(testtool.BenchDir(), fmt.Sprintf("flameox-bench-cprofile-%d.pstats", n))
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	python, err := exec.LookPath("python3")
+	python := testtool.Require(tb, "python3")
+	dir, err := os.MkdirTemp("", "flameox-cprofile-program")
 	if err != nil {
-		b.Skip("python3 is not installed")
+		tb.Fatal(err)
 	}
-	script := fmt.Sprintf(`
-import marshal, random
-random.seed(7)
-n = %d
-keys = [("/src/pkg/module%%d.py" %% (i %% 500), i, "function_%%d" %% i) for i in range(n)]
-stats = {}
-for i, k in enumerate(keys):
-    callers = {}
-    for c in random.sample(range(n), 3):
-        callers[keys[c]] = (random.randint(1, 50), random.randint(1, 50), random.random() / 100, random.random() / 10)
-    stats[k] = (random.randint(1, 1000), random.randint(1, 2000), random.random(), random.random() * 10, callers)
-with open(%q, "wb") as f:
-    marshal.dump(stats, f)
-`, n, p)
-	if out, err := exec.Command(python, "-c", script).CombinedOutput(); err != nil {
-		b.Fatalf("%v\n%s", err, out)
+	defer os.RemoveAll(dir)
+	if out, err := exec.Command(python, "-c", cprofileProgram, fmt.Sprint(n), dir).CombinedOutput(); err != nil {
+		tb.Fatalf("%v\n%s", err, out)
+	}
+	tmp := p + ".tmp"
+	if out, err := exec.Command(python, "-m", "cProfile", "-o", tmp, filepath.Join(dir, "main.py")).CombinedOutput(); err != nil {
+		tb.Fatalf("%v\n%s", err, out)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		tb.Fatal(err)
 	}
 	return p
 }
 
-// peakHeap runs f while sampling the heap every 2 ms and reports the peak in MB.
-func peakHeap(b *testing.B, f func()) {
-	goruntime.GC()
-	var base goruntime.MemStats
-	goruntime.ReadMemStats(&base)
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var ms goruntime.MemStats
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(2 * time.Millisecond):
-				goruntime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-			}
-		}
-	}()
-	f()
-	close(done)
-	wg.Wait()
-	b.ReportMetric(float64(peak.Load()-min(peak.Load(), base.HeapInuse))/(1<<20), "peak-heap-MB")
-}
+// pythonRank is Python's pstats doing the same work: load, sort, the top 100 rows.
+const pythonRank = `
+import pstats, sys
+s = pstats.Stats(sys.argv[1])
+s.sort_stats(sys.argv[2])
+top = [(f, s.stats[f][:4]) for f in s.fcn_list[:100]]
+assert len(top) == 100
+`
 
-// BenchmarkPstats50k decodes a 50,000-function pstats file and ranks it by self time;
-// BenchmarkPythonPstats50k has Python's pstats load and sort the same file.
-func BenchmarkPstats50k(b *testing.B) {
-	p := makePstats(b, 50000)
-	b.ResetTimer()
-	peakHeap(b, func() {
-		for i := 0; i < b.N; i++ {
-			f, _ := os.Open(p)
-			fs, err := DecodePstats(f)
-			f.Close()
-			if err != nil || len(fs) != 50000 {
-				b.Fatal(err, len(fs))
-			}
-			sortPstats(fs)
-		}
-	})
-}
-
-func sortPstats(fs []PstatsFunction) {
-	sort.Slice(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		if a.SelfSeconds != b.SelfSeconds {
-			return a.SelfSeconds > b.SelfSeconds
-		}
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		return a.Line < b.Line
-	})
-}
-
-func BenchmarkPythonPstats50k(b *testing.B) {
-	p := makePstats(b, 50000)
-	python, _ := exec.LookPath("python3")
-	b.ResetTimer()
-	var rss int64
-	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(python, "-c", "import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats('tottime'); s.fcn_list", p)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v\n%s", err, out)
-		}
-		rss = max(rss, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
+// BenchmarkRankPstats ranks real cProfile output of 5,000, 50,000 and 200,000 functions
+// by self time (first page of 100 rows) beside Python's pstats.Stats(f).sort_stats(
+// 'tottime') and its top 100 on the same file.
+func BenchmarkRankPstats(b *testing.B) {
+	python := testtool.Require(b, "python3")
+	for _, n := range []int{5000, 50000, 200000} {
+		b.Run(fmt.Sprintf("functions=%d", n), func(b *testing.B) {
+			p := cprofileFile(b, n)
+			benchRank(b, gen.FormatPstats, p, exec.Command(python, "-c", pythonRank, p, "tottime"), "python")
+		})
 	}
-	b.ReportMetric(float64(rss)/1024, "peak-rss-MB")
 }
 
-// makePprof writes (once) a synthetic CPU profile: 200,000 samples over 20,000
-// functions, stacks 4-35 deep, gzip-compressed.
-func makePprof(b *testing.B) string {
-	p := filepath.Join(testtool.BenchDir(), "flameox-bench-large.pprof.gz")
+// pprofFunctions and pprofSamples size the generated pprof profile: 50,000 functions and
+// 420,000 samples make about 10 MB of gzip-compressed protobuf.
+const (
+	pprofFunctions = 50000
+	pprofSamples   = 420000
+)
+
+// pprofFile writes (once) a synthetic CPU profile of the given numbers of functions and
+// samples (see syntheticPprof), gzip-compressed as Go writes profiles.
+func pprofFile(tb testing.TB, functions, samples int) string {
+	p := filepath.Join(testtool.BenchDir(), fmt.Sprintf("flameox-bench-tree-%d-%d.pprof.gz", functions, samples))
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
+	prof := syntheticPprof(functions, samples)
+	tmp := p + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := prof.Write(f); err != nil { // Write gzips
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// syntheticPprof builds a CPU profile shaped like a real one: one location per function,
+// every eighth with a second, inlined function on its line list, arranged in a call tree
+// of 32 levels (each function called from one of the level above); 2,000 more locations
+// carry an address only, in a mapped library. A sample is the path from the root to a
+// random function, with a library frame on top one time in twenty, and carries a count
+// and a time in nanoseconds.
+func syntheticPprof(functions, samples int) *profile.Profile {
 	r := rand.New(rand.NewPCG(1, 2))
+	lib := &profile.Mapping{ID: 1, Start: 0x7f0000000000, Limit: 0x7f0000100000, File: "/usr/lib/libfast.so"}
 	prof := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 10_000_000,
+		Mapping: []*profile.Mapping{lib},
 	}
-	var locs []*profile.Location
-	for i := 0; i < 20000; i++ {
-		fn := &profile.Function{ID: uint64(i + 1), Name: fmt.Sprintf("pkg%d.function%d", i%200, i), Filename: fmt.Sprintf("/src/pkg%d/file.go", i%200), StartLine: int64(i % 1000)}
-		prof.Function = append(prof.Function, fn)
-		loc := &profile.Location{ID: uint64(i + 1), Address: uint64(0x1000 + i*16), Line: []profile.Line{{Function: fn, Line: int64(i%1000 + 3)}}}
+	for i := 0; i < functions; i++ {
+		prof.Function = append(prof.Function, &profile.Function{ID: uint64(i + 1), Name: fmt.Sprintf("example.com/pkg%d.Function%d", i%200, i),
+			Filename: fmt.Sprintf("/src/pkg%d/file%d.go", i%200, i%7), StartLine: int64(i % 1000)})
+	}
+	for i := 0; i < functions; i++ {
+		loc := &profile.Location{ID: uint64(i + 1), Address: uint64(0x400000 + i*16), Line: []profile.Line{{Function: prof.Function[i], Line: int64(i%1000 + 3)}}}
+		if i%8 == 0 { // an inlined call: the callee's line comes first
+			callee := prof.Function[(i+1)%functions]
+			loc.Line = append([]profile.Line{{Function: callee, Line: 9}}, loc.Line...)
+		}
 		prof.Location = append(prof.Location, loc)
-		locs = append(locs, loc)
 	}
-	for i := 0; i < 200000; i++ {
-		depth := 4 + r.IntN(32)
-		s := &profile.Sample{Value: []int64{1, 10_000_000}}
-		for d := 0; d < depth; d++ {
-			s.Location = append(s.Location, locs[r.IntN(len(locs))])
+	var libs []*profile.Location
+	for i := 0; i < 2000; i++ {
+		loc := &profile.Location{ID: uint64(functions + i + 1), Mapping: lib, Address: lib.Start + uint64(i*64)}
+		prof.Location = append(prof.Location, loc)
+		libs = append(libs, loc)
+	}
+	// Level l holds about functions*l/528 functions (1+2+...+32 = 528 parts).
+	parent := make([]int, functions)
+	levelStart := []int{0}
+	for l, next := 1, 1; l <= 32 && next < functions; l++ {
+		size := max(1, functions*l/528)
+		prev := levelStart[len(levelStart)-1]
+		levelStart = append(levelStart, next)
+		for i := next; i < min(functions, next+size); i++ {
+			parent[i] = prev + r.IntN(next-prev)
+		}
+		next += size
+		if l == 32 || next >= functions {
+			for i := next; i < functions; i++ { // the remainder joins the last level
+				parent[i] = prev + r.IntN(levelStart[len(levelStart)-1]-prev)
+			}
+		}
+	}
+	parent[0] = -1
+	for i := 0; i < samples; i++ {
+		s := &profile.Sample{Value: []int64{1 + int64(r.IntN(3)), 10_000_000 * (1 + int64(r.IntN(3)))}}
+		if r.IntN(20) == 0 {
+			s.Location = append(s.Location, libs[r.IntN(len(libs))])
+		}
+		for f := r.IntN(functions); f >= 0; f = parent[f] { // leaf first, as pprof stores stacks
+			s.Location = append(s.Location, prof.Location[f])
 		}
 		prof.Sample = append(prof.Sample, s)
 	}
-	f, err := os.Create(p)
+	return prof
+}
+
+// BenchmarkRankPprof ranks a 10 MB profile of 50,000 functions (first page of 100 rows)
+// beside `go tool pprof -top -nodecount=100` on the same file.
+func BenchmarkRankPprof(b *testing.B) {
+	gobin := testtool.Require(b, "go")
+	p := pprofFile(b, pprofFunctions, pprofSamples)
+	// Build the pprof tool outside the measurement and run its binary itself, so that its
+	// own memory is what is measured.
+	tool, err := exec.Command(gobin, "tool", "-n", "pprof").Output()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := prof.Write(f); err != nil { // Write gzips
-		b.Fatal(err)
-	}
-	f.Close()
-	return p
-}
-
-// BenchmarkPprofRank decodes the large profile and ranks its functions;
-// BenchmarkGoToolPprofTop runs `go tool pprof -top -nodecount=20` on the same file.
-func BenchmarkPprofRank(b *testing.B) {
-	p := makePprof(b)
-	b.ResetTimer()
-	peakHeap(b, func() {
-		for i := 0; i < b.N; i++ {
-			f, _ := os.Open(p)
-			s, _, err := DecodePprof(f, Options{})
-			f.Close()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(s.Hotspots()) == 0 {
-				b.Fatal("no rows")
-			}
-		}
-	})
-}
-
-func BenchmarkGoToolPprofTop(b *testing.B) {
-	p := makePprof(b)
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		b.Skip("go is not installed")
-	}
-	// Build and cache the pprof tool outside the measurement.
-	exec.Command(gobin, "tool", "pprof", "-top", "-nodecount=1", p).Run()
-	b.ResetTimer()
-	var rss int64
-	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(gobin, "tool", "pprof", "-top", "-nodecount=20", p)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v\n%s", err, out)
-		}
-		rss = max(rss, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
-	}
-	b.ReportMetric(float64(rss)/1024, "peak-rss-MB")
+	benchRank(b, gen.FormatPprof, p, exec.Command(strings.TrimSpace(string(tool)), "-top", "-nodecount=100", p), "pprof")
 }
