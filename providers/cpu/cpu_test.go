@@ -2,12 +2,15 @@ package cpu
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 )
@@ -45,15 +49,20 @@ func decodePstatsFile(t *testing.T, path string) []PstatsFunction {
 	return fs
 }
 
-// pythonPstats is what Python's own pstats module reads from path: one line per function
-// "file|line|func|cc|nc|tt|ct" and one per caller edge
-// "caller file|line|func -> callee file|line|func|nc|cc|tt|ct" (or a bare count).
-const pythonPstats = `
+// pythonName imports pstats and names a function as Flameox does (a code object, which
+// profile.py keys its own entry with, as its repr-like form).
+const pythonName = `
 import pstats, sys
 def name(n):
     if isinstance(n, str):
         return n
     return '<code object %s, file "%s", line %d>' % (n.co_name, n.co_filename, n.co_firstlineno)
+`
+
+// pythonPstats is what Python's own pstats module reads from path: one line per function
+// "file|line|func|cc|nc|tt|ct" and one per caller edge
+// "caller file|line|func -> callee file|line|func|nc|cc|tt|ct" (or a bare count).
+const pythonPstats = pythonName + `
 s = pstats.Stats(sys.argv[1])
 for (f, l, n), (cc, nc, tt, ct, callers) in s.stats.items():
     n = name(n)
@@ -138,7 +147,7 @@ def main():
 
 main()
 `), 0o644)
-	paths := []string{corpus(t, "gprof2dot__print1.pstats")}
+	paths := []string{corpus(t, "gprof2dot__print1.pstats"), cprofileFile(t, 5000)}
 	for _, mod := range []string{"cProfile", "profile"} {
 		out := filepath.Join(dir, mod+".pstats")
 		if b, err := exec.Command(python, "-m", mod, "-o", out, workload).CombinedOutput(); err != nil {
@@ -157,6 +166,97 @@ main()
 			}
 		})
 	}
+}
+
+// pythonTop prints, from Python's own pstats, the first 100 functions sorted by a pstats
+// key with the ties broken by file, line and function (as Flameox breaks them), and the
+// first 100 caller edges in Flameox's edge order, computed from the same Stats.
+const pythonTop = pythonName + `
+s = pstats.Stats(sys.argv[1])
+if sys.argv[2] == "edges":
+    edges = [(caller, callee, v) for callee, (cc, nc, tt, ct, callers) in s.stats.items() for caller, v in callers.items()]
+    def key(e):
+        caller, callee, v = e
+        return (-(v[3] if isinstance(v, tuple) else -1), caller[0], caller[1], callee[0], callee[1], name(caller[2]), name(callee[2]))
+    edges.sort(key=key)
+    for caller, callee, v in edges[:100]:
+        stats = [v[0], v[1], repr(float(v[2])), repr(float(v[3]))] if isinstance(v, tuple) else [v]
+        print(caller[0], caller[1], name(caller[2]), callee[0], callee[1], name(callee[2]), *stats, sep="|")
+else:
+    s.sort_stats(sys.argv[2], "filename", "line", "name")
+    for f in s.fcn_list[:100]:
+        cc, nc, tt, ct, _ = s.stats[f]
+        print(f[0], f[1], name(f[2]), cc, nc, repr(float(tt)), repr(float(ct)), sep="|")
+`
+
+// firstRows runs an analyzer and returns its first page of 100 rows, decoded.
+func firstRows[R any](t *testing.T, a *providers.Analysis, err error) []R {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := a.Rows.Page(context.Background(), 0, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]R, len(page.Rows))
+	for i, b := range page.Rows {
+		if err := json.Unmarshal(b, &rows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rows
+}
+
+// TestPstatsRankingMatchesPython ranks real cProfile output of a generated program of
+// 50,000 functions (python3 -m cProfile) by every metric, and lists its caller edges,
+// and checks the first 100 rows, in order, against Python's pstats on the same file.
+func TestPstatsRankingMatchesPython(t *testing.T) {
+	python := testtool.Require(t, "python3")
+	path := cprofileFile(t, 50000)
+	st, _ := os.Stat(path)
+	in := []providers.Input{{Path: path, Format: gen.FormatPstats, Size: st.Size()}}
+	limits := gen.EffectiveLimits{MaxInputBytes: 1 << 30}
+	python100 := func(key string) []string {
+		out, err := exec.Command(python, "-c", pythonTop, path, key).Output()
+		if err != nil {
+			t.Fatalf("python: %v", err)
+		}
+		return strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	for metric, key := range map[string]string{"self_time_seconds": "tottime", "cumulative_time_seconds": "cumulative",
+		"total_calls": "calls", "primitive_calls": "pcalls"} {
+		t.Run(metric, func(t *testing.T) {
+			a, err := rankHotspots(context.Background(), &providers.Request[gen.CpuHotspotFields]{
+				Fields: &gen.CpuHotspotFields{Metric: &metric}, Inputs: in, Limits: limits})
+			var got []string
+			for _, r := range firstRows[gen.CpuHotspotPstatsRow](t, a, err) {
+				got = append(got, fmt.Sprintf("%s|%d|%s|%d|%d|%s|%s", r.File, r.Line, r.Function, r.PrimitiveCalls, r.TotalCalls,
+					pyRepr(r.SelfTimeSeconds), pyRepr(r.CumulativeTimeSeconds)))
+			}
+			if diff := cmp.Diff(python100(key), got); diff != "" {
+				t.Errorf("first 100 rows differ from Python's pstats (-python +flameox):\n%s", diff)
+			}
+			if n := a.Metrics["function_count"]; n.(int) < 50000 {
+				t.Errorf("function_count %v", n)
+			}
+		})
+	}
+	t.Run("edges", func(t *testing.T) {
+		a, err := inspectCallers(context.Background(), &providers.Request[gen.CpuCallerFields]{
+			Fields: &gen.CpuCallerFields{Direction: "both"}, Inputs: in, Limits: limits})
+		var got []string
+		for _, r := range firstRows[gen.CpuCallerPstatsRow](t, a, err) {
+			line := fmt.Sprintf("%s|%d|%s|%s|%d|%s|%d", r.CallerFile, r.CallerLine, r.CallerFunction, r.CalleeFile, r.CalleeLine, r.CalleeFunction, r.TotalCalls)
+			if r.PrimitiveCalls != nil {
+				line += fmt.Sprintf("|%d|%s|%s", *r.PrimitiveCalls, pyRepr(*r.SelfTimeSeconds), pyRepr(*r.CumulativeTimeSeconds))
+			}
+			got = append(got, line)
+		}
+		if diff := cmp.Diff(python100("edges"), got); diff != "" {
+			t.Errorf("first 100 edges differ from Python's pstats (-python +flameox):\n%s", diff)
+		}
+	})
 }
 
 func TestPstatsRejectsPython2AndMalformed(t *testing.T) {
@@ -186,6 +286,108 @@ func TestPstatsRejectsPython2AndMalformed(t *testing.T) {
 				t.Fatalf("got %v, %v; want a DecodeError", fs, err)
 			}
 		})
+	}
+}
+
+// wholeValuePstats decodes a pstats file the plain way: the whole marshal value into Go
+// values (u.value), then each entry judged as a decoded object is. It is the reference
+// the typed reader is checked against.
+func wholeValuePstats(b []byte) ([]PstatsFunction, error) {
+	u := newUnmarshaler(bytes.NewReader(b))
+	v, err := u.value(0)
+	if err != nil {
+		return nil, err
+	}
+	if !u.atEnd() {
+		return nil, errors.New("data after the value")
+	}
+	entries, ok := v.(dict)
+	if !ok {
+		return nil, errors.New("not a dict")
+	}
+	d := &pstatsDecoder{u: u, keep: true}
+	for i, p := range entries {
+		d.count++
+		key, err := d.keyFrom(p.key)
+		if err != nil {
+			d.fail(fmt.Errorf("entry %d: %w", i, err))
+		}
+		d.entryFrom(i, pstatsRecord{fkey: key}, len(d.callers), p.value)
+	}
+	if d.bad != nil {
+		return nil, d.bad
+	}
+	return d.table().functions(), nil
+}
+
+// TestPstatsTypedReaderMatchesWholeValue checks the typed reader against the whole-value
+// decode on every truncation and on single-byte changes (type codes, lengths, the
+// reference flag) at every offset of small files: a cProfile and a profile.py file, and
+// marshal data with shared key tuples, bare counts and version 2 (no references). Both
+// must decode to the same functions, or both fail, with the same message where the
+// failure is a malformed entry.
+func TestPstatsTypedReaderMatchesWholeValue(t *testing.T) {
+	python := testtool.Require(t, "python3")
+	dir := t.TempDir()
+	script := `
+import cProfile, marshal, profile, random, sys
+random.seed(5)
+keys = [("/src/m%d.py" % (i % 3), i, "f%d" % i) for i in range(6)]
+stats = {}
+for i, k in enumerate(keys):
+    callers = {keys[c]: (random.randint(1, 50), random.randint(1, 50), random.random(), random.random()) for c in random.sample(range(6), 2)}
+    if i % 5 == 0:
+        callers[keys[(i + 1) % 6]] = 3
+    stats[k] = (random.randint(1, 5), random.randint(1, 5), 0.5, 1.5 * i, callers)
+open(sys.argv[1] + "/shared.pstats", "wb").write(marshal.dumps(stats))
+open(sys.argv[1] + "/v2.pstats", "wb").write(marshal.dumps(stats, 2))
+def work():
+    return sorted(range(50), key=lambda x: -x)
+for mod in (cProfile, profile):
+    p = mod.Profile()
+    p.runcall(work)
+    p.dump_stats(sys.argv[1] + "/" + mod.__name__ + ".pstats")
+`
+	if out, err := exec.Command(python, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, name := range []string{"shared.pstats", "v2.pstats", "cProfile.pstats", "profile.pstats"} {
+		good, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var variants [][]byte
+		for n := 0; n <= len(good); n++ {
+			variants = append(variants, good[:n])
+		}
+		for off := range good {
+			for _, v := range []byte{0, 0xff, '0', 'N', 'r', ')', 'i', 'g', 'l', '[', '{', 's', 'R', 0x80 | ')', 0x80 | 'r', 1, 3} {
+				b := append([]byte(nil), good...)
+				b[off] = v
+				variants = append(variants, b)
+			}
+		}
+		decoded := 0
+		for _, b := range variants {
+			want, wantErr := wholeValuePstats(b)
+			got, gotErr := DecodePstats(bytes.NewReader(b))
+			if (wantErr == nil) != (gotErr == nil) {
+				t.Fatalf("%s %x: whole value %v, typed reader %v", name, b, wantErr, gotErr)
+			}
+			if wantErr != nil {
+				if strings.HasPrefix(wantErr.Error(), "entry ") && wantErr.Error() != gotErr.Error() {
+					t.Fatalf("%s %x: whole value %q, typed reader %q", name, b, wantErr, gotErr)
+				}
+				continue
+			}
+			decoded++
+			if w, g := ours(want), ours(got); !slices.Equal(w, g) {
+				t.Fatalf("%s %x: %s", name, b, cmp.Diff(w, g))
+			}
+		}
+		if decoded < 100 {
+			t.Errorf("%s: only %d of %d variants decode", name, decoded, len(variants))
+		}
 	}
 }
 

@@ -1,17 +1,24 @@
 package cpu
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 )
 
 // The subset of CPython's marshal format (Python/marshal.c, version 2-4) that
 // pstats.Stats.dump_stats writes: dicts, tuples, lists, the string variants, int, long,
 // float, refs (FLAG_REF and 'r'), None, True and False.
+//
+// The unmarshaler has two ways in. value decodes any object into Go values (tuple, dict,
+// string, int64, float64, ...). The pstats decoder (pstats.go) reads the shapes cProfile
+// writes through scalar and seq instead, without building those values, and falls back
+// to value for anything else. Both share one reference table, whose entries are typed:
+// a string is an index into the string table, a function key an index into the key
+// table, so that a reference costs no allocation.
 
 const flagRef = 0x80
 
@@ -31,41 +38,142 @@ type py2Error struct{ reason string }
 
 func (e *py2Error) Error() string { return "Python 2 marshal data: " + e.reason }
 
-// unmarshaler decodes one marshal value from a stream.
-type unmarshaler struct {
-	r    *bufio.Reader
-	refs []any
-	pos  int64
+// mkind is the kind of a decoded scalar or reference entry.
+type mkind uint8
+
+const (
+	kNil   mkind = iota // None, or a container whose reference is not filled yet
+	kInt                // bits is the int64
+	kFloat              // bits is the float64's bits
+	kStr                // bits indexes unmarshaler.strs
+	kKey                // bits indexes unmarshaler.keys
+	kAny                // bits indexes unmarshaler.anys
+)
+
+// mval is one decoded object or reference entry.
+type mval struct {
+	kind mkind
+	bits uint64
 }
+
+// fkey is an interned function key (file, line, function).
+type fkey struct {
+	file, name uint32 // indices into unmarshaler.strs
+	line       int64
+}
+
+// unmarshaler decodes marshal data from a stream.
+type unmarshaler struct {
+	r    io.Reader
+	buf  []byte
+	i, n int   // buf[i:n] is read and not consumed
+	base int64 // bytes consumed before buf[0]
+	err  error // the read error that ended the input
+
+	refs []mval
+	strs []string
+	// strIndex interns strings that carry no reference flag; referenced strings are
+	// interned through their reference.
+	strIndex map[string]uint32
+	keys     []fkey
+	anys     []any
+}
+
+func newUnmarshaler(r io.Reader) *unmarshaler {
+	return &unmarshaler{r: r, buf: make([]byte, 4<<10), strIndex: map[string]uint32{}}
+}
+
+// pos is the number of bytes consumed.
+func (u *unmarshaler) pos() int64 { return u.base + int64(u.i) }
+
+// fill makes k bytes (k <= len(buf)) available; false at the end of the input.
+func (u *unmarshaler) fill(k int) bool {
+	for u.n-u.i < k {
+		if u.err != nil {
+			return false
+		}
+		if u.i > 0 {
+			copy(u.buf, u.buf[u.i:u.n])
+			u.base += int64(u.i)
+			u.n -= u.i
+			u.i = 0
+		}
+		if u.base > int64(len(u.buf)) && len(u.buf) < 64<<10 {
+			// A large input: read it in larger pieces.
+			u.buf = append(u.buf, make([]byte, len(u.buf))...)
+		}
+		m, err := u.r.Read(u.buf[u.n:])
+		u.n += m
+		if err != nil {
+			u.err = err
+		}
+	}
+	return true
+}
+
+// atEnd reports whether the input ends here (a read error is not an end).
+func (u *unmarshaler) atEnd() bool { return !u.fill(1) && u.err == io.EOF }
 
 func (u *unmarshaler) byte() (byte, error) {
-	b, err := u.r.ReadByte()
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
+	if u.i < u.n {
+		b := u.buf[u.i]
+		u.i++
+		return b, nil
 	}
-	u.pos++
-	return b, err
+	if !u.fill(1) {
+		if u.err == io.EOF {
+			return 0, io.ErrUnexpectedEOF
+		}
+		return 0, u.err
+	}
+	b := u.buf[u.i]
+	u.i++
+	return b, nil
 }
 
-func (u *unmarshaler) full(n int) ([]byte, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("negative length at byte %d", u.pos)
+// peek returns the next byte without consuming it.
+func (u *unmarshaler) peek() (byte, error) {
+	if u.i < u.n {
+		return u.buf[u.i], nil
 	}
-	b := make([]byte, 0, min(n, 1<<16))
-	for len(b) < n {
-		chunk := min(n-len(b), 1<<16)
-		buf := make([]byte, chunk)
-		if _, err := io.ReadFull(u.r, buf); err != nil {
+	if !u.fill(1) {
+		return 0, io.ErrUnexpectedEOF
+	}
+	return u.buf[u.i], nil
+}
+
+// take consumes n bytes; the slice is valid until the next read.
+func (u *unmarshaler) take(n int) ([]byte, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("negative length at byte %d", u.pos())
+	}
+	if n <= len(u.buf) {
+		if !u.fill(n) {
 			return nil, io.ErrUnexpectedEOF
 		}
-		b = append(b, buf...)
+		b := u.buf[u.i : u.i+n]
+		u.i += n
+		return b, nil
 	}
-	u.pos += int64(n)
+	b := make([]byte, 0, 1<<16)
+	for len(b) < n {
+		if !u.fill(1) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		c := min(n-len(b), u.n-u.i)
+		b = append(b, u.buf[u.i:u.i+c]...)
+		u.i += c
+	}
 	return b, nil
 }
 
 func (u *unmarshaler) int32() (int32, error) {
-	b, err := u.full(4)
+	if u.n-u.i >= 4 {
+		v := int32(binary.LittleEndian.Uint32(u.buf[u.i:]))
+		u.i += 4
+		return v, nil
+	}
+	b, err := u.take(4)
 	if err != nil {
 		return 0, err
 	}
@@ -79,12 +187,167 @@ func (u *unmarshaler) count() (int, error) {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("negative size at byte %d", u.pos)
+		return 0, fmt.Errorf("negative size at byte %d", u.pos())
 	}
 	return int(n), nil
 }
 
-// value decodes the next object.
+// reserve adds a reference slot for an object being read.
+func (u *unmarshaler) reserve() int {
+	u.refs = push(u.refs, mval{})
+	return len(u.refs) - 1
+}
+
+// ref returns the entry of reference n.
+func (u *unmarshaler) ref() (mval, error) {
+	n, err := u.count()
+	if err != nil {
+		return mval{}, err
+	}
+	if n >= len(u.refs) {
+		return mval{}, fmt.Errorf("reference %d to an object not yet read at byte %d", n, u.pos())
+	}
+	return u.refs[n], nil
+}
+
+// str interns b as a string; referenced strings (ref) are always appended, since the
+// reference is what finds them again.
+func (u *unmarshaler) str(b []byte, ref bool) mval {
+	if !ref {
+		if i, ok := u.strIndex[string(b)]; ok {
+			return mval{kStr, uint64(i)}
+		}
+	}
+	i := uint32(len(u.strs))
+	s := string(b)
+	u.strs = push(u.strs, s)
+	if !ref {
+		u.strIndex[s] = i
+	}
+	return mval{kStr, uint64(i)}
+}
+
+// internString interns s like a string without the reference flag.
+func (u *unmarshaler) internString(s string) mval {
+	i, ok := u.strIndex[s]
+	if !ok {
+		i = uint32(len(u.strs))
+		u.strs = push(u.strs, s)
+		u.strIndex[s] = i
+	}
+	return mval{kStr, uint64(i)}
+}
+
+// boxed stores a Go value as an mval.
+func (u *unmarshaler) boxed(v any) mval {
+	switch x := v.(type) {
+	case nil:
+		return mval{}
+	case int64:
+		return mval{kInt, uint64(x)}
+	case float64:
+		return mval{kFloat, math.Float64bits(x)}
+	case string:
+		return u.internString(x)
+	}
+	u.anys = append(u.anys, v)
+	return mval{kAny, uint64(len(u.anys) - 1)}
+}
+
+// unboxed is the Go value of an mval, as value returns it.
+func (u *unmarshaler) unboxed(m mval) any {
+	switch m.kind {
+	case kInt:
+		return int64(m.bits)
+	case kFloat:
+		return math.Float64frombits(m.bits)
+	case kStr:
+		return u.strs[m.bits]
+	case kKey:
+		k := u.keys[m.bits]
+		return tuple{u.strs[k.file], k.line, u.strs[k.name]}
+	case kAny:
+		return u.anys[m.bits]
+	}
+	return nil
+}
+
+// scalar decodes the next object: ints, binary floats and strings as typed values, a
+// plain reference as its entry, anything else through object.
+func (u *unmarshaler) scalar(depth int) (mval, error) {
+	if depth > maxMarshalDepth {
+		return mval{}, fmt.Errorf("nesting deeper than %d", maxMarshalDepth)
+	}
+	code, err := u.byte()
+	if err != nil {
+		return mval{}, err
+	}
+	flag := code&flagRef != 0
+	code &^= flagRef
+	var m mval
+	switch code {
+	case 'i':
+		n, err := u.int32()
+		if err != nil {
+			return mval{}, err
+		}
+		m = mval{kInt, uint64(int64(n))}
+	case 'g':
+		b, err := u.take(8)
+		if err != nil {
+			return mval{}, err
+		}
+		m = mval{kFloat, binary.LittleEndian.Uint64(b)}
+	case 'z', 'Z', 'a', 'A', 'u', 't':
+		b, err := u.strBytes(code)
+		if err != nil {
+			return mval{}, err
+		}
+		m = u.str(b, flag)
+	default:
+		if code == 'r' && !flag {
+			return u.ref()
+		}
+		slot := -1
+		if flag {
+			slot = u.reserve()
+		}
+		v, err := u.object(code, depth, slot)
+		if err != nil {
+			return mval{}, err
+		}
+		m = u.boxed(v)
+		if slot >= 0 {
+			u.refs[slot] = m
+		}
+		return m, nil
+	}
+	if flag {
+		u.refs = push(u.refs, m)
+	}
+	return m, nil
+}
+
+// strBytes reads the payload of a string of the given code.
+func (u *unmarshaler) strBytes(code byte) ([]byte, error) {
+	var n int
+	if code == 'z' || code == 'Z' {
+		b, err := u.byte()
+		if err != nil {
+			return nil, err
+		}
+		n = int(b)
+	} else {
+		c, err := u.count()
+		if err != nil {
+			return nil, err
+		}
+		n = c
+	}
+	return u.take(n)
+}
+
+// value decodes the next object as a Go value.
 func (u *unmarshaler) value(depth int) (any, error) {
 	if depth > maxMarshalDepth {
 		return nil, fmt.Errorf("nesting deeper than %d", maxMarshalDepth)
@@ -98,15 +361,14 @@ func (u *unmarshaler) value(depth int) (any, error) {
 	// Containers reserve their ref slot before their contents are read.
 	slot := -1
 	if flag {
-		slot = len(u.refs)
-		u.refs = append(u.refs, nil)
+		slot = u.reserve()
 	}
 	v, err := u.object(code, depth, slot)
 	if err != nil {
 		return nil, err
 	}
 	if slot >= 0 {
-		u.refs[slot] = v
+		u.refs[slot] = u.boxed(v)
 	}
 	return v, nil
 }
@@ -125,7 +387,7 @@ func (u *unmarshaler) object(code byte, depth, slot int) (any, error) {
 	case 'l':
 		return u.long()
 	case 'g':
-		b, err := u.full(8)
+		b, err := u.take(8)
 		if err != nil {
 			return nil, err
 		}
@@ -135,36 +397,25 @@ func (u *unmarshaler) object(code byte, depth, slot int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := u.full(int(n))
+		b, err := u.take(int(n))
 		if err != nil {
 			return nil, err
 		}
 		f, err := strconv.ParseFloat(string(b), 64)
 		if err != nil {
-			return nil, fmt.Errorf("bad float at byte %d", u.pos)
+			return nil, fmt.Errorf("bad float at byte %d", u.pos())
 		}
 		return f, nil
-	case 'z', 'Z':
-		n, err := u.byte()
-		if err != nil {
-			return nil, err
-		}
-		b, err := u.full(int(n))
-		return string(b), err
-	case 'a', 'A', 'u', 't':
-		n, err := u.count()
-		if err != nil {
-			return nil, err
-		}
-		b, err := u.full(n)
+	case 'z', 'Z', 'a', 'A', 'u', 't':
+		b, err := u.strBytes(code)
 		return string(b), err
 	case 's':
 		n, err := u.count()
 		if err != nil {
 			return nil, err
 		}
-		b, err := u.full(n)
-		return b, err
+		b, err := u.take(n)
+		return append([]byte(nil), b...), err
 	case ')':
 		n, err := u.byte()
 		if err != nil {
@@ -180,15 +431,19 @@ func (u *unmarshaler) object(code byte, depth, slot int) (any, error) {
 	case '{':
 		var d dict
 		if slot >= 0 {
-			u.refs[slot] = d
+			u.refs[slot] = u.boxed(d)
 		}
 		for {
-			k, err := u.valueOrNull(depth + 1)
+			end, err := u.dictEnd()
 			if err != nil {
 				return nil, err
 			}
-			if k == nullObject {
+			if end {
 				return d, nil
+			}
+			k, err := u.value(depth + 1)
+			if err != nil {
+				return nil, err
 			}
 			v, err := u.value(depth + 1)
 			if err != nil {
@@ -197,36 +452,30 @@ func (u *unmarshaler) object(code byte, depth, slot int) (any, error) {
 			d = append(d, pair{k, v})
 		}
 	case 'r':
-		n, err := u.count()
+		m, err := u.ref()
 		if err != nil {
 			return nil, err
 		}
-		if n >= len(u.refs) {
-			return nil, fmt.Errorf("reference %d to an object not yet read at byte %d", n, u.pos)
-		}
-		return u.refs[n], nil
+		return u.unboxed(m), nil
 	case 'c':
 		return u.code(depth)
 	case 'R':
 		return nil, &py2Error{"string references ('R') exist only in Python 2 marshal"}
 	}
-	return nil, fmt.Errorf("unsupported marshal type code %q at byte %d", code, u.pos-1)
+	return nil, fmt.Errorf("unsupported marshal type code %q at byte %d", code, u.pos()-1)
 }
 
-// nullObject is the '0' marker that ends a dict.
-var nullObject = &struct{}{}
-
-func (u *unmarshaler) valueOrNull(depth int) (any, error) {
-	b, err := u.r.Peek(1)
+// dictEnd consumes the '0' marker that ends a dict, if it comes next.
+func (u *unmarshaler) dictEnd() (bool, error) {
+	b, err := u.peek()
 	if err != nil {
-		return nil, io.ErrUnexpectedEOF
+		return false, err
 	}
-	if b[0] == '0' {
-		u.r.ReadByte()
-		u.pos++
-		return nullObject, nil
+	if b == '0' {
+		u.i++
+		return true, nil
 	}
-	return u.value(depth)
+	return false, nil
 }
 
 func (u *unmarshaler) seq(n, depth int) (any, error) {
@@ -252,22 +501,22 @@ func (u *unmarshaler) long() (any, error) {
 		n = -n
 	}
 	if n > 5 {
-		return nil, fmt.Errorf("integer wider than 64 bits at byte %d", u.pos)
+		return nil, fmt.Errorf("integer wider than 64 bits at byte %d", u.pos())
 	}
 	var v uint64
 	for i := 0; i < int(n); i++ {
-		b, err := u.full(2)
+		b, err := u.take(2)
 		if err != nil {
 			return nil, err
 		}
 		d := uint64(binary.LittleEndian.Uint16(b))
 		if d >= 1<<15 {
-			return nil, fmt.Errorf("bad long digit at byte %d", u.pos)
+			return nil, fmt.Errorf("bad long digit at byte %d", u.pos())
 		}
 		v |= d << (15 * uint(i))
 	}
 	if v > math.MaxInt64 {
-		return nil, fmt.Errorf("integer wider than 64 bits at byte %d", u.pos)
+		return nil, fmt.Errorf("integer wider than 64 bits at byte %d", u.pos())
 	}
 	if neg {
 		return -int64(v), nil
@@ -316,7 +565,30 @@ func (u *unmarshaler) code(depth int) (any, error) {
 	file, ok1 := objs[5].(string)
 	name, ok2 := objs[6].(string)
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("a code object in a layout other than CPython 3.11+ at byte %d", u.pos)
+		return nil, fmt.Errorf("a code object in a layout other than CPython 3.11+ at byte %d", u.pos())
 	}
 	return codeObject{name: name, file: file, line: int64(line)}, nil
+}
+
+// push appends v to s, doubling the capacity when s is full: a large table is then
+// copied about once while it grows, not four times over as append's 1.25 factor does.
+func push[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 256))
+	}
+	return append(s, v)
+}
+
+// intOf is m as an int (marshal ints and longs only).
+func intOf(m mval) (int64, bool) { return int64(m.bits), m.kind == kInt }
+
+// floatOf is m as a float (a float, or an int converted).
+func floatOf(m mval) (float64, bool) {
+	switch m.kind {
+	case kFloat:
+		return math.Float64frombits(m.bits), true
+	case kInt:
+		return float64(int64(m.bits)), true
+	}
+	return 0, false
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -55,7 +54,7 @@ const maxJSONProfileBytes = 64 << 20
 
 // decoded is one decoded CPU source.
 type decoded struct {
-	pstats   []PstatsFunction
+	pstats   *pstatsTable
 	sampled  *Sampled
 	provider gen.Provider
 	metrics  map[string]any
@@ -99,7 +98,7 @@ func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits,
 	switch in.Format {
 	case gen.FormatPstats:
 		p.provider.ID = "pstats"
-		p.pstats, err = DecodePstats(f)
+		p.pstats, err = decodePstatsTable(f, o.Edges)
 	case gen.FormatPySpy:
 		p.provider.ID = "speedscope"
 		var profiles int
@@ -165,39 +164,17 @@ func rankHotspots(ctx context.Context, req *providers.Request[gen.CpuHotspotFiel
 	if req.Fields.Metric != nil {
 		metric = *req.Fields.Metric
 	}
-	fs := append([]PstatsFunction(nil), p.pstats...)
-	key := func(x PstatsFunction) float64 {
-		switch metric {
-		case "cumulative_time_seconds":
-			return x.CumSeconds
-		case "total_calls":
-			return float64(x.TotalCalls)
-		case "primitive_calls":
-			return float64(x.PrimitiveCalls)
-		}
-		return x.SelfSeconds
-	}
-	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		if ka, kb := key(a), key(b); ka != kb {
-			return ka > kb
-		}
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Function < b.Function
-	})
+	t := p.pstats
+	order := t.rank(metric)
 	var total float64
-	for _, x := range fs {
-		total += x.SelfSeconds
+	for _, i := range order {
+		total += t.funcs[i].tt
 	}
-	a.Metrics = map[string]any{"function_count": len(fs), "metric": metric, "total_self_time_seconds": total}
-	a.Rows = providers.ProjectSlice(fs, func(x PstatsFunction) gen.CpuHotspotPstatsRow {
-		return gen.CpuHotspotPstatsRow{Function: x.Function, File: x.File, Line: x.Line, PrimitiveCalls: x.PrimitiveCalls,
-			TotalCalls: x.TotalCalls, SelfTimeSeconds: x.SelfSeconds, CumulativeTimeSeconds: x.CumSeconds}
+	a.Metrics = map[string]any{"function_count": len(order), "metric": metric, "total_self_time_seconds": total}
+	a.Rows = providers.ProjectSlice(order, func(i int32) gen.CpuHotspotPstatsRow {
+		x := &t.funcs[i]
+		return gen.CpuHotspotPstatsRow{Function: t.strs[x.name], File: t.strs[x.file], Line: x.line, PrimitiveCalls: x.cc,
+			TotalCalls: x.nc, SelfTimeSeconds: x.tt, CumulativeTimeSeconds: x.ct}
 	})
 	return a, nil
 }
@@ -214,18 +191,19 @@ func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFie
 	direction := req.Fields.Direction
 	a := &providers.Analysis{Provider: p.provider, Implementation: p.implementation}
 	matching := 0
-	if p.pstats != nil {
-		edges := pstatsEdges(p.pstats, function, direction)
+	if t := p.pstats; t != nil {
+		edges := t.callerEdges(function, direction)
 		matching = len(edges)
-		all := 0
-		for _, fn := range p.pstats {
-			all += len(fn.Callers)
-		}
-		a.Metrics = map[string]any{"function_count": len(p.pstats), "edge_count": all, "matching_edge_count": len(edges)}
+		a.Metrics = map[string]any{"function_count": len(t.funcs), "edge_count": t.edges, "matching_edge_count": len(edges)}
 		a.Rows = providers.ProjectSlice(edges, func(e pstatsEdge) gen.CpuCallerPstatsRow {
-			return gen.CpuCallerPstatsRow{CallerFunction: e.Caller.Function, CallerFile: e.Caller.File, CallerLine: e.Caller.Line,
-				CalleeFunction: e.callee.Function, CalleeFile: e.callee.File, CalleeLine: e.callee.Line,
-				PrimitiveCalls: e.PrimitiveCalls, TotalCalls: e.TotalCalls, SelfTimeSeconds: e.SelfSeconds, CumulativeTimeSeconds: e.CumSeconds}
+			c, callee := &t.callers[e.caller], &t.funcs[e.callee]
+			row := gen.CpuCallerPstatsRow{CallerFunction: t.strs[c.name], CallerFile: t.strs[c.file], CallerLine: c.line,
+				CalleeFunction: t.strs[callee.name], CalleeFile: t.strs[callee.file], CalleeLine: callee.line, TotalCalls: c.nc}
+			if !c.bare {
+				cc, tt, ct := c.cc, c.tt, c.ct
+				row.PrimitiveCalls, row.SelfTimeSeconds, row.CumulativeTimeSeconds = &cc, &tt, &ct
+			}
+			return row
 		})
 	} else {
 		edges := p.sampled.CallerEdges(function, direction)
@@ -248,56 +226,6 @@ func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFie
 		a.Limitations = []string{"No caller edge matches the request."}
 	}
 	return a, nil
-}
-
-// pstatsEdge is a caller edge with its callee.
-type pstatsEdge struct {
-	PstatsEdge
-	callee Func
-}
-
-// pstatsEdges lists the caller edges that pass the filter, by cumulative time (absent
-// last), then caller and callee positions.
-func pstatsEdges(fs []PstatsFunction, function, direction string) []pstatsEdge {
-	needle := strings.ToLower(function)
-	match := func(f Func) bool { return needle == "" || strings.Contains(strings.ToLower(f.String()), needle) }
-	var out []pstatsEdge
-	for _, fn := range fs {
-		for _, e := range fn.Callers {
-			if KeepEdge(match(e.Caller), match(fn.Func), direction) {
-				out = append(out, pstatsEdge{e, fn.Func})
-			}
-		}
-	}
-	cum := func(e pstatsEdge) float64 {
-		if e.CumSeconds == nil {
-			return -1
-		}
-		return *e.CumSeconds
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if ca, cb := cum(a), cum(b); ca != cb {
-			return ca > cb
-		}
-		if a.Caller.File != b.Caller.File {
-			return a.Caller.File < b.Caller.File
-		}
-		if a.Caller.Line != b.Caller.Line {
-			return a.Caller.Line < b.Caller.Line
-		}
-		if a.callee.File != b.callee.File {
-			return a.callee.File < b.callee.File
-		}
-		if a.callee.Line != b.callee.Line {
-			return a.callee.Line < b.callee.Line
-		}
-		if a.Caller.Function != b.Caller.Function {
-			return a.Caller.Function < b.Caller.Function
-		}
-		return a.callee.Function < b.callee.Function
-	})
-	return out
 }
 
 // pySpyVersion is the pinned py-spy release.
