@@ -153,7 +153,9 @@ func rankHotspots(ctx context.Context, req *providers.Request[gen.CpuHotspotFiel
 	if p.pstats == nil {
 		a.Metrics = sampledMetrics(p.sampled, p.metrics)
 		unit := p.sampled.Unit
-		a.Rows = providers.ProjectSlice(p.sampled.Hotspots(), func(h HotspotRow) gen.CpuHotspotSampledRow {
+		s := p.sampled
+		a.Rows = providers.ProjectSlice(s.HotspotOrder(), func(i int32) gen.CpuHotspotSampledRow {
+			h := s.Hotspot(int(i))
 			return gen.CpuHotspotSampledRow{Function: h.Function, File: providers.Nullable(h.File), Line: providers.Nullable(h.Line),
 				Column: providers.Nullable(h.Column), SelfWeight: h.SelfWeight, InclusiveWeight: h.InclusiveWeight,
 				SelfSamples: h.SelfSamples, Unit: unit}

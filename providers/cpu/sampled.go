@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,7 +48,7 @@ type Sampled struct {
 	index map[Frame]int
 	edges bool
 	adds  int64
-	seen  map[int]int64 // frame -> last Add call that counted it
+	seen  []int64 // by frame: the last Add call that counted it
 	seenE map[[2]int]int64
 }
 
@@ -67,7 +69,19 @@ type Options struct {
 
 // NewSampled returns an empty profile in unit.
 func NewSampled(unit string, o Options) *Sampled {
-	return &Sampled{Unit: unit, Scale: 1, edges: o.Edges, Edges: map[[2]int]*Edge{}, index: map[Frame]int{}, seen: map[int]int64{}, seenE: map[[2]int]int64{}}
+	return &Sampled{Unit: unit, Scale: 1, edges: o.Edges, Edges: map[[2]int]*Edge{}, index: map[Frame]int{}, seenE: map[[2]int]int64{}}
+}
+
+// reserve makes room for n frames.
+func (s *Sampled) reserve(n int) {
+	s.Frames = slices.Grow(s.Frames, n)
+	s.Self = slices.Grow(s.Self, n)
+	s.Inclusive = slices.Grow(s.Inclusive, n)
+	s.SelfSamples = slices.Grow(s.SelfSamples, n)
+	s.seen = slices.Grow(s.seen, n)
+	if len(s.index) == 0 {
+		s.index = make(map[Frame]int, n)
+	}
 }
 
 // Frame interns f and returns its index.
@@ -84,6 +98,7 @@ func (s *Sampled) Frame(f Frame) (int, error) {
 	s.Self = append(s.Self, 0)
 	s.Inclusive = append(s.Inclusive, 0)
 	s.SelfSamples = append(s.SelfSamples, 0)
+	s.seen = append(s.seen, 0)
 	return i, nil
 }
 
@@ -138,21 +153,41 @@ type HotspotRow struct {
 
 // Hotspots ranks the frames by self weight, then inclusive weight, then identity.
 func (s *Sampled) Hotspots() []HotspotRow {
-	rows := make([]HotspotRow, len(s.Frames))
-	for i, f := range s.Frames {
-		rows[i] = HotspotRow{Frame: f, SelfWeight: s.Self[i] * s.Scale, InclusiveWeight: s.Inclusive[i] * s.Scale, SelfSamples: s.SelfSamples[i]}
+	order := s.HotspotOrder()
+	rows := make([]HotspotRow, len(order))
+	for i, f := range order {
+		rows[i] = s.Hotspot(int(f))
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.SelfWeight != b.SelfWeight {
-			return a.SelfWeight > b.SelfWeight
-		}
-		if a.InclusiveWeight != b.InclusiveWeight {
-			return a.InclusiveWeight > b.InclusiveWeight
-		}
-		return frameLess(a.Frame, b.Frame)
-	})
 	return rows
+}
+
+// Hotspot is the row of frame i.
+func (s *Sampled) Hotspot(i int) HotspotRow {
+	return HotspotRow{Frame: s.Frames[i], SelfWeight: s.Self[i] * s.Scale, InclusiveWeight: s.Inclusive[i] * s.Scale, SelfSamples: s.SelfSamples[i]}
+}
+
+// HotspotOrder is the frame indices in Hotspots order.
+func (s *Sampled) HotspotOrder() []int32 {
+	order := make([]int32, len(s.Frames))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := descending(s.Self[a]*s.Scale, s.Self[b]*s.Scale); c != 0 {
+			return c
+		}
+		if c := descending(s.Inclusive[a]*s.Scale, s.Inclusive[b]*s.Scale); c != 0 {
+			return c
+		}
+		if frameLess(s.Frames[a], s.Frames[b]) {
+			return -1
+		}
+		if frameLess(s.Frames[b], s.Frames[a]) {
+			return 1
+		}
+		return cmp.Compare(a, b)
+	})
+	return order
 }
 
 func frameLess(a, b Frame) bool {
