@@ -64,11 +64,7 @@ type fkey struct {
 
 // unmarshaler decodes marshal data from a stream.
 type unmarshaler struct {
-	r    io.Reader
-	buf  []byte
-	i, n int   // buf[i:n] is read and not consumed
-	base int64 // bytes consumed before buf[0]
-	err  error // the read error that ended the input
+	input
 
 	refs []mval
 	strs []string
@@ -80,91 +76,7 @@ type unmarshaler struct {
 }
 
 func newUnmarshaler(r io.Reader) *unmarshaler {
-	return &unmarshaler{r: r, buf: make([]byte, 4<<10), strIndex: map[string]uint32{}}
-}
-
-// pos is the number of bytes consumed.
-func (u *unmarshaler) pos() int64 { return u.base + int64(u.i) }
-
-// fill makes k bytes (k <= len(buf)) available; false at the end of the input.
-func (u *unmarshaler) fill(k int) bool {
-	for u.n-u.i < k {
-		if u.err != nil {
-			return false
-		}
-		if u.i > 0 {
-			copy(u.buf, u.buf[u.i:u.n])
-			u.base += int64(u.i)
-			u.n -= u.i
-			u.i = 0
-		}
-		if u.base > int64(len(u.buf)) && len(u.buf) < 64<<10 {
-			// A large input: read it in larger pieces.
-			u.buf = append(u.buf, make([]byte, len(u.buf))...)
-		}
-		m, err := u.r.Read(u.buf[u.n:])
-		u.n += m
-		if err != nil {
-			u.err = err
-		}
-	}
-	return true
-}
-
-// atEnd reports whether the input ends here (a read error is not an end).
-func (u *unmarshaler) atEnd() bool { return !u.fill(1) && u.err == io.EOF }
-
-func (u *unmarshaler) byte() (byte, error) {
-	if u.i < u.n {
-		b := u.buf[u.i]
-		u.i++
-		return b, nil
-	}
-	if !u.fill(1) {
-		if u.err == io.EOF {
-			return 0, io.ErrUnexpectedEOF
-		}
-		return 0, u.err
-	}
-	b := u.buf[u.i]
-	u.i++
-	return b, nil
-}
-
-// peek returns the next byte without consuming it.
-func (u *unmarshaler) peek() (byte, error) {
-	if u.i < u.n {
-		return u.buf[u.i], nil
-	}
-	if !u.fill(1) {
-		return 0, io.ErrUnexpectedEOF
-	}
-	return u.buf[u.i], nil
-}
-
-// take consumes n bytes; the slice is valid until the next read.
-func (u *unmarshaler) take(n int) ([]byte, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("negative length at byte %d", u.pos())
-	}
-	if n <= len(u.buf) {
-		if !u.fill(n) {
-			return nil, io.ErrUnexpectedEOF
-		}
-		b := u.buf[u.i : u.i+n]
-		u.i += n
-		return b, nil
-	}
-	b := make([]byte, 0, 1<<16)
-	for len(b) < n {
-		if !u.fill(1) {
-			return nil, io.ErrUnexpectedEOF
-		}
-		c := min(n-len(b), u.n-u.i)
-		b = append(b, u.buf[u.i:u.i+c]...)
-		u.i += c
-	}
-	return b, nil
+	return &unmarshaler{input: newInput(r), strIndex: map[string]uint32{}}
 }
 
 func (u *unmarshaler) int32() (int32, error) {

@@ -113,13 +113,25 @@ func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits,
 	case gen.FormatPprof:
 		p.provider.ID = "pprof"
 		var info PprofInfo
-		p.sampled, info, err = DecodePprof(io.LimitReader(f, limits.MaxInputBytes), o)
+		p.sampled, info, err = decodePprof(io.LimitReader(f, limits.MaxInputBytes), func() (io.ReadCloser, error) {
+			g, err := providers.OpenInput(in)
+			if err != nil {
+				return nil, err
+			}
+			return readCloser{io.LimitReader(g, limits.MaxInputBytes), g}, nil
+		}, o)
 		p.metrics["sample_type"], p.metrics["sample_types"] = info.SampleType, info.SampleTypes
 	}
 	if err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// readCloser reads one stream and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // sampledMetrics are the operation-level figures of a sampled profile.

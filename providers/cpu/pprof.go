@@ -1,0 +1,766 @@
+package cpu
+
+import (
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/google/pprof/profile"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/flameox/flameox/providers"
+)
+
+// pprofUnits scales pprof time units to seconds.
+var pprofUnits = map[string]float64{"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1}
+
+// PprofInfo describes the sample type a pprof profile was read with.
+type PprofInfo struct {
+	SampleType  string
+	SampleUnit  string
+	SampleTypes []string
+}
+
+// DecodePprof reads a pprof profile (gzip or not) with the named sample type, or the
+// profile's default (its default_sample_type, else the last). Frames are functions
+// (name, file, start line), with inlined frames expanded; time units become seconds and
+// count units samples. r is read from its current offset, and read again from there when
+// the profile is not one the streaming reader takes.
+func DecodePprof(r io.ReadSeeker, o Options) (*Sampled, PprofInfo, error) {
+	start, err := r.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
+	}
+	return decodePprof(r, func() (io.ReadCloser, error) {
+		_, err := r.Seek(start, io.SeekStart)
+		return io.NopCloser(r), err
+	}, o)
+}
+
+// decodePprof reads a profile from r with the streaming reader. A profile it does not
+// take (one github.com/google/pprof/profile may still parse: legacy text formats,
+// varints and field numbers outside the protobuf rules, or an invalid one) is read again
+// from reread by profile.Parse, so that what is accepted and what it reports stay those
+// of the profile package.
+func decodePprof(r io.Reader, reread func() (io.ReadCloser, error), o Options) (*Sampled, PprofInfo, error) {
+	s, info, err := streamPprof(r, o)
+	if !errors.Is(err, errNotStreamed) {
+		return s, info, err
+	}
+	rr, err := reread()
+	if err != nil {
+		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
+	}
+	defer rr.Close()
+	p, err := profile.Parse(rr)
+	if err != nil {
+		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
+	}
+	return aggregateParsed(p, o)
+}
+
+// pprofSampleType chooses the sample type to weigh by: the named one, else the default
+// type when the profile names one it has, else the last.
+func pprofSampleType(types, units []string, defaultType, want string) (int, PprofInfo, error) {
+	info := PprofInfo{SampleTypes: types}
+	if len(types) == 0 {
+		return 0, info, &providers.DecodeError{Message: "the pprof profile declares no sample types"}
+	}
+	idx := len(types) - 1
+	named := want
+	if named == "" && defaultType != "" {
+		named = defaultType
+	}
+	if named != "" {
+		idx = -1
+		for i, t := range types {
+			if t == named {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			if want != "" {
+				return 0, info, &providers.FieldError{Field: []any{"sample_type"}, Accepted: types,
+					Message: fmt.Sprintf("the pprof profile has no sample type %q; it has %s", want, strings.Join(types, ", "))}
+			}
+			idx = len(types) - 1
+		}
+	}
+	info.SampleType, info.SampleUnit = types[idx], units[idx]
+	return idx, info, nil
+}
+
+// newPprofSampled is the empty profile for a sample type unit: time units in seconds,
+// count in samples, others as they are.
+func newPprofSampled(unit string, o Options) *Sampled {
+	u, scale := unit, 1.0
+	if f, ok := pprofUnits[unit]; ok {
+		u, scale = "seconds", f
+	} else if unit == "count" {
+		u = "samples"
+	}
+	s := NewSampled(u, o)
+	s.Scale = scale
+	return s
+}
+
+// aggregateParsed aggregates a profile parsed by the profile package.
+func aggregateParsed(p *profile.Profile, o Options) (*Sampled, PprofInfo, error) {
+	var types, units []string
+	for _, st := range p.SampleType {
+		types, units = append(types, st.Type), append(units, st.Unit)
+	}
+	idx, info, err := pprofSampleType(types, units, p.DefaultSampleType, o.SampleType)
+	if err != nil {
+		return nil, info, err
+	}
+	s := newPprofSampled(info.SampleUnit, o)
+	frames := map[uint64][]int{} // location id -> frames leaf first
+	stack := make([]int, 0, 64)
+	for _, smp := range p.Sample {
+		if idx >= len(smp.Value) {
+			return nil, info, &providers.DecodeError{Message: "a pprof sample has fewer values than sample types"}
+		}
+		stack = stack[:0]
+		for li := len(smp.Location) - 1; li >= 0; li-- { // root first
+			loc := smp.Location[li]
+			fs, ok := frames[loc.ID]
+			if !ok {
+				var err error
+				if fs, err = locationFrames(s, loc); err != nil {
+					return nil, info, err
+				}
+				frames[loc.ID] = fs
+			}
+			for fi := len(fs) - 1; fi >= 0; fi-- { // callers of inlined frames first
+				stack = append(stack, fs[fi])
+			}
+		}
+		if err := s.Add(stack, 1, float64(smp.Value[idx])); err != nil {
+			return nil, info, err
+		}
+	}
+	return s, info, nil
+}
+
+// locationFrames interns the frames of one location, leaf-most (inlined) first.
+func locationFrames(s *Sampled, loc *profile.Location) ([]int, error) {
+	var out []int
+	if len(loc.Line) == 0 {
+		f := Frame{Function: fmt.Sprintf("0x%x", loc.Address)}
+		if loc.Mapping != nil {
+			f.File = loc.Mapping.File
+		}
+		i, err := s.Frame(f)
+		if err != nil {
+			return nil, err
+		}
+		return []int{i}, nil
+	}
+	for _, ln := range loc.Line {
+		f := Frame{Function: "[unknown]"}
+		if ln.Function != nil {
+			f = Frame{Function: ln.Function.Name, File: ln.Function.Filename, Line: ln.Function.StartLine}
+		}
+		i, err := s.Frame(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, i)
+	}
+	return out, nil
+}
+
+// The streaming reader.
+//
+// profile.Parse reads the whole (decompressed) profile into memory and then builds every
+// sample, location, function and string as a Go object before anything is counted; for a
+// 10 MB profile of 50,000 functions that is most of the time and memory of a ranking.
+// streamPprof reads the protobuf (google.golang.org/protobuf's protowire) as it comes: a
+// sample's bytes are kept (its location ids and values, packed) in an arena of blocks,
+// locations, functions and mappings as a few integers each, and strings once (frames
+// name the same strings).
+// Samples are aggregated once the tables are complete, since writers put the tables
+// after the samples. Every check profile.Parse makes (wire types per field, string
+// indices, unique non-zero ids, references that resolve, value counts, the first string
+// empty, a second time_nanos) is made too; a profile that fails one, or that the
+// stricter protowire rejects, is errNotStreamed and goes to profile.Parse.
+
+// errNotStreamed is a profile the streaming reader leaves to profile.Parse.
+var errNotStreamed = errors.New("not a profile the streaming reader takes")
+
+// pprofStream is what the streaming reader keeps of a profile.
+type pprofStream struct {
+	strs []string
+	// maxStr is the largest string index referenced; negStr records a negative one.
+	maxStr int64
+	negStr bool
+
+	types     [][2]int64 // sample types: type and unit string indices
+	dflt      int64      // default_sample_type
+	timeNanos int64
+
+	mapIDs  []uint64
+	mapFile []int64
+
+	funcIDs []uint64
+	funcs   []pprofFunc
+
+	locIDs    []uint64
+	locs      []pprofLoc
+	lineFuncs []uint64 // function ids of every location line
+
+	samples sampleArena
+
+	// Indices of the ids, made by check.
+	locIndex, funcIndex, mapIndex index
+}
+
+func (p *pprofStream) str(x int64) {
+	if x < 0 {
+		p.negStr = true
+	}
+	p.maxStr = max(p.maxStr, x)
+}
+
+type pprofFunc struct{ name, file, start int64 }
+
+// pprofLoc is a location; its lines' functions are lineFuncs[lines:] up to the next
+// location's.
+type pprofLoc struct {
+	mapping, address uint64
+	lines            int
+}
+
+// sampleArena keeps sample payloads, each behind its length, in blocks of up to 1 MiB.
+type sampleArena struct {
+	blocks [][]byte
+	n      int
+}
+
+func (a *sampleArena) add(b []byte) {
+	need := binary.MaxVarintLen64 + len(b)
+	last := len(a.blocks) - 1
+	if last < 0 || cap(a.blocks[last])-len(a.blocks[last]) < need {
+		size := 4 << 10 // doubling to 1 MiB, so that a small profile stays small
+		if last >= 0 {
+			size = min(2*cap(a.blocks[last]), 1<<20)
+		}
+		a.blocks = append(a.blocks, make([]byte, 0, max(size, need)))
+		last++
+	}
+	blk := protowire.AppendVarint(a.blocks[last], uint64(len(b)))
+	a.blocks[last] = append(blk, b...)
+	a.n++
+}
+
+// each calls f with every sample payload in order.
+func (a *sampleArena) each(f func([]byte) error) error {
+	for _, blk := range a.blocks {
+		for len(blk) > 0 {
+			n, k := protowire.ConsumeVarint(blk)
+			b := blk[k : k+int(n)]
+			blk = blk[k+int(n):]
+			if err := f(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// streamPprof reads a profile with the streaming reader.
+func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
+	raw := newInput(r)
+	in := &raw
+	if raw.fill(2) && raw.buf[raw.i] == 0x1f && raw.buf[raw.i+1] == 0x8b {
+		zr, err := gzip.NewReader(&raw)
+		if err != nil {
+			return nil, PprofInfo{}, errNotStreamed
+		}
+		unzipped := newInput(zr)
+		in = &unzipped
+	}
+	if in.atEnd() { // profile.Parse refuses empty data
+		return nil, PprofInfo{}, errNotStreamed
+	}
+	p := &pprofStream{}
+	if !p.read(in) || !p.check() {
+		return nil, PprofInfo{}, errNotStreamed
+	}
+	return p.aggregate(o)
+}
+
+// Read implements io.Reader over what the input has not consumed, for gzip.
+func (in *input) Read(b []byte) (int, error) {
+	if !in.fill(1) {
+		return 0, in.err
+	}
+	n := copy(b, in.buf[in.i:in.n])
+	in.i += n
+	return n, nil
+}
+
+// uvarint consumes a varint.
+func (in *input) uvarint() (uint64, bool) {
+	in.fill(binary.MaxVarintLen64)
+	v, n := protowire.ConsumeVarint(in.buf[in.i:in.n])
+	if n < 0 {
+		return 0, false
+	}
+	in.i += n
+	return v, true
+}
+
+// read reads the Profile message to the end of the input.
+func (p *pprofStream) read(in *input) bool {
+	for !in.atEnd() {
+		if in.err != nil && in.err != io.EOF && in.i == in.n {
+			return false // a read or decompression error
+		}
+		tag, ok := in.uvarint()
+		if !ok {
+			return false
+		}
+		field, typ := tag>>3, protowire.Type(tag&7)
+		var v uint64
+		var data []byte
+		switch typ {
+		case protowire.VarintType:
+			if v, ok = in.uvarint(); !ok {
+				return false
+			}
+		case protowire.Fixed64Type, protowire.Fixed32Type:
+			n := 8
+			if typ == protowire.Fixed32Type {
+				n = 4
+			}
+			if _, err := in.take(n); err != nil {
+				return false
+			}
+		case protowire.BytesType:
+			n, ok := in.uvarint()
+			if !ok || n > math.MaxInt32 {
+				return false
+			}
+			var err error
+			if data, err = in.take(int(n)); err != nil {
+				return false
+			}
+		default:
+			return false
+		}
+		if !p.field(field, typ, v, data) {
+			return false
+		}
+	}
+	return in.err == io.EOF
+}
+
+// field takes one field of the Profile message.
+func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []byte) bool {
+	isMsg, isInt := typ == protowire.BytesType, typ == protowire.VarintType
+	switch field {
+	case 1, 11: // sample_type, period_type: ValueType{type, unit}
+		var vt [2]uint64
+		if !isMsg || !varints(data, vt[:]) {
+			return false
+		}
+		p.str(int64(vt[0]))
+		p.str(int64(vt[1]))
+		if field == 1 {
+			p.types = append(p.types, [2]int64{int64(vt[0]), int64(vt[1])})
+		}
+	case 2: // sample
+		if !isMsg {
+			return false
+		}
+		p.samples.add(data)
+	case 3: // mapping: id, memory_start, memory_limit, file_offset, filename, build_id, 4 flags
+		var m [10]uint64
+		if !isMsg || !varints(data, m[:]) {
+			return false
+		}
+		p.str(int64(m[4]))
+		p.str(int64(m[5]))
+		p.mapIDs, p.mapFile = push(p.mapIDs, m[0]), push(p.mapFile, int64(m[4]))
+	case 4: // location: id, mapping_id, address, line (repeated Line), is_folded
+		var id, mapping, address uint64
+		lines := len(p.lineFuncs)
+		if !isMsg || !eachField(data, func(f uint64, typ protowire.Type, v uint64, line []byte) bool {
+			switch {
+			case f == 0 || f > 5:
+				return true
+			case f == 4: // Line: function_id, line, column
+				var ln [3]uint64
+				p.lineFuncs = push(p.lineFuncs, 0)
+				if typ != protowire.BytesType || !varints(line, ln[:]) {
+					return false
+				}
+				p.lineFuncs[len(p.lineFuncs)-1] = ln[0]
+			case typ != protowire.VarintType:
+				return false
+			case f == 1:
+				id = v
+			case f == 2:
+				mapping = v
+			case f == 3:
+				address = v
+			}
+			return true
+		}) {
+			return false
+		}
+		p.locIDs, p.locs = push(p.locIDs, id), push(p.locs, pprofLoc{mapping: mapping, address: address, lines: lines})
+	case 5: // function: id, name, system_name, filename, start_line
+		var fn [5]uint64
+		if !isMsg || !varints(data, fn[:]) {
+			return false
+		}
+		for _, x := range fn[1:4] {
+			p.str(int64(x))
+		}
+		p.funcIDs = push(p.funcIDs, fn[0])
+		p.funcs = push(p.funcs, pprofFunc{name: int64(fn[1]), file: int64(fn[3]), start: int64(fn[4])})
+	case 6: // string_table
+		if !isMsg || len(p.strs) == 0 && len(data) > 0 {
+			return false // profile.Parse requires string_table[0] == ""
+		}
+		p.strs = push(p.strs, string(data))
+	case 7, 8, 15: // drop_frames, keep_frames, doc_url
+		if !isInt {
+			return false
+		}
+		p.str(int64(v))
+	case 9: // time_nanos; a second one means concatenated profiles
+		if !isInt || p.timeNanos != 0 {
+			return false
+		}
+		p.timeNanos = int64(v)
+	case 10, 12: // duration_nanos, period
+		return isInt
+	case 13: // comment
+		return ints(typ, v, data, func(x uint64) { p.str(int64(x)) })
+	case 14: // default_sample_type
+		if !isInt {
+			return false
+		}
+		p.dflt = int64(v)
+	}
+	return true
+}
+
+// varints decodes a message whose fields 1 to len(out) are integers into out (the last
+// occurrence of a field wins, as in protobuf; field 0 and later fields are skipped).
+func varints(data []byte, out []uint64) bool {
+	return eachField(data, func(f uint64, typ protowire.Type, v uint64, _ []byte) bool {
+		if f == 0 || f > uint64(len(out)) {
+			return true
+		}
+		out[f-1] = v
+		return typ == protowire.VarintType
+	})
+}
+
+// eachField calls f with every field of a message; false when the message is malformed
+// or f refuses a field. data is set for length-delimited fields only.
+func eachField(b []byte, f func(field uint64, typ protowire.Type, v uint64, data []byte) bool) bool {
+	for len(b) > 0 {
+		tag, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		field, typ := tag>>3, protowire.Type(tag&7)
+		v, data, n := fieldValue(b, typ)
+		if n < 0 || !f(field, typ, v, data) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// fieldValue consumes the value of a field of wire type typ from b: an integer, or the
+// bytes of a length-delimited field; n < 0 when it is malformed or of a group type
+// (which profile.Parse refuses too).
+func fieldValue(b []byte, typ protowire.Type) (v uint64, data []byte, n int) {
+	switch typ {
+	case protowire.VarintType:
+		v, n = protowire.ConsumeVarint(b)
+	case protowire.Fixed64Type:
+		v, n = protowire.ConsumeFixed64(b)
+	case protowire.Fixed32Type:
+		var x uint32
+		x, n = protowire.ConsumeFixed32(b)
+		v = uint64(x)
+	case protowire.BytesType:
+		data, n = protowire.ConsumeBytes(b)
+	default:
+		n = -1
+	}
+	return v, data, n
+}
+
+// ints calls f with each integer of a repeated integer field, packed or not.
+func ints(typ protowire.Type, v uint64, data []byte, f func(uint64)) bool {
+	switch typ {
+	case protowire.VarintType:
+		f(v)
+		return true
+	case protowire.BytesType:
+		for len(data) > 0 {
+			x, n := protowire.ConsumeVarint(data)
+			if n < 0 {
+				return false
+			}
+			f(x)
+			data = data[n:]
+		}
+		return true
+	}
+	return false
+}
+
+// index maps ids to positions: a slice when the ids are dense, else a map.
+type index struct {
+	dense []int32 // position+1 by id
+	m     map[uint64]int32
+}
+
+// newIndex indexes ids, refusing a zero or repeated id.
+func newIndex(ids []uint64) (index, bool) {
+	var top uint64
+	for _, id := range ids {
+		top = max(top, id)
+	}
+	var x index
+	if top <= uint64(4*len(ids)+1024) {
+		x.dense = make([]int32, top+1)
+	} else {
+		x.m = make(map[uint64]int32, len(ids))
+	}
+	for i, id := range ids {
+		if id == 0 {
+			return x, false
+		}
+		if x.dense != nil {
+			if x.dense[id] != 0 {
+				return x, false
+			}
+			x.dense[id] = int32(i + 1)
+		} else {
+			if _, dup := x.m[id]; dup {
+				return x, false
+			}
+			x.m[id] = int32(i + 1)
+		}
+	}
+	return x, true
+}
+
+// at is the position of id, or -1.
+func (x index) at(id uint64) int {
+	if x.dense != nil {
+		if id < uint64(len(x.dense)) {
+			return int(x.dense[id]) - 1
+		}
+		return -1
+	}
+	if i, ok := x.m[id]; ok {
+		return int(i) - 1
+	}
+	return -1
+}
+
+// check makes the checks of profile.Parse that need the whole profile, but for the
+// samples (aggregate checks those), and indexes the ids.
+func (p *pprofStream) check() bool {
+	p.str(p.dflt)
+	if p.negStr || len(p.strs) == 0 || p.maxStr >= int64(len(p.strs)) {
+		return false
+	}
+	if len(p.types) == 0 && p.samples.n > 0 {
+		return false
+	}
+	var ok1, ok2, ok3 bool
+	p.mapIndex, ok1 = newIndex(p.mapIDs)
+	p.funcIndex, ok2 = newIndex(p.funcIDs)
+	p.locIndex, ok3 = newIndex(p.locIDs)
+	if !(ok1 && ok2 && ok3) {
+		return false
+	}
+	for _, fn := range p.lineFuncs {
+		if p.funcIndex.at(fn) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// aggregate chooses the sample type and aggregates the samples. A sample that fails
+// profile.Parse's checks makes the profile errNotStreamed, even after another error
+// (a bound reached, an unknown sample type), which only stands for a valid profile.
+func (p *pprofStream) aggregate(o Options) (*Sampled, PprofInfo, error) {
+	var types, units []string
+	for _, t := range p.types {
+		types, units = append(types, p.strs[t[0]]), append(units, p.strs[t[1]])
+	}
+	idx, info, err := pprofSampleType(types, units, p.strs[p.dflt], o.SampleType)
+	if err != nil {
+		var smp pprofSample
+		if p.samples.each(func(b []byte) error { return p.sample(b, &smp, 0) }) != nil {
+			return nil, PprofInfo{}, errNotStreamed
+		}
+		return nil, info, err
+	}
+	s := newPprofSampled(info.SampleUnit, o)
+	// At most a frame per function and per location without lines.
+	frameBound := len(p.funcs)
+	for l, loc := range p.locs {
+		if l+1 < len(p.locs) && p.locs[l+1].lines == loc.lines || l+1 == len(p.locs) && len(p.lineFuncs) == loc.lines {
+			frameBound++
+		}
+	}
+	s.reserve(min(frameBound, maxFrames))
+	frames := make([]locFrames, len(p.locs))
+	var list []int
+	var smp pprofSample
+	stack := make([]int, 0, 64)
+	var bound error
+	err = p.samples.each(func(b []byte) error {
+		if err := p.sample(b, &smp, idx); err != nil {
+			return err
+		}
+		if bound != nil {
+			return nil // a bound was reached: only checking now
+		}
+		stack = stack[:0]
+		for li := len(smp.locs) - 1; li >= 0; li-- { // root first
+			l := smp.locs[li]
+			f := frames[l]
+			if f.n == 0 {
+				start := len(list)
+				if list, bound = p.locationFrames(s, l, list); bound != nil {
+					return nil
+				}
+				f = locFrames{int32(start), int32(len(list) - start)}
+				frames[l] = f
+			}
+			for fi := f.start + f.n - 1; fi >= f.start; fi-- { // callers of inlined frames first
+				stack = append(stack, list[fi])
+			}
+		}
+		bound = s.Add(stack, 1, float64(smp.weight))
+		return nil
+	})
+	if err != nil {
+		return nil, PprofInfo{}, errNotStreamed
+	}
+	if bound != nil {
+		return nil, info, bound
+	}
+	return s, info, nil
+}
+
+// locFrames are the frames of a location in the aggregation's list, leaf-most (inlined)
+// first; n is 0 until they are interned (a location has at least one).
+type locFrames struct{ start, n int32 }
+
+// locationFrames interns the frames of location l and appends them to list.
+func (p *pprofStream) locationFrames(s *Sampled, l int, list []int) ([]int, error) {
+	loc := p.locs[l]
+	end := len(p.lineFuncs)
+	if l+1 < len(p.locs) {
+		end = p.locs[l+1].lines
+	}
+	if loc.lines == end {
+		f := Frame{Function: fmt.Sprintf("0x%x", loc.address)}
+		if m := p.mapIndex.at(loc.mapping); m >= 0 {
+			f.File = p.strs[p.mapFile[m]]
+		}
+		i, err := s.Frame(f)
+		return append(list, i), err
+	}
+	for _, id := range p.lineFuncs[loc.lines:end] {
+		fn := p.funcs[p.funcIndex.at(id)]
+		i, err := s.Frame(Frame{Function: p.strs[fn.name], File: p.strs[fn.file], Line: fn.start})
+		if err != nil {
+			return list, err
+		}
+		list = append(list, i)
+	}
+	return list, nil
+}
+
+// pprofSample is one decoded sample: its location positions, leaf first, and the value
+// of the chosen sample type.
+type pprofSample struct {
+	locs   []int
+	weight int64
+}
+
+// sample decodes and checks one sample as profile.Parse does.
+func (p *pprofStream) sample(b []byte, smp *pprofSample, idx int) error {
+	smp.locs, smp.weight = smp.locs[:0], 0
+	values := 0
+	ok := eachField(b, func(field uint64, typ protowire.Type, v uint64, data []byte) bool {
+		switch field {
+		case 1, 2: // location_id, value: packed (as writers write them) or not
+			if typ != protowire.BytesType {
+				return typ == protowire.VarintType && p.sampleInt(field, v, smp, idx, &values)
+			}
+			for len(data) > 0 {
+				x, n := protowire.ConsumeVarint(data)
+				if n < 0 || !p.sampleInt(field, x, smp, idx, &values) {
+					return false
+				}
+				data = data[n:]
+			}
+		case 3:
+			return p.label(typ, data)
+		}
+		return true
+	})
+	if !ok || values != len(p.types) {
+		return errNotStreamed
+	}
+	return nil
+}
+
+// sampleInt takes one location id (field 1) or value (field 2) of a sample.
+func (p *pprofStream) sampleInt(field, x uint64, smp *pprofSample, idx int, values *int) bool {
+	if field == 2 {
+		if *values == idx {
+			smp.weight = int64(x)
+		}
+		*values++
+		return true
+	}
+	l := p.locIndex.at(x)
+	smp.locs = append(smp.locs, l)
+	return l >= 0
+}
+
+// label checks a sample label's string indices as profile.Parse resolves them: the key
+// always, then the string value, or else the unit of a numeric value.
+func (p *pprofStream) label(typ protowire.Type, data []byte) bool {
+	var l [4]uint64 // key, str, num, num_unit
+	if typ != protowire.BytesType || !varints(data, l[:]) {
+		return false
+	}
+	key, str, unit := int64(l[0]), int64(l[1]), int64(l[3])
+	if str != 0 {
+		unit = 0 // not resolved; index 0 is always valid here
+	}
+	for _, x := range [...]int64{key, str, unit} {
+		if x < 0 || x >= int64(len(p.strs)) {
+			return false
+		}
+	}
+	return true
+}
