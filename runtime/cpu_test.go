@@ -128,10 +128,12 @@ func TestCPUFieldRules(t *testing.T) {
 		path     []any
 		accepted []string
 	}{
-		{"metric on pprof", "rank_cpu_hotspots", map[string]any{"sources": []any{pprof}, "metric": "total_calls"}, gen.FailureCodeInvalidInput, []any{"metric"}, []string{"pstats"}},
+		{"pstats metric on pprof", "rank_cpu_hotspots", map[string]any{"sources": []any{pprof}, "metric": "total_calls"}, gen.FailureCodeInvalidInput, []any{"metric"}, []string{"self_weight", "inclusive_weight"}},
+		{"sampled metric on pstats", "rank_cpu_hotspots", map[string]any{"sources": []any{pstats}, "metric": "inclusive_weight"}, gen.FailureCodeInvalidInput, []any{"metric"},
+			[]string{"self_time_seconds", "cumulative_time_seconds", "total_calls", "primitive_calls"}},
 		{"sample type on pstats", "rank_cpu_hotspots", map[string]any{"sources": []any{pstats}, "sample_type": "cpu"}, gen.FailureCodeInvalidInput, []any{"sample_type"}, []string{"pprof"}},
 		{"unknown sample type", "inspect_cpu_callers", map[string]any{"sources": []any{pprof}, "sample_type": "alloc_space"}, gen.FailureCodeInvalidInput, []any{"sample_type"}, []string{"samples", "cpu"}},
-		{"unknown metric", "rank_cpu_hotspots", map[string]any{"sources": []any{pstats}, "metric": "wall"}, gen.FailureCodeInvalidInput, []any{"metric"}, []string{"self_time_seconds", "cumulative_time_seconds", "total_calls", "primitive_calls"}},
+		{"unknown metric", "rank_cpu_hotspots", map[string]any{"sources": []any{pstats}, "metric": "wall"}, gen.FailureCodeInvalidInput, []any{"metric"}, []string{"self_time_seconds", "cumulative_time_seconds", "total_calls", "primitive_calls", "self_weight", "inclusive_weight"}},
 		{"python 2 pstats", "rank_cpu_hotspots", map[string]any{"sources": []any{py2}}, gen.FailureCodeDecodeFailure, nil, nil},
 		{"two sources", "rank_cpu_hotspots", map[string]any{"sources": []any{pstats, pstats}}, gen.FailureCodeInvalidInput, []any{"sources"}, nil},
 		{"text is not a profile", "rank_cpu_hotspots", map[string]any{"sources": []any{map[string]any{"kind": "path", "path": filepath.Join(corpus, "README.md")}}},

@@ -849,7 +849,7 @@ func (x *CpuCallerFields) ApplyDefaults() {
 
 // CpuHotspotFields are rank_cpu_hotspots's fields.
 type CpuHotspotFields struct {
-	// Ranking metric; pstats sources only. Other formats rank by their sampled self weight.
+	// Ranking metric. pstats: self_time_seconds (default), cumulative_time_seconds, total_calls or primitive_calls; sampled formats: self_weight (default) or inclusive_weight, which ranks callers of hot code (such as user code above runtime internals) first.
 	Metric *string `json:"metric,omitempty"`
 	// pprof sample type to weigh by (for example cpu or samples); pprof sources only. Defaults to the profile's default sample type.
 	SampleType *string `json:"sample_type,omitempty"`

@@ -63,20 +63,36 @@ type decoded struct {
 }
 
 // fieldChecks refuses metric for non-pstats and sample_type for non-pprof sources.
-func fieldChecks(in providers.Input, metric, sampleType bool) error {
-	only := func(field string, f gen.Format, why string) error {
-		return &providers.FieldError{Field: []any{field}, Accepted: []string{string(f)},
+func fieldChecks(in providers.Input, metric, sampleType *string) error {
+	only := func(field string, accepted []string, f gen.Format, why string) error {
+		return &providers.FieldError{Field: []any{field}, Accepted: accepted,
 			Message: fmt.Sprintf("%s applies to %s sources only; source %d is %s%s", field, f, in.Index, in.Format, why),
 			Details: map[string]any{"option": field, "accepted_formats": []string{string(f)}, "source_index": in.Index}}
 	}
-	if metric && in.Format != gen.FormatPstats {
-		return only("metric", gen.FormatPstats, ", which ranks by its sampled self weight")
+	if metric != nil {
+		pstats := in.Format == gen.FormatPstats
+		if sampled := *metric == "self_weight" || *metric == "inclusive_weight"; sampled == pstats {
+			if pstats {
+				return &providers.FieldError{Field: []any{"metric"}, Accepted: pstatsMetrics,
+					Message: fmt.Sprintf("metric %s ranks sampled profiles; source %d is pstats, ranked by %s", *metric, in.Index, strings.Join(pstatsMetrics, ", ")),
+					Details: map[string]any{"option": "metric", "source_index": in.Index}}
+			}
+			return &providers.FieldError{Field: []any{"metric"}, Accepted: sampledMetricNames,
+				Message: fmt.Sprintf("metric %s applies to pstats sources only; source %d is %s, ranked by self_weight or inclusive_weight", *metric, in.Index, in.Format),
+				Details: map[string]any{"option": "metric", "source_index": in.Index}}
+		}
 	}
-	if sampleType && in.Format != gen.FormatPprof {
-		return only("sample_type", gen.FormatPprof, "")
+	if sampleType != nil && in.Format != gen.FormatPprof {
+		return only("sample_type", []string{string(gen.FormatPprof)}, gen.FormatPprof, "")
 	}
 	return nil
 }
+
+// The ranking metrics of pstats and of sampled profiles.
+var (
+	pstatsMetrics      = []string{"self_time_seconds", "cumulative_time_seconds", "total_calls", "primitive_calls"}
+	sampledMetricNames = []string{"self_weight", "inclusive_weight"}
+)
 
 // decode decodes the single CPU source.
 func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, o Options) (*decoded, error) {
@@ -146,7 +162,7 @@ func sampledMetrics(s *Sampled, m map[string]any) map[string]any {
 
 // analysis resolves the format-specific fields and decodes the single source.
 func analysis(ctx context.Context, in []providers.Input, limits gen.EffectiveLimits, metric, sampleType *string, edges bool) (*decoded, error) {
-	if err := fieldChecks(in[0], metric != nil, sampleType != nil); err != nil {
+	if err := fieldChecks(in[0], metric, sampleType); err != nil {
 		return nil, err
 	}
 	o := Options{Edges: edges}
@@ -164,9 +180,14 @@ func rankHotspots(ctx context.Context, req *providers.Request[gen.CpuHotspotFiel
 	a := &providers.Analysis{Provider: p.provider, Implementation: p.implementation}
 	if p.pstats == nil {
 		a.Metrics = sampledMetrics(p.sampled, p.metrics)
+		metric := "self_weight"
+		if req.Fields.Metric != nil {
+			metric = *req.Fields.Metric
+		}
+		a.Metrics["metric"] = metric
 		unit := p.sampled.Unit
 		s := p.sampled
-		a.Rows = providers.ProjectSlice(s.HotspotOrder(), func(i int32) gen.CpuHotspotSampledRow {
+		a.Rows = providers.ProjectSlice(s.HotspotOrder(metric == "inclusive_weight"), func(i int32) gen.CpuHotspotSampledRow {
 			h := s.Hotspot(int(i))
 			return gen.CpuHotspotSampledRow{Function: h.Function, File: providers.Nullable(h.File), Line: providers.Nullable(h.Line),
 				Column: providers.Nullable(h.Column), SelfWeight: h.SelfWeight, InclusiveWeight: h.InclusiveWeight,

@@ -153,7 +153,7 @@ type HotspotRow struct {
 
 // Hotspots ranks the frames by self weight, then inclusive weight, then identity.
 func (s *Sampled) Hotspots() []HotspotRow {
-	order := s.HotspotOrder()
+	order := s.HotspotOrder(false)
 	rows := make([]HotspotRow, len(order))
 	for i, f := range order {
 		rows[i] = s.Hotspot(int(f))
@@ -166,17 +166,22 @@ func (s *Sampled) Hotspot(i int) HotspotRow {
 	return HotspotRow{Frame: s.Frames[i], SelfWeight: s.Self[i] * s.Scale, InclusiveWeight: s.Inclusive[i] * s.Scale, SelfSamples: s.SelfSamples[i]}
 }
 
-// HotspotOrder is the frame indices in Hotspots order.
-func (s *Sampled) HotspotOrder() []int32 {
+// HotspotOrder is the frame indices in Hotspots order: by self weight, then inclusive
+// weight, then identity; with inclusive, by inclusive weight first.
+func (s *Sampled) HotspotOrder(inclusive bool) []int32 {
 	order := make([]int32, len(s.Frames))
 	for i := range order {
 		order[i] = int32(i)
 	}
+	first, second := s.Self, s.Inclusive
+	if inclusive {
+		first, second = s.Inclusive, s.Self
+	}
 	slices.SortFunc(order, func(a, b int32) int {
-		if c := descending(s.Self[a]*s.Scale, s.Self[b]*s.Scale); c != 0 {
+		if c := descending(first[a]*s.Scale, first[b]*s.Scale); c != 0 {
 			return c
 		}
-		if c := descending(s.Inclusive[a]*s.Scale, s.Inclusive[b]*s.Scale); c != 0 {
+		if c := descending(second[a]*s.Scale, second[b]*s.Scale); c != 0 {
 			return c
 		}
 		if frameLess(s.Frames[a], s.Frames[b]) {
