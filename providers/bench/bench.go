@@ -42,20 +42,16 @@ type Measurement struct {
 
 // Identity is the series key of a measurement: benchmark, unit, dimensions, scope,
 // phase, loop count, worker and variant (trial and block excluded), as canonical JSON.
+// Summaries, fits and comparisons key series by an interned index of the same fields
+// instead (seriesKey).
 func (m Measurement) Identity() string {
-	return m.identity(nil, false)
-}
-
-func (m Measurement) identity(drop map[string]bool, ignoreLoops bool) string {
 	loops := m.Loops
-	if ignoreLoops || m.AdaptiveLoops {
+	if m.AdaptiveLoops {
 		loops = 0
 	}
-	dims := map[string]string{}
-	for k, v := range m.Dimensions {
-		if !drop[k] {
-			dims[k] = v
-		}
+	dims := m.Dimensions
+	if dims == nil {
+		dims = map[string]string{}
 	}
 	b, _ := json.Marshal(struct {
 		Benchmark  string            `json:"benchmark"`
@@ -92,50 +88,51 @@ type Series struct {
 // Summaries groups measurements by identity in first-seen order. Warmups, whose loop
 // counts vary during calibration, join the series of the same identity apart from the
 // loop count; warmups of a benchmark without values form their own series.
-func Summaries(ms []Measurement) []Series {
-	index := map[string]int{}
-	loopless := map[string]int{}
+func Summaries(ms []Measurement) []Series { return tableOf(ms).summaries() }
+
+func (t *table) summaries() []Series {
+	index := map[seriesKey]int{}
+	loopless := map[int32]int{}
 	var out []Series
-	values := map[int][]float64{}
-	add := func(m Measurement, id string) int {
-		i, ok := index[id]
+	var values [][]float64
+	add := func(h *Measurement, k seriesKey, loops int64) int {
+		i, ok := index[k]
 		if !ok {
 			i = len(out)
-			index[id] = i
-			dims := m.Dimensions
+			index[k] = i
+			dims := h.Dimensions
 			if dims == nil {
 				dims = map[string]string{}
 			}
-			out = append(out, Series{Benchmark: m.Benchmark, Unit: m.Unit, Dimensions: dims, Loops: m.Loops})
+			out = append(out, Series{Benchmark: h.Benchmark, Unit: h.Unit, Dimensions: dims, Loops: loops})
+			values = append(values, nil)
 		}
 		s := &out[i]
-		if len(s.Inputs) == 0 || s.Inputs[len(s.Inputs)-1] != m.Input {
-			s.Inputs = append(s.Inputs, m.Input)
+		if len(s.Inputs) == 0 || s.Inputs[len(s.Inputs)-1] != h.Input {
+			s.Inputs = append(s.Inputs, h.Input)
 		}
 		return i
 	}
-	for _, m := range ms {
-		if m.Warmup {
+	for j := range t.n {
+		v := t.value(j)
+		if v.warmup {
 			continue
 		}
-		i := add(m, m.Identity())
-		l := m
-		l.Loops = 0
-		if _, ok := loopless[l.Identity()]; !ok {
-			loopless[l.Identity()] = i
+		i := add(&t.list[v.head], t.series(v.head, v.loops), v.loops)
+		if _, ok := loopless[t.ident[v.head]]; !ok {
+			loopless[t.ident[v.head]] = i
 		}
 		out[i].ValueCount++
-		values[i] = append(values[i], m.Value)
+		values[i] = append(values[i], v.value)
 	}
-	for _, m := range ms {
-		if !m.Warmup {
+	for j := range t.n {
+		v := t.value(j)
+		if !v.warmup {
 			continue
 		}
-		l := m
-		l.Loops = 0
-		i, ok := loopless[l.Identity()]
+		i, ok := loopless[t.ident[v.head]]
 		if !ok {
-			i = add(l, "warmup:"+l.Identity())
+			i = add(&t.list[v.head], seriesKey{id: t.ident[v.head], warmup: true}, 0)
 		}
 		out[i].WarmupCount++
 	}
@@ -184,36 +181,61 @@ type Fit struct {
 // per distinct input, fitted by ordinary least squares on (ln input, ln mean). Fewer than
 // two distinct inputs is inconclusive.
 func Scaling(ms []Measurement, dimension, metric string) []Fit {
-	index := map[string]int{}
+	return tableOf(ms).scaling(dimension, metric)
+}
+
+func (t *table) scaling(dimension, metric string) []Fit {
 	var fits []Fit
-	points := map[int]map[float64][]float64{}
-	for _, m := range ms {
-		if m.Warmup || metric != "" && m.Benchmark != metric {
+	var points []map[float64][]float64
+	// A head's input value and fit identity, found once per head.
+	type headFit struct {
+		x     float64
+		id    int
+		known bool
+		ok    bool
+	}
+	byHead := make([]headFit, len(t.list))
+	ids := map[identityKey]int{}
+	var fitOf []int // by fit identity: the fit, or -1 before its first value
+	for j := range t.n {
+		v := t.value(j)
+		h := &t.list[v.head]
+		if v.warmup || metric != "" && h.Benchmark != metric {
 			continue
 		}
-		raw, ok := m.Dimensions[dimension]
-		if !ok {
-			continue
-		}
-		x, err := parsePositive(raw)
-		if err != nil || !(m.Value > 0) || math.IsInf(m.Value, 0) {
-			continue
-		}
-		id := m.identity(map[string]bool{dimension: true}, true)
-		i, ok := index[id]
-		if !ok {
-			i = len(fits)
-			index[id] = i
-			dims := map[string]string{}
-			for k, v := range m.Dimensions {
-				if k != dimension {
-					dims[k] = v
+		hf := &byHead[v.head]
+		if !hf.known {
+			hf.known = true
+			if raw, ok := h.Dimensions[dimension]; ok {
+				if x, err := parsePositive(raw); err == nil {
+					id := identityOf(h, dimension)
+					n, seen := ids[id]
+					if !seen {
+						n = len(fitOf)
+						ids[id] = n
+						fitOf = append(fitOf, -1)
+					}
+					hf.x, hf.id, hf.ok = x, n, true
 				}
 			}
-			fits = append(fits, Fit{Benchmark: m.Benchmark, Unit: m.Unit, Dimensions: dims})
-			points[i] = map[float64][]float64{}
 		}
-		points[i][x] = append(points[i][x], m.Value)
+		if !hf.ok || !(v.value > 0) || math.IsInf(v.value, 0) {
+			continue
+		}
+		f := fitOf[hf.id]
+		if f < 0 {
+			f = len(fits)
+			fitOf[hf.id] = f
+			dims := map[string]string{}
+			for k, val := range h.Dimensions {
+				if k != dimension {
+					dims[k] = val
+				}
+			}
+			fits = append(fits, Fit{Benchmark: h.Benchmark, Unit: h.Unit, Dimensions: dims})
+			points = append(points, map[float64][]float64{})
+		}
+		points[f][hf.x] = append(points[f][hf.x], v.value)
 	}
 	for i := range fits {
 		var xs []float64
@@ -302,57 +324,99 @@ func (e *NonFiniteError) Error() string {
 // one benchmark) and compares each candidate's mean with the baseline's. Series not
 // present in every input are counted as unmatched.
 func Compare(ms []Measurement, inputs, baseline int, metric string) ([]Comparison, int, error) {
-	type acc struct {
-		sum float64
-		n   int
+	c := newComparer(inputs, baseline, metric)
+	for i := range ms {
+		c.add(&ms[i])
 	}
-	series := map[string]map[int]*acc{}
-	first := map[string]Measurement{}
-	var order []string
-	for _, m := range ms {
-		if m.Warmup || metric != "" && m.Benchmark != metric {
-			continue
+	return c.result()
+}
+
+// comparer accumulates a comparison as measurements stream by: a sum and a count per
+// series and source, nothing per value.
+type comparer struct {
+	inputs, baseline int
+	metric           string
+	heads            *heads
+	index            map[seriesKey]int
+	series           []compared
+	last             seriesKey
+	lastAt           int
+	nonFinite        *NonFiniteError
+}
+
+// compared is one series: its first measurement and its sums per source.
+type compared struct {
+	first Measurement
+	per   []sum
+}
+
+type sum struct {
+	total float64
+	n     int
+}
+
+func newComparer(inputs, baseline int, metric string) *comparer {
+	return &comparer{inputs: inputs, baseline: baseline, metric: metric, heads: newHeads(), index: map[seriesKey]int{}, lastAt: -1}
+}
+
+// add takes one measurement; the first non-finite value is kept as the result's error.
+func (c *comparer) add(m *Measurement) error {
+	if m.Warmup || c.metric != "" && m.Benchmark != c.metric || c.nonFinite != nil {
+		return nil
+	}
+	if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+		c.nonFinite = &NonFiniteError{Input: m.Input, Benchmark: m.Benchmark}
+		return nil
+	}
+	k := c.heads.series(c.heads.of(m), m.Loops)
+	i := c.lastAt
+	if i < 0 || k != c.last {
+		var ok bool
+		if i, ok = c.index[k]; !ok {
+			i = len(c.series)
+			c.index[k] = i
+			c.series = append(c.series, compared{first: *m, per: make([]sum, c.inputs)})
 		}
-		if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
-			return nil, 0, &NonFiniteError{Input: m.Input, Benchmark: m.Benchmark}
-		}
-		id := m.Identity()
-		if series[id] == nil {
-			series[id] = map[int]*acc{}
-			first[id] = m
-			order = append(order, id)
-		}
-		a := series[id][m.Input]
-		if a == nil {
-			a = &acc{}
-			series[id][m.Input] = a
-		}
-		a.sum += m.Value
-		a.n++
+		c.last, c.lastAt = k, i
+	}
+	s := &c.series[i].per[m.Input]
+	s.total += m.Value
+	s.n++
+	return nil
+}
+
+func (c *comparer) result() ([]Comparison, int, error) {
+	if c.nonFinite != nil {
+		return nil, 0, c.nonFinite
 	}
 	var out []Comparison
 	unmatched := 0
-	for _, id := range order {
-		per := series[id]
-		if len(per) != inputs {
+	for _, s := range c.series {
+		present := 0
+		for _, p := range s.per {
+			if p.n > 0 {
+				present++
+			}
+		}
+		if present != c.inputs {
 			unmatched++
 			continue
 		}
-		m := first[id]
-		b := per[baseline]
-		bm := b.sum / float64(b.n)
-		for c := 0; c < inputs; c++ {
-			if c == baseline {
+		m := s.first
+		b := s.per[c.baseline]
+		bm := b.total / float64(b.n)
+		for i := 0; i < c.inputs; i++ {
+			if i == c.baseline {
 				continue
 			}
-			cand := per[c]
-			cm := cand.sum / float64(cand.n)
+			cand := s.per[i]
+			cm := cand.total / float64(cand.n)
 			dims := m.Dimensions
 			if dims == nil {
 				dims = map[string]string{}
 			}
 			cmp := Comparison{Benchmark: m.Benchmark, Unit: m.Unit, Dimensions: dims, Loops: m.Loops,
-				BaselineIndex: baseline, CandidateIndex: c, BaselineMean: bm, CandidateMean: cm,
+				BaselineIndex: c.baseline, CandidateIndex: i, BaselineMean: bm, CandidateMean: cm,
 				BaselineCount: b.n, CandidateCount: cand.n}
 			if bm != 0 {
 				r := cm / bm

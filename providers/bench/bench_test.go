@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 )
@@ -223,5 +225,117 @@ func TestCompare(t *testing.T) {
 	var nf *NonFiniteError
 	if _, _, err := Compare(ms, 2, 0, ""); !errors.As(err, &nf) || nf.Input != 1 {
 		t.Errorf("non-finite: %v", err)
+	}
+}
+
+// TestSuitesMatchPython summarizes and compares the 32 generated pyperf suites (161,280
+// values) through the analyzers and checks every series figure and every ratio against
+// Python's json and statistics on the same files (values are rounded to whole
+// nanoseconds, hence the half-nanosecond tolerance).
+func TestSuitesMatchPython(t *testing.T) {
+	python := testtool.Require(t, "python3")
+	paths := suites(t)
+	var in []providers.Input
+	for i, p := range paths {
+		in = append(in, providers.Input{Index: i, Path: p, Format: gen.FormatPyperf})
+	}
+	pythonFigures := func(mode string, out any) {
+		b, err := exec.Command(python, append([]string{"-c", pythonSuites, mode}, paths...)...).Output()
+		if err != nil {
+			t.Fatalf("python: %v", err)
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("summarize", func(t *testing.T) {
+		var want map[string][7]float64 // count, warmups, mean, median, stdev, min, max
+		pythonFigures("summarize", &want)
+		a, err := summarize(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		series := a.Metrics["series"].([]Series)
+		if len(series) != len(want) || a.Metrics["measurement_count"] != 161280+64512 {
+			t.Fatalf("%d series, %v measurements; Python has %d series", len(series), a.Metrics["measurement_count"], len(want))
+		}
+		for _, s := range series {
+			w, ok := want[s.Benchmark]
+			if !ok || len(s.Inputs) != len(paths) || float64(s.ValueCount) != w[0] || float64(s.WarmupCount) != w[1] {
+				t.Fatalf("%s: %d values, %d warmups from %d sources; Python %v", s.Benchmark, s.ValueCount, s.WarmupCount, len(s.Inputs), w)
+			}
+			for i, got := range []*float64{s.Mean, s.Median, s.Stdev, s.Min, s.Max} {
+				if math.Abs(*got-w[i+2]*1e9) > 0.5 {
+					t.Errorf("%s figure %d: %v ns, Python %v s", s.Benchmark, i, *got, w[i+2])
+				}
+			}
+		}
+	})
+	t.Run("compare", func(t *testing.T) {
+		var want map[string][]float64 // ratios of suites 1..31 to suite 0
+		pythonFigures("compare", &want)
+		a, err := compare(context.Background(), &providers.Request[gen.CompareFields]{Fields: &gen.CompareFields{}, Inputs: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := a.Rows.Page(context.Background(), 0, providers.MaxProjectionRows, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Rows) != len(want)*(len(paths)-1) {
+			t.Fatalf("%d rows, want %d", len(page.Rows), len(want)*(len(paths)-1))
+		}
+		for _, b := range page.Rows {
+			var r gen.BenchmarkComparisonRow
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			// Means of values rounded to the nanosecond are each within half a nanosecond.
+			w := want[r.Benchmark][r.CandidateIndex-1]
+			tolerance := w * (0.5/r.BaselineMean + 0.5/r.CandidateMean)
+			if r.BaselineIndex != 0 || r.Ratio == nil || math.Abs(*r.Ratio-w) > tolerance {
+				t.Errorf("%s candidate %d: ratio %v, Python %v", r.Benchmark, r.CandidateIndex, *r.Ratio, w)
+			}
+		}
+	})
+}
+
+// TestSeriesKeyMatchesIdentity checks that the interned series key tells measurements
+// apart exactly as the canonical JSON identity does.
+func TestSeriesKeyMatchesIdentity(t *testing.T) {
+	base := Measurement{Benchmark: "b", Unit: "ns", Loops: 4, Dimensions: map[string]string{"n": "1", "m": "x"}, Scope: "s", Phase: "p", Worker: "w", Variant: "v"}
+	var ms []Measurement
+	for _, change := range []func(*Measurement){
+		func(m *Measurement) {},
+		func(m *Measurement) { m.Benchmark = "c" },
+		func(m *Measurement) { m.Unit = "bytes" },
+		func(m *Measurement) { m.Loops = 8 },
+		func(m *Measurement) { m.AdaptiveLoops = true },
+		func(m *Measurement) { m.AdaptiveLoops, m.Loops = true, 9 },
+		func(m *Measurement) { m.Dimensions = map[string]string{"m": "x", "n": "1"} },
+		func(m *Measurement) { m.Dimensions = map[string]string{"n": "1"} },
+		func(m *Measurement) { m.Dimensions = map[string]string{"n": "1", "m": "y"} },
+		func(m *Measurement) { m.Dimensions = map[string]string{"1:n": "1", "m": "x"} },
+		func(m *Measurement) { m.Dimensions = nil },
+		func(m *Measurement) { m.Dimensions = map[string]string{} },
+		func(m *Measurement) { m.Scope = "" },
+		func(m *Measurement) { m.Phase = "q" },
+		func(m *Measurement) { m.Worker = "" },
+		func(m *Measurement) { m.Variant = "u" },
+		func(m *Measurement) { m.Trial, m.Block, m.Input, m.Value, m.Warmup = "t", "k", 3, 7, true },
+	} {
+		m := base
+		change(&m)
+		ms = append(ms, m)
+	}
+	h := newHeads()
+	for i := range ms {
+		for j := range ms {
+			a, b := &ms[i], &ms[j]
+			sameKey := h.series(h.of(a), a.Loops) == h.series(h.of(b), b.Loops)
+			if sameID := a.Identity() == b.Identity(); sameKey != sameID {
+				t.Errorf("%d, %d: same series key %v, same identity %v (%s, %s)", i, j, sameKey, sameID, a.Identity(), b.Identity())
+			}
+		}
 	}
 }

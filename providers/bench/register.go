@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,19 +76,41 @@ func provider(in []providers.Input) gen.Provider {
 	return gen.Provider{ID: id}
 }
 
-// decodeAll decodes every source into measurements, bound by MaxMeasurements overall.
-func decodeAll(in []providers.Input) ([]Measurement, []string, error) {
-	var all []Measurement
+// decodeAll decodes every source, handing each measurement to emit, bound by
+// MaxMeasurements overall; it returns the producers the sources name.
+func decodeAll(in []providers.Input, emit emitter) ([]string, error) {
 	var producers []string
+	total := 0
 	for _, r := range in {
 		file, err := providers.OpenInput(r)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
+		}
+		count := 0
+		sink := func(m *Measurement) error {
+			count++
+			return emit(m)
+		}
+		if name, block, ok := r.CaptureCase(); ok {
+			// A capture experiment's case is part of the identity, so baseline and candidate
+			// never pool into one series; the block is recorded beside it.
+			blockID := strconv.FormatInt(block, 10)
+			var variantIn, variantOut string
+			cased := false
+			sink = func(m *Measurement) error {
+				count++
+				if !cased || m.Variant != variantIn {
+					variantIn, variantOut, cased = m.Variant, strings.TrimSuffix(name+"/"+m.Variant, "/"), true
+				}
+				c := *m
+				c.Variant, c.Block = variantOut, blockID
+				return emit(&c)
+			}
 		}
 		var ms []Measurement
 		switch r.Format {
 		case gen.FormatPyperf:
-			ms, err = DecodePyperf(file, r.Index)
+			err = decodePyperf(file, r.Index, sink)
 		case gen.FormatSamples:
 			var p []string
 			ms, p, err = DecodeSamples(file, r.Index)
@@ -99,25 +122,19 @@ func decodeAll(in []providers.Input) ([]Measurement, []string, error) {
 		case gen.FormatGoBench:
 			ms, err = DecodeGoBench(file, r.Index)
 		}
+		for i := 0; err == nil && i < len(ms); i++ {
+			err = sink(&ms[i])
+		}
 		file.Close()
 		if err != nil {
-			return nil, nil, providers.AtSource(err, r.Index)
+			return nil, providers.AtSource(err, r.Index)
 		}
-		if name, block, ok := r.CaptureCase(); ok {
-			// A capture experiment's case is part of the identity, so baseline and candidate
-			// never pool into one series; the block is recorded beside it.
-			for i := range ms {
-				ms[i].Variant = strings.TrimSuffix(name+"/"+ms[i].Variant, "/")
-				ms[i].Block = strconv.FormatInt(block, 10)
-			}
-		}
-		all = append(all, ms...)
-		if len(all) > MaxMeasurements {
-			return nil, nil, &providers.LimitError{Source: providers.NoSource, Message: fmt.Sprintf("the sources hold more than %d measurements", MaxMeasurements),
+		if total += count; total > MaxMeasurements {
+			return nil, &providers.LimitError{Source: providers.NoSource, Message: fmt.Sprintf("the sources hold more than %d measurements", MaxMeasurements),
 				Limit: MaxMeasurements, Unit: "measurements"}
 		}
 	}
-	return all, producers, nil
+	return producers, nil
 }
 
 func nullable(s string) *string { return providers.Nullable(s) }
@@ -146,26 +163,20 @@ func measurementRow(m Measurement) gen.BenchmarkMeasurementRow {
 }
 
 func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
-	ms, producers, err := decodeAll(req.Inputs)
+	t := newTable()
+	producers, err := decodeAll(req.Inputs, t.add)
 	if err != nil {
 		return nil, err
 	}
-	warmups := 0
 	names := map[string]bool{}
-	for _, m := range ms {
-		names[m.Benchmark] = true
-		if m.Warmup {
-			warmups++
-		}
+	for i := range t.list {
+		names[t.list[i].Benchmark] = true
 	}
-	benchmarkNames := make([]string, 0, len(names))
-	for n := range names {
-		benchmarkNames = append(benchmarkNames, n)
-	}
-	sort.Strings(benchmarkNames)
-	series := Summaries(ms)
-	a := &providers.Analysis{Provider: provider(req.Inputs), Rows: providers.ProjectSlice(ms, measurementRow),
-		Metrics: map[string]any{"input_count": len(req.Inputs), "measurement_count": len(ms), "warmup_count": warmups,
+	benchmarkNames := slices.Sorted(maps.Keys(names))
+	series := t.summaries()
+	a := &providers.Analysis{Provider: provider(req.Inputs),
+		Rows: providers.Project(t.n, func(i int) gen.BenchmarkMeasurementRow { return measurementRow(t.at(i)) }),
+		Metrics: map[string]any{"input_count": len(req.Inputs), "measurement_count": t.n, "warmup_count": t.warmups,
 			"benchmark_names": benchmarkNames, "series_count": len(series), "series": series[:min(len(series), maxSeriesSummaries)]}}
 	if len(producers) > 0 {
 		a.Metrics["producers"] = producers
@@ -184,12 +195,12 @@ func optional(s *string) string {
 }
 
 func scaling(ctx context.Context, req *providers.Request[gen.ScalingFields]) (*providers.Analysis, error) {
-	ms, _, err := decodeAll(req.Inputs)
-	if err != nil {
+	t := newTable()
+	if _, err := decodeAll(req.Inputs, t.add); err != nil {
 		return nil, err
 	}
 	metric := optional(req.Fields.Metric)
-	fits := Scaling(ms, req.Fields.InputDimension, metric)
+	fits := t.scaling(req.Fields.InputDimension, metric)
 	estimated := 0
 	for _, f := range fits {
 		if f.Status == "estimated" {
@@ -221,12 +232,12 @@ func compare(ctx context.Context, req *providers.Request[gen.CompareFields]) (*p
 			Message: fmt.Sprintf("baseline_index %d names no source; there are %d sources", req.Fields.BaselineIndex, len(req.Inputs)),
 			Details: map[string]any{"source_count": len(req.Inputs)}}
 	}
-	ms, _, err := decodeAll(req.Inputs)
-	if err != nil {
+	metric := optional(req.Fields.Metric)
+	c := newComparer(len(req.Inputs), int(req.Fields.BaselineIndex), metric)
+	if _, err := decodeAll(req.Inputs, c.add); err != nil {
 		return nil, err
 	}
-	metric := optional(req.Fields.Metric)
-	cmps, unmatched, err := Compare(ms, len(req.Inputs), int(req.Fields.BaselineIndex), metric)
+	cmps, unmatched, err := c.result()
 	var nf *NonFiniteError
 	if errors.As(err, &nf) {
 		return nil, &providers.LimitError{Source: nf.Input, Message: nf.Error() + "; means and ratios need finite values",

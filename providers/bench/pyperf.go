@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/flameox/flameox/providers"
+)
+
+// decodePyperf reads a pyperf suite (JSON versions 5, 6 and "1.0", gzip allowed),
+// handing each measurement to emit. Values are per loop iteration; version 5 and 6
+// warmups are raw totals and are divided by their loop count. Calibration-only runs
+// contribute warmups only.
+func decodePyperf(r io.Reader, input int, emit emitter) error {
+	b, err := readAllBounded(r)
+	if err != nil {
+		return err
+	}
+	doc, err := streamPyperf(b)
+	if errors.Is(err, errNotStreamed) {
+		doc, err = wholePyperf(b)
+	}
+	if err != nil {
+		return err
+	}
+	return doc.emit(input, emit)
+}
+
+// DecodePyperf reads a pyperf suite into measurements (see decodePyperf).
+func DecodePyperf(r io.Reader, input int) ([]Measurement, error) {
+	var out []Measurement
+	if err := decodePyperf(r, input, func(m *Measurement) error {
+		out = append(out, *m)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// pyperfDoc is what a pyperf suite holds for Flameox: the version as written, the
+// metadata that names benchmarks and sets units and loop counts, and per run its values
+// and warmups, packed.
+type pyperfDoc struct {
+	version string
+	meta    pyperfMeta
+	benches []pyperfBench
+	runs    []pyperfRun
+	values  []float64
+	// warmups spans each warmup's numbers in wvalues.
+	warmups [][2]int
+	wvalues []float64
+}
+
+// pyperfMeta is what a metadata map holds for Flameox: the name and unit when they are
+// strings, loops and inner_loops when they are numbers.
+type pyperfMeta struct {
+	name, unit         string
+	loops, inner       float64
+	hasLoops, hasInner bool
+}
+
+type pyperfBench struct {
+	meta pyperfMeta
+	runs int // its first run in pyperfDoc.runs; its runs end where the next one's start
+}
+
+// pyperfRun spans its values, samples and warmups in the document's lists; valuesSet
+// is false when it has no values (absent or null), and then its samples (version 5)
+// stand for them.
+type pyperfRun struct {
+	meta                     pyperfMeta
+	values, samples, warmups [2]int
+	valuesSet                bool
+}
+
+func metaOf(m map[string]any) pyperfMeta {
+	var p pyperfMeta
+	p.name, _ = m["name"].(string)
+	p.unit, _ = m["unit"].(string)
+	p.loops, p.hasLoops = m["loops"].(float64)
+	p.inner, p.hasInner = m["inner_loops"].(float64)
+	return p
+}
+
+// wholePyperf decodes a suite with encoding/json: what reads a suite streamPyperf does
+// not take, and the reference it is tested against.
+func wholePyperf(b []byte) (*pyperfDoc, error) {
+	var suite struct {
+		Version    json.RawMessage `json:"version"`
+		Metadata   map[string]any  `json:"metadata"`
+		Benchmarks []struct {
+			Metadata map[string]any `json:"metadata"`
+			Runs     []struct {
+				Metadata map[string]any `json:"metadata"`
+				Values   []float64      `json:"values"`
+				Samples  []float64      `json:"samples"`
+				Warmups  [][]float64    `json:"warmups"`
+			} `json:"runs"`
+		} `json:"benchmarks"`
+	}
+	if err := json.Unmarshal(b, &suite); err != nil {
+		return nil, &providers.DecodeError{Message: "the input is not a pyperf JSON suite"}
+	}
+	doc := &pyperfDoc{version: string(suite.Version), meta: metaOf(suite.Metadata)}
+	for _, bench := range suite.Benchmarks {
+		doc.benches = append(doc.benches, pyperfBench{meta: metaOf(bench.Metadata), runs: len(doc.runs)})
+		for _, run := range bench.Runs {
+			r := pyperfRun{meta: metaOf(run.Metadata), values: doc.addValues(run.Values), samples: doc.addValues(run.Samples),
+				valuesSet: run.Values != nil}
+			for _, w := range run.Warmups {
+				doc.wvalues = append(doc.wvalues, w...)
+				doc.warmups = append(doc.warmups, [2]int{len(doc.wvalues) - len(w), len(doc.wvalues)})
+			}
+			r.warmups = [2]int{len(doc.warmups) - len(run.Warmups), len(doc.warmups)}
+			doc.runs = append(doc.runs, r)
+		}
+	}
+	return doc, nil
+}
+
+// addValues appends v to the document's values and returns its span.
+func (doc *pyperfDoc) addValues(v []float64) [2]int {
+	doc.values = append(doc.values, v...)
+	return [2]int{len(doc.values) - len(v), len(doc.values)}
+}
+
+// emit hands the suite's measurements to emit, in order: per run its warmups, then its
+// values.
+func (doc *pyperfDoc) emit(input int, emit emitter) error {
+	perLoopWarmups := false
+	switch strings.TrimSpace(doc.version) {
+	case `"1.0"`:
+		perLoopWarmups = true
+	case "5", "6":
+	default:
+		return &providers.DecodeError{Message: fmt.Sprintf("pyperf JSON version %s is not read; versions 5, 6 and \"1.0\" are", doc.version)}
+	}
+	if len(doc.benches) == 0 {
+		return &providers.DecodeError{Message: "the pyperf suite holds no benchmarks"}
+	}
+	count := 0
+	for bi := range doc.benches {
+		bench := &doc.benches[bi]
+		name := firstString(func(m *pyperfMeta) string { return m.name }, &bench.meta, &doc.meta)
+		if name == "" {
+			name = fmt.Sprintf("benchmark-%d", bi+1)
+		}
+		end := len(doc.runs)
+		if bi+1 < len(doc.benches) {
+			end = doc.benches[bi+1].runs
+		}
+		for ri := range doc.runs[bench.runs:end] {
+			run := &doc.runs[bench.runs+ri]
+			metas := []*pyperfMeta{&run.meta, &bench.meta, &doc.meta}
+			unit := firstString(func(m *pyperfMeta) string { return m.unit }, metas...)
+			if unit == "" {
+				unit = "second"
+			}
+			loops := firstInt(func(m *pyperfMeta) (float64, bool) { return m.loops, m.hasLoops }, metas...)
+			inner := firstInt(func(m *pyperfMeta) (float64, bool) { return m.inner, m.hasInner }, metas...)
+			if loops <= 0 {
+				loops = 1
+			}
+			if inner <= 0 {
+				inner = 1
+			}
+			values := run.values
+			if !run.valuesSet {
+				values = run.samples // version 5
+			}
+			m := Measurement{Input: input, Benchmark: name, Run: ri, Warmup: true}
+			for wi, span := range doc.warmups[run.warmups[0]:run.warmups[1]] {
+				w := doc.wvalues[span[0]:span[1]]
+				if len(w) != 2 {
+					return &providers.DecodeError{Message: fmt.Sprintf("benchmark %q run %d warmup %d is not [loops, value]", name, ri, wi)}
+				}
+				v := w[1]
+				if !perLoopWarmups && w[0] > 0 {
+					v /= w[0] * float64(inner)
+				}
+				m.Value, m.Unit, m.Integer = normalize(v, unit)
+				m.Index, m.Loops = wi, int64(w[0])
+				if err := emit(&m); err != nil {
+					return err
+				}
+			}
+			m.Warmup, m.Loops = false, loops*inner
+			for vi, v := range doc.values[values[0]:values[1]] {
+				m.Value, m.Unit, m.Integer = normalize(v, unit)
+				m.Index = vi
+				if err := emit(&m); err != nil {
+					return err
+				}
+			}
+			if count += run.warmups[1] - run.warmups[0] + values[1] - values[0]; count > MaxMeasurements {
+				return &providers.LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
+			}
+		}
+	}
+	return nil
+}
+
+// firstString is the first non-empty string of the metadata, in order.
+func firstString(get func(*pyperfMeta) string, metas ...*pyperfMeta) string {
+	for _, m := range metas {
+		if s := get(m); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// firstInt is the first number of the metadata, in order, truncated.
+func firstInt(get func(*pyperfMeta) (float64, bool), metas ...*pyperfMeta) int64 {
+	for _, m := range metas {
+		if f, ok := get(m); ok {
+			return int64(f)
+		}
+	}
+	return 0
+}
+
+// errNotStreamed is a suite the streaming reader leaves to encoding/json.
+var errNotStreamed = errors.New("not a suite the streaming reader takes")
+
+// streamPyperf reads a suite with a streaming tokenizer; none yet.
+func streamPyperf(b []byte) (*pyperfDoc, error) { return nil, errNotStreamed }
