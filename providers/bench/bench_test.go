@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -298,6 +299,75 @@ func TestSuitesMatchPython(t *testing.T) {
 			}
 		}
 	})
+}
+
+// pyperfResult renders what a decoded suite yields: its measurements, or its failure.
+func pyperfResult(doc *pyperfDoc, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	err = doc.emit(0, func(m *Measurement) error {
+		fmt.Fprintf(&b, "%+v\n", *m)
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(&b, "error: %v\n", err)
+	}
+	return b.String()
+}
+
+// TestPyperfStreamMatchesWhole checks the streaming pyperf reader against encoding/json
+// (wholePyperf) on the corpus suites, a generated one, documents with nulls and unknown
+// names, and every truncation and single-byte change of a small suite: where the
+// streaming reader takes a document, encoding/json must read the same measurements (or
+// the same failure) from it.
+func TestPyperfStreamMatchesWhole(t *testing.T) {
+	docs := map[string][]byte{"generated": []byte(suiteJSON(3))}
+	for _, name := range []string{"pyperf__telco.json", "pyperf__track_memory.json"} {
+		b, err := os.ReadFile(corpus(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[name] = b
+	}
+	small := `{"benchmarks":[{"metadata":{"name":"a","loops":2,"extra":[1,{"x":2.5e3}]},"runs":[{"metadata":{"inner_loops":3},"values":[1.5,null,2e-3],"warmups":[[1,0.5],[2,1.25]]},null,{"samples":[3,4]}]},null,{"runs":null}],"metadata":{"unit":"second","name":"suite"},"version":"1.0","other":{"a":[true,false,null]}}`
+	docs["nulls"] = []byte(small)
+	docs["v5"] = []byte(`{"version":5,"metadata":{"name":"old","loops":4},"benchmarks":[{"runs":[{"samples":[0.5,0.25],"warmups":[[4,2.0]]}]}]}`)
+	docs["null warmup"] = []byte(`{"version":6,"benchmarks":[{"runs":[{"values":[1],"warmups":[null]}]}]}`)
+	for name, b := range docs {
+		want := pyperfResult(wholePyperf(b))
+		got, err := streamPyperf(b)
+		if err != nil || pyperfResult(got, nil) != want || strings.Contains(want, "error") != (name == "null warmup") {
+			t.Errorf("%s: encoding/json reads\n%s\nthe streaming reader (%v)\n%s", name, want, err, pyperfResult(got, err))
+		}
+	}
+	good := []byte(small)
+	var variants [][]byte
+	for n := 0; n < len(good); n++ {
+		variants = append(variants, good[:n])
+	}
+	for off := range good {
+		for _, v := range []byte(`0 "{}[],:n\x80V`) {
+			b := append([]byte(nil), good...)
+			b[off] = v
+			variants = append(variants, b)
+		}
+	}
+	streamed := 0
+	for _, b := range variants {
+		got, err := streamPyperf(b)
+		if errors.Is(err, errNotStreamed) {
+			continue
+		}
+		streamed++
+		if want := pyperfResult(wholePyperf(b)); pyperfResult(got, err) != want {
+			t.Fatalf("%q: encoding/json reads\n%s\nthe streaming reader\n%s", b, want, pyperfResult(got, err))
+		}
+	}
+	if streamed < 100 {
+		t.Errorf("only %d of %d variants streamed", streamed, len(variants))
+	}
 }
 
 // TestSeriesKeyMatchesIdentity checks that the interned series key tells measurements

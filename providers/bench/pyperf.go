@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/flameox/flameox/providers"
 )
@@ -227,5 +230,239 @@ func firstInt(get func(*pyperfMeta) (float64, bool), metas ...*pyperfMeta) int64
 // errNotStreamed is a suite the streaming reader leaves to encoding/json.
 var errNotStreamed = errors.New("not a suite the streaming reader takes")
 
-// streamPyperf reads a suite with a streaming tokenizer; none yet.
-func streamPyperf(b []byte) (*pyperfDoc, error) { return nil, errNotStreamed }
+// streamPyperf reads a suite with the jsontext tokenizer into a pyperfDoc, as
+// wholePyperf would. It leaves to wholePyperf (errNotStreamed) what encoding/json reads
+// in ways of its own: names that match a field only case-insensitively, duplicate names,
+// invalid UTF-8, and anything encoding/json refuses (wrong kinds, numbers outside
+// float64, data after the suite).
+func streamPyperf(b []byte) (*pyperfDoc, error) {
+	s := &pyperfStream{dec: jsontext.NewDecoder(bytes.NewBuffer(b)), doc: &pyperfDoc{}}
+	if s.dec.PeekKind() != '{' || !s.suite() {
+		return nil, errNotStreamed
+	}
+	if _, err := s.dec.ReadToken(); err != io.EOF {
+		return nil, errNotStreamed
+	}
+	return s.doc, nil
+}
+
+type pyperfStream struct {
+	dec  *jsontext.Decoder
+	doc  *pyperfDoc
+	name []byte
+}
+
+// object reads an object, calling field with each name (valid until the next read) to
+// read its value.
+func (s *pyperfStream) object(field func(name []byte) bool) bool {
+	if _, err := s.dec.ReadToken(); err != nil { // {
+		return false
+	}
+	for s.dec.PeekKind() != '}' {
+		raw, err := s.dec.ReadValue()
+		if err != nil {
+			return false
+		}
+		if s.name, err = jsontext.AppendUnquote(s.name[:0], raw); err != nil || !field(s.name) {
+			return false
+		}
+	}
+	_, err := s.dec.ReadToken() // }
+	return err == nil
+}
+
+// array reads an array, calling elem to read each element.
+func (s *pyperfStream) array(elem func() bool) bool {
+	if _, err := s.dec.ReadToken(); err != nil { // [
+		return false
+	}
+	for s.dec.PeekKind() != ']' {
+		if !elem() {
+			return false
+		}
+	}
+	_, err := s.dec.ReadToken() // ]
+	return err == nil
+}
+
+// null consumes a null, if one comes next.
+func (s *pyperfStream) null() bool {
+	if s.dec.PeekKind() != 'n' {
+		return false
+	}
+	_, err := s.dec.ReadToken()
+	return err == nil
+}
+
+// other skips the value of a name that is no field: one that matches a field
+// case-insensitively is encoding/json's to read.
+func (s *pyperfStream) other(name []byte, fields ...string) bool {
+	for _, f := range fields {
+		if bytes.EqualFold(name, []byte(f)) {
+			return false
+		}
+	}
+	return s.dec.SkipValue() == nil
+}
+
+// any reads a value decoded into an any: its numbers must be float64s.
+func (s *pyperfStream) any() bool {
+	for depth := 0; ; {
+		tok, err := s.dec.ReadToken()
+		if err != nil {
+			return false
+		}
+		switch tok.Kind() {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '0':
+			if _, err := tok.Float(); err != nil {
+				return false
+			}
+		}
+		if depth == 0 {
+			return true
+		}
+	}
+}
+
+// number reads a float64; null leaves 0, as encoding/json does.
+func (s *pyperfStream) number() (float64, bool) {
+	if s.null() {
+		return 0, true
+	}
+	if s.dec.PeekKind() != '0' {
+		return 0, false
+	}
+	tok, err := s.dec.ReadToken()
+	if err != nil {
+		return 0, false
+	}
+	f, err := tok.Float()
+	return f, err == nil
+}
+
+// numbers reads an array of numbers into list; set is false for null.
+func (s *pyperfStream) numbers(list *[]float64) (span [2]int, set, ok bool) {
+	start := len(*list)
+	if s.null() {
+		return [2]int{start, start}, false, true
+	}
+	if s.dec.PeekKind() != '[' {
+		return span, false, false
+	}
+	ok = s.array(func() bool {
+		f, ok := s.number()
+		*list = append(*list, f)
+		return ok
+	})
+	return [2]int{start, len(*list)}, true, ok
+}
+
+// meta reads a metadata map (or null).
+func (s *pyperfStream) meta(m *pyperfMeta) bool {
+	if s.null() {
+		return true
+	}
+	if s.dec.PeekKind() != '{' {
+		return false
+	}
+	return s.object(func(name []byte) bool {
+		switch k := s.dec.PeekKind(); {
+		case k == '"' && (string(name) == "name" || string(name) == "unit"):
+			tok, err := s.dec.ReadToken()
+			if err != nil {
+				return false
+			}
+			if string(name) == "name" {
+				m.name = tok.String()
+			} else {
+				m.unit = tok.String()
+			}
+			return true
+		case k == '0' && (string(name) == "loops" || string(name) == "inner_loops"):
+			f, ok := s.number()
+			if string(name) == "loops" {
+				m.loops, m.hasLoops = f, true
+			} else {
+				m.inner, m.hasInner = f, true
+			}
+			return ok
+		}
+		return s.any()
+	})
+}
+
+func (s *pyperfStream) suite() bool {
+	doc := s.doc
+	return s.object(func(name []byte) bool {
+		switch string(name) {
+		case "version":
+			v, err := s.dec.ReadValue()
+			doc.version = string(v)
+			return err == nil
+		case "metadata":
+			return s.meta(&doc.meta)
+		case "benchmarks":
+			if s.null() {
+				return true
+			}
+			return s.dec.PeekKind() == '[' && s.array(s.benchmark)
+		}
+		return s.other(name, "version", "metadata", "benchmarks")
+	})
+}
+
+func (s *pyperfStream) benchmark() bool {
+	doc := s.doc
+	b := pyperfBench{runs: len(doc.runs)}
+	ok := s.null() || s.dec.PeekKind() == '{' && s.object(func(name []byte) bool {
+		switch string(name) {
+		case "metadata":
+			return s.meta(&b.meta)
+		case "runs":
+			if s.null() {
+				return true
+			}
+			return s.dec.PeekKind() == '[' && s.array(s.run)
+		}
+		return s.other(name, "metadata", "runs")
+	})
+	doc.benches = append(doc.benches, b)
+	return ok
+}
+
+func (s *pyperfStream) run() bool {
+	doc := s.doc
+	r := pyperfRun{values: [2]int{len(doc.values), len(doc.values)}, samples: [2]int{len(doc.values), len(doc.values)},
+		warmups: [2]int{len(doc.warmups), len(doc.warmups)}}
+	ok := s.null() || s.dec.PeekKind() == '{' && s.object(func(name []byte) bool {
+		var ok bool
+		switch string(name) {
+		case "metadata":
+			return s.meta(&r.meta)
+		case "values":
+			r.values, r.valuesSet, ok = s.numbers(&doc.values)
+		case "samples":
+			r.samples, _, ok = s.numbers(&doc.values)
+		case "warmups":
+			if s.null() {
+				return true
+			}
+			start := len(doc.warmups)
+			ok = s.dec.PeekKind() == '[' && s.array(func() bool {
+				span, _, ok := s.numbers(&doc.wvalues)
+				doc.warmups = append(doc.warmups, span)
+				return ok
+			})
+			r.warmups = [2]int{start, len(doc.warmups)}
+		default:
+			return s.other(name, "metadata", "values", "samples", "warmups")
+		}
+		return ok
+	})
+	doc.runs = append(doc.runs, r)
+	return ok
+}
