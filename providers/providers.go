@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -137,11 +136,6 @@ func Nullable[T comparable](v T) *T {
 		return nil
 	}
 	return &v
-}
-
-// ExactInt reports whether v is an integer that JSON carries exactly.
-func ExactInt(v float64) bool {
-	return v == math.Trunc(v) && math.Abs(v) <= 1<<53-1
 }
 
 // captureProducer prefixes the producer of an artifact captured in an experiment.

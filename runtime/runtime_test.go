@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +50,25 @@ func TestAnalysisDeadlineIsTimeoutNotCancellation(t *testing.T) {
 	stop()
 	if f := providerFailure(cancelled, cancelled.Err(), nil); f.Code != gen.FailureCodeCancelled {
 		t.Errorf("cancellation = %+v", f)
+	}
+}
+
+// TestProfileDecompressionIsBounded: a small gzip of collapsed stacks that expands past
+// limits.max_input_bytes fails typed instead of being read whole.
+func TestProfileDecompressionIsBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "stacks.folded.gz")
+	f, _ := os.Create(p)
+	zw := gzip.NewWriter(f)
+	line := []byte("main;work;leaf 1\n")
+	for i := 0; i < (4<<20)/len(line); i++ {
+		zw.Write(line)
+	}
+	zw.Close()
+	f.Close()
+	rt := newRuntime(t)
+	_, fl := call(t, rt, "rank_cpu_hotspots", map[string]any{"sources": []any{pathSource(p)},
+		"limits": map[string]any{"max_input_bytes": 1 << 20}})
+	if fl == nil || fl.Code != gen.FailureCodeLimitExceeded || fl.Details["limit"] != int64(1<<20) {
+		t.Fatalf("failure = %+v", fl)
 	}
 }

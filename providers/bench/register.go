@@ -78,11 +78,11 @@ func provider(in []providers.Input) gen.Provider {
 
 // decodeAll decodes every source, handing each measurement to emit, bound by
 // MaxMeasurements overall; it returns the producers the sources name.
-func decodeAll(in []providers.Input, emit emitter) ([]string, error) {
+func decodeAll(ctx context.Context, in []providers.Input, limits gen.EffectiveLimits, emit emitter) ([]string, error) {
 	var producers []string
 	total := 0
 	for _, r := range in {
-		file, err := providers.OpenInput(r)
+		file, err := providers.OpenBounded(ctx, r, limits.MaxInputBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func measurementRow(m Measurement) gen.BenchmarkMeasurementRow {
 
 func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
 	t := newTable()
-	producers, err := decodeAll(req.Inputs, t.add)
+	producers, err := decodeAll(ctx, req.Inputs, req.Limits, t.add)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func optional(s *string) string {
 
 func scaling(ctx context.Context, req *providers.Request[gen.ScalingFields]) (*providers.Analysis, error) {
 	t := newTable()
-	if _, err := decodeAll(req.Inputs, t.add); err != nil {
+	if _, err := decodeAll(ctx, req.Inputs, req.Limits, t.add); err != nil {
 		return nil, err
 	}
 	metric := optional(req.Fields.Metric)
@@ -234,7 +234,7 @@ func compare(ctx context.Context, req *providers.Request[gen.CompareFields]) (*p
 	}
 	metric := optional(req.Fields.Metric)
 	c := newComparer(len(req.Inputs), int(req.Fields.BaselineIndex), metric)
-	if _, err := decodeAll(req.Inputs, c.add); err != nil {
+	if _, err := decodeAll(ctx, req.Inputs, req.Limits, c.add); err != nil {
 		return nil, err
 	}
 	cmps, unmatched, err := c.result()

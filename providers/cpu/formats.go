@@ -2,8 +2,8 @@ package cpu
 
 import (
 	"bufio"
-
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -138,6 +138,9 @@ func DecodeCollapsed(r io.Reader, o Options) (*Sampled, error) {
 		if err == io.EOF {
 			return s, nil
 		}
+		if err != nil && err != errLineTooLong {
+			return nil, err
+		}
 		if err != nil {
 			return nil, &providers.LimitError{Message: fmt.Sprintf("line %d of the collapsed stacks is longer than %d bytes", lineNo, maxCollapsedLine), Limit: maxCollapsedLine}
 		}
@@ -170,28 +173,32 @@ func DecodeCollapsed(r io.Reader, o Options) (*Sampled, error) {
 	}
 }
 
+// errLineTooLong is what readBoundedLine returns for a line over its bound.
+var errLineTooLong = errors.New("line too long")
+
 // readBoundedLine returns the next line (with its newline) of at most max bytes; io.EOF
-// at the end, and an error for a longer line.
+// at the end, errLineTooLong for a longer line, and the reader's own error otherwise.
 func readBoundedLine(br *bufio.Reader, max int) (string, error) {
 	var buf []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			return "", err
+		}
 		buf = append(buf, chunk...)
 		if len(buf) > max {
-			return "", fmt.Errorf("line too long")
+			return "", errLineTooLong
 		}
 		switch err {
 		case nil:
 			return string(buf), nil
 		case bufio.ErrBufferFull:
 			continue
-		case io.EOF:
+		default: // io.EOF
 			if len(buf) == 0 {
 				return "", io.EOF
 			}
 			return string(buf), nil
-		default:
-			return "", err
 		}
 	}
 }
@@ -222,6 +229,9 @@ func DecodePerfScript(r io.Reader, o Options) (*Sampled, error) {
 		line, err := readBoundedLine(br, maxCollapsedLine)
 		if err == io.EOF {
 			return s, flush()
+		}
+		if err != nil && err != errLineTooLong {
+			return nil, err
 		}
 		if err != nil {
 			return nil, &providers.LimitError{Message: fmt.Sprintf("line %d of the perf script output is longer than %d bytes", lineNo, maxCollapsedLine), Limit: maxCollapsedLine}

@@ -100,13 +100,18 @@ func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits,
 	switch in.Format {
 	case gen.FormatPerfData:
 		return decodePerfData(ctx, in, limits, p, o)
-	case gen.FormatPySpy, gen.FormatCpuprofile:
+	}
+	// Every format is read through one bound on its decompressed bytes and the request's
+	// context; JSON profiles, decoded whole, have the smaller bound.
+	bound := limits.MaxInputBytes
+	if in.Format == gen.FormatPySpy || in.Format == gen.FormatCpuprofile {
 		if in.Size > maxJSONProfileBytes {
 			return nil, &providers.LimitError{Message: fmt.Sprintf("the %s profile is %d bytes; JSON profiles are read up to %d bytes", in.Format, in.Size, maxJSONProfileBytes),
 				Limit: maxJSONProfileBytes, Unit: "bytes", Details: map[string]any{"size_bytes": in.Size}}
 		}
+		bound = min(bound, maxJSONProfileBytes)
 	}
-	f, err := providers.OpenInput(in)
+	f, err := providers.OpenBounded(ctx, in, bound)
 	if err != nil {
 		return nil, err
 	}
@@ -129,12 +134,8 @@ func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits,
 	case gen.FormatPprof:
 		p.provider.ID = "pprof"
 		var info PprofInfo
-		p.sampled, info, err = decodePprof(io.LimitReader(f, limits.MaxInputBytes), func() (io.ReadCloser, error) {
-			g, err := providers.OpenInput(in)
-			if err != nil {
-				return nil, err
-			}
-			return readCloser{io.LimitReader(g, limits.MaxInputBytes), g}, nil
+		p.sampled, info, err = decodePprof(f, func() (io.ReadCloser, error) {
+			return providers.OpenBounded(ctx, in, bound)
 		}, o)
 		p.metrics["sample_type"], p.metrics["sample_types"] = info.SampleType, info.SampleTypes
 	}
@@ -142,12 +143,6 @@ func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits,
 		return nil, err
 	}
 	return p, nil
-}
-
-// readCloser reads one stream and closes another.
-type readCloser struct {
-	io.Reader
-	io.Closer
 }
 
 // sampledMetrics are the operation-level figures of a sampled profile.
