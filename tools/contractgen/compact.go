@@ -16,14 +16,14 @@ import (
 // envelope, rendered from the same CUE definitions as the rich schemas but
 //
 //   - without descriptions (the rich schemas under contracts/tools keep them),
-//   - with the definitions override names replaced by an open or shallower shape
-//     (formats and operation names as strings, next_action as an object with its kind
-//     enum), and those of compactKeep cut to a few key fields (an execution record),
-//   - reduced to the envelope: every field of the success envelope and of the problem shape
-//     keeps its type, const or enum, required fields, items and unions; below them a schema
-//     keeps only its type, required fields, items, unions and the fields that hold a closed
-//     vocabulary (block types, failure codes, next_action kinds, statuses), so provider
-//     rows, metrics values and details are open objects and bounds and patterns are gone,
+//   - with the definitions override names replaced by an open shape (formats and
+//     operation names as strings, next_action an object),
+//   - reduced to the envelope (decision 0015): every field of the success envelope and of
+//     the problem shape keeps its type, const or enum, items and unions; objects below
+//     them are open ({type: object}) except union arms, which keep their discriminator
+//     and required fields (a block's type and its rows or values), so coverage, provider,
+//     capture, next_action, rows, metrics values and details are open objects, and bounds
+//     and patterns are gone,
 //   - with a subschema repeated within one document kept once under $defs and referenced
 //     with $ref where that is shorter than repeating it.
 //
@@ -37,18 +37,10 @@ func (c *compactor) override(name string) (schema, bool, error) {
 		// The catalog lists formats and operation names; results carry them as strings.
 		return schema{"type": "string"}, true, nil
 	case "NextAction":
-		s, err := c.nextAction()
-		return s, true, err
+		// An open object: its kind vocabulary is the rich schema's.
+		return schema{"type": "object"}, true, nil
 	}
 	return nil, false, nil
-}
-
-// compactKeep lists the only properties a definition keeps in the compact rendering; the
-// object stays open, so the rest of the record validates as any value.
-var compactKeep = map[string][]string{
-	"Execution": {"sequence", "case", "block", "status", "returncode", "workload_returncode", "failure_code", "wall_time_ns"},
-	// inspect_evidence's projected manifest body: its identity and outcome.
-	"ProjectedBody": {"evidence_kind", "operation", "provider", "coverage", "limitations"},
 }
 
 // compactor renders compact schemas from encoding/jsonschema output.
@@ -193,86 +185,11 @@ func (c *compactor) body(name string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if keep, ok := compactKeep[name]; ok {
-			n = keepProperties(n.(schema), keep)
-		}
 		b = n
 	}
 	b = tidy(b)
 	c.bodies[name] = b
 	return b, nil
-}
-
-// keepProperties drops every property of s but keep (and their requirements).
-func keepProperties(s schema, keep []string) schema {
-	props, _ := s["properties"].(schema)
-	kept := schema{}
-	want := map[string]bool{}
-	for _, k := range keep {
-		want[k] = true
-		if p, ok := props[k]; ok {
-			kept[k] = p
-		}
-	}
-	s["properties"] = kept
-	var req []any
-	for _, r := range toStrings(s["required"]) {
-		if want[r] {
-			req = append(req, r)
-		}
-	}
-	if req == nil {
-		delete(s, "required")
-	} else {
-		s["required"] = req
-	}
-	return s
-}
-
-// nextAction is the compact next_action: an object with the kind enum of every #NextAction
-// arm and the properties every arm requires alike (message); open otherwise.
-func (c *compactor) nextAction() (schema, error) {
-	raw, ok := c.defs["NextAction"].(schema)
-	if !ok {
-		return nil, fmt.Errorf("not rendered")
-	}
-	var kinds []any
-	var common map[string]any
-	for i, a := range raw["anyOf"].([]any) {
-		name := strings.TrimPrefix(a.(schema)["$ref"].(string), "#/$defs/")
-		arm, err := c.node(c.defs[name])
-		if err != nil {
-			return nil, err
-		}
-		arm = tidy(arm)
-		props := arm.(schema)["properties"].(schema)
-		kinds = append(kinds, props["kind"].(schema)["const"])
-		here := map[string]any{}
-		for _, r := range toStrings(arm.(schema)["required"]) {
-			if r == "kind" {
-				continue
-			}
-			b, _ := json.Marshal(props[r])
-			if i == 0 || common[r] == string(b) {
-				here[r] = string(b)
-			}
-		}
-		common = here
-	}
-	props := schema{"kind": schema{"enum": kinds}}
-	required := []any{"kind"}
-	var names []string
-	for r := range common {
-		names = append(names, r)
-	}
-	sort.Strings(names)
-	for _, r := range names {
-		var p any
-		_ = json.Unmarshal([]byte(common[r].(string)), &p)
-		props[r] = p
-		required = append(required, r)
-	}
-	return schema{"type": "object", "required": required, "properties": props}, nil
 }
 
 // tidy applies normalize and then folds nullable unions into type lists.
@@ -383,37 +300,41 @@ func envelopeArm(arm schema) schema {
 		case "properties":
 			props := schema{}
 			for p, ps := range v.(schema) {
-				props[p] = envelopeNode(ps.(schema))
+				props[p] = envelopeNode(ps.(schema), false)
 			}
 			out[k] = props
-		case "type", "required", "const", "enum":
+		case "type", "required", "const", "enum", "if", "then", "else":
+			// if/then/else come from mergeArms: the discriminator and what it requires.
 			out[k] = v
-		case "if", "then", "else":
-			out[k] = envelopeNode(v.(schema))
 		}
 	}
 	return out
 }
 
-// envelopeNode reduces a schema below the envelope to its type, const, enum, required,
-// items and unions, and to the properties that hold a closed vocabulary (a const or an
-// enum, at any depth): bounds, patterns, additionalProperties and the schemas of other
-// nested fields go.
-func envelopeNode(s schema) schema {
+// envelopeNode reduces a field of the envelope to its type, const, enum, items and unions.
+// Objects below the envelope are open: their properties and required fields go (coverage
+// is {type: object}), except in the arms of a union, which keep their discriminators (a
+// property with a const) and their required fields, so a block still names its type and
+// requires its rows or values. Bounds, patterns and additionalProperties go everywhere.
+func envelopeNode(s schema, inArm bool) schema {
 	out := schema{}
 	for k, v := range s {
 		switch k {
-		case "type", "const", "enum", "required":
+		case "type", "const", "enum":
 			out[k] = v
+		case "required":
+			if inArm {
+				out[k] = v
+			}
 		case "items":
-			if it := envelopeNode(v.(schema)); len(it) > 0 {
+			if it := envelopeNode(v.(schema), false); len(it) > 0 {
 				out[k] = it
 			}
 		case "anyOf", "allOf", "oneOf":
 			var arms []any
 			seen := map[string]bool{}
 			for _, a := range v.([]any) {
-				r := envelopeNode(a.(schema))
+				r := envelopeNode(a.(schema), true)
 				if key := canonical(r); !seen[key] {
 					seen[key] = true
 					arms = append(arms, r)
@@ -424,9 +345,12 @@ func envelopeNode(s schema) schema {
 			}
 			out[k] = arms
 		case "properties":
+			if !inArm {
+				continue
+			}
 			props := schema{}
 			for p, ps := range v.(schema) {
-				if r := envelopeNode(ps.(schema)); hasVocabulary(r) {
+				if r := envelopeNode(ps.(schema), false); hasConst(r) {
 					props[p] = r
 				}
 			}
@@ -438,29 +362,10 @@ func envelopeNode(s schema) schema {
 	return foldNullable(out).(schema)
 }
 
-// hasVocabulary reports whether s holds a const or an enum at any depth.
-func hasVocabulary(n any) bool {
-	switch x := n.(type) {
-	case schema:
-		if _, ok := x["const"]; ok {
-			return true
-		}
-		if _, ok := x["enum"]; ok {
-			return true
-		}
-		for _, v := range x {
-			if hasVocabulary(v) {
-				return true
-			}
-		}
-	case []any:
-		for _, v := range x {
-			if hasVocabulary(v) {
-				return true
-			}
-		}
-	}
-	return false
+// hasConst reports whether s is a discriminator: it holds a const.
+func hasConst(s schema) bool {
+	_, ok := s["const"]
+	return ok
 }
 
 // compactOutput is a tool's published output schema: the union of its success envelope

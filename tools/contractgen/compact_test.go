@@ -62,15 +62,6 @@ func TestMergeArms(t *testing.T) {
 	}
 }
 
-func TestKeepProperties(t *testing.T) {
-	got := keepProperties(parse(t, `{"type":"object","properties":{"a":{},"b":{},"c":{}},"required":["a","b"]}`).(schema), []string{"a", "c"})
-	want := parse(t, `{"type":"object","properties":{"a":{},"c":{}},"required":["a"]}`)
-	b, _ := json.Marshal(got)
-	if diff := cmp.Diff(want, parse(t, string(b))); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
 // TestShareExact: in an output schema a long subschema used twice is shared under $defs,
 // named after the property it first describes, and its $ref has no siblings; a short one,
 // one used once and a near copy stay inline.
@@ -91,19 +82,24 @@ func TestShareExact(t *testing.T) {
 	}
 }
 
-// TestEnvelopeNode: below the envelope a schema keeps its type, required fields, items,
-// unions and the properties holding a const or an enum; bounds, patterns and other
-// fields' schemas go.
+// TestEnvelopeNode: a field of the envelope keeps its type, const, enum, items and unions;
+// objects below it are open, except union arms, which keep their discriminator and their
+// required fields; bounds, patterns and other fields' schemas go.
 func TestEnvelopeNode(t *testing.T) {
 	in := parse(t, `{"type":["object","null"],"additionalProperties":false,"required":["reason","next_offset"],"properties":{
-		"reason":{"enum":["row_limit","provider_limit"]},"next_offset":{"type":"integer","minimum":0},
-		"items":{"type":"array","items":{"type":"object","required":["id"],"properties":{"id":{"type":"string","pattern":"^x$"},"kind":{"const":"k"}}}},
-		"sha":{"type":"string","pattern":"^[a-f0-9]{64}$"}}}`).(schema)
-	want := parse(t, `{"type":["object","null"],"required":["reason","next_offset"],"properties":{
-		"reason":{"enum":["row_limit","provider_limit"]},
-		"items":{"type":"array","items":{"type":"object","required":["id"],"properties":{"kind":{"const":"k"}}}}}}`)
-	if diff := cmp.Diff(want, parse(t, canonical(envelopeNode(in)))); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+		"reason":{"enum":["row_limit","provider_limit"]},"next_offset":{"type":"integer","minimum":0}}}`).(schema)
+	want := parse(t, `{"type":["object","null"]}`)
+	if diff := cmp.Diff(want, parse(t, canonical(envelopeNode(in, false)))); diff != "" {
+		t.Errorf("object (-want +got):\n%s", diff)
+	}
+	in = parse(t, `{"type":"array","items":{"anyOf":[
+		{"type":"object","required":["type","rows"],"properties":{"type":{"const":"table"},"rows":{"type":"array","items":{"type":"object"}},"title":{"type":"string","pattern":"^x$"}}},
+		{"type":"object","required":["type","values"],"properties":{"type":{"const":"metrics"},"values":{"type":"object"}}}]}}`).(schema)
+	want = parse(t, `{"type":"array","items":{"anyOf":[
+		{"type":"object","required":["type","rows"],"properties":{"type":{"const":"table"}}},
+		{"type":"object","required":["type","values"],"properties":{"type":{"const":"metrics"}}}]}}`)
+	if diff := cmp.Diff(want, parse(t, canonical(envelopeNode(in, false)))); diff != "" {
+		t.Errorf("union (-want +got):\n%s", diff)
 	}
 }
 
