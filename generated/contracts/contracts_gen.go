@@ -128,43 +128,43 @@ func OperationNameValues() []OperationName {
 // PathSource names one explicit native artifact, a file or a directory, by absolute path.
 type PathSource struct {
 	Kind string `json:"kind"`
-	// Absolute path of a file, or of a directory read as a bundle.
+	// File, or directory read as a bundle.
 	Path string `json:"path"`
-	// Native format; detected when omitted.
+	// Detected when omitted.
 	Format *Format `json:"format,omitempty"`
-	// Producer identity, used to interpret ambiguous formats; capture experiments write "flameox-capture block=N case=NAME".
+	// Producer identity, for ambiguous formats.
 	Producer *string `json:"producer,omitempty"`
-	// SHA-256 the artifact must have; checked before decoding.
+	// Checked before decoding.
 	ExpectedSHA256 *string `json:"expected_sha256,omitempty"`
 }
 
 // EvidenceSource names a native artifact preserved in the evidence store.
 type EvidenceSource struct {
 	Kind string `json:"kind"`
-	// Evidence identity from preserve_evidence or query_evidence.
+	// From preserve_evidence or query_evidence.
 	EvidenceID string `json:"evidence_id"`
-	// Selector from inspect_evidence; required when the evidence holds several sources.
+	// From inspect_evidence; needed when the evidence holds several sources.
 	ArtifactSelector *string `json:"artifact_selector,omitempty"`
 }
 
 // RequestLimits lowers the server's startup ceilings for one request. Omitted fields inherit the
 // server policy; a value above the server ceiling is refused with LIMIT_EXCEEDED.
+// max_input_bytes and max_input_files count across all sources; timeout_seconds and
+// max_memory_bytes bound each conversion or analysis worker (tree), not capture targets;
+// max_output_bytes bounds the output of each process or generated artifact;
+// max_provenance_bytes the capture provenance kept for preservation; max_result_bytes one
+// serialized result page (a page ends before the row that would pass it). The fields carry
+// no comments of their own: every input schema repeats them, and the limits field of each
+// tool says what an agent needs in one line.
 type RequestLimits struct {
-	MaxRows *int64 `json:"max_rows,omitempty"`
-	// Total bytes read across all sources.
-	MaxInputBytes *int64 `json:"max_input_bytes,omitempty"`
-	// Files traversed across all sources.
-	MaxInputFiles *int64 `json:"max_input_files,omitempty"`
-	// Seconds per conversion or analysis worker (not capture targets).
-	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty"`
-	// Output bytes per process or generated artifact.
-	MaxOutputBytes *int64 `json:"max_output_bytes,omitempty"`
-	// Memory per analysis worker tree (not capture targets).
-	MaxMemoryBytes *int64 `json:"max_memory_bytes,omitempty"`
-	// Capture provenance bytes kept for preservation.
-	MaxProvenanceBytes *int64 `json:"max_provenance_bytes,omitempty"`
-	// Bytes of one serialized result page: a page ends before the row that would pass it.
-	MaxResultBytes *int64 `json:"max_result_bytes,omitempty"`
+	MaxRows            *int64   `json:"max_rows,omitempty"`
+	MaxInputBytes      *int64   `json:"max_input_bytes,omitempty"`
+	MaxInputFiles      *int64   `json:"max_input_files,omitempty"`
+	TimeoutSeconds     *float64 `json:"timeout_seconds,omitempty"`
+	MaxOutputBytes     *int64   `json:"max_output_bytes,omitempty"`
+	MaxMemoryBytes     *int64   `json:"max_memory_bytes,omitempty"`
+	MaxProvenanceBytes *int64   `json:"max_provenance_bytes,omitempty"`
+	MaxResultBytes     *int64   `json:"max_result_bytes,omitempty"`
 }
 
 // Provider identifies the reader or collector that produced a result.
@@ -602,21 +602,21 @@ type EvidenceProjection struct {
 type WorkloadBudget struct {
 	// Wall-clock seconds per invocation; null for none.
 	TimeoutSeconds *float64 `json:"timeout_seconds"`
-	// Sampled resident memory of the whole process tree, collector included; null for none.
+	// Sampled RSS of the process tree, collector included; null for none.
 	MaxMemoryBytes *int64 `json:"max_memory_bytes"`
 }
 
 // DirectTarget is the workload: an argv run without a shell in an absolute working directory.
 type DirectTarget struct {
-	// Command and arguments; argv[0] resolves through PATH, or against cwd when it holds a slash.
+	// argv[0] resolves through PATH, or against cwd if it holds a slash.
 	Argv []string `json:"argv"`
 	// Existing absolute working directory.
 	Cwd string `json:"cwd"`
-	// Environment overrides on top of the server's PATH; experiment cases override these.
+	// Added to the server's PATH; experiment cases override these.
 	Environment map[string]any `json:"environment,omitempty"`
-	// Wall-clock and memory budget of each invocation.
+	// Per invocation.
 	Budget *WorkloadBudget `json:"budget,omitempty"`
-	// diagnostics: bounded console excerpts; full: the console as text sources (always, for direct).
+	// diagnostics: bounded excerpts; full: console as text sources (always for direct).
 	ConsoleOutput string `json:"console_output,omitempty"`
 }
 
@@ -634,11 +634,11 @@ type DirectProvider struct {
 
 // ExperimentCase is one case of a paired experiment.
 type ExperimentCase struct {
-	// Unique case name.
+	// Unique.
 	Name string `json:"name"`
-	// Case argv; omitted or null inherits target.argv.
+	// null inherits target.argv.
 	Argv []string `json:"argv,omitempty"`
-	// Overrides merged over target.environment (32 at most after merging).
+	// Merged over target.environment (32 at most).
 	Environment map[string]any `json:"environment,omitempty"`
 }
 
@@ -648,11 +648,11 @@ type Experiment struct {
 	Cases []ExperimentCase `json:"cases"`
 	// Paired repetitions; each block runs every case once.
 	Blocks int64 `json:"blocks"`
-	// Seed of the per-block case order and of the bootstrap.
+	// Of case order and bootstrap.
 	Seed int64 `json:"seed"`
-	// The compared metric: the wall time of each invoked capture process.
+	// Wall time of each capture process.
 	Metric *string `json:"metric,omitempty"`
-	// Paired estimand of candidate minus baseline.
+	// Candidate minus baseline.
 	Estimand string `json:"estimand,omitempty"`
 	// Differences within this many nanoseconds classify as within_threshold.
 	PracticalThreshold float64 `json:"practical_threshold"`
@@ -834,9 +834,9 @@ func (x *CompareFields) ApplyDefaults() {
 type CpuCallerFields struct {
 	// Case-insensitive substring matched against "<file>:<line>:<function>".
 	Function *string `json:"function,omitempty"`
-	// Which edges to keep around matching functions: callers (edges into a match), callees (edges out of a match) or both.
+	// Edges into (callers) or out of (callees) a match, or both.
 	Direction string `json:"direction,omitempty"`
-	// pprof sample type to weigh by; pprof sources only.
+	// pprof only; default: the profile's.
 	SampleType *string `json:"sample_type,omitempty"`
 }
 
@@ -849,15 +849,15 @@ func (x *CpuCallerFields) ApplyDefaults() {
 
 // CpuHotspotFields are rank_cpu_hotspots's fields.
 type CpuHotspotFields struct {
-	// Ranking metric. pstats: self_time_seconds (default), cumulative_time_seconds, total_calls or primitive_calls; sampled formats: self_weight (default) or inclusive_weight, which ranks callers of hot code (such as user code above runtime internals) first.
+	// pstats: self_time_seconds (default) or the *_calls/cumulative ones; sampled formats: self_weight (default) or inclusive_weight (ranks callers of hot code first).
 	Metric *string `json:"metric,omitempty"`
-	// pprof sample type to weigh by (for example cpu or samples); pprof sources only. Defaults to the profile's default sample type.
+	// pprof only (cpu, samples, ...); default: the profile's.
 	SampleType *string `json:"sample_type,omitempty"`
 }
 
 // InferenceCompareFields are compare_inference's fields.
 type InferenceCompareFields struct {
-	// Permit a ratio across known-different workload or system identities; the result is labelled heterogeneous.
+	// Allow known-different workload or system identities (labelled heterogeneous).
 	AllowHeterogeneous bool `json:"allow_heterogeneous,omitempty"`
 	// Metric to compare; omit for the operation default.
 	Metric *string `json:"metric,omitempty"`
@@ -881,9 +881,9 @@ type NoFields struct {
 
 // PreviewFields are preview_artifact's fields.
 type PreviewFields struct {
-	// Zero-based logical row offset: text lines (or fragments), JSONL records, CSV data records, Parquet records, projected JSON entries.
+	// Zero-based logical row (line, fragment, record or JSON entry).
 	Offset int64 `json:"offset,omitempty"`
-	// Split text lines into fragments of at most this many decoded characters. Text sources only; bound into the continuation.
+	// Split text lines into fragments of this many characters; text only.
 	TextFragmentChars *int64 `json:"text_fragment_chars,omitempty"`
 }
 
@@ -898,7 +898,7 @@ func (x *PreviewFields) ApplyDefaults() {
 type ScalingFields struct {
 	// Benchmark dimension holding the input size.
 	InputDimension string `json:"input_dimension"`
-	// Benchmark series name; omit for every compatible series.
+	// Series name; omit for all.
 	Metric *string `json:"metric,omitempty"`
 }
 

@@ -187,7 +187,7 @@ func capBlocks(exp schema, c sourceCap) error {
 			return fmt.Errorf("experiment.blocks maximum %v is below the source cap's %d blocks", blocks["maximum"], c.Blocks)
 		}
 		blocks["maximum"] = c.Blocks
-		blocks["description"] = fmt.Sprintf("Paired repetitions; each block runs every case once. At most %d with two cases: cases x blocks x %d must stay within %d sources.",
+		blocks["description"] = fmt.Sprintf("At most %d with two cases: cases x blocks x %d <= %d sources.",
 			c.Blocks, c.ArtifactsPerExecution, c.Sources)
 		return nil
 	}
@@ -198,17 +198,17 @@ func capBlocks(exp schema, c sourceCap) error {
 // an experiment mentions one, with how many blocks fit its source cap with two cases.
 func captureDescription(op operation, c sourceCap) string {
 	what := strings.ToLower(op.Description[:1]) + op.Description[1:]
+	const tail = " No shell; next_page never reruns the workload."
 	if !op.Experiment {
-		return "Run the target once under a compatible collector, then " + what +
-			" Executes the argv without a shell; next_page reads the captured artifacts and never reruns the workload."
+		return "Run the target once under a compatible collector, then " + what + tail
 	}
 	per := "1 artifact"
 	if c.ArtifactsPerExecution > 1 {
 		per = fmt.Sprintf("%d artifacts", c.ArtifactsPerExecution)
 	}
-	return "Run the target once, or as a paired experiment, under a compatible collector, then " + what +
-		fmt.Sprintf(" An experiment runs every case once per block; each run yields %s and a capture holds at most %d sources, so two cases fit at most %d blocks.", per, c.Sources, c.Blocks) +
-		" Executes the argv without a shell; next_page reads the captured artifacts and never reruns the workload."
+	return "Run the target once or as a paired experiment under a compatible collector, then " + what +
+		fmt.Sprintf(" Each run yields %s; a capture holds at most %d sources, so two cases fit at most %d blocks.", per, c.Sources, c.Blocks) +
+		tail
 }
 
 // captureTitle is the title of an operation's capture tool: "Rank CPU hotspots" becomes
