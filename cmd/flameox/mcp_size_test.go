@@ -26,7 +26,7 @@ import (
 // The target of 3,000 bytes per tool for the whole tools array is not reachable
 // while input schemas keep their strict validation and identical failures: their
 // assertions alone, without any description, average about 1,840 bytes per tool, the
-// failure shape every output schema carries (21 failure codes) about 900, and names,
+// failure arm every output schema carries (21 failure codes) about 970, and names,
 // titles, descriptions and annotations about 530.
 const (
 	maxToolsListBytesPerTool    = 5200
