@@ -1,0 +1,116 @@
+package trace
+
+import "math"
+
+// scaleDecimal returns the JSON number text (already checked against the grammar)
+// multiplied by 10^scale, as an int64 computed exactly from the decimal digits, never
+// through float64. Digits beyond the units are rounded half to even; exact reports that
+// none were dropped. ok is false when the result is outside int64. digits is scratch.
+func scaleDecimal(text []byte, scale int, digits []byte) (v int64, exact, ok bool, scratch []byte) {
+	digits = digits[:0]
+	i := 0
+	neg := false
+	if i < len(text) && text[i] == '-' {
+		neg = true
+		i++
+	}
+	frac := 0
+	inFrac := false
+	for ; i < len(text); i++ {
+		c := text[i]
+		if c >= '0' && c <= '9' {
+			if len(digits) > 0 || c != '0' {
+				digits = append(digits, c)
+			}
+			if inFrac {
+				frac++
+			}
+			continue
+		}
+		if c == '.' {
+			inFrac = true
+			continue
+		}
+		break // 'e' or 'E'
+	}
+	exp := 0
+	if i < len(text) {
+		i++ // e
+		eneg := false
+		if text[i] == '+' || text[i] == '-' {
+			eneg = text[i] == '-'
+			i++
+		}
+		for ; i < len(text); i++ {
+			if exp < 1_000_000 {
+				exp = exp*10 + int(text[i]-'0')
+			}
+		}
+		if eneg {
+			exp = -exp
+		}
+	}
+	if len(digits) == 0 {
+		return 0, true, true, digits
+	}
+	// digits (leading zeros removed) × 10^e10 is the value.
+	e10 := exp - frac + scale
+	keep := len(digits)
+	if e10 < 0 {
+		keep = len(digits) + e10
+	}
+	var mag uint64
+	for _, c := range digits[:max(keep, 0)] {
+		d := uint64(c - '0')
+		if mag > (math.MaxUint64-d)/10 {
+			return 0, false, false, digits
+		}
+		mag = mag*10 + d
+	}
+	exact = true
+	if e10 >= 0 {
+		for ; e10 > 0; e10-- {
+			if mag > math.MaxUint64/10 {
+				return 0, false, false, digits
+			}
+			mag *= 10
+		}
+	} else {
+		// Dropped digits: digits[keep:], preceded by -keep zeros when keep < 0.
+		var first byte = '0'
+		rest := digits
+		if keep >= 0 {
+			first = digits[keep]
+			rest = digits[keep+1:]
+		}
+		restZero := true
+		for _, c := range rest {
+			if c != '0' {
+				restZero = false
+				break
+			}
+		}
+		exact = first == '0' && restZero
+		if keep < 0 {
+			restZero = false // the dropped part is below one half: at least one digit was nonzero
+			first = '0'
+		}
+		switch {
+		case first > '5', first == '5' && !restZero, first == '5' && restZero && mag%2 == 1:
+			if mag == math.MaxUint64 {
+				return 0, false, false, digits
+			}
+			mag++
+		}
+	}
+	if neg {
+		if mag > 1<<63 {
+			return 0, false, false, digits
+		}
+		return int64(-mag), exact, true, digits
+	}
+	if mag > math.MaxInt64 {
+		return 0, false, false, digits
+	}
+	return int64(mag), exact, true, digits
+}

@@ -1,0 +1,480 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"io"
+)
+
+// scanner is a byte scanner over an io.Reader with its own buffer, made for reading one
+// JSON document forward once: it reads the values the decoder needs and skips the rest
+// without materializing them. Slices it returns alias its buffer or the caller's
+// scratch and are valid until the next call.
+type scanner struct {
+	r    io.Reader
+	buf  []byte
+	pos  int
+	end  int
+	eof  bool
+	rerr error // a read error other than io.EOF; it ends the input
+	// off is the input offset of buf[0].
+	off int64
+}
+
+const scanBufSize = 256 << 10
+
+// maxNumberBytes bounds the text of one JSON number.
+const maxNumberBytes = 4096
+
+// errSyntax is malformed JSON; errEOF is an end of input inside a value. The decoder
+// turns both into DecodeErrors naming the event.
+var (
+	errSyntax = errors.New("malformed JSON")
+	errEOF    = errors.New("unexpected end of input")
+)
+
+// errNumberLong is a number longer than maxNumberBytes.
+var errNumberLong = errors.New("number too long")
+
+// errStringLong is a string longer than the decoder's string bound.
+var errStringLong = errors.New("string too long")
+
+// errDepth is a value nested deeper than the decoder's depth bound.
+var errDepth = errors.New("nesting too deep")
+
+func newScanner(r io.Reader) *scanner {
+	return &scanner{r: r, buf: make([]byte, scanBufSize)}
+}
+
+// offset is the input offset of the next byte.
+func (s *scanner) offset() int64 { return s.off + int64(s.pos) }
+
+// fill reads more input, keeping buf[keep:end] (keep <= pos), and reports whether
+// bytes beyond end were read.
+func (s *scanner) fill(keep int) bool {
+	if s.eof {
+		return false
+	}
+	if keep > 0 {
+		n := copy(s.buf, s.buf[keep:s.end])
+		s.off += int64(keep)
+		s.pos -= keep
+		s.end = n
+	}
+	if s.end == len(s.buf) {
+		// Only a kept token fills the whole buffer; tokens are bounded well below it.
+		nb := make([]byte, 2*len(s.buf))
+		copy(nb, s.buf[:s.end])
+		s.buf = nb
+	}
+	for tries := 0; tries < 100; tries++ {
+		n, err := s.r.Read(s.buf[s.end:])
+		s.end += n
+		if err != nil {
+			s.eof = true
+			if err != io.EOF {
+				s.rerr = err
+			}
+			return n > 0
+		}
+		if n > 0 {
+			return true
+		}
+	}
+	s.eof, s.rerr = true, io.ErrNoProgress
+	return false
+}
+
+// more makes at least one unread byte available, discarding read ones.
+func (s *scanner) more() bool {
+	return s.fill(s.pos)
+}
+
+// peek skips whitespace and returns the next byte without consuming it, or -1 at the
+// end of the input.
+func (s *scanner) peek() int {
+	for {
+		for s.pos < s.end {
+			c := s.buf[s.pos]
+			if c > ' ' || (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+				return int(c)
+			}
+			s.pos++
+		}
+		if !s.more() {
+			return -1
+		}
+	}
+}
+
+// ensure makes n unread bytes available when the input holds them.
+func (s *scanner) ensure(n int) bool {
+	for s.end-s.pos < n {
+		if !s.fill(s.pos) {
+			return false
+		}
+	}
+	return true
+}
+
+// readString reads the string at pos (buf[pos] == '"'), appending its decoded bytes to
+// dst; more than limit bytes is errStringLong.
+func (s *scanner) readString(dst []byte, limit int) ([]byte, error) {
+	s.pos++
+	base := len(dst)
+	for {
+		seg := s.buf[s.pos:s.end]
+		q := bytes.IndexByte(seg, '"')
+		look := seg
+		if q >= 0 {
+			look = seg[:q]
+		}
+		if b := bytes.IndexByte(look, '\\'); b >= 0 {
+			dst = append(dst, seg[:b]...)
+			s.pos += b
+			var err error
+			if dst, err = s.escape(dst); err != nil {
+				return dst, err
+			}
+		} else if q >= 0 {
+			dst = append(dst, seg[:q]...)
+			s.pos += q + 1
+			if len(dst)-base > limit {
+				return dst, errStringLong
+			}
+			return dst, nil
+		} else {
+			dst = append(dst, seg...)
+			s.pos = s.end
+			if !s.more() {
+				return dst, errEOF
+			}
+		}
+		if len(dst)-base > limit {
+			return dst, errStringLong
+		}
+	}
+}
+
+// escape decodes the escape at pos (buf[pos] == '\\').
+func (s *scanner) escape(dst []byte) ([]byte, error) {
+	if !s.ensure(2) {
+		return dst, errEOF
+	}
+	c := s.buf[s.pos+1]
+	switch c {
+	case '"', '\\', '/':
+		dst = append(dst, c)
+	case 'b':
+		dst = append(dst, '\b')
+	case 'f':
+		dst = append(dst, '\f')
+	case 'n':
+		dst = append(dst, '\n')
+	case 'r':
+		dst = append(dst, '\r')
+	case 't':
+		dst = append(dst, '\t')
+	case 'u':
+		if !s.ensure(6) {
+			return dst, errEOF
+		}
+		r, ok := hex4(s.buf[s.pos+2 : s.pos+6])
+		if !ok {
+			return dst, errSyntax
+		}
+		s.pos += 6
+		if r >= 0xD800 && r < 0xDC00 {
+			// A high surrogate: combine it with the low one that should follow.
+			if s.ensure(6) && s.buf[s.pos] == '\\' && s.buf[s.pos+1] == 'u' {
+				if r2, ok := hex4(s.buf[s.pos+2 : s.pos+6]); ok && r2 >= 0xDC00 && r2 < 0xE000 {
+					s.pos += 6
+					return appendRune(dst, 0x10000+(r-0xD800)<<10+(r2-0xDC00)), nil
+				}
+			}
+			return appendRune(dst, 0xFFFD), nil
+		}
+		if r >= 0xDC00 && r < 0xE000 {
+			r = 0xFFFD
+		}
+		return appendRune(dst, r), nil
+	default:
+		return dst, errSyntax
+	}
+	s.pos += 2
+	return dst, nil
+}
+
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+func appendRune(dst []byte, r rune) []byte {
+	switch {
+	case r < 0x80:
+		return append(dst, byte(r))
+	case r < 0x800:
+		return append(dst, 0xC0|byte(r>>6), 0x80|byte(r)&0x3F)
+	case r < 0x10000:
+		return append(dst, 0xE0|byte(r>>12), 0x80|byte(r>>6)&0x3F, 0x80|byte(r)&0x3F)
+	default:
+		return append(dst, 0xF0|byte(r>>18), 0x80|byte(r>>12)&0x3F, 0x80|byte(r>>6)&0x3F, 0x80|byte(r)&0x3F)
+	}
+}
+
+// skipString skips the string at pos (buf[pos] == '"'), copying its raw text, quotes
+// included, to capture when it is not nil.
+func (s *scanner) skipString(capture *[]byte) error {
+	start := s.pos
+	s.pos++
+	for {
+		seg := s.buf[s.pos:s.end]
+		q := bytes.IndexByte(seg, '"')
+		look := seg
+		if q >= 0 {
+			look = seg[:q]
+		}
+		if b := bytes.IndexByte(look, '\\'); b >= 0 {
+			s.pos += b
+			if s.pos+1 < s.end {
+				s.pos += 2
+				continue
+			}
+			// The backslash is the last byte read: keep what precedes it, then read on.
+			if capture != nil {
+				*capture = append(*capture, s.buf[start:s.end]...)
+			}
+			s.pos = s.end
+			if !s.more() {
+				return errEOF
+			}
+			start = s.pos
+			s.pos++ // the escaped byte
+			continue
+		}
+		if q >= 0 {
+			s.pos += q + 1
+			if capture != nil {
+				*capture = append(*capture, s.buf[start:s.pos]...)
+			}
+			return nil
+		}
+		if capture != nil {
+			*capture = append(*capture, s.buf[start:s.end]...)
+		}
+		s.pos = s.end
+		start = 0
+		if !s.more() {
+			return errEOF
+		}
+		start = s.pos
+	}
+}
+
+// readNumber reads the number at pos and returns its text, checked against the JSON
+// grammar.
+func (s *scanner) readNumber() ([]byte, error) {
+	start := s.pos
+	i := s.pos
+	for {
+		for i < s.end {
+			c := s.buf[i]
+			if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E' {
+				i++
+				continue
+			}
+			goto done
+		}
+		if i-start > maxNumberBytes {
+			return nil, errNumberLong
+		}
+		{
+			rel := i - start
+			s.pos = start
+			if !s.fill(start) {
+				start, i = s.pos, s.pos+rel
+				goto done
+			}
+			start, i = s.pos, s.pos+rel
+		}
+	}
+done:
+	if i-start > maxNumberBytes {
+		return nil, errNumberLong
+	}
+	text := s.buf[start:i]
+	s.pos = i
+	if !validNumber(text) {
+		return nil, errSyntax
+	}
+	return text, nil
+}
+
+// validNumber reports whether b is a JSON number.
+func validNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return false
+	}
+	if b[i] == '0' {
+		i++
+	} else if b[i] >= '1' && b[i] <= '9' {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	} else {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// literal consumes true, false or null at pos.
+func (s *scanner) literal() (string, error) {
+	var want string
+	switch s.buf[s.pos] {
+	case 't':
+		want = "true"
+	case 'f':
+		want = "false"
+	case 'n':
+		want = "null"
+	default:
+		return "", errSyntax
+	}
+	if !s.ensure(len(want)) {
+		return "", errEOF
+	}
+	if string(s.buf[s.pos:s.pos+len(want)]) != want {
+		return "", errSyntax
+	}
+	s.pos += len(want)
+	return want, nil
+}
+
+// skipValue skips the value at pos (after whitespace), which sits at nesting depth
+// depth (containers deeper than maxDepth are errDepth). With capture set, it appends
+// the value's compact text (whitespace outside strings removed) to *capture.
+func (s *scanner) skipValue(depth, maxDepth int, capture *[]byte) error {
+	c := s.peek()
+	switch {
+	case c == '"':
+		return s.skipString(capture)
+	case c == '{' || c == '[':
+		if depth > maxDepth {
+			return errDepth
+		}
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		s.pos++
+		if capture != nil {
+			*capture = append(*capture, byte(c))
+		}
+		n := s.peek()
+		if n == int(closer) {
+			s.pos++
+			if capture != nil {
+				*capture = append(*capture, closer)
+			}
+			return nil
+		}
+		for {
+			if c == '{' {
+				if n != '"' {
+					return syntaxOrEOF(n)
+				}
+				if err := s.skipString(capture); err != nil {
+					return err
+				}
+				if s.peek() != ':' {
+					return syntaxOrEOF(s.peek())
+				}
+				s.pos++
+				if capture != nil {
+					*capture = append(*capture, ':')
+				}
+			}
+			if err := s.skipValue(depth+1, maxDepth, capture); err != nil {
+				return err
+			}
+			n = s.peek()
+			if n == ',' {
+				s.pos++
+				if capture != nil {
+					*capture = append(*capture, ',')
+				}
+				n = s.peek()
+				continue
+			}
+			if n == int(closer) {
+				s.pos++
+				if capture != nil {
+					*capture = append(*capture, closer)
+				}
+				return nil
+			}
+			return syntaxOrEOF(n)
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		t, err := s.readNumber()
+		if err == nil && capture != nil {
+			*capture = append(*capture, t...)
+		}
+		return err
+	case c == 't' || c == 'f' || c == 'n':
+		w, err := s.literal()
+		if err == nil && capture != nil {
+			*capture = append(*capture, w...)
+		}
+		return err
+	default:
+		return syntaxOrEOF(c)
+	}
+}
+
+func syntaxOrEOF(c int) error {
+	if c < 0 {
+		return errEOF
+	}
+	return errSyntax
+}
