@@ -1,0 +1,453 @@
+package trace
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flameox/flameox/providers"
+)
+
+// recorder is a Sink that keeps what it receives.
+type recorder struct {
+	slices   []Event
+	tracks   []Track
+	threads  map[[2]int64]string
+	procs    map[int64]string
+	announce map[int64]bool
+	errs     []string
+}
+
+func newRecorder() *recorder {
+	return &recorder{threads: map[[2]int64]string{}, procs: map[int64]string{}, announce: map[int64]bool{}}
+}
+
+func (r *recorder) Slice(e *Event) error {
+	if !r.announce[e.Track] {
+		r.errs = append(r.errs, fmt.Sprintf("slice %d on unannounced track %d", e.ID, e.Track))
+	}
+	c := *e
+	var p packedArgs
+	p.pack(&e.Args)
+	c.Args = p.expand(new(packedArgs))
+	r.slices = append(r.slices, c)
+	return nil
+}
+func (r *recorder) Track(t Track) {
+	r.announce[t.ID] = true
+	r.tracks = append(r.tracks, t)
+}
+func (r *recorder) ThreadName(pid, tid int64, name string) { r.threads[[2]int64{pid, tid}] = name }
+func (r *recorder) ProcessName(pid int64, name string)     { r.procs[pid] = name }
+
+func openCorpus(t testing.TB, name string) io.Reader {
+	t.Helper()
+	b, err := os.ReadFile(corpusFile(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(name, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = io.ReadAll(zr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bytes.NewReader(b)
+}
+
+var corpusTraces = []string{
+	"h200__torch-mlp-train.pt.trace.json",
+	"hta__kineto-simple-add-a100.pt.trace.json.gz",
+	"speedscope__chrome116-devtools-trace.json",
+	"speedscope__trace-event-simple-partial.json",
+	"speedscope__trace_event_partial_trailing_comma.json",
+	"speedscope__trace_event_multiprocess.json",
+	"local-h200__jax0.11.2_perfetto_trace.json.gz",
+}
+
+// TestDecodeChromeCorpus compares the decoder and the Nester with Python's reading of
+// the same files.
+func TestDecodeChromeCorpus(t *testing.T) {
+	for _, name := range corpusTraces {
+		t.Run(name, func(t *testing.T) {
+			want := pythonTruth(t, corpusFile(t, name), 20000)
+			rec := newRecorder()
+			var nested []Nested
+			n := NewNester(NesterOptions{}, rec, func(x *Nested) error {
+				nested = append(nested, *x)
+				return nil
+			})
+			tee := &teeSink{rec, n}
+			st, err := DecodeChrome(context.Background(), openCorpus(t, name), 0, ChromeLimits{}, tee)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.errs) > 0 {
+				t.Fatal(rec.errs)
+			}
+			if diff := cmp.Diff(want.Stats, *st); diff != "" {
+				t.Errorf("stats (-python +go):\n%s", diff)
+			}
+			if got := int64(len(rec.threads) + len(rec.procs)); got > want.Names {
+				t.Errorf("names: %d distinct, python counted %d name events", got, want.Names)
+			}
+			var xpos int64
+			got := map[int64][3]int64{}
+			for _, e := range rec.slices {
+				if e.Phase == "X" && e.Dur > 0 {
+					xpos++
+				}
+				got[e.ID] = [3]int64{e.ID, e.TS, e.Dur}
+			}
+			if xpos != want.XPosDur {
+				t.Errorf("X with dur > 0: %d, python %d", xpos, want.XPosDur)
+			}
+			wantSlices := map[int64][3]int64{}
+			for _, s := range want.Slices {
+				wantSlices[s[0]] = s
+			}
+			if diff := cmp.Diff(wantSlices, got); diff != "" {
+				t.Errorf("slices [id ts dur] (-python +go):\n%s", diff)
+			}
+			if n.Unordered() != 0 {
+				t.Errorf("unordered %d", n.Unordered())
+			}
+			// Real traces hold a few improperly nested slices (Kineto, JAX); the nesting
+			// below still matches Python's containment check.
+			t.Logf("overlaps %d", n.Overlaps())
+			if len(nested) != len(rec.slices) {
+				t.Fatalf("nested %d slices of %d", len(nested), len(rec.slices))
+			}
+			for i := 1; i < len(nested); i++ {
+				a, b := nested[i-1], nested[i]
+				if (slotKey{b.TS, b.Dur, b.ID}).less(slotKey{a.TS, a.Dur, a.ID}) {
+					t.Fatalf("released out of order: %d before %d", a.ID, b.ID)
+				}
+			}
+			if !want.HaveNest {
+				t.Fatal("python computed no nesting")
+			}
+			gotNest := map[string][2]int64{}
+			for _, x := range nested {
+				gotNest[strconv.FormatInt(x.ID, 10)] = [2]int64{x.ParentID, int64(x.Depth)}
+			}
+			if diff := cmp.Diff(want.Nest, gotNest); diff != "" {
+				t.Errorf("nesting id: [parent depth] (-python +go):\n%s", diff)
+			}
+		})
+	}
+}
+
+// teeSink hands everything to two sinks (a recorder and a Nester) and announces opens
+// to the second.
+type teeSink struct {
+	a Sink
+	b *Nester
+}
+
+func (s *teeSink) Slice(e *Event) error {
+	if err := s.a.Slice(e); err != nil {
+		return err
+	}
+	return s.b.Slice(e)
+}
+func (s *teeSink) Track(t Track)                          { s.a.Track(t); s.b.Track(t) }
+func (s *teeSink) ThreadName(pid, tid int64, name string) { s.a.ThreadName(pid, tid, name) }
+func (s *teeSink) ProcessName(pid int64, name string)     { s.a.ProcessName(pid, name) }
+func (s *teeSink) Open(id, track, ts int64)               { s.b.Open(id, track, ts) }
+
+func decodeString(t testing.TB, src string, lim ChromeLimits) (*recorder, *Stats, error) {
+	t.Helper()
+	rec := newRecorder()
+	st, err := DecodeChrome(context.Background(), strings.NewReader(src), 3, lim, rec)
+	return rec, st, err
+}
+
+func TestDecodeChromeArgsAndNumbers(t *testing.T) {
+	src := `{"schemaVersion":1,"deviceProperties":[{"id":0}],"traceEvents":[
+{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":"7","tid":"main","ts":1700000000000000.123,"dur":1.5e1,
+ "args":{"External id":12,"Input Dims":[[64, 1024], [1024,  32]],"File":"a\u00e9.py","line":3,"Bytes":-4096,
+ "correlation":99,"device":1,"stream":7,"Other":{"x":[1,2,{"y":null}]},"Line":4.5}},
+{"ph":"X","name":"round","pid":1,"tid":1,"ts":0.0005,"dur":0.0015},
+{"ph":"X","name":"round2","pid":1,"tid":1,"ts":0.0025,"dur":0.00250001},
+{"ph":"X","name":"neg","pid":1,"tid":1,"ts":-1.25e-3},
+{"ph":"M","name":"thread_name","pid":"7","tid":"main","args":{"name":"Main"}},
+{"ph":"M","name":"process_name","pid":"7","args":{"name":"proc"}},
+{"ph":"M","name":"process_sort_index","pid":"7","args":{"sort_index":1}},
+{"ph":"b","cat":"c","name":"req","id":"0x1","pid":1,"tid":2,"ts":10},
+{"ph":"b","cat":"c","name":"req2","id2":{"local":"0x1"},"pid":1,"tid":2,"ts":11},
+{"ph":"n","cat":"c","name":"mark","id":"0x1","pid":1,"tid":2,"ts":11},
+{"ph":"e","cat":"c","name":"req","id":"0x1","pid":1,"tid":3,"ts":20,"args":{"correlation_id":5}},
+{"ph":"e","cat":"c","name":"req2","id2":{"local":"0x1"},"pid":1,"tid":3,"ts":21},
+{"ph":"B","name":"outer","pid":1,"tid":1,"ts":1,"args":{"file":"f"}},
+{"ph":"E","pid":1,"tid":1,"ts":3,"args":{"file":"g","line":9}},
+{"ph":"E","pid":1,"tid":1,"ts":4},
+{"ph":"C","name":"ctr","pid":1,"ts":1,"args":{"v":1}},
+{"ph":"s","id":1,"pid":1,"tid":1,"ts":1},{"ph":"P","pid":1,"tid":1,"ts":1},{"name":"nophase"}
+],"metadata":{"x":"y"},"displayTimeUnit":"ms"}`
+	rec, st, err := decodeString(t, src, ChromeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr := func(v int64) *int64 { return &v }
+	str := func(v string) *string { return &v }
+	hashMain := hashIdent([]byte("main"))
+	want := []Event{
+		{ID: 0, TS: 1700000000000000123, Dur: 15000, Track: 0, Name: "aten::mm", Category: "cpu_op", Phase: "X",
+			Args: Args{Filename: str("aé.py"), Line: ptr(3), InputShapes: str("[[64,1024],[1024,32]]"), AllocationBytes: ptr(-4096),
+				CorrelationID: ptr(99), Device: ptr(1), Stream: ptr(7), ExternalID: ptr(12)}},
+		{ID: 1, TS: 0, Dur: 2, Track: 1, Name: "round", Phase: "X"},
+		{ID: 2, TS: 2, Dur: 3, Track: 1, Name: "round2", Phase: "X"},
+		{ID: 3, TS: -1, Dur: 0, Track: 1, Name: "neg", Phase: "X"},
+		// "0x1" and local "0x1" are distinct scopes, each closed by its own e.
+		{ID: 7, TS: 10000, Dur: 10000, Track: 2, Name: "req", Category: "c", Phase: "b", Args: Args{CorrelationID: ptr(5)}},
+		{ID: 8, TS: 11000, Dur: 10000, Track: 3, Name: "req2", Category: "c", Phase: "b"},
+		// The B's args win; the E's fill those the B lacks.
+		{ID: 12, TS: 1000, Dur: 2000, Track: 1, Name: "outer", Phase: "B", Args: Args{Filename: str("f"), Line: ptr(9)}},
+	}
+	if diff := cmp.Diff(want, rec.slices); diff != "" {
+		t.Errorf("slices (-want +got):\n%s", diff)
+	}
+	wantTracks := []Track{{ID: 0, PID: 7, TID: hashMain}, {ID: 1, PID: 1, TID: 1},
+		{ID: 2, PID: 1, TID: 2, Name: "req", Async: true}, {ID: 3, PID: 1, TID: 2, Name: "req2", Async: true}}
+	if diff := cmp.Diff(wantTracks, rec.tracks); diff != "" {
+		t.Errorf("tracks (-want +got):\n%s", diff)
+	}
+	if rec.threads[[2]int64{7, hashMain}] != "Main" || rec.procs[7] != "proc" {
+		t.Errorf("names: %v %v", rec.threads, rec.procs)
+	}
+	wantSt := Stats{Events: 19, Slices: 7, UnmatchedEnds: 1, Instants: 1, Counters: 1, Flows: 1, Metadata: 1, Ignored: 2}
+	if diff := cmp.Diff(wantSt, *st); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+}
+
+func TestScaleDecimal(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		want  int64
+		exact bool
+		ok    bool
+	}{
+		{"0", 0, true, true},
+		{"-0.0", 0, true, true},
+		{"1", 1000, true, true},
+		{"1700000000000000.123", 1700000000000000123, true, true},
+		{"1.7e15", 1700000000000000000, true, true},
+		{"17E-1", 1700, true, true},
+		{"0.0005", 0, false, true},
+		{"0.0015", 2, false, true},
+		{"0.0025", 2, false, true},
+		{"0.00250001", 3, false, true},
+		{"-0.0015", -2, false, true},
+		{"0.0004999", 0, false, true},
+		{"1e-300", 0, false, true},
+		{"0e999999999", 0, true, true},
+		{"9223372036854775.807", 9223372036854775807, true, true},
+		{"9223372036854775.808", 0, false, false},
+		{"-9223372036854775.808", -9223372036854775808, true, true},
+		{"-9223372036854775.809", 0, false, false},
+		{"1e16", 0, false, false},
+		{"123456789012345678901234567890e-30", 123, false, true},
+		{"0.0000001", 0, false, true},
+	} {
+		v, exact, ok, _ := scaleDecimal([]byte(c.in), 3, nil)
+		if v != c.want || exact != c.exact || ok != c.ok {
+			t.Errorf("%s: %d %v %v, want %d %v %v", c.in, v, exact, ok, c.want, c.exact, c.ok)
+		}
+	}
+}
+
+func TestDecodeChromeTruncatedAndMalformed(t *testing.T) {
+	for _, c := range []struct {
+		src       string
+		truncated bool
+		events    int64
+		err       string // substring of a DecodeError message; "" for success
+	}{
+		{`[`, true, 0, ""},
+		{`[{"ph":"X","ts":1}`, true, 1, ""},
+		{`[{"ph":"X","ts":1},`, true, 1, ""},
+		{`[{"ph":"X","ts":1},]`, false, 1, ""},
+		{"\ufeff[]", false, 0, ""},
+		{`[{"ph":"X","ts":1}`, true, 1, ""},
+		{`{"traceEvents":[{"ph":"X","ts":1}`, false, 0, "the input ends inside"},
+		{`{"traceEvents":[]`, false, 0, "the input ends inside the document"},
+		{``, false, 0, "empty"},
+		{`  `, false, 0, "empty"},
+		{`"x"`, false, 0, "not a Trace Event JSON array or object"},
+		{`{"a":1}`, false, 0, "no traceEvents"},
+		{`{"traceEvents":{}}`, false, 0, "not an array"},
+		{`[1]`, false, 0, "event 0 is not an object"},
+		{`[{"ph":"X","ts":1},{"ph":"X","ts":2,}]`, false, 0, "event 1 is not valid JSON"},
+		{`[{"ph":"X","ts":01}]`, false, 0, "event 0 is not valid JSON"},
+		{`[{"ph":"X","ts":"1"}]`, false, 0, "event 0: ts is not a number"},
+		{`[{"ph":"X","ts":1,"dur":-1}]`, false, 0, "negative dur"},
+		{`[{"ph":"X"}]`, false, 0, "has no ts"},
+		{`[{"ph":"X","ts":1e20}]`, false, 0, "outside the int64"},
+		{`[{"ph":"B","ts":5},{"ph":"E","ts":4}]`, false, 0, "ends before its begin"},
+		{`[{"ph":"X","ts":1,"args":{"a":tru}}]`, false, 0, "not valid JSON"},
+		{`[{"ph":"X","ts":1,"name":"a\x"}]`, false, 0, "not valid JSON"},
+		{`[] x`, false, 0, "data after the trace"},
+		{`[{"ph":"X","ts":1}] ]`, false, 0, "data after the trace"},
+	} {
+		_, st, err := decodeString(t, c.src, ChromeLimits{})
+		if c.err == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.src, err)
+				continue
+			}
+			if st.Truncated != c.truncated || st.Events != c.events {
+				t.Errorf("%q: truncated %v events %d, want %v %d", c.src, st.Truncated, st.Events, c.truncated, c.events)
+			}
+			continue
+		}
+		var de *providers.DecodeError
+		if !errors.As(err, &de) || !strings.Contains(de.Message, c.err) || de.Source != 3 {
+			t.Errorf("%q: %#v, want a DecodeError with %q", c.src, err, c.err)
+		}
+	}
+}
+
+// TestDecodeChromeEveryTruncation cuts a small trace at every byte and flips single
+// bytes: each must decode or fail with a typed error whose message holds no library
+// text.
+func TestDecodeChromeEveryTruncation(t *testing.T) {
+	b, err := io.ReadAll(openCorpus(t, "speedscope__trace_event_multiprocess.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := []byte(`{"traceEvents":[{"ph":"X","name":"a\"\u00e9","ts":1.5,"dur":2,"pid":"p","args":{"Input Dims":[[1,2]],"x":[true,false,null]}},{"ph":"B","ts":2},{"ph":"E","ts":3}],"metadata":{"k":[1,{"v":"w"}]}}`)
+	check := func(src []byte) {
+		rec := newRecorder()
+		_, err := DecodeChrome(context.Background(), bytes.NewReader(src), 1, ChromeLimits{}, rec)
+		if err == nil {
+			return
+		}
+		var de *providers.DecodeError
+		var le *providers.LimitError
+		if !errors.As(err, &de) && !errors.As(err, &le) {
+			t.Fatalf("%q: untyped error %v", src, err)
+		}
+		if strings.Contains(err.Error(), "json") || strings.Contains(err.Error(), "/") {
+			t.Fatalf("%q: message %q", src, err)
+		}
+	}
+	for _, src := range [][]byte{b, obj} {
+		for i := 0; i <= len(src); i++ {
+			check(src[:i])
+		}
+		for i := 0; i < len(src); i++ {
+			for _, c := range []byte{'"', '{', '}', '[', ']', ',', ':', '\\', 'x', '0', 0} {
+				mut := bytes.Clone(src)
+				mut[i] = c
+				check(mut)
+			}
+		}
+	}
+}
+
+// TestDecodeChromeReadsThroughSmallReads feeds the decoder one byte per Read, so every
+// token straddles a refill.
+func TestDecodeChromeReadsThroughSmallReads(t *testing.T) {
+	for _, name := range []string{"h200__torch-mlp-train.pt.trace.json", "speedscope__chrome116-devtools-trace.json"} {
+		b, _ := io.ReadAll(openCorpus(t, name))
+		r1 := newRecorder()
+		st1, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, ChromeLimits{}, r1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2 := newRecorder()
+		st2, err := DecodeChrome(context.Background(), iotestOneByte{bytes.NewReader(b)}, 0, ChromeLimits{}, r2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(st1, st2); diff != "" {
+			t.Error(diff)
+		}
+		if diff := cmp.Diff(r1.slices, r2.slices); diff != "" {
+			t.Error(diff)
+		}
+	}
+}
+
+type iotestOneByte struct{ r io.Reader }
+
+func (o iotestOneByte) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return o.r.Read(p[:1])
+}
+
+func TestDecodeChromeLimits(t *testing.T) {
+	deep := `[{"ph":"X","ts":1,"args":{"a":` + strings.Repeat("[", 10) + strings.Repeat("]", 10) + `}}]`
+	for _, c := range []struct {
+		name string
+		src  string
+		lim  ChromeLimits
+		unit string
+	}{
+		{"depth", deep, ChromeLimits{MaxDepth: 8}, "levels"},
+		{"open", `[{"ph":"B","ts":1},{"ph":"B","ts":2},{"ph":"B","ts":3}]`, ChromeLimits{MaxOpenPerTrack: 2}, "slices"},
+		{"tracks", `[{"ph":"X","ts":1,"tid":1},{"ph":"X","ts":1,"tid":2},{"ph":"X","ts":1,"tid":3}]`, ChromeLimits{MaxTracks: 2}, "tracks"},
+		{"string", `[{"ph":"X","ts":1,"name":"` + strings.Repeat("n", 20) + `"}]`, ChromeLimits{MaxStringBytes: 10}, "bytes"},
+		{"events", `[{},{},{}]`, ChromeLimits{MaxEvents: 2}, "events"},
+		{"number", `[{"ts":1` + strings.Repeat("0", 5000) + `}]`, ChromeLimits{}, "bytes"},
+	} {
+		_, _, err := decodeString(t, c.src, c.lim)
+		var le *providers.LimitError
+		if !errors.As(err, &le) || le.Unit != c.unit || le.Source != 3 {
+			t.Errorf("%s: %#v, want a LimitError in %s", c.name, err, c.unit)
+		}
+	}
+	// Within the bounds, the same inputs decode.
+	if _, _, err := decodeString(t, deep, ChromeLimits{MaxDepth: 16}); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestDecodeChromeCancel(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteChromeTrace(&buf, 5000, 4, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := DecodeChrome(ctx, &buf, 0, ChromeLimits{}, newRecorder())
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("%v", err)
+	}
+}
+
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
+
+func TestDecodeChromeReadErrors(t *testing.T) {
+	le := &providers.LimitError{Message: "too big"}
+	_, err := DecodeChrome(context.Background(), io.MultiReader(strings.NewReader(`[{"ph":"X","ts":1},`), failingReader{le}), 0, ChromeLimits{}, newRecorder())
+	if err != le {
+		t.Errorf("%v, want the reader's LimitError", err)
+	}
+	_, err = DecodeChrome(context.Background(), io.MultiReader(strings.NewReader(`[{"ph":"X","ts":1},`), failingReader{errors.New("gzip: invalid checksum")}), 4, ChromeLimits{}, newRecorder())
+	var de *providers.DecodeError
+	if !errors.As(err, &de) || strings.Contains(de.Message, "gzip") || de.Source != 4 {
+		t.Errorf("%#v, want a DecodeError without the library text", err)
+	}
+}
