@@ -7,6 +7,9 @@ import "math"
 // through float64. Digits beyond the units are rounded half to even; exact reports that
 // none were dropped. ok is false when the result is outside int64. digits is scratch.
 func scaleDecimal(text []byte, scale int, digits []byte) (v int64, exact, ok bool, scratch []byte) {
+	if v, ok := fastScale(text, scale); ok {
+		return v, true, true, digits
+	}
 	digits = digits[:0]
 	i := 0
 	neg := false
@@ -113,4 +116,44 @@ func scaleDecimal(text []byte, scale int, digits []byte) (v int64, exact, ok boo
 		return 0, false, false, digits
 	}
 	return int64(mag), exact, true, digits
+}
+
+// fastScale is scaleDecimal for the common numbers: no exponent, at most 18 digits, no
+// more fraction digits than scale. ok is false for the others.
+func fastScale(text []byte, scale int) (int64, bool) {
+	i := 0
+	neg := len(text) > 0 && text[0] == '-'
+	if neg {
+		i++
+	}
+	var m uint64
+	n, frac, dot := 0, 0, false
+	for ; i < len(text); i++ {
+		c := text[i]
+		if c == '.' {
+			dot = true
+			continue
+		}
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		m = m*10 + uint64(c-'0')
+		n++
+		if dot {
+			frac++
+		}
+	}
+	if n > 18 || frac > scale {
+		return 0, false
+	}
+	for e := scale - frac; e > 0; e-- {
+		if m > math.MaxInt64/10 {
+			return 0, false
+		}
+		m *= 10
+	}
+	if neg {
+		return -int64(m), true
+	}
+	return int64(m), true
 }

@@ -3,8 +3,8 @@ package trace
 import (
 	"bufio"
 	"io"
-	"os"
 	"math/rand"
+	"os"
 	"strconv"
 )
 

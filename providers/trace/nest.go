@@ -60,7 +60,7 @@ type Nester struct {
 
 	slab []slot
 	free []int32
-	heap []int32
+	heap []heapEntry
 
 	opens   []openMark // a min-heap by (ts, id), with stale marks removed lazily
 	openSet map[int64]int64
@@ -93,6 +93,13 @@ type nestOpen struct {
 }
 
 type slotKey struct{ ts, dur, id int64 }
+
+// heapEntry keeps a slot's key beside its index, so that the heap compares without
+// touching the slab.
+type heapEntry struct {
+	slotKey
+	slot int32
+}
 
 func (a slotKey) less(b slotKey) bool {
 	if a.ts != b.ts {
@@ -199,7 +206,9 @@ func (n *Nester) Slice(e *Event) error {
 	if n.err != nil {
 		return n.err
 	}
-	delete(n.openSet, e.ID)
+	if len(n.openSet) > 0 {
+		delete(n.openSet, e.ID)
+	}
 	var i int32
 	if k := len(n.free); k > 0 {
 		i = n.free[k-1]
@@ -214,7 +223,7 @@ func (n *Nester) Slice(e *Event) error {
 	n.push(i)
 	for len(n.heap) > n.opts.Window {
 		if len(n.heap) <= n.opts.MaxHeld {
-			if ts, ok := n.minOpen(); ok && n.slab[n.heap[0]].ts >= ts {
+			if ts, ok := n.minOpen(); ok && n.heap[0].ts >= ts {
 				break
 			}
 		}
@@ -235,51 +244,38 @@ func (n *Nester) Flush() error {
 	return n.err
 }
 
-func (n *Nester) key(i int32) slotKey {
-	s := &n.slab[i]
-	return slotKey{s.ts, s.dur, s.id}
-}
-
-func (n *Nester) heapLess(a, b int32) bool {
-	x, y := &n.slab[a], &n.slab[b]
-	if x.ts != y.ts {
-		return x.ts < y.ts
-	}
-	if x.dur != y.dur {
-		return x.dur > y.dur
-	}
-	return x.id < y.id
-}
-
 func (n *Nester) push(i int32) {
-	n.heap = append(n.heap, i)
-	j := len(n.heap) - 1
+	s := &n.slab[i]
+	n.heap = append(n.heap, heapEntry{slotKey{s.ts, s.dur, s.id}, i})
+	h := n.heap
+	j := len(h) - 1
 	for j > 0 {
 		p := (j - 1) / 2
-		if !n.heapLess(n.heap[j], n.heap[p]) {
+		if !h[j].less(h[p].slotKey) {
 			break
 		}
-		n.heap[j], n.heap[p] = n.heap[p], n.heap[j]
+		h[j], h[p] = h[p], h[j]
 		j = p
 	}
 }
 
 func (n *Nester) pop() int32 {
 	h := n.heap
-	top := h[0]
+	top := h[0].slot
 	last := len(h) - 1
 	h[0] = h[last]
 	h = h[:last]
 	j := 0
 	for {
-		l, r, s := 2*j+1, 2*j+2, j
-		if l < last && n.heapLess(h[l], h[s]) {
-			s = l
+		l := 2*j + 1
+		if l >= last {
+			break
 		}
-		if r < last && n.heapLess(h[r], h[s]) {
+		s := l
+		if r := l + 1; r < last && h[r].less(h[l].slotKey) {
 			s = r
 		}
-		if s == j {
+		if !h[s].less(h[j].slotKey) {
 			break
 		}
 		h[j], h[s] = h[s], h[j]
@@ -298,7 +294,7 @@ func (n *Nester) release(i int32) error {
 		n.tracks[s.track] = tr
 	}
 	parent, depth := int64(-1), int32(0)
-	k := n.key(i)
+	k := slotKey{s.ts, s.dur, s.id}
 	if tr.hasLast && k.less(tr.last) {
 		n.unordered++
 	} else {

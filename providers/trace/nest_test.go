@@ -280,7 +280,14 @@ func TestDecodeChromeGenerated(t *testing.T) {
 
 var benchTrace []byte
 
-// BenchmarkDecodeChrome decodes and nests a generated ~64 MiB Chrome trace in memory.
+type nopSink struct{}
+
+func (nopSink) Slice(*Event) error              { return nil }
+func (nopSink) Track(Track)                     {}
+func (nopSink) ThreadName(int64, int64, string) {}
+func (nopSink) ProcessName(int64, string)       {}
+
+// BenchmarkDecodeChrome decodes (and nests) a generated ~64 MiB Chrome trace in memory.
 func BenchmarkDecodeChrome(b *testing.B) {
 	if benchTrace == nil {
 		var buf bytes.Buffer
@@ -289,24 +296,38 @@ func BenchmarkDecodeChrome(b *testing.B) {
 		}
 		benchTrace = buf.Bytes()
 	}
-	run := func() {
-		var slices int64
-		n := NewNester(NesterOptions{}, nil, func(*Nested) error { slices++; return nil })
-		if _, err := DecodeChrome(context.Background(), bytes.NewReader(benchTrace), 0, ChromeLimits{}, n); err != nil {
-			b.Fatal(err)
+	for _, nest := range []bool{false, true} {
+		name := "decode"
+		if nest {
+			name = "decode+nest"
 		}
-		if err := n.Flush(); err != nil {
-			b.Fatal(err)
-		}
+		b.Run(name, func(b *testing.B) {
+			run := func() {
+				var sink Sink = nopSink{}
+				var n *Nester
+				if nest {
+					n = NewNester(NesterOptions{}, nil, func(*Nested) error { return nil })
+					sink = n
+				}
+				if _, err := DecodeChrome(context.Background(), bytes.NewReader(benchTrace), 0, ChromeLimits{}, sink); err != nil {
+					b.Fatal(err)
+				}
+				if n != nil {
+					if err := n.Flush(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.SetBytes(int64(len(benchTrace)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				run()
+			}
+			b.StopTimer()
+			peak := testtool.PeakHeap(run)
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			runtime.GC()
+		})
 	}
-	b.SetBytes(int64(len(benchTrace)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		run()
-	}
-	b.StopTimer()
-	peak := testtool.PeakHeap(run)
-	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-	runtime.GC()
 }

@@ -122,6 +122,22 @@ func (s *scanner) ensure(n int) bool {
 func (s *scanner) readString(dst []byte, limit int) ([]byte, error) {
 	s.pos++
 	base := len(dst)
+	// Most strings (keys, phases, short names) are short and plain: look at up to 32
+	// bytes directly before the vectorized search.
+	for i, end := s.pos, min(s.end, s.pos+32); i < end; i++ {
+		c := s.buf[i]
+		if c == '"' {
+			dst = append(dst, s.buf[s.pos:i]...)
+			s.pos = i + 1
+			if len(dst)-base > limit {
+				return dst, errStringLong
+			}
+			return dst, nil
+		}
+		if c == '\\' {
+			break
+		}
+	}
 	for {
 		seg := s.buf[s.pos:s.end]
 		q := bytes.IndexByte(seg, '"')
