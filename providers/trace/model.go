@@ -7,7 +7,8 @@
 package trace
 
 // Event is one finished slice as a decoder read it, before nesting. Decoders reuse the
-// value after Sink.Slice returns; a sink that keeps it copies it.
+// value after Sink.Slice returns; a sink that keeps it copies it, and the values its
+// Args point to, which decoders may reuse as well.
 type Event struct {
 	// ID is the slice's identity: the zero-based ordinal, in file order, of the event
 	// (or packet) that began it. It is unique in a trace and stable across reads.
