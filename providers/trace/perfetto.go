@@ -1,0 +1,1677 @@
+package trace
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/flameox/flameox/providers"
+)
+
+// PerfettoLimits bound what DecodePerfetto keeps in memory. A zero field takes its default.
+type PerfettoLimits struct {
+	// MaxPacketBytes is the largest TracePacket read (default 64 MiB).
+	MaxPacketBytes int64
+	// MaxOpenSlices is the deepest stack of open slices on one track (default 65536).
+	MaxOpenSlices int
+	// MaxTracks is the number of distinct tracks (descriptors and tracks derived from
+	// pid/tid) kept (default 1<<20).
+	MaxTracks int
+	// MaxInterned is the number of interned entries (names, categories, annotation names
+	// and strings) one packet sequence may hold between two incremental-state clears
+	// (default 1<<20).
+	MaxInterned int
+	// MaxSequences is the number of distinct trusted_packet_sequence_ids (default 65536).
+	MaxSequences int
+	// MaxStringBytes is the longest name, category or kept string (default 1 MiB).
+	MaxStringBytes int
+}
+
+// Default Perfetto decoder bounds.
+const (
+	DefaultPerfettoMaxPacketBytes = 64 << 20
+	DefaultPerfettoMaxOpenSlices  = 1 << 16
+	DefaultPerfettoMaxTracks      = 1 << 20
+	DefaultPerfettoMaxInterned    = 1 << 20
+	DefaultPerfettoMaxSequences   = 1 << 16
+	DefaultPerfettoMaxStringBytes = 1 << 20
+)
+
+func (l PerfettoLimits) withDefaults() PerfettoLimits {
+	if l.MaxPacketBytes <= 0 {
+		l.MaxPacketBytes = DefaultPerfettoMaxPacketBytes
+	}
+	if l.MaxOpenSlices <= 0 {
+		l.MaxOpenSlices = DefaultPerfettoMaxOpenSlices
+	}
+	if l.MaxTracks <= 0 {
+		l.MaxTracks = DefaultPerfettoMaxTracks
+	}
+	if l.MaxInterned <= 0 {
+		l.MaxInterned = DefaultPerfettoMaxInterned
+	}
+	if l.MaxSequences <= 0 {
+		l.MaxSequences = DefaultPerfettoMaxSequences
+	}
+	if l.MaxStringBytes <= 0 {
+		l.MaxStringBytes = DefaultPerfettoMaxStringBytes
+	}
+	return l
+}
+
+// PerfettoInfo is what DecodePerfetto saw beyond the slices: the packets it did not read,
+// by kind, and the clocks the timestamps came from.
+type PerfettoInfo struct {
+	// Packets counts the TracePackets in the file.
+	Packets int64
+	// TrackEventPackets and TrackDescriptors count the packets read natively.
+	TrackEventPackets int64
+	TrackDescriptors  int64
+	// Unread counts the packets whose data the native decoder does not read, by
+	// TracePacket field number (see PerfettoPacketKind for names).
+	Unread map[int]int64
+	// Clocks counts track-event timestamps by the clock domain they are in: 0 is the
+	// trace's default clock (BOOTTIME unless the trace says otherwise), other ids are
+	// builtin clocks (3 MONOTONIC, 6 BOOTTIME, ...). Timestamps of sequence-scoped clocks
+	// (ids 64-127, such as Chromium's incremental microsecond clock) are converted
+	// through their ClockSnapshot into the builtin clock listed beside them, and counted
+	// under that clock. Different builtin domains are not converted into one another.
+	Clocks map[uint32]int64
+	// MixedClocks is set when track-event timestamps come from more than one clock
+	// domain; slices of different domains are then not comparable.
+	MixedClocks bool
+	// SequenceClockTimestamps counts timestamps converted from sequence-scoped clocks.
+	SequenceClockTimestamps int64
+	// UnresolvedTimestamps counts track events whose timestamp is in a sequence-scoped
+	// clock that no ClockSnapshot of its sequence defined; they are not read.
+	UnresolvedTimestamps int64
+	// NegativeDurations counts slices whose end came before their begin (timestamps of
+	// different clock domains); they are delivered with Dur 0.
+	NegativeDurations int64
+	// PreviousPacketDropped counts packets flagged as following a loss on their sequence.
+	PreviousPacketDropped int64
+	// Sequences counts the packet sequences seen.
+	Sequences int
+}
+
+// UnreadPackets is the number of packets whose data the native decoder does not read.
+func (i *PerfettoInfo) UnreadPackets() int64 {
+	var n int64
+	for _, c := range i.Unread {
+		n += c
+	}
+	return n
+}
+
+// UnreadDataPackets is UnreadPackets less the bookkeeping packets (trace config and
+// stats, service events, clock snapshots, uuids, markers, ...) that hold no timeline
+// data: what only trace_processor_shell would show.
+func (i *PerfettoInfo) UnreadDataPackets() int64 {
+	var n int64
+	for f, c := range i.Unread {
+		if !perfettoBookkeeping[f] {
+			n += c
+		}
+	}
+	return n
+}
+
+// NothingNative reports whether the trace has no track events: the native decoder can
+// read nothing of it.
+func (i *PerfettoInfo) NothingNative() bool { return i.TrackEventPackets == 0 }
+
+// UnreadByKind is Unread keyed by PerfettoPacketKind.
+func (i *PerfettoInfo) UnreadByKind() map[string]int64 {
+	m := make(map[string]int64, len(i.Unread))
+	for f, c := range i.Unread {
+		m[PerfettoPacketKind(f)] += c
+	}
+	return m
+}
+
+// TracePacket field numbers (protos/perfetto/trace/trace_packet.proto).
+const (
+	tpFtraceEvents      = 1
+	tpProcessTree       = 2
+	tpTrustedUID        = 3
+	tpClockSnapshot     = 6
+	tpTimestamp         = 8
+	tpSequenceID        = 10
+	tpTrackEvent        = 11
+	tpInternedData      = 12
+	tpSequenceFlags     = 13
+	tpIncrCleared       = 41
+	tpPrevDropped       = 42
+	tpProcessDescriptor = 43
+	tpThreadDescriptor  = 44
+	tpClockID           = 58
+	tpDefaults          = 59
+	tpTrackDescriptor   = 60
+	tpTrustedPID        = 79
+	tpFirstOnSequence   = 87
+	tpMachineID         = 98
+
+	seqIncrementalStateCleared = 1
+)
+
+// perfettoKinds names the TracePacket data fields.
+var perfettoKinds = map[int]string{
+	1: "ftrace_events", 2: "process_tree", 4: "inode_file_map", 5: "chrome_events",
+	6: "clock_snapshot", 7: "sys_stats", 9: "process_stats", 11: "track_event",
+	33: "trace_config", 34: "ftrace_stats", 35: "trace_stats", 36: "synchronization_marker",
+	37: "profile_packet", 38: "battery", 39: "android_log", 40: "power_rails",
+	43: "process_descriptor", 44: "thread_descriptor", 45: "system_info", 46: "trigger",
+	47: "packages_list", 48: "chrome_benchmark_metadata", 49: "perfetto_metatrace",
+	50: "compressed_packets", 51: "chrome_metadata", 52: "gpu_counter_event",
+	53: "gpu_render_stage_event", 54: "streaming_profile_packet", 57: "graphics_frame_event",
+	60: "track_descriptor", 61: "module_symbols", 62: "vulkan_memory_event", 63: "gpu_log",
+	64: "deobfuscation_mapping", 65: "vulkan_api_event", 66: "perf_sample", 67: "cpu_info",
+	68: "smaps_packet", 69: "service_event", 70: "initial_display_state",
+	71: "gpu_mem_total_event", 72: "extension_descriptor", 73: "memory_tracker_snapshot",
+	74: "streaming_allocation", 75: "streaming_free", 77: "android_energy_estimation_breakdown",
+	78: "ui_state", 82: "translation_table", 83: "android_game_intervention_list",
+	84: "statsd_atom", 86: "android_system_property", 89: "trace_uuid",
+	90: "track_event_range_of_interest", 91: "entity_state_residency", 95: "etw_events",
+	99: "v8_js_code", 100: "v8_internal_code", 101: "v8_wasm_code", 102: "v8_reg_exp_code",
+	103: "v8_code_move", 107: "remote_clock_sync", 109: "chrome_trigger", 110: "pixel_modem_events",
+	111: "pixel_modem_token_database", 113: "clone_snapshot_trigger", 115: "kernel_wakelock_data",
+	117: "generic_kernel_task_state_event", 118: "generic_kernel_cpu_freq_event",
+	119: "cpu_per_uid_data", 120: "generic_kernel_task_rename_event",
+	122: "generic_kernel_process_tree", 123: "user_list", 124: "trace_provenance",
+	125: "protovms", 126: "trace_attributes", 127: "android_aflags", 128: "gpu_info",
+	129: "generic_gpu_frequency_event", 130: "interrupt_info", 131: "art_process_metadata",
+	132: "journald_event", 133: "zstd_compressed_packets", 134: "concurrent_session_event",
+	135: "stack_sample", 900: "for_testing",
+}
+
+// perfettoPacketMeta are the TracePacket fields outside the data oneof, with their wire
+// types (all varints except interned_data and trace_packet_defaults).
+var perfettoPacketMeta = map[int]protowire.Type{
+	tpTrustedUID: protowire.VarintType, tpTimestamp: protowire.VarintType,
+	tpSequenceID: protowire.VarintType, tpInternedData: protowire.BytesType,
+	tpSequenceFlags: protowire.VarintType, tpIncrCleared: protowire.VarintType,
+	tpPrevDropped: protowire.VarintType, tpClockID: protowire.VarintType,
+	tpDefaults: protowire.BytesType, tpTrustedPID: protowire.VarintType,
+	tpFirstOnSequence: protowire.VarintType, tpMachineID: protowire.VarintType,
+}
+
+// perfettoBookkeeping are data kinds that hold no timeline data.
+var perfettoBookkeeping = map[int]bool{
+	6: true, 33: true, 34: true, 35: true, 36: true, 45: true, 46: true, 48: true, 51: true,
+	67: true, 69: true, 72: true, 89: true, 90: true, 107: true, 109: true, 113: true,
+	124: true, 126: true, 134: true,
+}
+
+// perfettoNative are the data kinds the native decoder reads.
+var perfettoNative = map[int]bool{
+	tpTrackEvent: true, tpTrackDescriptor: true, tpProcessTree: true, tpClockSnapshot: true,
+	tpProcessDescriptor: true, tpThreadDescriptor: true,
+}
+
+// PerfettoPacketKind names a TracePacket data field number ("field_N" when unknown).
+func PerfettoPacketKind(field int) string {
+	if s, ok := perfettoKinds[field]; ok {
+		return s
+	}
+	return fmt.Sprintf("field_%d", field)
+}
+
+// IsPerfetto sniffs the first bytes of a file for a Perfetto Trace.
+//
+// The rule: a Trace is a sequence of records `packet = 1` (tag byte 0x0A, length
+// delimited). head must start with such a record; every record that ends within head
+// must be one too, and each such packet a well-formed protobuf message. The first packet
+// (or the part of it within head) is checked against the TracePacket schema: every
+// top-level field has a valid wire type, known TracePacket fields have the wire type the
+// schema gives them (timestamp, sequence id, flags and clock id are varints, data fields
+// are messages), the payload of each message-typed field that lies within head is itself
+// a well-formed protobuf message, and at least one known TracePacket field is present.
+// JSON ('[' or '{'), gzip (0x1F 0x8B) and text fail the first byte; an XSpace
+// (XLA's profile.xplane.pb) starts 0x0A too, but its first XPlane's fields do not fit
+// TracePacket: name = 2 is a string where TracePacket has the ProcessTree message, and
+// id = 1 is a varint where TracePacket has the ftrace bundle.
+func IsPerfetto(head []byte) bool {
+	b := head
+	first := true
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return !first
+		}
+		if num != 1 || typ != protowire.BytesType {
+			return false
+		}
+		l, m := protowire.ConsumeVarint(b[n:])
+		if m < 0 {
+			return !first
+		}
+		if l > DefaultPerfettoMaxPacketBytes {
+			return false
+		}
+		body := b[n+m:]
+		complete := uint64(len(body)) >= l
+		if complete {
+			body = body[:l]
+		}
+		if first {
+			if !plausiblePacket(body, complete) {
+				return false
+			}
+			first = false
+		} else if complete && !wellFormed(body) {
+			return false
+		}
+		if !complete {
+			return true
+		}
+		b = b[n+m+int(l):]
+	}
+	return !first
+}
+
+// plausiblePacket checks a TracePacket (or its first bytes when !complete).
+func plausiblePacket(b []byte, complete bool) bool {
+	known := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return !complete && known
+		}
+		f := int(num)
+		want, meta := perfettoPacketMeta[f]
+		_, data := perfettoKinds[f]
+		switch {
+		case meta:
+			if typ != want {
+				return false
+			}
+			known = true
+		case data:
+			if typ != protowire.BytesType {
+				return false
+			}
+			known = true
+		}
+		if typ == protowire.StartGroupType || typ == protowire.EndGroupType {
+			return false
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			// Cut by the end of head.
+			return !complete && known
+		}
+		if typ == protowire.BytesType && (meta || data) && f != 36 && f != 50 && f != 133 {
+			v, _ := protowire.ConsumeBytes(b[n:])
+			if !wellFormed(v) {
+				return false
+			}
+		}
+		b = b[n+m:]
+	}
+	return known
+}
+
+// wellFormed reports whether b is a sequence of protobuf fields without groups.
+func wellFormed(b []byte) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
+			return false
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return false
+		}
+		b = b[n+m:]
+	}
+	return true
+}
+
+// DecodePerfetto reads a Perfetto protobuf Trace from r, packet by packet, and delivers
+// the finished slices of its track events to sink in file order, with the tracks they
+// are on and the process and thread names the trace gives.
+//
+// It reads TrackEvent (typed SLICE_BEGIN/SLICE_END/INSTANT/COUNTER events and Chromium's
+// legacy events), TrackDescriptor, interned event names, categories and debug annotation
+// names and strings (per sequence, cleared with the incremental state),
+// TracePacketDefaults, sequence-scoped clocks defined by ClockSnapshot, packet-level
+// Process/ThreadDescriptor and ProcessTree. Other packets (ftrace, process stats,
+// profiles, ...) are counted by kind in PerfettoInfo.Unread; trace_processor_shell reads
+// them. Clock domains are not converted into one another (see PerfettoInfo.Clocks).
+//
+// A trace that ends within a packet (a cut trace) sets Stats.Truncated and keeps what
+// was read. Malformed packets are *providers.DecodeError naming the packet; bounds are
+// *providers.LimitError; both carry source.
+func DecodePerfetto(ctx context.Context, r io.Reader, source int, lim PerfettoLimits, sink Sink) (*Stats, *PerfettoInfo, error) {
+	d := &pfDecoder{
+		lim:       lim.withDefaults(),
+		source:    source,
+		sink:      sink,
+		stats:     &Stats{},
+		info:      &PerfettoInfo{Unread: map[int]int64{}, Clocks: map[uint32]int64{}},
+		seqs:      map[uint32]*pfSequence{},
+		descs:     map[uint64]*pfDesc{},
+		uuidID:    map[uint64]int64{},
+		thrID:     map[[2]int64]int64{},
+		open:      map[int64][]pfOpen{},
+		named:     map[int64]bool{},
+		thrNamed:  map[[2]int64]string{},
+		procNamed: map[int64]string{},
+		keys:      map[int64]pfKey{},
+	}
+	err := d.run(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, st := range d.open {
+		d.stats.UnfinishedBegins += int64(len(st))
+	}
+	d.info.Sequences = len(d.seqs)
+	d.info.MixedClocks = len(d.info.Clocks) > 1
+	return d.stats, d.info, nil
+}
+
+type pfDecoder struct {
+	lim    PerfettoLimits
+	source int
+	sink   Sink
+	stats  *Stats
+	info   *PerfettoInfo
+
+	seqs      map[uint32]*pfSequence
+	descs     map[uint64]*pfDesc
+	uuidID    map[uint64]int64   // track uuid -> Track.ID
+	thrID     map[[2]int64]int64 // (pid, tid) -> Track.ID
+	nextID    int64
+	open      map[int64][]pfOpen
+	named     map[int64]bool // tracks announced
+	thrNamed  map[[2]int64]string
+	procNamed map[int64]string
+
+	packet int64 // index of the packet being read
+	src    *pfReader
+	keys   map[int64]pfKey // Track.ID -> what it was made from
+	buf    []byte
+	ev     Event
+}
+
+type pfSequence struct {
+	names, cats, annNames, annStrs map[uint64]string
+	interned                       int
+
+	defTrack    uint64
+	hasDefTrack bool
+	defClock    uint32
+	hasDefClock bool
+
+	clocks map[uint32]*pfClock
+
+	pid, tid  int64
+	hasThread bool
+	refUs     int64 // ThreadDescriptor.reference_timestamp_us, advanced by timestamp_delta_us
+}
+
+type pfClock struct {
+	value       int64 // last value, in the clock's units
+	base        int64 // value at the snapshot
+	mult        int64 // ns per unit
+	incremental bool
+	anchorClock uint32 // builtin clock listed beside it (0: none)
+	anchorNs    int64  // that clock's ns at the snapshot
+}
+
+type pfDesc struct {
+	parent   uint64
+	name     string
+	pid, tid int64
+	thread   bool
+	process  bool
+}
+
+type pfKey struct {
+	uuid     uint64
+	thread   bool // a (pid, tid) track without a descriptor
+	pid, tid int64
+}
+
+type pfOpen struct {
+	id, ts    int64
+	name, cat string
+	args      Args
+}
+
+func (d *pfDecoder) decodeErr(format string, a ...any) error {
+	return &providers.DecodeError{Source: d.source, Message: fmt.Sprintf(format, a...),
+		Details: map[string]any{"packet": d.packet}}
+}
+
+func (d *pfDecoder) malformed(what string) error {
+	return d.decodeErr("packet %d of the Perfetto trace is malformed (%s)", d.packet, what)
+}
+
+func (d *pfDecoder) limit(bound string, n int64, unit, format string, a ...any) error {
+	return &providers.LimitError{Source: d.source, Limit: n, Unit: unit,
+		Message: fmt.Sprintf(format, a...), Details: map[string]any{"bound": bound, "packet": d.packet}}
+}
+
+func (d *pfDecoder) run(ctx context.Context, r io.Reader) error {
+	d.src = &pfReader{r: r}
+	br := bufio.NewReaderSize(d.src, 64<<10)
+	for {
+		if d.packet%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		tag, err := binary.ReadUvarint(br)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				d.stats.Truncated = true
+				return nil
+			}
+			if rerr := d.readErr(); rerr != nil {
+				return rerr
+			}
+			return d.decodeErr("the Perfetto trace is malformed before packet %d", d.packet)
+		}
+		num, typ := protowire.DecodeTag(tag)
+		if num < 1 || typ > 5 {
+			return d.decodeErr("the Perfetto trace is malformed before packet %d", d.packet)
+		}
+		if num != 1 || typ != protowire.BytesType {
+			// Trace has only field 1; skip others as protobuf allows.
+			if err := d.skipTop(br, typ); err != nil {
+				return err
+			}
+			continue
+		}
+		n, err := binary.ReadUvarint(br)
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+				d.stats.Truncated = true
+				return nil
+			}
+			if rerr := d.readErr(); rerr != nil {
+				return rerr
+			}
+			return d.malformed("bad length")
+		}
+		if n > uint64(d.lim.MaxPacketBytes) {
+			return d.limit("max_packet_bytes", d.lim.MaxPacketBytes, "bytes",
+				"packet %d of the Perfetto trace is larger than %d bytes", d.packet, d.lim.MaxPacketBytes)
+		}
+		if uint64(cap(d.buf)) < n {
+			d.buf = make([]byte, n)
+		}
+		d.buf = d.buf[:n]
+		if _, err := io.ReadFull(br, d.buf); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+				d.stats.Truncated = true
+				return nil
+			}
+			return err
+		}
+		d.info.Packets++
+		if err := d.packetBody(d.buf); err != nil {
+			return err
+		}
+		d.packet++
+	}
+}
+
+// pfReader records the error of the underlying reader, so that a read error
+// (cancellation, a limit, I/O) is told from a malformed varint.
+type pfReader struct {
+	r   io.Reader
+	err error
+}
+
+func (p *pfReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if err != nil && err != io.EOF {
+		p.err = err
+	}
+	return n, err
+}
+
+// readErr is the reader's own error behind err, if any.
+func (d *pfDecoder) readErr() error { return d.src.err }
+
+func (d *pfDecoder) skipTop(br *bufio.Reader, typ protowire.Type) error {
+	var err error
+	switch typ {
+	case protowire.VarintType:
+		_, err = binary.ReadUvarint(br)
+	case protowire.Fixed64Type:
+		_, err = br.Discard(8)
+	case protowire.Fixed32Type:
+		_, err = br.Discard(4)
+	case protowire.BytesType:
+		var n uint64
+		n, err = binary.ReadUvarint(br)
+		if err == nil {
+			if n > uint64(d.lim.MaxPacketBytes) {
+				return d.limit("max_packet_bytes", d.lim.MaxPacketBytes, "bytes",
+					"a record of the Perfetto trace before packet %d is larger than %d bytes", d.packet, d.lim.MaxPacketBytes)
+			}
+			_, err = br.Discard(int(n))
+		}
+	default:
+		return d.decodeErr("the Perfetto trace is malformed before packet %d", d.packet)
+	}
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+			d.stats.Truncated = true
+			return nil
+		}
+		if rerr := d.readErr(); rerr != nil {
+			return rerr
+		}
+		return d.decodeErr("the Perfetto trace is malformed before packet %d", d.packet)
+	}
+	return nil
+}
+
+// pfField is one decoded protobuf field.
+type pfField struct {
+	num  int
+	typ  protowire.Type
+	v    uint64
+	data []byte
+}
+
+// next decodes the field at the start of b; ok is false when b is malformed.
+func next(b []byte) (f pfField, rest []byte, ok bool) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return f, nil, false
+	}
+	f.num, f.typ = int(num), typ
+	b = b[n:]
+	switch typ {
+	case protowire.VarintType:
+		f.v, n = protowire.ConsumeVarint(b)
+	case protowire.Fixed64Type:
+		f.v, n = protowire.ConsumeFixed64(b)
+	case protowire.Fixed32Type:
+		var v uint32
+		v, n = protowire.ConsumeFixed32(b)
+		f.v = uint64(v)
+	case protowire.BytesType:
+		f.data, n = protowire.ConsumeBytes(b)
+	default:
+		return f, nil, false
+	}
+	if n < 0 {
+		return f, nil, false
+	}
+	return f, b[n:], true
+}
+
+// eachField calls fn for every field of b.
+func eachField(b []byte, fn func(f pfField) error) (bool, error) {
+	for len(b) > 0 {
+		f, rest, ok := next(b)
+		if !ok {
+			return false, nil
+		}
+		if err := fn(f); err != nil {
+			if err == errBadWire {
+				return false, nil
+			}
+			return true, err
+		}
+		b = rest
+	}
+	return true, nil
+}
+
+// varints calls fn for each value of a repeated varint field, packed or not.
+func varints(f pfField, fn func(uint64)) bool {
+	switch f.typ {
+	case protowire.VarintType, protowire.Fixed64Type, protowire.Fixed32Type:
+		fn(f.v)
+		return true
+	case protowire.BytesType:
+		b := f.data
+		for len(b) > 0 {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return false
+			}
+			fn(v)
+			b = b[n:]
+		}
+		return true
+	}
+	return false
+}
+
+// countFixed64 counts the values of a repeated fixed64 field, packed or not.
+func countFixed64(f pfField) (int64, bool) {
+	if f.typ == protowire.BytesType {
+		if len(f.data)%8 != 0 {
+			return 0, false
+		}
+		return int64(len(f.data) / 8), true
+	}
+	return 1, true
+}
+
+type pfPacket struct {
+	ts, clock                 uint64
+	hasTS, hasClock           bool
+	seq                       uint32
+	flags                     uint64
+	cleared                   bool
+	trackEvent, interned      []byte
+	defaults, snapshot        []byte
+	trackDesc, threadDesc     []byte
+	processDesc, processTree  []byte
+	hasTrackEvent, hasDefault bool
+}
+
+func (d *pfDecoder) packetBody(b []byte) error {
+	var p pfPacket
+	ok, err := eachField(b, func(f pfField) error {
+		if want, meta := perfettoPacketMeta[f.num]; meta && f.typ != want {
+			return errBadWire
+		}
+		switch f.num {
+		case tpTimestamp:
+			p.ts, p.hasTS = f.v, true
+		case tpClockID:
+			p.clock, p.hasClock = f.v, true
+		case tpSequenceID:
+			p.seq = uint32(f.v)
+		case tpSequenceFlags:
+			p.flags = f.v
+		case tpIncrCleared:
+			p.cleared = f.v != 0
+		case tpPrevDropped:
+			if f.v != 0 {
+				d.info.PreviousPacketDropped++
+			}
+		case tpInternedData:
+			p.interned = f.data
+		case tpDefaults:
+			p.defaults, p.hasDefault = f.data, true
+		case tpTrackEvent:
+			p.trackEvent, p.hasTrackEvent = f.data, true
+		case tpTrackDescriptor:
+			p.trackDesc = f.data
+			d.info.TrackDescriptors++
+		case tpThreadDescriptor:
+			p.threadDesc = f.data
+		case tpProcessDescriptor:
+			p.processDesc = f.data
+		case tpProcessTree:
+			p.processTree = f.data
+		case tpClockSnapshot:
+			p.snapshot = f.data
+		}
+		if _, meta := perfettoPacketMeta[f.num]; !meta && !perfettoNative[f.num] {
+			d.info.Unread[f.num]++
+		}
+		return nil
+	})
+	if !ok || err != nil {
+		return d.malformed("not a TracePacket")
+	}
+	seq, err := d.sequence(p.seq)
+	if err != nil {
+		return err
+	}
+	if p.cleared || p.flags&seqIncrementalStateCleared != 0 {
+		seq.clear()
+	}
+	if p.hasDefault {
+		if err := d.defaults(seq, p.defaults); err != nil {
+			return err
+		}
+	}
+	if p.snapshot != nil {
+		if err := d.clockSnapshot(seq, p.snapshot); err != nil {
+			return err
+		}
+	}
+	if p.interned != nil {
+		if err := d.internedData(seq, p.interned); err != nil {
+			return err
+		}
+	}
+	if p.trackDesc != nil {
+		if err := d.trackDescriptor(p.trackDesc); err != nil {
+			return err
+		}
+	}
+	if p.threadDesc != nil {
+		pid, tid, name, ref, hasRef, err := d.threadDescriptor(p.threadDesc)
+		if err != nil {
+			return err
+		}
+		seq.pid, seq.tid, seq.hasThread = pid, tid, true
+		if hasRef {
+			seq.refUs = ref
+		}
+		if name != "" {
+			d.threadName(pid, tid, name)
+		}
+	}
+	if p.processDesc != nil {
+		pid, name, err := d.processDescriptor(p.processDesc)
+		if err != nil {
+			return err
+		}
+		if name != "" {
+			d.processName(pid, name)
+		}
+	}
+	if p.processTree != nil {
+		if err := d.processTreePacket(p.processTree); err != nil {
+			return err
+		}
+	}
+	if p.hasTrackEvent {
+		d.info.TrackEventPackets++
+		d.stats.Events++
+		return d.trackEvent(seq, &p)
+	}
+	return nil
+}
+
+var errBadWire = errors.New("wire type")
+
+func (d *pfDecoder) sequence(id uint32) (*pfSequence, error) {
+	s := d.seqs[id]
+	if s == nil {
+		if len(d.seqs) >= d.lim.MaxSequences {
+			return nil, d.limit("max_sequences", int64(d.lim.MaxSequences), "sequences",
+				"the Perfetto trace has more than %d packet sequences", d.lim.MaxSequences)
+		}
+		s = &pfSequence{}
+		s.clear()
+		d.seqs[id] = s
+	}
+	return s, nil
+}
+
+func (s *pfSequence) clear() {
+	s.names = map[uint64]string{}
+	s.cats = map[uint64]string{}
+	s.annNames = map[uint64]string{}
+	s.annStrs = map[uint64]string{}
+	s.interned = 0
+	s.hasDefTrack, s.hasDefClock = false, false
+}
+
+func (d *pfDecoder) str(b []byte) (string, error) {
+	if len(b) > d.lim.MaxStringBytes {
+		return "", d.limit("max_string_bytes", int64(d.lim.MaxStringBytes), "bytes",
+			"packet %d of the Perfetto trace has a string longer than %d bytes", d.packet, d.lim.MaxStringBytes)
+	}
+	return string(b), nil
+}
+
+func (d *pfDecoder) defaults(seq *pfSequence, b []byte) error {
+	ok, err := eachField(b, func(f pfField) error {
+		switch {
+		case f.num == 58 && f.typ == protowire.VarintType:
+			seq.defClock, seq.hasDefClock = uint32(f.v), true
+		case f.num == 11 && f.typ == protowire.BytesType:
+			ok, _ := eachField(f.data, func(g pfField) error {
+				if g.num == 11 && g.typ == protowire.VarintType {
+					seq.defTrack, seq.hasDefTrack = g.v, true
+				}
+				return nil
+			})
+			if !ok {
+				return errBadWire
+			}
+		}
+		return nil
+	})
+	if !ok || err != nil {
+		return d.malformed("trace_packet_defaults")
+	}
+	return nil
+}
+
+func (d *pfDecoder) clockSnapshot(seq *pfSequence, b []byte) error {
+	type clk struct {
+		id          uint32
+		ts          uint64
+		incremental bool
+		mult        uint64
+	}
+	var cs []clk
+	ok, _ := eachField(b, func(f pfField) error {
+		if f.num != 1 || f.typ != protowire.BytesType {
+			return nil
+		}
+		c := clk{mult: 1}
+		ok, _ := eachField(f.data, func(g pfField) error {
+			switch g.num {
+			case 1:
+				c.id = uint32(g.v)
+			case 2:
+				c.ts = g.v
+			case 3:
+				c.incremental = g.v != 0
+			case 4:
+				c.mult = g.v
+			}
+			return nil
+		})
+		if !ok {
+			return errBadWire
+		}
+		if len(cs) < 256 {
+			cs = append(cs, c)
+		}
+		return nil
+	})
+	if !ok {
+		return d.malformed("clock_snapshot")
+	}
+	var anchor *clk
+	for i := range cs {
+		if cs[i].id > 0 && cs[i].id < 64 {
+			anchor = &cs[i]
+			break
+		}
+	}
+	for _, c := range cs {
+		if c.id < 64 || c.id > 127 {
+			continue
+		}
+		if seq.clocks == nil {
+			seq.clocks = map[uint32]*pfClock{}
+		}
+		if c.mult == 0 {
+			c.mult = 1
+		}
+		k := &pfClock{value: int64(c.ts), base: int64(c.ts), mult: int64(c.mult), incremental: c.incremental}
+		if anchor != nil {
+			k.anchorClock, k.anchorNs = anchor.id, int64(anchor.ts)
+		} else {
+			k.anchorNs = int64(c.ts) * int64(c.mult)
+		}
+		seq.clocks[c.id] = k
+	}
+	return nil
+}
+
+func (d *pfDecoder) internedData(seq *pfSequence, b []byte) error {
+	var lerr error
+	ok, _ := eachField(b, func(f pfField) error {
+		var m map[uint64]string
+		switch f.num {
+		case 1:
+			m = seq.cats
+		case 2:
+			m = seq.names
+		case 3:
+			m = seq.annNames
+		case 29:
+			m = seq.annStrs
+		default:
+			return nil
+		}
+		if f.typ != protowire.BytesType {
+			return errBadWire
+		}
+		var iid uint64
+		var name []byte
+		ok, _ := eachField(f.data, func(g pfField) error {
+			switch {
+			case g.num == 1 && g.typ == protowire.VarintType:
+				iid = g.v
+			case g.num == 2 && g.typ == protowire.BytesType:
+				name = g.data
+			}
+			return nil
+		})
+		if !ok {
+			return errBadWire
+		}
+		if _, dup := m[iid]; !dup {
+			if seq.interned >= d.lim.MaxInterned {
+				lerr = d.limit("max_interned", int64(d.lim.MaxInterned), "entries",
+					"a packet sequence of the Perfetto trace interns more than %d entries", d.lim.MaxInterned)
+				return lerr
+			}
+			seq.interned++
+		}
+		s, err := d.str(name)
+		if err != nil {
+			lerr = err
+			return err
+		}
+		m[iid] = s
+		return nil
+	})
+	if lerr != nil {
+		return lerr
+	}
+	if !ok {
+		return d.malformed("interned_data")
+	}
+	return nil
+}
+
+func (d *pfDecoder) trackDescriptor(b []byte) error {
+	var uuid uint64
+	desc := &pfDesc{}
+	var lerr error
+	ok, _ := eachField(b, func(f pfField) error {
+		switch f.num {
+		case 1:
+			uuid = f.v
+		case 5:
+			desc.parent = f.v
+		case 2, 10, 13:
+			if f.typ == protowire.BytesType {
+				s, err := d.str(f.data)
+				if err != nil {
+					lerr = err
+					return err
+				}
+				desc.name = s
+			}
+		case 3:
+			if f.typ != protowire.BytesType {
+				return errBadWire
+			}
+			pid, name, err := d.processDescriptor(f.data)
+			if err != nil {
+				lerr = err
+				return err
+			}
+			desc.process, desc.pid = true, pid
+			if name != "" {
+				d.processName(pid, name)
+			}
+		case 4:
+			if f.typ != protowire.BytesType {
+				return errBadWire
+			}
+			pid, tid, name, _, _, err := d.threadDescriptor(f.data)
+			if err != nil {
+				lerr = err
+				return err
+			}
+			desc.thread, desc.pid, desc.tid = true, pid, tid
+			if name != "" {
+				d.threadName(pid, tid, name)
+				if desc.name == "" {
+					desc.name = name
+				}
+			}
+		}
+		return nil
+	})
+	if lerr != nil {
+		return lerr
+	}
+	if !ok {
+		return d.malformed("track_descriptor")
+	}
+	if _, seen := d.descs[uuid]; !seen && len(d.descs) >= d.lim.MaxTracks {
+		return d.limit("max_tracks", int64(d.lim.MaxTracks), "tracks",
+			"the Perfetto trace describes more than %d tracks", d.lim.MaxTracks)
+	}
+	if old := d.descs[uuid]; old != nil && desc.name == "" {
+		desc.name = old.name
+	}
+	d.descs[uuid] = desc
+	if desc.thread {
+		if _, ok := d.thrID[[2]int64{desc.pid, desc.tid}]; !ok {
+			if id, ok := d.uuidID[uuid]; ok {
+				d.thrID[[2]int64{desc.pid, desc.tid}] = id
+			}
+		}
+	}
+	return nil
+}
+
+func (d *pfDecoder) threadDescriptor(b []byte) (pid, tid int64, name string, ref int64, hasRef bool, err error) {
+	ok, _ := eachField(b, func(f pfField) error {
+		switch f.num {
+		case 1:
+			pid = int64(int32(f.v))
+		case 2:
+			tid = int64(f.v)
+		case 5:
+			if f.typ == protowire.BytesType {
+				name, err = d.str(f.data)
+				return err
+			}
+		case 6:
+			ref, hasRef = int64(f.v), true
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	if !ok {
+		err = d.malformed("thread descriptor")
+	}
+	return
+}
+
+func (d *pfDecoder) processDescriptor(b []byte) (pid int64, name string, err error) {
+	ok, _ := eachField(b, func(f pfField) error {
+		switch f.num {
+		case 1:
+			pid = int64(int32(f.v))
+		case 6:
+			if f.typ == protowire.BytesType {
+				name, err = d.str(f.data)
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	if !ok {
+		err = d.malformed("process descriptor")
+	}
+	return
+}
+
+func (d *pfDecoder) processTreePacket(b []byte) error {
+	var lerr error
+	ok, _ := eachField(b, func(f pfField) error {
+		if (f.num != 1 && f.num != 2) || f.typ != protowire.BytesType {
+			return nil
+		}
+		var pid, tid, tgid int64
+		var name string
+		cmd := false
+		ok, _ := eachField(f.data, func(g pfField) error {
+			switch {
+			case g.num == 1:
+				pid, tid = int64(int32(g.v)), int64(int32(g.v))
+			case g.num == 3 && f.num == 2:
+				tgid = int64(int32(g.v))
+			case (f.num == 2 && g.num == 2) || (f.num == 1 && g.num == 3 && !cmd):
+				if g.typ == protowire.BytesType {
+					s, err := d.str(g.data)
+					if err != nil {
+						lerr = err
+						return err
+					}
+					name, cmd = s, true
+				}
+			}
+			return nil
+		})
+		if lerr != nil {
+			return lerr
+		}
+		if !ok {
+			return errBadWire
+		}
+		if name == "" {
+			return nil
+		}
+		if f.num == 1 {
+			d.processName(pid, name)
+		} else {
+			d.threadName(tgid, tid, name)
+		}
+		return nil
+	})
+	if lerr != nil {
+		return lerr
+	}
+	if !ok {
+		return d.malformed("process_tree")
+	}
+	return nil
+}
+
+func (d *pfDecoder) threadName(pid, tid int64, name string) {
+	k := [2]int64{pid, tid}
+	if d.thrNamed[k] == name {
+		return
+	}
+	if _, seen := d.thrNamed[k]; !seen && len(d.thrNamed) >= d.lim.MaxTracks {
+		return
+	}
+	d.thrNamed[k] = name
+	d.sink.ThreadName(pid, tid, name)
+}
+
+// processName sends a process's first name: Chromium names a renderer "Renderer" on its
+// own sequence and again by its command line on others; the first is the better name.
+func (d *pfDecoder) processName(pid int64, name string) {
+	if _, seen := d.procNamed[pid]; seen || len(d.procNamed) >= d.lim.MaxTracks {
+		return
+	}
+	d.procNamed[pid] = name
+	d.sink.ProcessName(pid, name)
+}
+
+// Legacy event phases (Trace Event Format characters).
+const (
+	phBegin    = 'B'
+	phEnd      = 'E'
+	phComplete = 'X'
+)
+
+type pfTrackEvent struct {
+	typ                     uint64
+	hasType                 bool
+	nameIID                 uint64
+	hasNameIID              bool
+	name                    []byte
+	hasName                 bool
+	cats                    [][]byte
+	catIIDs                 []uint64
+	track                   uint64
+	hasTrack                bool
+	absUs, deltaUs          int64
+	hasAbsUs, hasDeltaUs    bool
+	annotations             [][]byte
+	flows                   int64
+	legacy                  bool
+	phase                   int64
+	durUs                   int64
+	hasDur                  bool
+	legacyNameIID           uint64
+	hasLegacyName           bool
+	pidOverride, tidOverrid int64
+	hasPID, hasTID          bool
+	bind                    bool
+}
+
+func (d *pfDecoder) parseTrackEvent(b []byte, e *pfTrackEvent) bool {
+	ok, err := eachField(b, func(f pfField) error {
+		switch f.num {
+		case 3:
+			if !varints(f, func(v uint64) {
+				if len(e.catIIDs) < 64 {
+					e.catIIDs = append(e.catIIDs, v)
+				}
+			}) {
+				return errBadWire
+			}
+		case 22:
+			if f.typ != protowire.BytesType {
+				return errBadWire
+			}
+			if len(e.cats) < 64 {
+				e.cats = append(e.cats, f.data)
+			}
+		case 10:
+			e.nameIID, e.hasNameIID, e.hasName = f.v, true, false
+		case 23:
+			if f.typ != protowire.BytesType {
+				return errBadWire
+			}
+			e.name, e.hasName, e.hasNameIID = f.data, true, false
+		case 9:
+			e.typ, e.hasType = f.v, true
+		case 11:
+			e.track, e.hasTrack = f.v, true
+		case 1:
+			e.deltaUs, e.hasDeltaUs, e.hasAbsUs = int64(f.v), true, false
+		case 16:
+			e.absUs, e.hasAbsUs, e.hasDeltaUs = int64(f.v), true, false
+		case 4:
+			if f.typ != protowire.BytesType {
+				return errBadWire
+			}
+			if len(e.annotations) < 256 {
+				e.annotations = append(e.annotations, f.data)
+			}
+		case 47, 48:
+			n, ok := countFixed64(f)
+			if !ok {
+				return errBadWire
+			}
+			e.flows += n
+		case 36, 42:
+			if !varints(f, func(uint64) { e.flows++ }) {
+				return errBadWire
+			}
+		case 6:
+			if f.typ != protowire.BytesType {
+				return errBadWire
+			}
+			e.legacy = true
+			ok, _ := eachField(f.data, func(g pfField) error {
+				switch g.num {
+				case 1:
+					e.legacyNameIID, e.hasLegacyName = g.v, true
+				case 2:
+					e.phase = int64(int32(g.v))
+				case 3:
+					e.durUs, e.hasDur = int64(g.v), true
+				case 8:
+					e.bind = true
+				case 13:
+					if g.v != 0 {
+						e.bind = true
+					}
+				case 18:
+					e.pidOverride, e.hasPID = int64(int32(g.v)), true
+				case 19:
+					e.tidOverrid, e.hasTID = int64(int32(g.v)), true
+				}
+				return nil
+			})
+			if !ok {
+				return errBadWire
+			}
+		}
+		return nil
+	})
+	return ok && err == nil
+}
+
+func (d *pfDecoder) trackEvent(seq *pfSequence, p *pfPacket) error {
+	var e pfTrackEvent
+	if !d.parseTrackEvent(p.trackEvent, &e) {
+		return d.malformed("track_event")
+	}
+	d.stats.Flows += e.flows
+	if e.bind {
+		d.stats.Flows++
+	}
+
+	// What the event is.
+	const (
+		kBegin = iota + 1
+		kEnd
+		kComplete
+		kInstant
+		kCounter
+		kMetadata
+		kFlow
+		kIgnored
+	)
+	kind := kIgnored
+	switch {
+	case e.hasType && e.typ != 0:
+		switch e.typ {
+		case 1:
+			kind = kBegin
+		case 2:
+			kind = kEnd
+		case 3:
+			kind = kInstant
+		case 4:
+			kind = kCounter
+		}
+	case e.legacy:
+		switch e.phase {
+		case phBegin:
+			kind = kBegin
+		case phEnd:
+			kind = kEnd
+		case phComplete:
+			kind = kComplete
+		case 'I', 'i', 'R', 'n':
+			kind = kInstant
+		case 'C':
+			kind = kCounter
+		case 'M':
+			kind = kMetadata
+		case 's', 't', 'f':
+			kind = kFlow
+		}
+	}
+	switch kind {
+	case kInstant:
+		d.stats.Instants++
+		return nil
+	case kCounter:
+		d.stats.Counters++
+		return nil
+	case kMetadata:
+		d.stats.Metadata++
+		return nil
+	case kFlow:
+		if !e.bind {
+			d.stats.Flows++
+		}
+		return nil
+	case kIgnored:
+		d.stats.Ignored++
+		return nil
+	}
+
+	ts, ok := d.timestamp(seq, p, &e)
+	if !ok {
+		d.info.UnresolvedTimestamps++
+		d.stats.Ignored++
+		return nil
+	}
+	track, err := d.trackFor(seq, &e)
+	if err != nil {
+		return err
+	}
+
+	switch kind {
+	case kEnd:
+		st := d.open[track]
+		if len(st) == 0 {
+			d.stats.UnmatchedEnds++
+			return nil
+		}
+		o := st[len(st)-1]
+		d.open[track] = st[:len(st)-1]
+		if len(e.annotations) > 0 {
+			d.annotate(seq, &e, &o.args)
+		}
+		return d.emit(track, o, ts)
+	case kBegin, kComplete:
+		o := pfOpen{id: d.packet, ts: ts}
+		if o.name, err = d.eventName(seq, &e); err != nil {
+			return err
+		}
+		if o.cat, err = d.category(seq, &e); err != nil {
+			return err
+		}
+		if len(e.annotations) > 0 {
+			d.annotate(seq, &e, &o.args)
+		}
+		if err := d.announce(track); err != nil {
+			return err
+		}
+		if kind == kComplete {
+			end := ts
+			if e.hasDur && e.durUs > 0 {
+				end = ts + e.durUs*1000
+			}
+			return d.emit(track, o, end)
+		}
+		st := d.open[track]
+		if len(st) >= d.lim.MaxOpenSlices {
+			return d.limit("max_open_slices", int64(d.lim.MaxOpenSlices), "slices",
+				"a track of the Perfetto trace has more than %d open slices", d.lim.MaxOpenSlices)
+		}
+		d.open[track] = append(st, o)
+	}
+	return nil
+}
+
+func (d *pfDecoder) emit(track int64, o pfOpen, end int64) error {
+	dur := end - o.ts
+	if dur < 0 {
+		d.info.NegativeDurations++
+		dur = 0
+	}
+	d.ev = Event{ID: o.id, TS: o.ts, Dur: dur, Track: track, Name: o.name, Category: o.cat, Phase: "X", Args: o.args}
+	d.stats.Slices++
+	return d.sink.Slice(&d.ev)
+}
+
+// timestamp resolves the event's timestamp in ns, in the clock domain counted in
+// info.Clocks; ok is false for a sequence-scoped clock no snapshot defined.
+func (d *pfDecoder) timestamp(seq *pfSequence, p *pfPacket, e *pfTrackEvent) (int64, bool) {
+	if !p.hasTS {
+		switch {
+		case e.hasAbsUs:
+			seq.refUs = e.absUs
+		case e.hasDeltaUs:
+			seq.refUs += e.deltaUs
+		}
+		d.info.Clocks[0]++
+		return seq.refUs * 1000, true
+	}
+	clock := uint32(0)
+	if p.hasClock {
+		clock = uint32(p.clock)
+	} else if seq.hasDefClock {
+		clock = seq.defClock
+	}
+	if clock < 64 || clock > 127 {
+		d.info.Clocks[clock]++
+		if p.ts > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(p.ts), true
+	}
+	c := seq.clocks[clock]
+	if c == nil {
+		return 0, false
+	}
+	v := int64(p.ts)
+	if c.incremental {
+		c.value += v
+		v = c.value
+	}
+	d.info.SequenceClockTimestamps++
+	d.info.Clocks[c.anchorClock]++
+	return c.anchorNs + (v-c.base)*c.mult, true
+}
+
+// trackFor resolves the track of an event: legacy pid/tid overrides, else its track uuid
+// (or the sequence default), else the thread of the sequence's ThreadDescriptor, else
+// the trace's default track (uuid 0).
+func (d *pfDecoder) trackFor(seq *pfSequence, e *pfTrackEvent) (int64, error) {
+	if e.hasTID || e.hasPID {
+		pid, tid := seq.pid, seq.tid
+		if e.hasPID {
+			pid = e.pidOverride
+		}
+		if e.hasTID {
+			tid = e.tidOverrid
+		}
+		return d.threadTrack(pid, tid)
+	}
+	uuid, has := e.track, e.hasTrack
+	if !has && seq.hasDefTrack {
+		uuid, has = seq.defTrack, true
+	}
+	if (!has || uuid == 0) && seq.hasThread {
+		return d.threadTrack(seq.pid, seq.tid)
+	}
+	if id, ok := d.uuidID[uuid]; ok {
+		return id, nil
+	}
+	if desc := d.descs[uuid]; desc != nil && desc.thread {
+		if id, ok := d.thrID[[2]int64{desc.pid, desc.tid}]; ok {
+			d.uuidID[uuid] = id
+			return id, nil
+		}
+	}
+	id, err := d.newTrack()
+	if err != nil {
+		return 0, err
+	}
+	d.uuidID[uuid] = id
+	d.keys[id] = pfKey{uuid: uuid}
+	if desc := d.descs[uuid]; desc != nil && desc.thread {
+		d.thrID[[2]int64{desc.pid, desc.tid}] = id
+	}
+	return id, nil
+}
+
+func (d *pfDecoder) threadTrack(pid, tid int64) (int64, error) {
+	k := [2]int64{pid, tid}
+	if id, ok := d.thrID[k]; ok {
+		return id, nil
+	}
+	id, err := d.newTrack()
+	if err != nil {
+		return 0, err
+	}
+	d.thrID[k] = id
+	d.keys[id] = pfKey{thread: true, pid: pid, tid: tid}
+	return id, nil
+}
+
+func (d *pfDecoder) newTrack() (int64, error) {
+	if d.nextID >= int64(d.lim.MaxTracks) {
+		return 0, d.limit("max_tracks", int64(d.lim.MaxTracks), "tracks",
+			"the Perfetto trace has more than %d tracks", d.lim.MaxTracks)
+	}
+	d.nextID++
+	return d.nextID, nil
+}
+
+// announce sends a track to the sink before its first slice, with what its descriptor
+// (or the thread it was derived from) says.
+func (d *pfDecoder) announce(id int64) error {
+	if d.named[id] {
+		return nil
+	}
+	d.named[id] = true
+	t := Track{ID: id}
+	k := d.keys[id]
+	if k.thread {
+		t.PID, t.TID = k.pid, k.tid
+		t.Name = d.thrNamed[[2]int64{k.pid, k.tid}]
+	} else if desc := d.descs[k.uuid]; desc != nil {
+		t.Name = desc.name
+		if desc.thread {
+			t.PID, t.TID = desc.pid, desc.tid
+		} else {
+			t.Async = true
+			t.PID = d.processOf(desc)
+		}
+	} else {
+		t.Async = k.uuid != 0
+	}
+	d.sink.Track(t)
+	return nil
+}
+
+// processOf walks a descriptor's parents (at most 64) to the process that holds it.
+func (d *pfDecoder) processOf(desc *pfDesc) int64 {
+	for i := 0; i < 64 && desc != nil; i++ {
+		if desc.process || desc.thread {
+			return desc.pid
+		}
+		if desc.parent == 0 {
+			break
+		}
+		desc = d.descs[desc.parent]
+	}
+	return 0
+}
+
+func (d *pfDecoder) eventName(seq *pfSequence, e *pfTrackEvent) (string, error) {
+	switch {
+	case e.hasName:
+		return d.str(e.name)
+	case e.hasNameIID:
+		return seq.names[e.nameIID], nil
+	case e.hasLegacyName:
+		return seq.names[e.legacyNameIID], nil
+	}
+	return "", nil
+}
+
+func (d *pfDecoder) category(seq *pfSequence, e *pfTrackEvent) (string, error) {
+	if len(e.cats)+len(e.catIIDs) == 0 {
+		return "", nil
+	}
+	if len(e.cats) == 1 && len(e.catIIDs) == 0 {
+		return d.str(e.cats[0])
+	}
+	if len(e.cats) == 0 && len(e.catIIDs) == 1 {
+		return seq.cats[e.catIIDs[0]], nil
+	}
+	var sb strings.Builder
+	add := func(s string) {
+		if sb.Len() > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(s)
+	}
+	for _, c := range e.cats {
+		add(string(c))
+	}
+	for _, iid := range e.catIIDs {
+		add(seq.cats[iid])
+	}
+	return d.str([]byte(sb.String()))
+}
+
+// annotate maps the top-level debug annotations whose names are model.Args keys.
+// Nested (dict/array) annotations are not read.
+func (d *pfDecoder) annotate(seq *pfSequence, e *pfTrackEvent, a *Args) {
+	for _, b := range e.annotations {
+		var name string
+		var iv int64
+		var sv string
+		hasInt, hasStr := false, false
+		ok, _ := eachField(b, func(f pfField) error {
+			switch f.num {
+			case 1:
+				name = seq.annNames[f.v]
+			case 10:
+				if f.typ == protowire.BytesType && len(f.data) <= 64 {
+					name = string(f.data)
+				}
+			case 3, 4:
+				if f.typ == protowire.VarintType {
+					iv, hasInt = int64(f.v), true
+				}
+			case 6:
+				if f.typ == protowire.BytesType && len(f.data) <= d.lim.MaxStringBytes {
+					sv, hasStr = string(f.data), true
+				}
+			case 17:
+				if s, ok := seq.annStrs[f.v]; ok {
+					sv, hasStr = s, true
+				}
+			}
+			return nil
+		})
+		if !ok {
+			continue
+		}
+		switch name {
+		case "File", "file", "filename", "fileName":
+			if hasStr {
+				s := sv
+				a.Filename = &s
+			}
+		case "Line", "line", "lineNumber":
+			if hasInt {
+				v := iv
+				a.Line = &v
+			}
+		case "correlation", "correlation_id":
+			if hasInt {
+				v := iv
+				a.CorrelationID = &v
+			}
+		case "device", "device_id":
+			if hasInt {
+				v := iv
+				a.Device = &v
+			}
+		case "stream":
+			if hasInt {
+				v := iv
+				a.Stream = &v
+			}
+		case "External id":
+			if hasInt {
+				v := iv
+				a.ExternalID = &v
+			}
+		}
+	}
+}
