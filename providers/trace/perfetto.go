@@ -232,7 +232,13 @@ func PerfettoPacketKind(field int) string {
 // top-level field has a valid wire type, known TracePacket fields have the wire type the
 // schema gives them (timestamp, sequence id, flags and clock id are varints, data fields
 // are messages), the payload of each message-typed field that lies within head is itself
-// a well-formed protobuf message, and at least one known TracePacket field is present.
+// a well-formed protobuf message, and at least one TracePacket envelope field (timestamp,
+// trusted_uid, trusted_packet_sequence_id, sequence_flags, clock id, defaults, interned
+// data, ...) is present: every packet the Perfetto service, the SDK or Chromium writes has
+// one, and other schemas whose messages happen to fit the data fields (an OTLP
+// ExportTraceServiceRequest does) have none. head should hold the first packet whole
+// (4 KiB is ample for the corpus; a trace whose first packet is cut before its first
+// envelope field is not recognised).
 // JSON ('[' or '{'), gzip (0x1F 0x8B) and text fail the first byte; an XSpace
 // (XLA's profile.xplane.pb) starts 0x0A too, but its first XPlane's fields do not fit
 // TracePacket: name = 2 is a string where TracePacket has the ProcessTree message, and
@@ -297,7 +303,6 @@ func plausiblePacket(b []byte, complete bool) bool {
 			if typ != protowire.BytesType {
 				return false
 			}
-			known = true
 		}
 		if typ == protowire.StartGroupType || typ == protowire.EndGroupType {
 			return false
@@ -679,6 +684,13 @@ type pfPacket struct {
 	trackDesc, threadDesc     []byte
 	processDesc, processTree  []byte
 	hasTrackEvent, hasDefault bool
+
+	// The packet timestamp in ns, resolved once per packet since sequence-scoped
+	// incremental clocks advance with every packet that has a timestamp.
+	tsNs   int64
+	tsOK   bool
+	domain uint32
+	seqClk bool
 }
 
 func (d *pfDecoder) packetBody(b []byte) error {
@@ -781,6 +793,9 @@ func (d *pfDecoder) packetBody(b []byte) error {
 		if err := d.processTreePacket(p.processTree); err != nil {
 			return err
 		}
+	}
+	if p.hasTS {
+		p.tsNs, p.tsOK, p.domain = d.resolve(seq, &p)
 	}
 	if p.hasTrackEvent {
 		d.info.TrackEventPackets++
@@ -1337,6 +1352,12 @@ func (d *pfDecoder) trackEvent(seq *pfSequence, p *pfPacket) error {
 			kind = kFlow
 		}
 	}
+	ts, tsOK := d.timestamp(seq, p, &e)
+	if !tsOK && kind != kIgnored {
+		d.info.UnresolvedTimestamps++
+		d.stats.Ignored++
+		return nil
+	}
 	switch kind {
 	case kInstant:
 		d.stats.Instants++
@@ -1357,12 +1378,6 @@ func (d *pfDecoder) trackEvent(seq *pfSequence, p *pfPacket) error {
 		return nil
 	}
 
-	ts, ok := d.timestamp(seq, p, &e)
-	if !ok {
-		d.info.UnresolvedTimestamps++
-		d.stats.Ignored++
-		return nil
-	}
 	track, err := d.trackFor(seq, &e)
 	if err != nil {
 		return err
@@ -1423,8 +1438,10 @@ func (d *pfDecoder) emit(track int64, o pfOpen, end int64) error {
 	return d.sink.Slice(&d.ev)
 }
 
-// timestamp resolves the event's timestamp in ns, in the clock domain counted in
-// info.Clocks; ok is false for a sequence-scoped clock no snapshot defined.
+// timestamp is the event's timestamp in ns, counting its clock domain in info.Clocks;
+// ok is false for a sequence-scoped clock no snapshot defined. Without a packet
+// timestamp, TrackEvent's timestamp_absolute_us / timestamp_delta_us (relative to the
+// sequence's ThreadDescriptor reference) are read.
 func (d *pfDecoder) timestamp(seq *pfSequence, p *pfPacket, e *pfTrackEvent) (int64, bool) {
 	if !p.hasTS {
 		switch {
@@ -1436,6 +1453,20 @@ func (d *pfDecoder) timestamp(seq *pfSequence, p *pfPacket, e *pfTrackEvent) (in
 		d.info.Clocks[0]++
 		return seq.refUs * 1000, true
 	}
+	if !p.tsOK {
+		return 0, false
+	}
+	if p.seqClk {
+		d.info.SequenceClockTimestamps++
+	}
+	d.info.Clocks[p.domain]++
+	return p.tsNs, true
+}
+
+// resolve converts a packet timestamp to ns: builtin clocks (ids < 64) are ns already;
+// sequence-scoped clocks (64-127) advance (when incremental) and are converted through
+// their snapshot into the builtin clock listed beside them.
+func (d *pfDecoder) resolve(seq *pfSequence, p *pfPacket) (ns int64, ok bool, domain uint32) {
 	clock := uint32(0)
 	if p.hasClock {
 		clock = uint32(p.clock)
@@ -1443,24 +1474,22 @@ func (d *pfDecoder) timestamp(seq *pfSequence, p *pfPacket, e *pfTrackEvent) (in
 		clock = seq.defClock
 	}
 	if clock < 64 || clock > 127 {
-		d.info.Clocks[clock]++
 		if p.ts > math.MaxInt64 {
-			return 0, false
+			return 0, false, clock
 		}
-		return int64(p.ts), true
+		return int64(p.ts), true, clock
 	}
 	c := seq.clocks[clock]
 	if c == nil {
-		return 0, false
+		return 0, false, clock
 	}
 	v := int64(p.ts)
 	if c.incremental {
 		c.value += v
 		v = c.value
 	}
-	d.info.SequenceClockTimestamps++
-	d.info.Clocks[c.anchorClock]++
-	return c.anchorNs + (v-c.base)*c.mult, true
+	p.seqClk = true
+	return c.anchorNs + (v-c.base)*c.mult, true, c.anchorClock
 }
 
 // trackFor resolves the track of an event: legacy pid/tid overrides, else its track uuid
