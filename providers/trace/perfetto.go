@@ -202,17 +202,31 @@ var perfettoPacketMeta = map[int]protowire.Type{
 	tpFirstOnSequence: protowire.VarintType, tpMachineID: protowire.VarintType,
 }
 
+// packetMetaWire is perfettoPacketMeta as a switch, for the per-field loop.
+func packetMetaWire(f int) (protowire.Type, bool) {
+	switch f {
+	case tpTrustedUID, tpTimestamp, tpSequenceID, tpSequenceFlags, tpIncrCleared, tpPrevDropped,
+		tpClockID, tpTrustedPID, tpFirstOnSequence, tpMachineID:
+		return protowire.VarintType, true
+	case tpInternedData, tpDefaults:
+		return protowire.BytesType, true
+	}
+	return 0, false
+}
+
+func isNativeKind(f int) bool {
+	switch f {
+	case tpTrackEvent, tpTrackDescriptor, tpProcessTree, tpClockSnapshot, tpProcessDescriptor, tpThreadDescriptor:
+		return true
+	}
+	return false
+}
+
 // perfettoBookkeeping are data kinds that hold no timeline data.
 var perfettoBookkeeping = map[int]bool{
 	6: true, 33: true, 34: true, 35: true, 36: true, 45: true, 46: true, 48: true, 51: true,
 	67: true, 69: true, 72: true, 89: true, 90: true, 107: true, 109: true, 113: true,
 	124: true, 126: true, 134: true,
-}
-
-// perfettoNative are the data kinds the native decoder reads.
-var perfettoNative = map[int]bool{
-	tpTrackEvent: true, tpTrackDescriptor: true, tpProcessTree: true, tpClockSnapshot: true,
-	tpProcessDescriptor: true, tpThreadDescriptor: true,
 }
 
 // PerfettoPacketKind names a TracePacket data field number ("field_N" when unknown).
@@ -400,11 +414,13 @@ type pfDecoder struct {
 	thrNamed  map[[2]int64]string
 	procNamed map[int64]string
 
-	packet int64 // index of the packet being read
-	src    *pfReader
-	keys   map[int64]pfKey // Track.ID -> what it was made from
-	buf    []byte
-	ev     Event
+	packet    int64 // index of the packet being read
+	src       *pfReader
+	lastSeq   *pfSequence
+	lastSeqID uint32
+	keys      map[int64]pfKey // Track.ID -> what it was made from
+	buf       []byte
+	ev        Event
 }
 
 type pfSequence struct {
@@ -696,7 +712,8 @@ type pfPacket struct {
 func (d *pfDecoder) packetBody(b []byte) error {
 	var p pfPacket
 	ok, err := eachField(b, func(f pfField) error {
-		if want, meta := perfettoPacketMeta[f.num]; meta && f.typ != want {
+		want, meta := packetMetaWire(f.num)
+		if meta && f.typ != want {
 			return errBadWire
 		}
 		switch f.num {
@@ -732,7 +749,7 @@ func (d *pfDecoder) packetBody(b []byte) error {
 		case tpClockSnapshot:
 			p.snapshot = f.data
 		}
-		if _, meta := perfettoPacketMeta[f.num]; !meta && !perfettoNative[f.num] {
+		if !meta && !isNativeKind(f.num) {
 			d.info.Unread[f.num]++
 		}
 		return nil
@@ -808,7 +825,11 @@ func (d *pfDecoder) packetBody(b []byte) error {
 var errBadWire = errors.New("wire type")
 
 func (d *pfDecoder) sequence(id uint32) (*pfSequence, error) {
+	if d.lastSeq != nil && d.lastSeqID == id {
+		return d.lastSeq, nil
+	}
 	s := d.seqs[id]
+	defer func() { d.lastSeq, d.lastSeqID = s, id }()
 	if s == nil {
 		if len(d.seqs) >= d.lim.MaxSequences {
 			return nil, d.limit("max_sequences", int64(d.lim.MaxSequences), "sequences",
