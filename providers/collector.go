@@ -63,8 +63,8 @@ type CollectorSpec[P any] struct {
 	Admit func(cases []Case) (*Executable, error)
 	// Command is optional: nil runs the case's argv unchanged.
 	Command func(opts *P, exe *Executable, c Case, dir string) []string
-	// Env is optional.
-	Env func(dir string) map[string]string
+	// Env is optional: the variables an execution in dir adds for the workload.
+	Env func(opts *P, dir string) map[string]string
 }
 
 // Collect returns the collector spec describes.
@@ -106,7 +106,7 @@ func (o *options[P]) Env(dir string) map[string]string {
 	if o.c.spec.Env == nil {
 		return nil
 	}
-	return o.c.spec.Env(dir)
+	return o.c.spec.Env(o.p, dir)
 }
 
 // RequireArgv0 checks that every case's argv[0] base name satisfies ok; want says

@@ -95,6 +95,8 @@ func (e *UnavailableError) Error() string { return e.Message }
 func strictDecode(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
+	// An open value (a trace bound) keeps its number exact.
+	dec.UseNumber()
 	return dec.Decode(v)
 }
 

@@ -191,8 +191,12 @@ func (rt *Runtime) envelope(req *request, in []resolved, a *providers.Analysis, 
 		}
 	}
 	res.Limitations = append(append(res.Limitations, a.Limitations...), page.Limitations...)
-	if a.Metrics != nil {
-		values := a.Metrics
+	if a.Metrics != nil || page.Metrics != nil {
+		// A streaming reader learns its figures while paging (a trace's counts).
+		values := map[string]any{}
+		for k, v := range a.Metrics {
+			values[k] = v
+		}
 		for k, v := range page.Metrics {
 			values[k] = v
 		}

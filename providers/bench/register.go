@@ -267,7 +267,7 @@ func compare(ctx context.Context, req *providers.Request[gen.CompareFields]) (*p
 
 var collectors = []providers.Collector{
 	providers.Collect(providers.CollectorSpec[gen.BenchmarkSamplesProvider]{Kind: "benchmark-samples", File: "benchmark-samples.json",
-		Env: func(dir string) map[string]string {
+		Env: func(_ *gen.BenchmarkSamplesProvider, dir string) map[string]string {
 			return map[string]string{"FLAMEOX_BENCHMARK_OUTPUT": filepath.Join(dir, "benchmark-samples.json")}
 		}}),
 	providers.Collect(providers.CollectorSpec[gen.NVBenchProvider]{Kind: "nvbench", File: "nvbench.json",

@@ -336,7 +336,7 @@ var collectors = []providers.Collector{
 			return append(argv, c.Argv[2:]...)
 		},
 		// The go command needs HOME for its build and module caches.
-		Env: func(string) map[string]string {
+		Env: func(_ *gen.GoTestProvider, _ string) map[string]string {
 			if h := os.Getenv("HOME"); h != "" {
 				return map[string]string{"HOME": h}
 			}
