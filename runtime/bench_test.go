@@ -39,6 +39,9 @@ func largeFile(b *testing.B, kind string, size int64) string {
 		}
 		w := bufio.NewWriterSize(f, 1<<20)
 		var n int64
+		if kind == "chrome-trace" {
+			n = writeChromeTrace(w, size)
+		}
 		for i := 0; n < size-200; i++ {
 			var k int
 			if kind == "jsonl" {
@@ -55,6 +58,32 @@ func largeFile(b *testing.B, kind string, size int64) string {
 	}
 	largeFiles.Store(kind, p)
 	return p
+}
+
+// writeChromeTrace writes a Trace Event array of about size bytes: on each of 64 threads,
+// a B/E step holding complete events written as Chrome writes them, children before
+// their parents (at the end of each), with Kineto-style arguments.
+func writeChromeTrace(w *bufio.Writer, size int64) int64 {
+	n, _ := w.WriteString("[\n")
+	total := int64(n)
+	ts := int64(1_700_000_000_000_000)
+	for step := 0; total < size-400; step++ {
+		tid := step % 64
+		k, _ := fmt.Fprintf(w, `{"ph":"B","name":"ProfilerStep#%d","pid":1,"tid":%d,"ts":%d.000},`+"\n", step, tid, ts)
+		total += int64(k)
+		for c := 0; c < 8 && total < size-400; c++ {
+			start := ts + int64(c)*10 + 1
+			k, _ = fmt.Fprintf(w, `{"ph":"X","cat":"cpu_op","name":"aten::empty","pid":1,"tid":%d,"ts":%d.250,"dur":2.5,"args":{"External id":%d}},`+"\n", tid, start+1, step*8+c)
+			total += int64(k)
+			k, _ = fmt.Fprintf(w, `{"ph":"X","cat":"cpu_op","name":"aten::linear","pid":1,"tid":%d,"ts":%d.125,"dur":8.5,"args":{"External id":%d,"Input Dims":[[8,16],[32,16]]}},`+"\n", tid, start, step*8+c)
+			total += int64(k)
+		}
+		k, _ = fmt.Fprintf(w, `{"ph":"E","pid":1,"tid":%d,"ts":%d},`+"\n", tid, ts+100)
+		total += int64(k)
+		ts += 7
+	}
+	k, _ := w.WriteString(`{"ph":"M","name":"thread_name","pid":1,"tid":0,"args":{"name":"main"}}]` + "\n")
+	return total + int64(k)
 }
 
 // peakHeap samples HeapInuse while f runs and returns the maximum seen.
@@ -105,6 +134,35 @@ func benchPage(b *testing.B, kind string, offset int64) {
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	st, _ := os.Stat(path)
 	b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
+}
+
+// benchTrace runs op over a generated 1 GiB Chrome trace: hashing, decoding, nesting and
+// the first page.
+func benchTrace(b *testing.B, op, fields string) {
+	path := largeFile(b, "chrome-trace", benchSize)
+	rt, err := New(all.Registry(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := fmt.Sprintf(`{"sources":[{"kind":"path","path":%q,"format":"chrome-trace"}],"page_size":100%s}`, path, fields)
+	st, _ := os.Stat(path)
+	b.SetBytes(st.Size())
+	var peak uint64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := peakHeap(func() {
+			if _, f := rt.Call(context.Background(), op, []byte(args)); f != nil {
+				b.Fatal(f)
+			}
+		})
+		peak = max(peak, p)
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+}
+
+func BenchmarkSummarizeTrace1GiBChrome(b *testing.B) { benchTrace(b, "summarize_trace", "") }
+func BenchmarkTraceWindow1GiBChrome(b *testing.B) {
+	benchTrace(b, "inspect_trace_window", `,"start_ns":"1700000000100000000","end_ns":"1700000000100100000"`)
 }
 
 // BenchmarkPreviewFirstPage1GiBText includes hashing the whole file before and after.

@@ -58,6 +58,11 @@ func TestScripts(t *testing.T) {
 	if !e2eReady && os.Getenv("CI") != "" {
 		t.Fatal("CI must run the end-to-end MCP client: install node and run make e2e-deps")
 	}
+	// Debian's python3-torch serves /usr/bin/python3 only; CI installs it.
+	torchReady := exec.Command("/usr/bin/python3", "-c", "import torch.profiler").Run() == nil
+	if !torchReady && os.Getenv("CI") != "" {
+		t.Fatal("CI must run the torch-profiler capture: install python3-torch for /usr/bin/python3")
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testscripts",
 		UpdateScripts:       *update,
@@ -74,6 +79,8 @@ func TestScripts(t *testing.T) {
 			switch cond {
 			case "e2e":
 				return e2eReady, nil
+			case "torch":
+				return torchReady, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

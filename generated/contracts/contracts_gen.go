@@ -920,6 +920,84 @@ type WindowFields struct {
 	EndNS any `json:"end_ns"`
 }
 
+// TraceSliceRow is one slice of a trace with a positive duration.
+type TraceSliceRow struct {
+	// Stable slice identity: the ordinal of the event (or packet) that began it in the file.
+	ID int64 `json:"id"`
+	// The innermost slice on the same track that contains this one; null at the top.
+	ParentID *int64 `json:"parent_id"`
+	// Slice name; an empty name is <unnamed>.
+	Name string `json:"name"`
+	// Start and duration in nanoseconds.
+	Ts       any     `json:"ts"`
+	Dur      any     `json:"dur"`
+	TrackID  int64   `json:"track_id"`
+	Category *string `json:"category"`
+	// Thread and process names from the trace's metadata, null when it names none.
+	ThreadName  *string `json:"thread_name"`
+	ProcessName *string `json:"process_name"`
+	// Source location from the slice's arguments.
+	Filename *string `json:"filename"`
+	Line     *int64  `json:"line"`
+	// Kineto's Input Dims as compact JSON.
+	InputShapes *string `json:"input_shapes"`
+	// Bytes of a Kineto memory event.
+	AllocationBytes *int64 `json:"allocation_bytes"`
+	// Trace Event phase that produced the slice: X, B (a matched B/E pair) or b (a matched async pair).
+	Phase string `json:"phase"`
+	// Kineto correlation (CPU launch to GPU activity), device and stream.
+	CorrelationID *int64 `json:"correlation_id"`
+	Device        *int64 `json:"device"`
+	Stream        *int64 `json:"stream"`
+}
+
+// TraceCallEdgeRow aggregates the slices named child whose parent slice is named parent.
+type TraceCallEdgeRow struct {
+	Parent string `json:"parent"`
+	Child  string `json:"child"`
+	// Child slices with this parent and name.
+	SampleCount int64 `json:"sample_count"`
+	// Sum of their durations.
+	InclusiveDurationNS any `json:"inclusive_duration_ns"`
+}
+
+// PytorchEventRow is one PyTorch event of a torch.profiler (Kineto) trace.
+type PytorchEventRow struct {
+	// operator (aten::, autograd::, torch::), profiler_step (ProfilerStep#N), kernel, memcpy, memset (GPU activity) or runtime (CUDA runtime and driver calls, user annotations and the rest).
+	EventKind       string  `json:"event_kind"`
+	ID              int64   `json:"id"`
+	ParentID        *int64  `json:"parent_id"`
+	Name            string  `json:"name"`
+	Ts              any     `json:"ts"`
+	Dur             any     `json:"dur"`
+	TrackID         int64   `json:"track_id"`
+	Category        *string `json:"category"`
+	ThreadName      *string `json:"thread_name"`
+	ProcessName     *string `json:"process_name"`
+	Filename        *string `json:"filename"`
+	Line            *int64  `json:"line"`
+	InputShapes     *string `json:"input_shapes"`
+	AllocationBytes *int64  `json:"allocation_bytes"`
+	Phase           string  `json:"phase"`
+	CorrelationID   *int64  `json:"correlation_id"`
+	Device          *int64  `json:"device"`
+	Stream          *int64  `json:"stream"`
+	// For GPU activity: the CPU operator that launched it (the operator slice with the same External id), null when the trace does not link one.
+	LaunchOpID   *int64  `json:"launch_op_id"`
+	LaunchOpName *string `json:"launch_op_name"`
+}
+
+// TraceWindowRow is one slice overlapping the requested window.
+type TraceWindowRow struct {
+	ID       int64   `json:"id"`
+	ParentID *int64  `json:"parent_id"`
+	Name     string  `json:"name"`
+	Category *string `json:"category"`
+	Ts       any     `json:"ts"`
+	Dur      any     `json:"dur"`
+	TrackID  int64   `json:"track_id"`
+}
+
 // CpuHotspotPstatsRow is one function of a pstats profile, ranked by the chosen metric.
 type CpuHotspotPstatsRow struct {
 	Function              string  `json:"function"`
@@ -1294,6 +1372,53 @@ func (x *HyperfineProvider) ApplyDefaults() {
 	}
 }
 
+// TorchProfilerProvider runs a Python workload that profiles its steps with Flameox's flameox_torch_profiler helper (docs/torch-profiler.md); the trace is a Kineto JSON.
+type TorchProfilerProvider struct {
+	Kind       string `json:"kind"`
+	Activities []any  `json:"activities,omitempty"`
+	// torch.profiler.schedule steps (one cycle).
+	SkipFirst     int64 `json:"skip_first,omitempty"`
+	Wait          int64 `json:"wait,omitempty"`
+	Warmup        int64 `json:"warmup,omitempty"`
+	Active        int64 `json:"active,omitempty"`
+	RecordShapes  bool  `json:"record_shapes,omitempty"`
+	ProfileMemory bool  `json:"profile_memory,omitempty"`
+	WithStack     bool  `json:"with_stack,omitempty"`
+	WithFlops     bool  `json:"with_flops,omitempty"`
+	WithModules   bool  `json:"with_modules,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *TorchProfilerProvider) ApplyDefaults() {
+	if isZero(x.SkipFirst) {
+		x.SkipFirst = 0
+	}
+	if isZero(x.Wait) {
+		x.Wait = 0
+	}
+	if isZero(x.Warmup) {
+		x.Warmup = 1
+	}
+	if isZero(x.Active) {
+		x.Active = 1
+	}
+	if isZero(x.RecordShapes) {
+		x.RecordShapes = false
+	}
+	if isZero(x.ProfileMemory) {
+		x.ProfileMemory = false
+	}
+	if isZero(x.WithStack) {
+		x.WithStack = false
+	}
+	if isZero(x.WithFlops) {
+		x.WithFlops = false
+	}
+	if isZero(x.WithModules) {
+		x.WithModules = false
+	}
+}
+
 // Source is one analysis input, discriminated by kind.
 // Exactly one field is set; JSON encoding is the chosen arm's object.
 type Source struct {
@@ -1464,42 +1589,63 @@ func (u *NextAction) UnmarshalJSON(data []byte) error {
 var Operations = []OperationDecl{
 	{
 		Name:             OperationNameSummarizeTrace,
-		Description:      "Summarize the slices of one trace (Perfetto, Chrome trace, torch.profiler, OTLP, Nsight Systems, rocprofv3, xctrace).",
-		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatPytorch, FormatRocprofPftrace, FormatXctrace},
+		Description:      "List the slices of one trace (Chrome Trace Event JSON, torch.profiler, Perfetto track events) by start, with parent, track, thread and process names and Kineto arguments.",
+		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatXctrace},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
-		CaptureProviders: []string{"torch-profiler", "nsight-systems", "rocprofv3", "xctrace"},
+		CaptureProviders: []string{"torch-profiler", "rocprofv3", "xctrace"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Only slices with a positive duration are listed, ordered by start, depth and id; instants, counters, flows and metadata are counted in the metrics."},
+		FormatLimitations: map[Format][]string{
+			FormatChromeTrace:    []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented."},
+			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
+			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
+		},
+		Rows: []string{"TraceSliceRow"},
 	},
 	{
 		Name:             OperationNameInspectTraceCallGraph,
-		Description:      "Aggregate parent/child slice durations of one trace into call-graph edges.",
-		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch},
+		Description:      "Aggregate one trace's parent to child slice pairs by name: child count and summed duration, largest first.",
+		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"torch-profiler"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Edges aggregate slices by name: recursion and same-named slices on different threads fold together; top-level slices have no parent edge."},
+		FormatLimitations: map[Format][]string{
+			FormatChromeTrace:    []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented."},
+			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
+			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
+		},
+		Rows: []string{"TraceCallEdgeRow"},
 	},
 	{
 		Name:             OperationNameSummarizePytorchTrace,
-		Description:      "Classify the operator, profiler-step and runtime events of one PyTorch trace.",
-		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch},
+		Description:      "List the PyTorch events of one torch.profiler trace by start: operators, steps, runtime calls, and GPU kernels, memcpy and memset with the operator that launched them.",
+		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"torch-profiler"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Events are classified by name and category: aten::, autograd:: and torch:: names are operators, ProfilerStep#N steps, kernel/gpu_memcpy/gpu_memset categories GPU activity, everything else runtime."},
+		FormatLimitations: map[Format][]string{
+			FormatChromeTrace:    []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented."},
+			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
+			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
+		},
+		Rows: []string{"PytorchEventRow"},
 	},
 	{
 		Name:             OperationNameSummarizeTraceOperations,
@@ -1529,16 +1675,23 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectTraceWindow,
-		Description:      "List the slices of one trace that overlap a nanosecond window.",
-		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatOtlp},
+		Description:      "List the slices of one trace overlapping the nanosecond window [start_ns, end_ns), by start.",
+		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "WindowFields",
 		CaptureProviders: []string{"torch-profiler"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Includes slices overlapping the interval (ts < end_ns and ts + dur > start_ns), not only those contained in it."},
+		FormatLimitations: map[Format][]string{
+			FormatChromeTrace:    []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented."},
+			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
+			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
+		},
+		Rows: []string{"TraceWindowRow"},
 	},
 	{
 		Name:             OperationNameRankCPUHotspots,
@@ -1842,6 +1995,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "pyperf", Definition: "PyperfProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatPyperf}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "nvbench", Definition: "NVBenchProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatNvbench}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "hyperfine", Definition: "HyperfineProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatHyperfine}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "torch-profiler", Definition: "TorchProfilerProvider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatPytorch}}, ReturncodeScope: "workload", Released: true},
 }
 
 // LimitDefaults is the CUE value limitDefaults.

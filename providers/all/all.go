@@ -9,6 +9,7 @@ import (
 	"github.com/flameox/flameox/providers/cpu"
 	"github.com/flameox/flameox/providers/inference"
 	"github.com/flameox/flameox/providers/preview"
+	"github.com/flameox/flameox/providers/trace"
 )
 
 // families register in this order; a format detector registered earlier wins a tie.
@@ -17,6 +18,7 @@ var families = []func(*providers.Registry){
 	cpu.Register,
 	bench.Register,
 	inference.Register,
+	trace.Register,
 }
 
 // Registry returns a registry holding every family's analyzers, collectors and format

@@ -385,6 +385,7 @@ func DecodePerfetto(ctx context.Context, r io.Reader, source int, lim PerfettoLi
 		procNamed: map[int64]string{},
 		keys:      map[int64]pfKey{},
 	}
+	d.opener, _ = sink.(Opener)
 	err := d.run(ctx, r)
 	if err != nil {
 		return nil, nil, err
@@ -401,6 +402,7 @@ type pfDecoder struct {
 	lim    PerfettoLimits
 	source int
 	sink   Sink
+	opener Opener // the sink's, when it holds slices for open begins
 	stats  *Stats
 	info   *PerfettoInfo
 
@@ -1444,6 +1446,10 @@ func (d *pfDecoder) trackEvent(seq *pfSequence, p *pfPacket) error {
 				"a track of the Perfetto trace has more than %d open slices", d.lim.MaxOpenSlices)
 		}
 		d.open[track] = append(st, o)
+		if d.opener != nil {
+			// The slice arrives at its end; a Nester holds later slices for it.
+			d.opener.Open(o.id, track, ts)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,197 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+// pageAll pages rows through Page in steps of limit and decodes every row into T.
+func pageAll[T any](t *testing.T, rows providers.Rows, limit int64) ([]T, map[string]any) {
+	t.Helper()
+	var out []T
+	var metrics map[string]any
+	for offset := int64(0); ; {
+		p, err := rows.Page(context.Background(), offset, limit, nil)
+		if err != nil {
+			t.Fatalf("page at %d: %v", offset, err)
+		}
+		metrics = p.Metrics
+		for _, r := range p.Rows {
+			var v T
+			dec := json.NewDecoder(bytes.NewReader(r))
+			dec.UseNumber()
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, v)
+		}
+		offset += int64(len(p.Rows))
+		if !p.More {
+			return out, metrics
+		}
+	}
+}
+
+type idRow struct {
+	ID       int64  `json:"id"`
+	ParentID *int64 `json:"parent_id"`
+	Ts       json.Number
+	Dur      json.Number
+}
+
+// TestSummarizeAndWindowAgainstPython pages summarize_trace and inspect_trace_window over
+// a generated trace (Chrome end order, B/E roots) and compares ids, order, parents and
+// the window predicate with Python's reading of the same file.
+func TestSummarizeAndWindowAgainstPython(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteChromeTrace(&buf, 1500, 5, 7); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gen.json")
+	if err := writeFile(path, buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	tr := pythonTruth(t, path, 100000)
+	type ps struct{ id, ts, dur, parent, depth int64 }
+	var want []ps
+	for _, s := range tr.Slices {
+		n := tr.Nest[strconv.FormatInt(s[0], 10)]
+		want = append(want, ps{s[0], s[1], s[2], n[0], n[1]})
+	}
+	in := providers.Input{Path: path, Format: gen.FormatChromeTrace}
+
+	a, err := summarize(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, metrics := pageAll[idRow](t, a.Rows, 37)
+	pos := slices.DeleteFunc(slices.Clone(want), func(s ps) bool { return s.dur <= 0 })
+	sort.Slice(pos, func(i, j int) bool {
+		a, b := pos[i], pos[j]
+		if a.ts != b.ts {
+			return a.ts < b.ts
+		}
+		if a.depth != b.depth {
+			return a.depth < b.depth
+		}
+		return a.id < b.id
+	})
+	if metrics["slice_count"] != int64(len(pos)) {
+		t.Errorf("slice_count %v, Python counts %d", metrics["slice_count"], len(pos))
+	}
+	type cmpRow struct{ ID, Parent int64 }
+	var g, w []cmpRow
+	for _, r := range got {
+		p := int64(-1)
+		if r.ParentID != nil {
+			p = *r.ParentID
+		}
+		g = append(g, cmpRow{r.ID, p})
+	}
+	for _, s := range pos {
+		w = append(w, cmpRow{s.id, s.parent})
+	}
+	if d := cmp.Diff(w, g); d != "" {
+		t.Errorf("summarize_trace rows differ from Python (-want +got):\n%s", d)
+	}
+
+	// A window in the middle of the trace: ts < end and ts + dur > start, by ts and id.
+	start, end := pos[len(pos)/3].ts, pos[len(pos)/2].ts
+	fields := &gen.WindowFields{StartNS: json.Number(strconv.FormatInt(start, 10)), EndNS: strconv.FormatInt(end, 10)}
+	a, err = window(context.Background(), &providers.Request[gen.WindowFields]{Fields: fields, Inputs: []providers.Input{in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrows, _ := pageAll[idRow](t, a.Rows, 50)
+	var wg, ww []int64
+	for _, r := range wrows {
+		wg = append(wg, r.ID)
+	}
+	in2 := slices.DeleteFunc(slices.Clone(want), func(s ps) bool { return !(s.ts < end && s.ts+s.dur > start) })
+	sort.Slice(in2, func(i, j int) bool {
+		if in2[i].ts != in2[j].ts {
+			return in2[i].ts < in2[j].ts
+		}
+		return in2[i].id < in2[j].id
+	})
+	for _, s := range in2 {
+		ww = append(ww, s.id)
+	}
+	if len(ww) == 0 {
+		t.Fatal("the window selects nothing; the test proves nothing")
+	}
+	if d := cmp.Diff(ww, wg); d != "" {
+		t.Errorf("inspect_trace_window rows differ from Python (-want +got):\n%s", d)
+	}
+}
+
+func TestWindowBounds(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		start, end any
+		field      string
+	}{
+		{"end before start", "20", json.Number("10"), "end_ns"},
+		{"zero end", json.Number("0"), json.Number("0"), "end_ns"},
+		{"negative", json.Number("-1"), json.Number("5"), "start_ns"},
+		{"fraction", json.Number("1.5"), json.Number("5"), "start_ns"},
+		{"beyond int64", "1", "9223372036854775808", "end_ns"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := window(context.Background(), &providers.Request[gen.WindowFields]{
+				Fields: &gen.WindowFields{StartNS: tt.start, EndNS: tt.end}, Inputs: []providers.Input{{Format: gen.FormatChromeTrace}}})
+			fe, ok := err.(*providers.FieldError)
+			if !ok || len(fe.Field) != 1 || fe.Field[0] != tt.field {
+				t.Fatalf("got %v, want a FieldError on %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestOverlapsDoesNotOverflow(t *testing.T) {
+	const max = int64(^uint64(0) >> 1)
+	for _, tt := range []struct {
+		ts, dur, start, end int64
+		want                bool
+	}{
+		{10, 5, 12, 20, true},
+		{10, 2, 12, 20, false}, // ends exactly at start
+		{12, 0, 12, 20, false}, // zero length at start
+		{13, 0, 12, 20, true},
+		{20, 5, 12, 20, false}, // starts at the exclusive end
+		{max - 1, max, max - 2, max, true},
+		{-max, max, 0, 10, false},
+	} {
+		if got := overlaps(tt.ts, tt.dur, tt.start, tt.end); got != tt.want {
+			t.Errorf("overlaps(%d, %d, %d, %d) = %v, want %v", tt.ts, tt.dur, tt.start, tt.end, got, tt.want)
+		}
+	}
+}
+
+func TestEventKind(t *testing.T) {
+	for _, tt := range []struct{ name, cat, want string }{
+		{"aten::mm", "cpu_op", "operator"},
+		{"autograd::engine::evaluate_function: MmBackward0", "cpu_op", "operator"},
+		{"ProfilerStep#3", "user_annotation", "profiler_step"},
+		{"ampere_sgemm", "kernel", "kernel"},
+		{"Memcpy HtoD", "gpu_memcpy", "memcpy"},
+		{"Memset", "gpu_memset", "memset"},
+		{"cudaLaunchKernel", "cuda_runtime", "runtime"},
+		{"RunTask", "toplevel", ""},
+	} {
+		if got := eventKind(&Nested{Event: Event{Name: tt.name, Category: tt.cat}}); got != tt.want {
+			t.Errorf("eventKind(%q, %q) = %q, want %q", tt.name, tt.cat, got, tt.want)
+		}
+	}
+}

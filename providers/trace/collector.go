@@ -1,0 +1,94 @@
+package trace
+
+import (
+	_ "embed"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+//go:embed python/flameox_torch_profiler.py
+var torchHelper []byte
+
+// torchTrace is the trace of the first profiling cycle, relative to the execution
+// directory.
+const torchTrace = "torch-profiler/torch-trace-cycle-0000.json"
+
+// torchConfig is FLAMEOX_TORCH_PROFILER_CONFIG: compact JSON with sorted keys.
+func torchConfig(o *gen.TorchProfilerProvider) string {
+	acts := make([]string, 0, len(o.Activities))
+	for _, a := range o.Activities {
+		if s, ok := a.(string); ok {
+			acts = append(acts, s)
+		}
+	}
+	if len(acts) == 0 {
+		// The contract's default (CUE: activities *["cpu"]); the generator sets no list defaults.
+		acts = []string{"cpu"}
+	}
+	cfg := map[string]any{
+		"mode": "sdk", "activities": acts,
+		"schedule":      map[string]any{"skip_first": o.SkipFirst, "wait": o.Wait, "warmup": o.Warmup, "active": o.Active, "repeat": 1},
+		"record_shapes": o.RecordShapes, "profile_memory": o.ProfileMemory, "with_stack": o.WithStack,
+		"with_flops": o.WithFlops, "with_modules": o.WithModules,
+	}
+	b, _ := json.Marshal(cfg) // maps marshal with sorted keys
+	return string(b)
+}
+
+func torchUnavailable(why string) error {
+	return &providers.UnavailableError{Provider: "torch-profiler", Module: "torch",
+		Message:     "the torch-profiler provider needs PyTorch in the workload's Python: " + why,
+		Remediation: "Install PyTorch for the workload's interpreter (pip install torch, or Debian's python3-torch for /usr/bin/python3), then retry."}
+}
+
+func python(base string) bool { return strings.HasPrefix(base, "python") }
+
+var torchCollector = providers.Collect(providers.CollectorSpec[gen.TorchProfilerProvider]{Kind: "torch-profiler", File: torchTrace,
+	// A Python workload is checked for torch before it runs; any other argv (a wrapper
+	// script) finds out when the helper cannot import torch.
+	Admit: func(cases []providers.Case) (*providers.Executable, error) {
+		for _, c := range cases {
+			if !python(filepath.Base(c.Argv[0])) {
+				continue
+			}
+			// The interpreter is asked as the workload names it: a virtual environment's
+			// python is a symlink whose own directory holds pyvenv.cfg, so probing the
+			// resolved file would ask the base interpreter instead. A relative path is
+			// relative to the target's cwd, which a probe does not share; the helper
+			// answers for it.
+			exe := c.Argv[0]
+			switch {
+			case filepath.IsAbs(exe):
+			case !strings.Contains(exe, "/"):
+				p, err := exec.LookPath(exe)
+				if err != nil {
+					continue
+				}
+				exe = p
+			default:
+				continue
+			}
+			if _, ok := providers.Probe(exe, "-c", "import torch.profiler"); !ok {
+				return nil, torchUnavailable(filepath.Base(c.Argv[0]) + " cannot import torch.profiler")
+			}
+		}
+		return nil, nil
+	},
+	// The helper module is written into the execution directory and put on PYTHONPATH.
+	Env: func(o *gen.TorchProfilerProvider, dir string) map[string]string {
+		lib := filepath.Join(dir, "python")
+		if err := os.MkdirAll(lib, 0o755); err == nil {
+			_ = os.WriteFile(filepath.Join(lib, "flameox_torch_profiler.py"), torchHelper, 0o644)
+		}
+		return map[string]string{
+			"FLAMEOX_TORCH_PROFILER_CONFIG":      torchConfig(o),
+			"FLAMEOX_TORCH_PROFILER_OUTPUT_ROOT": filepath.Join(dir, filepath.Dir(torchTrace)),
+			"PYTHONPATH":                         lib,
+		}
+	}})

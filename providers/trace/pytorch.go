@@ -1,0 +1,200 @@
+package trace
+
+import (
+	"context"
+	"math/big"
+	"sort"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+func sortEdges(list []*edge) {
+	sort.Slice(list, func(i, j int) bool {
+		if c := list[i].dur.Cmp(&list[j].dur); c != 0 {
+			return c > 0
+		}
+		if list[i].count != list[j].count {
+			return list[i].count > list[j].count
+		}
+		if list[i].parent != list[j].parent {
+			return list[i].parent < list[j].parent
+		}
+		return list[i].child < list[j].child
+	})
+}
+
+// eventKind classifies a slice of a torch.profiler trace; "" is not a PyTorch event.
+func eventKind(n *Nested) string {
+	cat := strings.ToLower(n.Category)
+	switch {
+	case strings.HasPrefix(n.Name, "aten::") || strings.HasPrefix(n.Name, "autograd::") || strings.HasPrefix(n.Name, "torch::"):
+		return "operator"
+	case strings.HasPrefix(n.Name, "ProfilerStep#"):
+		return "profiler_step"
+	case cat == "kernel":
+		return "kernel"
+	case cat == "gpu_memcpy":
+		return "memcpy"
+	case cat == "gpu_memset":
+		return "memset"
+	case strings.Contains(cat, "torch") || strings.Contains(cat, "pytorch") || cat == "cpu_op" ||
+		cat == "cuda_runtime" || cat == "cuda_driver" || cat == "user_annotation" || cat == "gpu_user_annotation" ||
+		cat == "python_function" || cat == "fwdbwd" || cat == "cuda_sync":
+		return "runtime"
+	case n.Args.InputShapes != nil || n.Args.AllocationBytes != nil:
+		return "runtime"
+	}
+	return ""
+}
+
+func gpu(kind string) bool { return kind == "kernel" || kind == "memcpy" || kind == "memset" }
+
+func summarizePytorch(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+	in := req.Inputs[0]
+	if err := unavailable(in); err != nil {
+		return nil, err
+	}
+	var slices int64
+	kinds := map[string]int64{}
+	q := &query{in: in, less: byStart,
+		begin: func() { slices, kinds = 0, map[string]int64{} },
+		pick: func(s *Nested) (string, bool) {
+			if s.Dur <= 0 {
+				return "", false
+			}
+			slices++
+			k := eventKind(s)
+			kinds[k]++
+			return k, k != ""
+		},
+		figures: func(m map[string]any, n int64) string {
+			m["source_slice_count"] = slices
+			m["pytorch_event_count"] = n
+			for _, k := range []string{"operator", "profiler_step", "kernel", "memcpy", "memset", "runtime"} {
+				m[k+"_count"] = kinds[k]
+			}
+			return "no_pytorch_activity_observed: the trace holds no operator, profiler step, PyTorch runtime or GPU activity slice; it may not come from torch.profiler."
+		},
+		project: func(ctx context.Context, sc *scan, sel []slice) ([]any, error) {
+			if err := launches(ctx, in, sel); err != nil {
+				return nil, err
+			}
+			out := make([]any, len(sel))
+			for i := range sel {
+				s := &sel[i]
+				a := &s.Args
+				out[i] = gen.PytorchEventRow{EventKind: s.kind,
+					ID: s.ID, ParentID: parent(&s.Nested), Name: sliceName(s.Name), Ts: nanos(s.TS), Dur: nanos(s.Dur),
+					TrackID: s.Track, Category: optional(s.Category),
+					ThreadName: sc.threadName(s.Track), ProcessName: sc.processName(s.Track),
+					Filename: a.Filename, Line: a.Line, InputShapes: a.InputShapes, AllocationBytes: a.AllocationBytes,
+					Phase: s.Phase, CorrelationID: a.CorrelationID, Device: a.Device, Stream: a.Stream,
+					LaunchOpID: s.launch, LaunchOpName: s.launchN}
+			}
+			return out, nil
+		}}
+	return &providers.Analysis{Provider: provider(), Rows: q.rows()}, nil
+}
+
+// launches links the GPU activity of a page to the CPU operators that launched it: the
+// operator slice carrying the same Kineto External id (the innermost when several do).
+// It reads the trace again only when the page holds GPU activity with an External id.
+func launches(ctx context.Context, in providers.Input, sel []slice) error {
+	want := map[int64][]*slice{}
+	for i := range sel {
+		if gpu(sel[i].kind) && sel[i].Args.ExternalID != nil {
+			want[*sel[i].Args.ExternalID] = append(want[*sel[i].Args.ExternalID], &sel[i])
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	type op struct {
+		id    int64
+		depth int32
+		name  string
+	}
+	found := map[int64]op{}
+	_, err := read(ctx, in, func(s *Nested) error {
+		if s.Args.ExternalID == nil || eventKind(s) != "operator" {
+			return nil
+		}
+		x := *s.Args.ExternalID
+		if _, ok := want[x]; !ok {
+			return nil
+		}
+		if o, ok := found[x]; !ok || s.Depth > o.depth {
+			found[x] = op{s.ID, s.Depth, sliceName(s.Name)}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for x, ss := range want {
+		if o, ok := found[x]; ok {
+			for _, s := range ss {
+				id, name := o.id, o.name
+				s.launch, s.launchN = &id, &name
+			}
+		}
+	}
+	return nil
+}
+
+// byStartID orders window rows by start and id.
+func byStartID(a, b *slice) bool {
+	if a.TS != b.TS {
+		return a.TS < b.TS
+	}
+	return a.ID < b.ID
+}
+
+func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*providers.Analysis, error) {
+	in := req.Inputs[0]
+	start, err := bound(req.Fields.StartNS, "start_ns")
+	if err != nil {
+		return nil, err
+	}
+	end, err := bound(req.Fields.EndNS, "end_ns")
+	if err != nil {
+		return nil, err
+	}
+	if end <= 0 || end <= start {
+		return nil, &providers.FieldError{Field: []any{"end_ns"}, Message: "end_ns must be positive and greater than start_ns (the window is [start_ns, end_ns))"}
+	}
+	if err := unavailable(in); err != nil {
+		return nil, err
+	}
+	q := &query{in: in, less: byStartID,
+		pick: func(s *Nested) (string, bool) { return "", overlaps(s.TS, s.Dur, start, end) },
+		figures: func(m map[string]any, n int64) string {
+			m["matching_slice_count"] = n
+			m["start_ns"], m["end_ns"] = nanos(start), nanos(end)
+			return "no_slices_in_window: no slice of the trace overlaps the window; the metrics count the whole trace."
+		},
+		project: func(_ context.Context, _ *scan, sel []slice) ([]any, error) {
+			out := make([]any, len(sel))
+			for i := range sel {
+				s := &sel[i]
+				out[i] = gen.TraceWindowRow{ID: s.ID, ParentID: parent(&s.Nested), Name: sliceName(s.Name),
+					Category: optional(s.Category), Ts: nanos(s.TS), Dur: nanos(s.Dur), TrackID: s.Track}
+			}
+			return out, nil
+		}}
+	return &providers.Analysis{Provider: provider(), Rows: q.rows()}, nil
+}
+
+// overlaps is the window predicate ts < end AND ts + dur > start AND dur >= 0, without
+// overflowing ts + dur.
+func overlaps(ts, dur, start, end int64) bool {
+	if dur < 0 || ts >= end {
+		return false
+	}
+	if ts > start {
+		return true
+	}
+	return new(big.Int).Add(big.NewInt(ts), big.NewInt(dur)).Cmp(big.NewInt(start)) > 0
+}

@@ -1,0 +1,164 @@
+package trace
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"sort"
+
+	"github.com/flameox/flameox/providers"
+)
+
+// topK keeps the k smallest items under less, in bounded memory: a max-heap whose root
+// is the largest kept item.
+type topK[T any] struct {
+	k    int
+	less func(a, b *T) bool
+	// own makes a kept item independent of the reader's reused buffers.
+	own   func(*T)
+	items []T
+}
+
+func (h *topK[T]) Len() int           { return len(h.items) }
+func (h *topK[T]) Less(i, j int) bool { return h.less(&h.items[j], &h.items[i]) }
+func (h *topK[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *topK[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *topK[T]) Pop() any {
+	n := len(h.items) - 1
+	x := h.items[n]
+	h.items = h.items[:n]
+	return x
+}
+
+// offer keeps v when it is among the k smallest seen; only a kept item is owned, so
+// rejected candidates cost no copy.
+func (h *topK[T]) offer(v *T) {
+	if h.k <= 0 {
+		return
+	}
+	if len(h.items) < h.k {
+		if h.own != nil {
+			h.own(v)
+		}
+		heap.Push(h, *v)
+		return
+	}
+	if h.less(v, &h.items[0]) {
+		if h.own != nil {
+			h.own(v)
+		}
+		h.items[0] = *v
+		heap.Fix(h, 0)
+	}
+}
+
+// sorted returns the kept items in ascending order.
+func (h *topK[T]) sorted() []T {
+	out := append([]T(nil), h.items...)
+	sort.Slice(out, func(i, j int) bool { return h.less(&out[i], &out[j]) })
+	return out
+}
+
+// ranked is a Rows that reads the whole population on every Page and keeps only the
+// rows up to the page's end: fill offers every row of one read to keep and returns the
+// population size and the read's metrics and limitations; encode projects kept row i.
+type ranked[T any] struct {
+	less func(a, b *T) bool
+	own  func(*T)
+	// fill reads the trace, offers each row, and returns the population size.
+	fill func(ctx context.Context, keep func(*T)) (int64, *providers.Page, error)
+	// rows projects the selected items (in order) into encodable rows.
+	rows func(ctx context.Context, sel []T) ([]any, error)
+}
+
+func (r *ranked[T]) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
+	end := min(offset+limit, int64(providers.MaxProjectionRows))
+	h := &topK[T]{k: int(end + 1), less: r.less, own: r.own}
+	total, page, err := r.fill(ctx, h.offer)
+	if err != nil {
+		return nil, err
+	}
+	if page == nil {
+		page = &providers.Page{}
+	}
+	reach := min(total, int64(providers.MaxProjectionRows))
+	if offset > 0 && offset >= reach {
+		return nil, &providers.OffsetError{Offset: offset, Available: reach}
+	}
+	sel := h.sorted()
+	if int64(len(sel)) > offset {
+		sel = sel[offset:min(int64(len(sel)), end)]
+	} else {
+		sel = nil
+	}
+	rows, err := r.rows(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	stop := offset
+	for _, row := range rows {
+		b, err := providers.EncodeRow(row)
+		if err != nil {
+			return nil, err
+		}
+		if fits != nil && !fits(b) {
+			break
+		}
+		page.Rows = append(page.Rows, b)
+		stop++
+	}
+	page.More = stop < reach
+	page.Observed = stop
+	if page.More {
+		page.Observed++
+	}
+	page.Limited = !page.More && total > int64(providers.MaxProjectionRows)
+	return page, nil
+}
+
+// query is a ranked population of the slices of one trace: the slices pick accepts, in
+// less order, with the operation's figures, and rows projected from the selected page.
+type query struct {
+	in   providers.Input
+	less func(a, b *slice) bool
+	// pick says whether a slice belongs to the population and with which event kind;
+	// it may count what the figures report (reset by begin before every read).
+	pick  func(*Nested) (kind string, ok bool)
+	begin func()
+	// figures adds the operation's metrics for a population of n, and the limitation
+	// an empty population carries.
+	figures func(m map[string]any, n int64) (empty string)
+	project func(ctx context.Context, sc *scan, sel []slice) ([]any, error)
+}
+
+func (q *query) rows() providers.Rows {
+	var sc *scan
+	return &ranked[slice]{less: q.less, own: ownSlice,
+		fill: func(ctx context.Context, keep func(*slice)) (int64, *providers.Page, error) {
+			if q.begin != nil {
+				q.begin()
+			}
+			var n int64
+			var err error
+			sc, err = read(ctx, q.in, func(s *Nested) error {
+				kind, ok := q.pick(s)
+				if !ok {
+					return nil
+				}
+				n++
+				c := slice{Nested: *s, kind: kind}
+				keep(&c)
+				return nil
+			})
+			if err != nil {
+				return 0, nil, err
+			}
+			m := sc.metrics()
+			lim := sc.limitations()
+			if empty := q.figures(m, n); n == 0 {
+				lim = append(lim, empty)
+			}
+			return n, &providers.Page{Metrics: m, Limitations: lim}, nil
+		},
+		rows: func(ctx context.Context, sel []slice) ([]any, error) { return q.project(ctx, sc, sel) }}
+}

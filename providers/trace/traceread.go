@@ -1,0 +1,230 @@
+package trace
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+// maxTraceBytes bounds the decompressed bytes one trace read may yield.
+const maxTraceBytes = 64 << 30
+
+// scan is one read of a trace: the nested slices in start order, and what the decoder
+// counted and named on the way.
+type scan struct {
+	stats     *Stats
+	perfetto  *PerfettoInfo
+	unordered int64
+	misnested int64
+	tracks    map[int64]Track
+	threads   map[[2]int64]string
+	processes map[int64]string
+}
+
+// names collects track descriptions and metadata names for the rows.
+type names struct{ s *scan }
+
+func (n names) Track(t Track) { n.s.tracks[t.ID] = t }
+func (n names) ThreadName(pid, tid int64, name string) {
+	n.s.threads[[2]int64{pid, tid}] = name
+}
+func (n names) ProcessName(pid int64, name string) { n.s.processes[pid] = name }
+
+// read decodes in and calls visit for every slice in start order with its parent and
+// depth on its track. visit's Nested and its Args are reused after it returns: a visitor
+// that keeps one keeps a copy (retain).
+func read(ctx context.Context, in providers.Input, visit func(*Nested) error) (*scan, error) {
+	r, err := providers.OpenBounded(ctx, in, maxTraceBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
+	nest := NewNester(DefaultNesterOptions, names{s}, visit)
+	switch in.Format {
+	case gen.FormatPerfetto, gen.FormatRocprofPftrace:
+		s.stats, s.perfetto, err = DecodePerfetto(ctx, r, in.Index, PerfettoLimits{}, nest)
+	case gen.FormatChromeTrace, gen.FormatPytorch:
+		s.stats, err = DecodeChrome(ctx, r, in.Index, ChromeLimits{}, nest)
+	default:
+		return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("source %d: %s traces are not read by this decoder", in.Index, in.Format)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.perfetto != nil && s.perfetto.NothingNative() && s.perfetto.UnreadDataPackets() > 0 {
+		return nil, traceProcessorNeeded(in, s.perfetto)
+	}
+	if err := nest.Flush(); err != nil {
+		return nil, err
+	}
+	s.unordered, s.misnested = nest.Unordered(), nest.Overlaps()
+	return s, nil
+}
+
+// retain copies a released slice and the argument values it points to.
+func retain(n *Nested) Nested {
+	c := *n
+	a := &c.Args
+	a.Filename, a.Line, a.InputShapes = clone(a.Filename), clone(a.Line), clone(a.InputShapes)
+	a.AllocationBytes, a.CorrelationID = clone(a.AllocationBytes), clone(a.CorrelationID)
+	a.Device, a.Stream, a.ExternalID = clone(a.Device), clone(a.Stream), clone(a.ExternalID)
+	return c
+}
+
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// threadName and processName resolve a track's names from the trace's metadata.
+func (s *scan) threadName(track int64) *string {
+	t, ok := s.tracks[track]
+	if !ok {
+		return nil
+	}
+	if t.Async {
+		// An async track is not a thread.
+		return nil
+	}
+	if n, ok := s.threads[[2]int64{t.PID, t.TID}]; ok {
+		return &n
+	}
+	if t.Name != "" {
+		return &t.Name
+	}
+	return nil
+}
+
+func (s *scan) processName(track int64) *string {
+	t, ok := s.tracks[track]
+	if !ok {
+		return nil
+	}
+	if n, ok := s.processes[t.PID]; ok {
+		return &n
+	}
+	return nil
+}
+
+// metrics are the decoder's counts every trace operation reports.
+func (s *scan) metrics() map[string]any {
+	m := map[string]any{
+		"event_count":            s.stats.Events,
+		"track_count":            len(s.tracks),
+		"instant_count":          s.stats.Instants,
+		"counter_count":          s.stats.Counters,
+		"flow_count":             s.stats.Flows,
+		"unmatched_end_count":    s.stats.UnmatchedEnds,
+		"unfinished_begin_count": s.stats.UnfinishedBegins,
+	}
+	if s.unordered > 0 {
+		m["unordered_slice_count"] = s.unordered
+	}
+	if s.misnested > 0 {
+		m["misnested_slice_count"] = s.misnested
+	}
+	return m
+}
+
+// limitations are what this read could not do.
+func (s *scan) limitations() []string {
+	var out []string
+	if s.stats.Truncated {
+		out = append(out, "The Trace Event array ends without its closing bracket (the format allows a truncated trace); every complete event before the end was read.")
+	}
+	if s.stats.UnmatchedEnds > 0 || s.stats.UnfinishedBegins > 0 {
+		out = append(out, fmt.Sprintf("%d end events had no open begin and %d begins were still open at the end of the trace; neither became a slice.", s.stats.UnmatchedEnds, s.stats.UnfinishedBegins))
+	}
+	if s.unordered > 0 {
+		out = append(out, fmt.Sprintf("%d slices arrived too far out of start order on their track to be nested; they have no parent and depth 0.", s.unordered))
+	}
+	if s.misnested > 0 {
+		out = append(out, fmt.Sprintf("%d slices overlap a slice on their track without nesting inside it; each is listed as the child of the slice it starts in.", s.misnested))
+	}
+	if p := s.perfetto; p != nil {
+		if n := p.UnreadDataPackets(); n > 0 {
+			out = append(out, fmt.Sprintf("%d data packets were not read natively (packets skipped by kind: %s); Perfetto's trace_processor_shell reads them.", n, unreadKinds(p)))
+		}
+		if p.MixedClocks {
+			out = append(out, "Timestamps come from more than one clock domain and are not converted to one: slices of different clocks are not comparable.")
+		}
+		if p.UnresolvedTimestamps > 0 {
+			out = append(out, fmt.Sprintf("%d timestamps on an undefined sequence clock were skipped.", p.UnresolvedTimestamps))
+		}
+		if p.NegativeDurations > 0 {
+			out = append(out, fmt.Sprintf("%d slices ended before they began; they are listed with duration 0 and so not as slices.", p.NegativeDurations))
+		}
+	}
+	return out
+}
+
+// nanos renders a nanosecond figure: a JSON integer within +-(2^53-1), else its exact
+// decimal string.
+func nanos(v int64) any {
+	const safe = 1<<53 - 1
+	if v > safe || v < -safe {
+		return strconv.FormatInt(v, 10)
+	}
+	return v
+}
+
+// sliceName renders an empty name as <unnamed>.
+func sliceName(n string) string {
+	if n == "" {
+		return "<unnamed>"
+	}
+	return n
+}
+
+func parent(n *Nested) *int64 {
+	if n.ParentID < 0 {
+		return nil
+	}
+	p := n.ParentID
+	return &p
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// unreadKinds names the packet kinds the native decoder skipped, largest first.
+func unreadKinds(p *PerfettoInfo) string {
+	by := p.UnreadByKind()
+	kinds := make([]string, 0, len(by))
+	for k := range by {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if by[kinds[i]] != by[kinds[j]] {
+			return by[kinds[i]] > by[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// traceProcessorNeeded answers a Perfetto trace without track events whose data only
+// Perfetto's trace_processor reads (ftrace scheduling, system counters, profiles).
+func traceProcessorNeeded(in providers.Input, p *PerfettoInfo) error {
+	return &providers.UnavailableError{Provider: "perfetto", Executable: "trace_processor_shell",
+		Message:     fmt.Sprintf("source %d holds no track events the native decoder reads, only data Perfetto's trace_processor reads (%s)", in.Index, unreadKinds(p)),
+		Remediation: "Record track events (the Perfetto SDK, Chrome tracing, torch.profiler) for the native decoder, or query the trace with Perfetto's trace_processor_shell (https://perfetto.dev/docs/analysis/trace-processor).",
+		Details:     map[string]any{"unread_packets": p.UnreadByKind()}}
+}
