@@ -65,6 +65,9 @@ type CollectorSpec[P any] struct {
 	Command func(opts *P, exe *Executable, c Case, dir string) []string
 	// Env is optional: the variables an execution in dir adds for the workload.
 	Env func(opts *P, dir string) map[string]string
+	// Check is optional: a rule across the decoded options that the schema cannot state,
+	// answered with a FieldError.
+	Check func(opts *P) error
 }
 
 // Collect returns the collector spec describes.
@@ -86,6 +89,11 @@ func (c *collector[P]) Options(provider map[string]any) (Options, error) {
 	p, err := DecodeTyped[P](provider)
 	if err != nil {
 		return nil, err
+	}
+	if c.spec.Check != nil {
+		if err := c.spec.Check(p); err != nil {
+			return nil, err
+		}
 	}
 	return &options[P]{c: c, p: p}, nil
 }

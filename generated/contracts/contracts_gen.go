@@ -1419,6 +1419,39 @@ func (x *TorchProfilerProvider) ApplyDefaults() {
 	}
 }
 
+// Rocprofv3Provider traces a ROCm workload with rocprofv3 --output-format pftrace (Perfetto protobuf); at least one trace kind must be on.
+type Rocprofv3Provider struct {
+	Kind                  string `json:"kind"`
+	HipTrace              bool   `json:"hip_trace,omitempty"`
+	KernelTrace           bool   `json:"kernel_trace,omitempty"`
+	MemoryCopyTrace       bool   `json:"memory_copy_trace,omitempty"`
+	MemoryAllocationTrace bool   `json:"memory_allocation_trace,omitempty"`
+	ScratchMemoryTrace    bool   `json:"scratch_memory_trace,omitempty"`
+	MarkerTrace           bool   `json:"marker_trace,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *Rocprofv3Provider) ApplyDefaults() {
+	if isZero(x.HipTrace) {
+		x.HipTrace = false
+	}
+	if isZero(x.KernelTrace) {
+		x.KernelTrace = true
+	}
+	if isZero(x.MemoryCopyTrace) {
+		x.MemoryCopyTrace = false
+	}
+	if isZero(x.MemoryAllocationTrace) {
+		x.MemoryAllocationTrace = false
+	}
+	if isZero(x.ScratchMemoryTrace) {
+		x.ScratchMemoryTrace = false
+	}
+	if isZero(x.MarkerTrace) {
+		x.MarkerTrace = false
+	}
+}
+
 // Source is one analysis input, discriminated by kind.
 // Exactly one field is set; JSON encoding is the chosen arm's object.
 type Source struct {
@@ -1996,6 +2029,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "nvbench", Definition: "NVBenchProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatNvbench}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "hyperfine", Definition: "HyperfineProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatHyperfine}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "torch-profiler", Definition: "TorchProfilerProvider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatPytorch}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "rocprofv3", Definition: "Rocprofv3Provider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatRocprofPftrace}}, ReturncodeScope: "collector", Released: true},
 }
 
 // LimitDefaults is the CUE value limitDefaults.

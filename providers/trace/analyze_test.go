@@ -195,3 +195,33 @@ func TestEventKind(t *testing.T) {
 		}
 	}
 }
+
+func TestRocprofCommand(t *testing.T) {
+	o := &gen.Rocprofv3Provider{Kind: "rocprofv3"}
+	o.ApplyDefaults()
+	got := rocprofCommand(o, &providers.Executable{Path: "/opt/rocm/bin/rocprofv3"},
+		providers.Case{Argv: []string{"./app", "--n", "3"}, Executable: providers.Executable{Path: "/work/app"}}, "/scratch/x")
+	want := []string{"/opt/rocm/bin/rocprofv3", "--output-format", "pftrace", "-o", "rocprofv3", "-d", "/scratch/x/rocprof",
+		"--kernel-trace", "--", "/work/app", "--n", "3"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("rocprofv3 argv (-want +got):\n%s", d)
+	}
+	if _, err := rocprofCollector.Options(map[string]any{"kind": "rocprofv3", "kernel_trace": false}); err == nil {
+		t.Error("no trace kind on was accepted")
+	} else if fe, ok := err.(*providers.FieldError); !ok || len(fe.Accepted) != 6 {
+		t.Errorf("got %v, want a FieldError listing the six trace kinds", err)
+	}
+	if _, err := rocprofCollector.Options(map[string]any{"kind": "rocprofv3", "kernel_trace": false, "hip_trace": true}); err != nil {
+		t.Errorf("hip_trace alone: %v", err)
+	}
+}
+
+func TestTorchConfigIsCompactAndSorted(t *testing.T) {
+	o := &gen.TorchProfilerProvider{Kind: "torch-profiler"}
+	o.ApplyDefaults()
+	o.RecordShapes = true
+	want := `{"activities":["cpu"],"mode":"sdk","profile_memory":false,"record_shapes":true,"schedule":{"active":1,"repeat":1,"skip_first":0,"wait":0,"warmup":1},"with_flops":false,"with_modules":false,"with_stack":false}`
+	if got := torchConfig(o); got != want {
+		t.Errorf("config\n got %s\nwant %s", got, want)
+	}
+}

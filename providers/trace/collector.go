@@ -92,3 +92,41 @@ var torchCollector = providers.Collect(providers.CollectorSpec[gen.TorchProfiler
 			"PYTHONPATH":                         lib,
 		}
 	}})
+
+// rocprofTrace is rocprofv3's Perfetto output for -d rocprof -o rocprofv3.
+const rocprofTrace = "rocprof/rocprofv3_results.pftrace"
+
+var rocprofCollector = providers.Collect(providers.CollectorSpec[gen.Rocprofv3Provider]{Kind: "rocprofv3", File: rocprofTrace,
+	Admit: func([]providers.Case) (*providers.Executable, error) {
+		exe, err := exec.LookPath("rocprofv3")
+		if err != nil {
+			return nil, providers.HostToolUnavailable("rocprofv3", "Install ROCm's rocprofiler-sdk (it provides rocprofv3) and put its bin directory on PATH, then retry.")
+		}
+		return providers.Bind(exe, func() error {
+			return providers.HostToolUnavailable("rocprofv3", "The rocprofv3 executable cannot be read; reinstall rocprofiler-sdk.")
+		})
+	},
+	Check: func(o *gen.Rocprofv3Provider) error {
+		if !o.HipTrace && !o.KernelTrace && !o.MemoryCopyTrace && !o.MemoryAllocationTrace && !o.ScratchMemoryTrace && !o.MarkerTrace {
+			return &providers.FieldError{Field: []any{"provider"},
+				Accepted: []string{"hip_trace", "kernel_trace", "memory_copy_trace", "memory_allocation_trace", "scratch_memory_trace", "marker_trace"},
+				Message:  "rocprofv3 needs at least one trace kind set to true"}
+		}
+		return nil
+	},
+	Command: rocprofCommand})
+
+// rocprofCommand is rocprofv3 --output-format pftrace -o rocprofv3 -d DIR/rocprof [kinds] -- argv.
+func rocprofCommand(o *gen.Rocprofv3Provider, exe *providers.Executable, c providers.Case, dir string) []string {
+	argv := []string{exe.Path, "--output-format", "pftrace", "-o", "rocprofv3", "-d", filepath.Join(dir, filepath.Dir(rocprofTrace))}
+	for _, k := range []struct {
+		on   bool
+		flag string
+	}{{o.HipTrace, "--hip-trace"}, {o.KernelTrace, "--kernel-trace"}, {o.MemoryCopyTrace, "--memory-copy-trace"},
+		{o.MemoryAllocationTrace, "--memory-allocation-trace"}, {o.ScratchMemoryTrace, "--scratch-memory-trace"}, {o.MarkerTrace, "--marker-trace"}} {
+		if k.on {
+			argv = append(argv, k.flag)
+		}
+	}
+	return append(append(argv, "--", c.Executable.Path), c.Argv[1:]...)
+}

@@ -24,6 +24,7 @@ func Register(r *providers.Registry) {
 		r.Detector(d)
 	}
 	r.Collector(torchCollector)
+	r.Collector(rocprofCollector)
 }
 
 var detectors = []providers.Detector{
