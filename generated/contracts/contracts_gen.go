@@ -1177,6 +1177,66 @@ type InferenceComparisonRow struct {
 	IdentityUnavailable []string `json:"identity_unavailable"`
 }
 
+// PytestFailureRow is one problem test of a pytest run: failed, errored, flaky, cut short or never run.
+type PytestFailureRow struct {
+	// Zero-based position of the test in the run (collection order, then first report).
+	Index  int64  `json:"index"`
+	Nodeid string `json:"nodeid"`
+	// errored: setup, teardown or collection failed; failed: the call failed; flaky: failed, then passed on a rerun; interrupted or internal_error: started, never finished; unexecuted: collected, never started.
+	Classification string `json:"classification"`
+	// First failing phase of the last attempt (collect for a collection error); null when none failed.
+	FailingPhase *string `json:"failing_phase"`
+	// Outcome of each reported phase of the last attempt (passed, failed, skipped).
+	PhaseOutcomes map[string]any `json:"phase_outcomes"`
+	// Attempts of the test: 1, more when a rerun plugin ran it again; 0 when never started.
+	PhaseAttempts int64 `json:"phase_attempts"`
+}
+
+// ObservationRow is one observation a workload wrote.
+type ObservationRow struct {
+	// Zero-based line order in the stream.
+	Index       int64          `json:"index"`
+	Name        string         `json:"name"`
+	Phase       string         `json:"phase"`
+	MonotonicNS any            `json:"monotonic_ns"`
+	Values      map[string]any `json:"values"`
+}
+
+// PytestFixtureAggregateRow sums the invocations of one fixture (name and scope).
+type PytestFixtureAggregateRow struct {
+	RowKind                   string `json:"row_kind"`
+	Fixture                   string `json:"fixture"`
+	Scope                     string `json:"scope"`
+	InvocationCount           int64  `json:"invocation_count"`
+	WorkerCount               int64  `json:"worker_count"`
+	SetupWorkNS               any    `json:"setup_work_ns"`
+	TeardownWorkNS            any    `json:"teardown_work_ns"`
+	KnownWorkNS               any    `json:"known_work_ns"`
+	IncompleteInvocationCount int64  `json:"incomplete_invocation_count"`
+}
+
+// PytestFixtureInvocationRow is one setup (and teardown) of a fixture on one worker.
+type PytestFixtureInvocationRow struct {
+	RowKind      string `json:"row_kind"`
+	InvocationID string `json:"invocation_id"`
+	// Zero-based order of the invocation's setup in the stream.
+	Index    int64  `json:"index"`
+	Fixture  string `json:"fixture"`
+	Scope    string `json:"scope"`
+	WorkerID string `json:"worker_id"`
+	// The test whose setup requested the fixture.
+	Nodeid             *string `json:"nodeid"`
+	SetupDurationNS    any     `json:"setup_duration_ns"`
+	TeardownDurationNS any     `json:"teardown_duration_ns"`
+	SetupOutcome       *string `json:"setup_outcome"`
+	TeardownOutcome    *string `json:"teardown_outcome"`
+	// Setup plus teardown durations that were recorded.
+	KnownWorkNS             any  `json:"known_work_ns"`
+	TeardownFailureReported bool `json:"teardown_failure_reported"`
+	// Both setup and teardown were recorded.
+	Complete bool `json:"complete"`
+}
+
 // PreviewTextRow is one text line.
 type PreviewTextRow struct {
 	// 1-based line number in its source.
@@ -1450,6 +1510,16 @@ func (x *Rocprofv3Provider) ApplyDefaults() {
 	if isZero(x.MarkerTrace) {
 		x.MarkerTrace = false
 	}
+}
+
+// PytestProvider runs `python* -m pytest ...` with Flameox's pytest plugin loaded (-p flameox_pytest_plugin, on PYTHONPATH), which writes pytest.jsonl; pytest must be importable by that interpreter.
+type PytestProvider struct {
+	Kind string `json:"kind"`
+}
+
+// ObservationsProvider runs the target with FLAMEOX_OBSERVATIONS_PATH naming the JSONL file where it appends observations {name, phase, monotonic_ns, values}.
+type ObservationsProvider struct {
+	Kind string `json:"kind"`
 }
 
 // Source is one analysis input, discriminated by kind.
@@ -1951,29 +2021,36 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeFailures,
-		Description:      "Classify the failing, erroring and unexecuted tests of one pytest event stream, or list observations.",
+		Description:      "Classify the failing, erroring, flaky, interrupted and unexecuted tests of one Flameox pytest event stream, with completion and outcome counts; or list the observations a workload wrote.",
 		Formats:          []Format{FormatPytest, FormatObservations},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"pytest", "observations"},
 		Experiment:       false,
-		Released:         false,
+		Released:         true,
 		Limitations:      []string{},
-		Rows:             []string{},
+		FormatLimitations: map[Format][]string{
+			FormatObservations: []string{"Observations are what the workload wrote: each line must hold exactly name, phase, monotonic_ns and values; Flameox does not check the clock or the values."},
+			FormatPytest:       []string{"The pytest stream is Flameox's own (flameox_pytest_plugin), not pytest-reportlog; durations are pytest's per-phase durations and the plugin's perf_counter timing of fixtures, in integer nanoseconds.", "A stream that ends without run_finished (a run killed by a timeout or signal) is read up to its last complete line: completion is interrupted and a torn last line is dropped.", "xfail tests count as skipped and non-strict xpass tests as passed, as pytest's JUnit XML reports them; only failing, erroring, flaky, interrupted and unexecuted tests are rows.", "Reruns are seen only when a rerun plugin (pytest-rerunfailures) reports them; without one, retried and flaky are 0."},
+		},
+		Rows: []string{"PytestFailureRow", "ObservationRow"},
 	},
 	{
 		Name:             OperationNameInspectPytestFixtures,
-		Description:      "Rank pytest fixtures by setup and teardown work from one pytest event stream.",
+		Description:      "Rank the fixtures of one Flameox pytest event stream by setup plus teardown work (aggregate rows), then list every invocation with its worker, durations and outcomes.",
 		Formats:          []Format{FormatPytest},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"pytest"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Fixture work is wall time inside pytest's fixture setup and the fixture's own finalizers; under pytest-xdist fixtures run on the workers, which run concurrently, so summed work exceeds elapsed time."},
+		FormatLimitations: map[Format][]string{
+			FormatPytest: []string{"The pytest stream is Flameox's own (flameox_pytest_plugin), not pytest-reportlog; durations are pytest's per-phase durations and the plugin's perf_counter timing of fixtures, in integer nanoseconds.", "A stream that ends without run_finished (a run killed by a timeout or signal) is read up to its last complete line: completion is interrupted and a torn last line is dropped.", "xfail tests count as skipped and non-strict xpass tests as passed, as pytest's JUnit XML reports them; only failing, erroring, flaky, interrupted and unexecuted tests are rows.", "Reruns are seen only when a rerun plugin (pytest-rerunfailures) reports them; without one, retried and flaky are 0."},
+		},
+		Rows: []string{"PytestFixtureAggregateRow", "PytestFixtureInvocationRow"},
 	},
 	{
 		Name:             OperationNameSummarizeCoverage,
@@ -2030,6 +2107,8 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "hyperfine", Definition: "HyperfineProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatHyperfine}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "torch-profiler", Definition: "TorchProfilerProvider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatPytorch}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "rocprofv3", Definition: "Rocprofv3Provider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatRocprofPftrace}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "pytest", Definition: "PytestProvider", Outputs: []CaptureOutput{{Role: "reliability", Format: FormatPytest}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "observations", Definition: "ObservationsProvider", Outputs: []CaptureOutput{{Role: "observations", Format: FormatObservations}}, ReturncodeScope: "workload", Released: true},
 }
 
 // LimitDefaults is the CUE value limitDefaults.
