@@ -74,10 +74,11 @@ def pytest_configure(config):
     _emit("run_started", schema=SCHEMA, pytest_version=pytest.__version__, worker_id=_worker)
 
 
-def pytest_collection_modifyitems(session, config, items):
-    if _is_worker(config):
+def pytest_collection_finish(session):
+    # session.items is the final selection (after -k, -m and deselection).
+    if _is_worker(session.config):
         return
-    for item in items:
+    for item in session.items:
         _emit("test_collected", nodeid=item.nodeid)
 
 
@@ -182,6 +183,7 @@ def pytest_fixture_setup(fixturedef, request):
     # setup added (a generator fixture's teardown), which are wrapped to see failures.
     def wrap(f):
         def run():
+            __tracebackhide__ = True
             try:
                 f()
             except BaseException:
