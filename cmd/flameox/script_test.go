@@ -63,6 +63,11 @@ func TestScripts(t *testing.T) {
 	if !torchReady && os.Getenv("CI") != "" {
 		t.Fatal("CI must run the torch-profiler capture: install python3-torch for /usr/bin/python3")
 	}
+	// Debian's python3-pytest and python3-pytest-xdist serve /usr/bin/python3 only; CI installs them.
+	pytestReady := exec.Command("/usr/bin/python3", "-c", "import pytest, xdist").Run() == nil
+	if !pytestReady && os.Getenv("CI") != "" {
+		t.Fatal("CI must run the pytest capture: install python3-pytest and python3-pytest-xdist for /usr/bin/python3")
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testscripts",
 		UpdateScripts:       *update,
@@ -81,6 +86,8 @@ func TestScripts(t *testing.T) {
 				return e2eReady, nil
 			case "torch":
 				return torchReady, nil
+			case "pytest":
+				return pytestReady, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
