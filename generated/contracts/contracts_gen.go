@@ -906,9 +906,9 @@ type ScalingFields struct {
 type StaticFields struct {
 	// Absolute root used only to normalize SARIF locations and filters; source files are not read.
 	SourceRoot *string `json:"source_root,omitempty"`
-	// Path globs to include.
+	// Path globs (path.Match per segment, ** across segments) a result's file must match; empty keeps all.
 	IncludePaths []string `json:"include_paths,omitempty"`
-	// Path globs to exclude, applied after includes.
+	// Path globs to exclude, applied after includes and the built-in excludes.
 	ExcludePaths []string `json:"exclude_paths,omitempty"`
 }
 
@@ -1235,6 +1235,39 @@ type PytestFixtureInvocationRow struct {
 	TeardownFailureReported bool `json:"teardown_failure_reported"`
 	// Both setup and teardown were recorded.
 	Complete bool `json:"complete"`
+}
+
+// SarifCandidateRow is one SARIF result normalized to a candidate: unsuppressed first,
+// then by level (error, warning, note, none), file, start line and column, rule and
+// position in the log.
+type SarifCandidateRow struct {
+	// Position of the run in runs[] and of the result in that run's results[].
+	RunIndex    int64 `json:"run_index"`
+	ResultIndex int64 `json:"result_index"`
+	// tool.driver.name and its version (version, else semanticVersion).
+	Analyzer        string  `json:"analyzer"`
+	AnalyzerVersion *string `json:"analyzer_version"`
+	RuleID          *string `json:"rule_id"`
+	// The rule's name from tool.driver.rules, when the log describes the rule.
+	RuleName *string `json:"rule_name"`
+	// result.level, else the rule's defaultConfiguration.level, else warning (none when kind is not fail).
+	Level string `json:"level"`
+	Kind  string `json:"kind"`
+	// Plain text with {n} placeholders filled from arguments (markdown only when there is no text); at most 1024 bytes.
+	Message string `json:"message"`
+	// The first location's artifact: relative to source_root when under it, else as the log resolves it; null when the result has no physical location.
+	File        *string `json:"file"`
+	StartLine   *int64  `json:"start_line"`
+	StartColumn *int64  `json:"start_column"`
+	EndLine     *int64  `json:"end_line"`
+	EndColumn   *int64  `json:"end_column"`
+	// At least one suppression is accepted or has no status.
+	Suppressed    bool    `json:"suppressed"`
+	BaselineState *string `json:"baseline_state"`
+	// The first partialFingerprints value (by key), else the first fingerprints value.
+	Fingerprint          *string `json:"fingerprint"`
+	CodeFlowCount        int64   `json:"code_flow_count"`
+	RelatedLocationCount int64   `json:"related_location_count"`
 }
 
 // PreviewTextRow is one text line.
@@ -2067,16 +2100,19 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectPerformanceCandidates,
-		Description:      "Normalize the performance findings of one SARIF 2.1.0 log.",
+		Description:      "Normalize every result of one SARIF 2.1.0 log (any analyzer) to candidates: rule, level, message, file relative to source_root, region, suppression; unsuppressed and most severe first. Metrics count normalized, excluded, invalid and omitted results and report analyzer failures.",
 		Formats:          []Format{FormatSarif},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "StaticFields",
 		CaptureProviders: []string{},
 		Experiment:       false,
-		Released:         false,
+		Released:         true,
 		Limitations:      []string{},
-		Rows:             []string{},
+		FormatLimitations: map[Format][]string{
+			FormatSarif: []string{"Only the first location of a result is projected; code flows and related locations are counted, not listed. Source files are never read: source_root only relativizes paths and anchors filters.", "Filters match the normalized file with path.Match globs per path segment, ** spanning segments; a pattern matching a directory matches everything under it. Results under .git, node_modules, site-packages, dist-packages, __pycache__ or .venv are excluded by default; a result without a file never matches include_paths.", "Results that are malformed (no message, a level, kind or region of the wrong type or value) are counted in invalid_count and skipped; normalized results beyond 100000 are counted in omitted_count."},
+		},
+		Rows: []string{"SarifCandidateRow"},
 	},
 	{
 		Name:             OperationNamePreviewArtifact,
