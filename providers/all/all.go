@@ -9,6 +9,7 @@ import (
 	"github.com/flameox/flameox/providers/cpu"
 	"github.com/flameox/flameox/providers/inference"
 	"github.com/flameox/flameox/providers/preview"
+	"github.com/flameox/flameox/providers/static"
 	"github.com/flameox/flameox/providers/testrun"
 	"github.com/flameox/flameox/providers/trace"
 )
@@ -21,6 +22,7 @@ var families = []func(*providers.Registry){
 	inference.Register,
 	trace.Register,
 	testrun.Register,
+	static.Register,
 }
 
 // Registry returns a registry holding every family's analyzers, collectors and format
