@@ -116,7 +116,12 @@ func (rs resolver) resolve(ru *run, loc artifactLocation) (file string, resolved
 			bu.Path += "/"
 			bu.RawPath = ""
 		}
-		u = bu.ResolveReference(u)
+		if bu.IsAbs() || strings.HasPrefix(bu.Path, "/") {
+			u = bu.ResolveReference(u)
+		} else {
+			// A relative base (src/) prefixes the reference and resolves further through its own base.
+			u = &url.URL{Path: bu.Path + u.Path}
+		}
 		base = b.URIBaseID
 	}
 	switch u.Scheme {
