@@ -2110,7 +2110,7 @@ var Operations = []OperationDecl{
 		Released:         true,
 		Limitations:      []string{},
 		FormatLimitations: map[Format][]string{
-			FormatSarif: []string{"Only the first location of a result is projected; code flows and related locations are counted, not listed. Source files are never read: source_root only relativizes paths and anchors filters.", "Filters match the normalized file with path.Match globs per path segment, ** spanning segments; a pattern matching a directory matches everything under it. Results under .git, node_modules, site-packages, dist-packages, __pycache__ or .venv are excluded by default; a result without a file never matches include_paths.", "Results that are malformed (no message, a level, kind or region of the wrong type or value) are counted in invalid_count and skipped; normalized results beyond 100000 are counted in omitted_count."},
+			FormatSarif: []string{"Only the first location of a result is projected; code flows and related locations are counted, not listed. Source files are never read: source_root only relativizes paths and anchors filters.", "Filters match the normalized file from its start with path.Match globs per path segment, ** spanning segments (**/*.c for any .c file); a pattern matching a directory matches everything under it. Unless include_paths is given, results under .git, node_modules, site-packages, dist-packages, __pycache__ or .venv are excluded by default; a result without a file never matches include_paths.", "Results that are malformed (no message, a level, kind or region of the wrong type or value) are counted in invalid_count and skipped; normalized results beyond 100000 are counted in omitted_count."},
 		},
 		Rows: []string{"SarifCandidateRow"},
 	},
