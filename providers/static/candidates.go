@@ -161,7 +161,10 @@ func normalize(ru *run, ri, i int, v jsontext.Value, rs resolver, unresolved *in
 			ruleID = res.Rule.ID
 		}
 	}
-	if idx != nil && *idx >= 0 && *idx < int64(len(ru.rules)) && (res.Rule == nil || res.Rule.ToolComponent == nil) {
+	extension := res.Rule != nil && res.Rule.ToolComponent != nil
+	if extension {
+		// The rule belongs to an extension whose rules are not read.
+	} else if idx != nil && *idx >= 0 && *idx < int64(len(ru.rules)) {
 		rl = &ru.rules[*idx]
 	} else if ruleID != nil {
 		if k, ok := ru.ruleByID[*ruleID]; ok {
