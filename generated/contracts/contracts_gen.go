@@ -1237,6 +1237,20 @@ type PytestFixtureInvocationRow struct {
 	Complete bool `json:"complete"`
 }
 
+// CoverageRow is one executed line or branch arc of one measured file in one context.
+type CoverageRow struct {
+	// line_hit: an executed line; branch_arc: an executed transition between lines.
+	Kind string `json:"kind"`
+	// The path coverage.py recorded (as measured: absolute unless relative_files was set).
+	File string `json:"file"`
+	// The executed line, or the arc's source line; negative for an arc entering a code object (-N: the code object starting at line N).
+	LineFrom int64 `json:"line_from"`
+	// The arc's destination line, negative for an exit from the code object starting at line -N; null for a line_hit.
+	LineTo *int64 `json:"line_to"`
+	// The coverage.py context the hit was recorded in; "" is the default (unnamed) context.
+	Context string `json:"context"`
+}
+
 // SarifCandidateRow is one SARIF result normalized to a candidate: unsuppressed first,
 // then by level (error, warning, note, none), file, start line and column, rule and
 // position in the log.
@@ -1553,6 +1567,26 @@ type PytestProvider struct {
 // ObservationsProvider runs the target with FLAMEOX_OBSERVATIONS_PATH naming the JSONL file where it appends observations {name, phase, monotonic_ns, values}.
 type ObservationsProvider struct {
 	Kind string `json:"kind"`
+}
+
+// CoverageProvider runs a Python workload under coverage.py (<python> -m coverage run) with a Flameox rcfile; argv[0] must be a Python interpreter with coverage installed and argv[1] a script path or -m.
+type CoverageProvider struct {
+	Kind string `json:"kind"`
+	// Measure branch arcs (--branch).
+	Branch bool `json:"branch,omitempty"`
+	// Directories or importable names to measure (--source).
+	Source []string `json:"source,omitempty"`
+	// File globs to measure (--include; ignored by coverage.py when source is set).
+	Include []string `json:"include,omitempty"`
+	// File globs not to measure (--omit).
+	Omit []string `json:"omit,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *CoverageProvider) ApplyDefaults() {
+	if isZero(x.Branch) {
+		x.Branch = false
+	}
 }
 
 // Source is one analysis input, discriminated by kind.
@@ -2087,16 +2121,19 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeCoverage,
-		Description:      "List the line hits and branch arcs of one coverage.py data file.",
+		Description:      "List the executed lines and branch arcs of one coverage.py data file (.coverage, SQLite) per file and context, with file, line and arc counts.",
 		Formats:          []Format{FormatCoverage},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"coverage"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Coverage data records what ran, not what did not: unexecuted lines and branches need the source files (coverage report or coverage json on the same data with the sources present); no source is read here.", "Rows are ordered by file, kind (line_hit, then branch_arc), line_from, line_to and context; with branch data the line hits are the positive ends of the recorded arcs, as coverage.py derives them."},
+		FormatLimitations: map[Format][]string{
+			FormatCoverage: []string{"Files are identified by the paths coverage.py recorded at measurement time; they are not mapped to the current checkout."},
+		},
+		Rows: []string{"CoverageRow"},
 	},
 	{
 		Name:             OperationNameInspectPerformanceCandidates,
@@ -2145,6 +2182,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "rocprofv3", Definition: "Rocprofv3Provider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatRocprofPftrace}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "pytest", Definition: "PytestProvider", Outputs: []CaptureOutput{{Role: "reliability", Format: FormatPytest}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "observations", Definition: "ObservationsProvider", Outputs: []CaptureOutput{{Role: "observations", Format: FormatObservations}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "coverage", Definition: "CoverageProvider", Outputs: []CaptureOutput{{Role: "coverage", Format: FormatCoverage}}, ReturncodeScope: "collector", Released: true},
 }
 
 // LimitDefaults is the CUE value limitDefaults.

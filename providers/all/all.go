@@ -6,6 +6,7 @@ package all
 import (
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/bench"
+	"github.com/flameox/flameox/providers/coverage"
 	"github.com/flameox/flameox/providers/cpu"
 	"github.com/flameox/flameox/providers/inference"
 	"github.com/flameox/flameox/providers/preview"
@@ -23,6 +24,7 @@ var families = []func(*providers.Registry){
 	trace.Register,
 	testrun.Register,
 	static.Register,
+	coverage.Register,
 }
 
 // Registry returns a registry holding every family's analyzers, collectors and format
