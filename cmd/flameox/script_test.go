@@ -68,6 +68,11 @@ func TestScripts(t *testing.T) {
 	if !pytestReady && os.Getenv("CI") != "" {
 		t.Fatal("CI must run the pytest capture: install python3-pytest and python3-pytest-xdist for /usr/bin/python3")
 	}
+	// Debian's python3-coverage serves /usr/bin/python3 only; CI installs it.
+	coverageReady := exec.Command("/usr/bin/python3", "-c", "import coverage").Run() == nil
+	if !coverageReady && os.Getenv("CI") != "" {
+		t.Fatal("CI must run the coverage capture: install python3-coverage for /usr/bin/python3")
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testscripts",
 		UpdateScripts:       *update,
@@ -88,6 +93,8 @@ func TestScripts(t *testing.T) {
 				return torchReady, nil
 			case "pytest":
 				return pytestReady, nil
+			case "coverage":
+				return coverageReady, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
