@@ -126,3 +126,49 @@ func WriteChromeTrace(w io.Writer, events int, threads int, seed int64) error {
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
+
+// writeStepTrace writes the shape of the runtime's 1 GiB benchmark trace, about size
+// bytes: on each of 64 threads, a B/E step holding complete events written as Chrome
+// writes them, children before their parents, with Kineto-style arguments.
+func writeStepTrace(w io.Writer, size int64) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.WriteString("[\n")
+	total := int64(2)
+	ts := int64(1_700_000_000_000_000)
+	var b []byte
+	for step := 0; total < size-400; step++ {
+		tid := step % 64
+		b = append(b[:0], `{"ph":"B","name":"ProfilerStep#`...)
+		b = strconv.AppendInt(b, int64(step), 10)
+		b = append(b, `","pid":1,"tid":`...)
+		b = strconv.AppendInt(b, int64(tid), 10)
+		b = append(b, `,"ts":`...)
+		b = strconv.AppendInt(b, ts, 10)
+		b = append(b, ".000},\n"...)
+		for c := 0; c < 8 && total+int64(len(b)) < size-400; c++ {
+			start := ts + int64(c)*10 + 1
+			for _, x := range []struct {
+				name, ts, dur, extra string
+				at                   int64
+			}{{"aten::empty", ".250", "2.5", "", start + 1}, {"aten::linear", ".125", "8.5", `,"Input Dims":[[8,16],[32,16]]`, start}} {
+				b = append(b, `{"ph":"X","cat":"cpu_op","name":"`+x.name+`","pid":1,"tid":`...)
+				b = strconv.AppendInt(b, int64(tid), 10)
+				b = append(b, `,"ts":`...)
+				b = strconv.AppendInt(b, x.at, 10)
+				b = append(b, x.ts+`,"dur":`+x.dur+`,"args":{"External id":`...)
+				b = strconv.AppendInt(b, int64(step*8+c), 10)
+				b = append(b, x.extra+"}},\n"...)
+			}
+		}
+		b = append(b, `{"ph":"E","pid":1,"tid":`...)
+		b = strconv.AppendInt(b, int64(tid), 10)
+		b = append(b, `,"ts":`...)
+		b = strconv.AppendInt(b, ts+100, 10)
+		b = append(b, "},\n"...)
+		total += int64(len(b))
+		bw.Write(b)
+		ts += 7
+	}
+	bw.WriteString(`{"ph":"M","name":"thread_name","pid":1,"tid":0,"args":{"name":"main"}}]` + "\n")
+	return bw.Flush()
+}

@@ -296,6 +296,25 @@ func BenchmarkDecodeChrome(b *testing.B) {
 		}
 		benchTrace = buf.Bytes()
 	}
+	benchDecode(b, benchTrace)
+}
+
+var benchSteps []byte
+
+// BenchmarkDecodeChromeSteps decodes (and nests) 64 MiB of the runtime benchmark's
+// trace shape (B/E steps of Kineto-like X events) in memory.
+func BenchmarkDecodeChromeSteps(b *testing.B) {
+	if benchSteps == nil {
+		var buf bytes.Buffer
+		if err := writeStepTrace(&buf, 64<<20); err != nil {
+			b.Fatal(err)
+		}
+		benchSteps = buf.Bytes()
+	}
+	benchDecode(b, benchSteps)
+}
+
+func benchDecode(b *testing.B, benchTrace []byte) {
 	for _, nest := range []bool{false, true} {
 		name := "decode"
 		if nest {

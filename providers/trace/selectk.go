@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
 	"sort"
@@ -19,17 +18,6 @@ type topK[T any] struct {
 	items []T
 }
 
-func (h *topK[T]) Len() int           { return len(h.items) }
-func (h *topK[T]) Less(i, j int) bool { return h.less(&h.items[j], &h.items[i]) }
-func (h *topK[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *topK[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
-func (h *topK[T]) Pop() any {
-	n := len(h.items) - 1
-	x := h.items[n]
-	h.items = h.items[:n]
-	return x
-}
-
 // offer keeps v when it is among the k smallest seen; only a kept item is owned, so
 // rejected candidates cost no copy.
 func (h *topK[T]) offer(v *T) {
@@ -40,7 +28,8 @@ func (h *topK[T]) offer(v *T) {
 		if h.own != nil {
 			h.own(v)
 		}
-		heap.Push(h, *v)
+		h.items = append(h.items, *v)
+		h.up(len(h.items) - 1)
 		return
 	}
 	if h.less(v, &h.items[0]) {
@@ -48,7 +37,39 @@ func (h *topK[T]) offer(v *T) {
 			h.own(v)
 		}
 		h.items[0] = *v
-		heap.Fix(h, 0)
+		h.down(0)
+	}
+}
+
+// up and down restore the max-heap order (the root is the largest item) after item j
+// changed.
+func (h *topK[T]) up(j int) {
+	for j > 0 {
+		p := (j - 1) / 2
+		if !h.less(&h.items[p], &h.items[j]) {
+			break
+		}
+		h.items[p], h.items[j] = h.items[j], h.items[p]
+		j = p
+	}
+}
+
+func (h *topK[T]) down(j int) {
+	n := len(h.items)
+	for {
+		l := 2*j + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && h.less(&h.items[l], &h.items[r]) {
+			c = r
+		}
+		if !h.less(&h.items[j], &h.items[c]) {
+			return
+		}
+		h.items[j], h.items[c] = h.items[c], h.items[j]
+		j = c
 	}
 }
 
@@ -140,13 +161,16 @@ func (q *query) rows() providers.Rows {
 			}
 			var n int64
 			var err error
+			// c is reused for every candidate: keep copies (and owns) only what it keeps,
+			// so a candidate costs no allocation.
+			var c slice
 			sc, err = read(ctx, q.in, func(s *Nested) error {
 				kind, ok := q.pick(s)
 				if !ok {
 					return nil
 				}
 				n++
-				c := slice{Nested: *s, kind: kind}
+				c = slice{Nested: *s, kind: kind}
 				keep(&c)
 				return nil
 			})
