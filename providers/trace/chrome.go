@@ -494,6 +494,9 @@ func (d *chromeDecoder) micros(c int, field string) (int64, error) {
 		}
 		return 0, d.decodeError("event %d: %s is not a number", d.idx, field)
 	}
+	if v, ok := d.s.scaledNumber(3); ok {
+		return v, nil
+	}
 	t, err := d.s.readNumber()
 	if err != nil {
 		return 0, err
@@ -525,6 +528,9 @@ func (d *chromeDecoder) ident(c int) (int64, error) {
 		}
 		return hashIdent(d.tmp), nil
 	case c == '-' || (c >= '0' && c <= '9'):
+		if v, ok := s.scaledNumber(0); ok {
+			return v, nil
+		}
 		t, err := s.readNumber()
 		if err != nil {
 			return 0, err
@@ -616,12 +622,18 @@ func (d *chromeDecoder) members(depth int, value func(c int) error) error {
 		if d.key, err = s.readString(d.key[:0], d.lim.MaxStringBytes); err != nil {
 			return err
 		}
-		if c = s.peek(); c != ':' {
-			return syntaxOrEOF(c)
+		if !s.skip(':') {
+			if c = s.peek(); c != ':' {
+				return syntaxOrEOF(c)
+			}
+			s.pos++
 		}
-		s.pos++
 		if err := value(s.peek()); err != nil {
 			return err
+		}
+		if s.skip(',') {
+			c = s.peek()
+			continue
 		}
 		c = s.peek()
 		if c == ',' {
@@ -643,6 +655,11 @@ func (d *chromeDecoder) intArg(c int, i int, depth int) error {
 	s := d.s
 	if c != '-' && (c < '0' || c > '9') {
 		return s.skipValue(depth, d.lim.MaxDepth, nil)
+	}
+	if v, ok := s.scaledNumber(0); ok {
+		d.argVals[i] = v
+		d.argSet |= valBits[i]
+		return nil
 	}
 	t, err := s.readNumber()
 	if err != nil {
@@ -727,10 +744,12 @@ func (d *chromeDecoder) event() error {
 		if d.key, err = s.readString(d.key[:0], d.lim.MaxStringBytes); err != nil {
 			return err
 		}
-		if c = s.peek(); c != ':' {
-			return syntaxOrEOF(c)
+		if !s.skip(':') {
+			if c = s.peek(); c != ':' {
+				return syntaxOrEOF(c)
+			}
+			s.pos++
 		}
-		s.pos++
 		c = s.peek()
 		switch string(d.key) {
 		case "ph":
@@ -761,6 +780,10 @@ func (d *chromeDecoder) event() error {
 		}
 		if err != nil {
 			return err
+		}
+		if s.skip(',') {
+			c = s.peek()
+			continue
 		}
 		c = s.peek()
 		if c == ',' {

@@ -118,7 +118,7 @@ func scaleDecimal(text []byte, scale int, digits []byte) (v int64, exact, ok boo
 	return int64(mag), exact, true, digits
 }
 
-// fastScale is scaleDecimal for the common numbers: no exponent, at most 18 digits, no
+// fastScale is scaleDecimal for the common numbers: no exponent, at most 19 digits, no
 // more fraction digits than scale. ok is false for the others.
 func fastScale(text []byte, scale int) (int64, bool) {
 	i := 0
@@ -143,7 +143,7 @@ func fastScale(text []byte, scale int) (int64, bool) {
 			frac++
 		}
 	}
-	if n > 18 || frac > scale {
+	if n > 19 || frac > scale {
 		return 0, false
 	}
 	for e := scale - frac; e > 0; e-- {
@@ -153,7 +153,13 @@ func fastScale(text []byte, scale int) (int64, bool) {
 		m *= 10
 	}
 	if neg {
-		return -int64(m), true
+		if m > 1<<63 {
+			return 0, false
+		}
+		return int64(-m), true
+	}
+	if m > math.MaxInt64 {
+		return 0, false
 	}
 	return int64(m), true
 }

@@ -220,12 +220,50 @@ func (n *Nester) Slice(e *Event) error {
 	s := &n.slab[i]
 	*s = slot{id: e.ID, ts: e.TS, dur: e.Dur, track: e.Track, name: e.Name, cat: e.Category, phase: e.Phase}
 	s.args.pack(&e.Args)
-	n.push(i)
-	for len(n.heap) > n.opts.Window {
-		if len(n.heap) <= n.opts.MaxHeld {
-			if ts, ok := n.minOpen(); ok && n.heap[0].ts >= ts {
-				break
+	k := slotKey{e.TS, e.Dur, e.ID}
+	if len(n.heap) >= n.opts.Window && len(n.heap) > 0 {
+		// The buffer is full: pushing the slice would release the earliest of it and
+		// the buffer. Do both in one step when nothing open holds the release back (the
+		// common case): release the slice itself when it is the earliest, else replace
+		// the root with it.
+		first := k.less(n.heap[0].slotKey)
+		ts := n.heap[0].ts
+		if first {
+			ts = k.ts
+		}
+		if len(n.heap)+1 > n.opts.MaxHeld || !n.heldBack(ts) {
+			if !first {
+				top := n.heap[0].slot
+				n.heap[0] = heapEntry{k, i}
+				n.down(0)
+				i = top
 			}
+			if err := n.release(i); err != nil {
+				return err
+			}
+			return n.drain()
+		}
+	}
+	n.push(i)
+	return n.drain()
+}
+
+// heldBack reports whether an open begin that has not arrived starts at or before ts,
+// so that a slice starting at ts waits for it.
+func (n *Nester) heldBack(ts int64) bool {
+	if len(n.openSet) == 0 {
+		n.opens = n.opens[:0] // every mark is stale
+		return false
+	}
+	open, ok := n.minOpen()
+	return ok && ts >= open
+}
+
+// drain releases the earliest slices beyond the window.
+func (n *Nester) drain() error {
+	for len(n.heap) > n.opts.Window {
+		if len(n.heap) <= n.opts.MaxHeld && n.heldBack(n.heap[0].ts) {
+			break
 		}
 		if err := n.release(n.pop()); err != nil {
 			return err
@@ -244,19 +282,23 @@ func (n *Nester) Flush() error {
 	return n.err
 }
 
+// The buffer is a 4-ary min-heap: half the levels of a binary one, and the children
+// of an entry share a cache line or two.
 func (n *Nester) push(i int32) {
 	s := &n.slab[i]
 	n.heap = append(n.heap, heapEntry{slotKey{s.ts, s.dur, s.id}, i})
 	h := n.heap
 	j := len(h) - 1
+	e := h[j]
 	for j > 0 {
-		p := (j - 1) / 2
-		if !h[j].less(h[p].slotKey) {
+		p := (j - 1) / 4
+		if !e.less(h[p].slotKey) {
 			break
 		}
-		h[j], h[p] = h[p], h[j]
+		h[j] = h[p]
 		j = p
 	}
+	h[j] = e
 }
 
 func (n *Nester) pop() int32 {
@@ -264,25 +306,35 @@ func (n *Nester) pop() int32 {
 	top := h[0].slot
 	last := len(h) - 1
 	h[0] = h[last]
-	h = h[:last]
-	j := 0
-	for {
-		l := 2*j + 1
-		if l >= last {
-			break
-		}
-		s := l
-		if r := l + 1; r < last && h[r].less(h[l].slotKey) {
-			s = r
-		}
-		if !h[s].less(h[j].slotKey) {
-			break
-		}
-		h[j], h[s] = h[s], h[j]
-		j = s
+	n.heap = h[:last]
+	if last > 0 {
+		n.down(0)
 	}
-	n.heap = h
 	return top
+}
+
+// down moves entry j down to its place.
+func (n *Nester) down(j int) {
+	h := n.heap
+	e := h[j]
+	for {
+		c := 4*j + 1
+		if c >= len(h) {
+			break
+		}
+		m := c
+		for k, end := c+1, min(c+4, len(h)); k < end; k++ {
+			if h[k].less(h[m].slotKey) {
+				m = k
+			}
+		}
+		if !h[m].less(e.slotKey) {
+			break
+		}
+		h[j] = h[m]
+		j = m
+	}
+	h[j] = e
 }
 
 // release places slot i on its track and hands it to the callback.

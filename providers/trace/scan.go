@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 )
 
 // scanner is a byte scanner over an io.Reader with its own buffer, made for reading one
@@ -93,6 +94,24 @@ func (s *scanner) more() bool {
 // peek skips whitespace and returns the next byte without consuming it, or -1 at the
 // end of the input.
 func (s *scanner) peek() int {
+	// Inlined: the next byte is most often not whitespace.
+	if s.pos < s.end && s.buf[s.pos] > ' ' {
+		return int(s.buf[s.pos])
+	}
+	return s.peekSlow()
+}
+
+// skip consumes b when it is the next byte, without skipping whitespace first (it
+// is inlined; callers fall back to peek).
+func (s *scanner) skip(b byte) bool {
+	if s.pos < s.end && s.buf[s.pos] == b {
+		s.pos++
+		return true
+	}
+	return false
+}
+
+func (s *scanner) peekSlow() int {
 	for {
 		for s.pos < s.end {
 			c := s.buf[s.pos]
@@ -298,6 +317,67 @@ func (s *scanner) skipString(capture *[]byte) error {
 		}
 		start = s.pos
 	}
+}
+
+// scaledNumber reads the number at pos as an int64 multiplied by 10^scale, for the
+// common numbers whose text lies in the buffer: no exponent, at most 19 digits, no more
+// fraction digits than scale, within int64. ok is false for any other number, and
+// nothing is consumed; readNumber and scaleDecimal then read it (and report its errors).
+func (s *scanner) scaledNumber(scale int) (v int64, ok bool) {
+	b := s.buf[:s.end]
+	i := s.pos
+	neg := false
+	if i < len(b) && b[i] == '-' {
+		neg = true
+		i++
+	}
+	start := i
+	var m uint64
+	for i < len(b) && b[i]-'0' <= 9 {
+		m = m*10 + uint64(b[i]-'0')
+		i++
+	}
+	n := i - start
+	if n == 0 || (n > 1 && b[start] == '0') {
+		return 0, false
+	}
+	frac := 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		f := i
+		for i < len(b) && b[i]-'0' <= 9 {
+			m = m*10 + uint64(b[i]-'0')
+			i++
+		}
+		frac = i - f
+		if frac == 0 {
+			return 0, false
+		}
+	}
+	if i >= len(b) || n+frac > 19 || frac > scale {
+		return 0, false
+	}
+	if c := b[i]; c == 'e' || c == 'E' || c == '.' || c == '-' || c == '+' {
+		return 0, false
+	}
+	for e := scale - frac; e > 0; e-- {
+		if m > math.MaxInt64/10 {
+			return 0, false
+		}
+		m *= 10
+	}
+	if neg {
+		if m > 1<<63 {
+			return 0, false
+		}
+		s.pos = i
+		return int64(-m), true
+	}
+	if m > math.MaxInt64 {
+		return 0, false
+	}
+	s.pos = i
+	return int64(m), true
 }
 
 // readNumber reads the number at pos and returns its text, checked against the JSON

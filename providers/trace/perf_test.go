@@ -1,0 +1,208 @@
+package trace
+
+import (
+	"fmt"
+	"math/rand"
+	"strconv"
+	"testing"
+)
+
+// TestScaledNumberMatchesScaleDecimal checks the scanner's number fast path against
+// readNumber and scaleDecimal on random number texts.
+func TestScaledNumberMatchesScaleDecimal(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.Intn(10))
+		}
+		return string(b)
+	}
+	texts := []string{"0", "-0", "1", "0.5", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"-9223372036854775809", "9223372036854775.807", "9223372036854775.808", "1700000000000000.123",
+		"99999999999999999999", "01", "1.", "1e3", "1.5E-2", "-", "1.2.3", "12345678901234567.89"}
+	for i := 0; i < 20000; i++ {
+		s := ""
+		if rng.Intn(4) == 0 {
+			s = "-"
+		}
+		s += digits(1 + rng.Intn(20))
+		if rng.Intn(2) == 0 {
+			s += "." + digits(rng.Intn(5))
+		}
+		if rng.Intn(10) == 0 {
+			s += "e" + strconv.Itoa(rng.Intn(5)-2)
+		}
+		texts = append(texts, s)
+	}
+	for _, text := range texts {
+		for _, scale := range []int{0, 3} {
+			for _, tail := range []string{",", "}", " ", ""} {
+				in := text + tail
+				s := &scanner{buf: []byte(in), end: len(in), eof: true}
+				v, ok := s.scaledNumber(scale)
+				if !ok {
+					if s.pos != 0 {
+						t.Fatalf("%q: a refused number consumed %d bytes", in, s.pos)
+					}
+					continue
+				}
+				if s.pos != len(text) {
+					t.Fatalf("%q: consumed %d bytes, want %d", in, s.pos, len(text))
+				}
+				s2 := &scanner{buf: []byte(in), end: len(in), eof: true}
+				num, err := s2.readNumber()
+				if err != nil {
+					t.Fatalf("%q: fast path read %d, readNumber fails: %v", in, v, err)
+				}
+				want, exact, ok2, _ := scaleDecimal(num, scale, nil)
+				if !ok2 || !exact || want != v {
+					t.Fatalf("%q scale %d: fast path %d, scaleDecimal %d (exact %v, ok %v)", in, scale, v, want, exact, ok2)
+				}
+			}
+		}
+	}
+}
+
+// refNest is the Nester's contract computed plainly: a linear scan for the earliest held
+// slice instead of a heap, and no shortcut for a full buffer.
+func refNest(evs []Event, opens map[int]openMark, window, maxHeld int) []Nested {
+	var held []Event
+	open := map[int64]int64{}
+	type tr struct {
+		stack   []nestOpen
+		last    slotKey
+		hasLast bool
+	}
+	tracks := map[int64]*tr{}
+	var out []Nested
+	minIdx := func() int {
+		m := 0
+		for i := range held {
+			if (slotKey{held[i].TS, held[i].Dur, held[i].ID}).less(slotKey{held[m].TS, held[m].Dur, held[m].ID}) {
+				m = i
+			}
+		}
+		return m
+	}
+	release := func(i int) {
+		e := held[i]
+		held = append(held[:i], held[i+1:]...)
+		t := tracks[e.Track]
+		if t == nil {
+			t = &tr{}
+			tracks[e.Track] = t
+		}
+		parent, depth := int64(-1), int32(0)
+		k := slotKey{e.TS, e.Dur, e.ID}
+		if t.hasLast && k.less(t.last) {
+		} else {
+			t.last, t.hasLast = k, true
+			for len(t.stack) > 0 && t.stack[len(t.stack)-1].end <= e.TS {
+				t.stack = t.stack[:len(t.stack)-1]
+			}
+			end := e.TS + e.Dur
+			if len(t.stack) == 0 || end <= t.stack[len(t.stack)-1].end {
+				if len(t.stack) > 0 {
+					top := t.stack[len(t.stack)-1]
+					parent, depth = top.id, top.depth+1
+				}
+				t.stack = append(t.stack, nestOpen{id: e.ID, end: end, depth: depth})
+			} else {
+				for j := len(t.stack) - 1; j >= 0; j-- {
+					if t.stack[j].end >= end {
+						parent, depth = t.stack[j].id, t.stack[j].depth+1
+						break
+					}
+				}
+			}
+		}
+		out = append(out, Nested{Event: e, ParentID: parent, Depth: depth})
+	}
+	for i, e := range evs {
+		if m, ok := opens[i]; ok {
+			open[m.id] = m.ts
+		}
+		delete(open, e.ID)
+		held = append(held, e)
+		for len(held) > window {
+			m := minIdx()
+			if len(held) <= maxHeld && len(open) > 0 {
+				first := true
+				var lo int64
+				for _, ts := range open {
+					if first || ts < lo {
+						lo, first = ts, false
+					}
+				}
+				if held[m].TS >= lo {
+					break
+				}
+			}
+			release(m)
+		}
+	}
+	for len(held) > 0 {
+		release(minIdx())
+	}
+	return out
+}
+
+// TestNesterMatchesReference compares the Nester (heap, full-buffer shortcut, open
+// begins) with refNest on random, partly disordered slices.
+func TestNesterMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for round := 0; round < 300; round++ {
+		n := 1 + rng.Intn(400)
+		window := 1 + rng.Intn(40)
+		maxHeld := window + rng.Intn(60)
+		evs := make([]Event, n)
+		opens := map[int]openMark{}
+		clock := int64(0)
+		for i := range evs {
+			clock += int64(rng.Intn(5))
+			ts := clock - int64(rng.Intn(30)) // out of order now and then
+			evs[i] = Event{ID: int64(i), TS: ts, Dur: int64(rng.Intn(40)), Track: int64(rng.Intn(3)), Name: fmt.Sprint("s", i)}
+			if rng.Intn(8) == 0 {
+				x := int64(rng.Intn(50))
+				evs[i].Args.ExternalID = &x
+			}
+		}
+		// Some slices are announced (Open) a few slices before they arrive.
+		for i := range evs {
+			if rng.Intn(6) == 0 {
+				at := max(0, i-rng.Intn(20))
+				if _, dup := opens[at]; !dup {
+					opens[at] = openMark{ts: evs[i].TS, id: evs[i].ID}
+				}
+			}
+		}
+		want := refNest(evs, opens, window, maxHeld)
+		var got []Nested
+		nest := NewNester(NesterOptions{Window: window, MaxHeld: maxHeld}, nil, func(s *Nested) error {
+			got = append(got, retain(s))
+			return nil
+		})
+		for i := range evs {
+			if m, ok := opens[i]; ok {
+				nest.Open(m.id, 0, m.ts)
+			}
+			if err := nest.Slice(&evs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := nest.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d slices, want %d", round, len(got), len(want))
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if g.ID != w.ID || g.ParentID != w.ParentID || g.Depth != w.Depth || g.TS != w.TS || g.Dur != w.Dur || g.Name != w.Name ||
+				(g.Args.ExternalID == nil) != (w.Args.ExternalID == nil) || (g.Args.ExternalID != nil && *g.Args.ExternalID != *w.Args.ExternalID) {
+				t.Fatalf("round %d (window %d, max held %d): slice %d is %+v, want %+v", round, window, maxHeld, i, g, w)
+			}
+		}
+	}
+}
