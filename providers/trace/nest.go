@@ -206,8 +206,18 @@ func (n *Nester) Slice(e *Event) error {
 	if n.err != nil {
 		return n.err
 	}
+	var p packedArgs
+	p.pack(&e.Args)
+	return n.slice(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &p)
+}
+
+// slice is Slice with the arguments packed.
+func (n *Nester) slice(id, ts, dur, track int64, name, cat, phase string, args *packedArgs) error {
+	if n.err != nil {
+		return n.err
+	}
 	if len(n.openSet) > 0 {
-		delete(n.openSet, e.ID)
+		delete(n.openSet, id)
 	}
 	var i int32
 	if k := len(n.free); k > 0 {
@@ -218,20 +228,19 @@ func (n *Nester) Slice(e *Event) error {
 		i = int32(len(n.slab) - 1)
 	}
 	s := &n.slab[i]
-	*s = slot{id: e.ID, ts: e.TS, dur: e.Dur, track: e.Track, name: e.Name, cat: e.Category, phase: e.Phase}
-	s.args.pack(&e.Args)
-	k := slotKey{e.TS, e.Dur, e.ID}
+	*s = slot{id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phase, args: *args}
+	k := slotKey{ts, dur, id}
 	if len(n.heap) >= n.opts.Window && len(n.heap) > 0 {
 		// The buffer is full: pushing the slice would release the earliest of it and
 		// the buffer. Do both in one step when nothing open holds the release back (the
 		// common case): release the slice itself when it is the earliest, else replace
 		// the root with it.
 		first := k.less(n.heap[0].slotKey)
-		ts := n.heap[0].ts
+		at := n.heap[0].ts
 		if first {
-			ts = k.ts
+			at = ts
 		}
-		if len(n.heap)+1 > n.opts.MaxHeld || !n.heldBack(ts) {
+		if len(n.heap)+1 > n.opts.MaxHeld || !n.heldBack(at) {
 			if !first {
 				top := n.heap[0].slot
 				n.heap[0] = heapEntry{k, i}

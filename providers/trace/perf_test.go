@@ -1,10 +1,16 @@
 package trace
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"math/rand"
+	"reflect"
+	"runtime"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestScaledNumberMatchesScaleDecimal checks the scanner's number fast path against
@@ -204,5 +210,109 @@ func TestNesterMatchesReference(t *testing.T) {
 				t.Fatalf("round %d (window %d, max held %d): slice %d is %+v, want %+v", round, window, maxHeld, i, g, w)
 			}
 		}
+	}
+}
+
+// pipelineRun nests a generated trace directly or through decodePipelined, recording
+// what the visitor saw; visit may fail.
+func pipelineRun(ctx context.Context, data []byte, piped bool, visit func(*Nested) error) ([]Nested, *Stats, error) {
+	var got []Nested
+	var tracks []Track
+	nest := NewNester(NesterOptions{Window: 512, MaxHeld: 2048}, trackList{&tracks}, func(s *Nested) error {
+		got = append(got, retain(s))
+		if visit != nil {
+			return visit(s)
+		}
+		return nil
+	})
+	var st *Stats
+	decode := func(ctx context.Context, sink Sink) (err error) {
+		st, err = DecodeChrome(ctx, bytes.NewReader(data), 0, ChromeLimits{}, sink)
+		return err
+	}
+	var err error
+	if piped {
+		err = decodePipelined(ctx, nest, decode)
+	} else {
+		err = decode(ctx, nest)
+	}
+	if err == nil {
+		err = nest.Flush()
+	}
+	if len(tracks) == 0 && err == nil {
+		return nil, nil, fmt.Errorf("no tracks announced")
+	}
+	return got, st, err
+}
+
+type trackList struct{ t *[]Track }
+
+func (l trackList) Track(t Track)                   { *l.t = append(*l.t, t) }
+func (l trackList) ThreadName(int64, int64, string) {}
+func (l trackList) ProcessName(int64, string)       {}
+
+func pipelineTrace(t *testing.T) []byte {
+	var buf bytes.Buffer
+	if err := WriteChromeTrace(&buf, 20_000, 4, 3); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestPipelineMatchesDirect checks that decoding on a goroutine of its own yields the
+// same slices, in the same order, and the same counts.
+func TestPipelineMatchesDirect(t *testing.T) {
+	data := pipelineTrace(t)
+	want, wst, err := pipelineRun(context.Background(), data, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gst, err := pipelineRun(context.Background(), data, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gst, wst) {
+		t.Fatalf("pipelined read differs: %d slices (want %d), stats %+v (want %+v)", len(got), len(want), gst, wst)
+	}
+}
+
+// TestPipelineStops checks that a cancelled context and a failing visitor stop the
+// decoder goroutine and return their error.
+func TestPipelineStops(t *testing.T) {
+	data := pipelineTrace(t)
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := pipelineRun(ctx, data, true, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled context: %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	n := 0
+	if _, _, err := pipelineRun(ctx, data, true, func(*Nested) error {
+		if n++; n == 3000 {
+			cancel()
+		}
+		return nil
+	}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("context cancelled while reading: %v", err)
+	}
+	boom := errors.New("sink failed")
+	for _, at := range []int{1, 700, 5000} {
+		n := 0
+		got, _, err := pipelineRun(context.Background(), data, true, func(*Nested) error {
+			if n++; n == at {
+				return boom
+			}
+			return nil
+		})
+		if err != boom || len(got) != at {
+			t.Fatalf("failing visitor at %d: %v after %d slices", at, err, len(got))
+		}
+	}
+	for i := 0; i < 100 && runtime.NumGoroutine() > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before {
+		t.Fatalf("%d goroutines after the reads, %d before", g, before)
 	}
 }

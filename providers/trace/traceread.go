@@ -46,13 +46,25 @@ func read(ctx context.Context, in providers.Input, visit func(*Nested) error) (*
 	defer r.Close()
 	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
 	nest := NewNester(DefaultNesterOptions, names{s}, visit)
+	var decode func(ctx context.Context, sink Sink) error
 	switch in.Format {
 	case gen.FormatPerfetto, gen.FormatRocprofPftrace:
-		s.stats, s.perfetto, err = DecodePerfetto(ctx, r, in.Index, PerfettoLimits{}, nest)
+		decode = func(ctx context.Context, sink Sink) (err error) {
+			s.stats, s.perfetto, err = DecodePerfetto(ctx, r, in.Index, PerfettoLimits{}, sink)
+			return err
+		}
 	case gen.FormatChromeTrace, gen.FormatPytorch:
-		s.stats, err = DecodeChrome(ctx, r, in.Index, ChromeLimits{}, nest)
+		decode = func(ctx context.Context, sink Sink) (err error) {
+			s.stats, err = DecodeChrome(ctx, r, in.Index, ChromeLimits{}, sink)
+			return err
+		}
 	default:
 		return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("source %d: %s traces are not read by this decoder", in.Index, in.Format)}
+	}
+	if pipeline {
+		err = decodePipelined(ctx, nest, decode)
+	} else {
+		err = decode(ctx, nest)
 	}
 	if err != nil {
 		return nil, err

@@ -1,0 +1,183 @@
+package trace
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+)
+
+// pipeline decodes on a goroutine of its own and nests on the caller's, when more than
+// one CPU runs Go code: the decoder fills batches of records (reused, never allocated per
+// event) that the caller replays, in order, into the Nester. Results are those of the
+// plain sequence: the caller sees the same calls in the same order.
+var pipeline = runtime.GOMAXPROCS(0) > 1
+
+const (
+	pipeBatch   = 1024 // records per batch
+	pipeBatches = 4    // batches in flight
+)
+
+type recKind uint8
+
+const (
+	recSlice recKind = iota
+	recOpen
+	recTrack
+	recThread
+	recProcess
+)
+
+// pipeRec is one call the decoder made on its sink.
+type pipeRec struct {
+	kind               recKind
+	id, ts, dur, track int64
+	name, cat, phase   string
+	args               packedArgs
+	pid, tid           int64
+	async              bool
+}
+
+// pipeSink is the decoder side: a Sink and Opener that records calls into batches.
+type pipeSink struct {
+	ctx  context.Context
+	cur  []pipeRec
+	full chan []pipeRec
+	free chan []pipeRec
+}
+
+func (p *pipeSink) add() (*pipeRec, error) {
+	if len(p.cur) == cap(p.cur) {
+		if err := p.flush(); err != nil {
+			return nil, err
+		}
+	}
+	p.cur = p.cur[:len(p.cur)+1]
+	return &p.cur[len(p.cur)-1], nil
+}
+
+// flush hands the current batch over and takes an empty one; it gives up when the
+// caller has stopped reading (ctx done).
+func (p *pipeSink) flush() error {
+	if len(p.cur) == 0 {
+		return nil
+	}
+	select {
+	case p.full <- p.cur:
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
+	select {
+	case p.cur = <-p.free:
+		p.cur = p.cur[:0]
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
+	return nil
+}
+
+func (p *pipeSink) Slice(e *Event) error {
+	r, err := p.add()
+	if err != nil {
+		return err
+	}
+	*r = pipeRec{kind: recSlice, id: e.ID, ts: e.TS, dur: e.Dur, track: e.Track, name: e.Name, cat: e.Category, phase: e.Phase}
+	r.args.pack(&e.Args)
+	return nil
+}
+
+// The calls that return nothing record what they can; a failed hand-over (the caller
+// has stopped) surfaces at the decoder's next Slice or at the end.
+func (p *pipeSink) Open(id, track, ts int64) {
+	if r, err := p.add(); err == nil {
+		*r = pipeRec{kind: recOpen, id: id, track: track, ts: ts}
+	}
+}
+
+func (p *pipeSink) Track(t Track) {
+	if r, err := p.add(); err == nil {
+		*r = pipeRec{kind: recTrack, id: t.ID, pid: t.PID, tid: t.TID, name: t.Name, async: t.Async}
+	}
+}
+
+func (p *pipeSink) ThreadName(pid, tid int64, name string) {
+	if r, err := p.add(); err == nil {
+		*r = pipeRec{kind: recThread, pid: pid, tid: tid, name: name}
+	}
+}
+
+func (p *pipeSink) ProcessName(pid int64, name string) {
+	if r, err := p.add(); err == nil {
+		*r = pipeRec{kind: recProcess, pid: pid, name: name}
+	}
+}
+
+// decodePipelined runs decode on a goroutine with a recording sink and replays its
+// calls into nest on this one. An error of nest (the visitor's) stops the decoder and
+// is returned; otherwise decode's error is. It returns once the goroutine has ended.
+func decodePipelined(ctx context.Context, nest *Nester, decode func(ctx context.Context, sink Sink) error) error {
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := &pipeSink{ctx: dctx, full: make(chan []pipeRec, pipeBatches), free: make(chan []pipeRec, pipeBatches)}
+	p.cur = make([]pipeRec, 0, pipeBatch)
+	for i := 0; i < pipeBatches; i++ {
+		p.free <- make([]pipeRec, 0, pipeBatch)
+	}
+	var derr error
+	var panicked any
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(p.full)
+		defer func() {
+			if r := recover(); r != nil {
+				panicked = fmt.Errorf("trace decoder panic: %v", r)
+			}
+		}()
+		derr = decode(dctx, p)
+		if derr == nil {
+			derr = p.flush()
+		}
+	}()
+	var nerr error
+	for batch := range p.full {
+		if nerr == nil {
+			nerr = replay(nest, batch)
+			if nerr != nil {
+				cancel() // the decoder stops at its next hand-over or context check
+			}
+		}
+		select {
+		case p.free <- batch:
+		default:
+		}
+	}
+	<-done
+	if panicked != nil {
+		panic(panicked)
+	}
+	if nerr != nil {
+		return nerr
+	}
+	return derr
+}
+
+func replay(nest *Nester, batch []pipeRec) error {
+	for i := range batch {
+		r := &batch[i]
+		switch r.kind {
+		case recSlice:
+			if err := nest.slice(r.id, r.ts, r.dur, r.track, r.name, r.cat, r.phase, &r.args); err != nil {
+				return err
+			}
+		case recOpen:
+			nest.Open(r.id, r.track, r.ts)
+		case recTrack:
+			nest.Track(Track{ID: r.id, PID: r.pid, TID: r.tid, Name: r.name, Async: r.async})
+		case recThread:
+			nest.ThreadName(r.pid, r.tid, r.name)
+		case recProcess:
+			nest.ProcessName(r.pid, r.name)
+		}
+	}
+	return nil
+}
