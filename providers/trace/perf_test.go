@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"math/rand"
 	"reflect"
 	"runtime"
@@ -314,5 +316,23 @@ func TestPipelineStops(t *testing.T) {
 	}
 	if g := runtime.NumGoroutine(); g > before {
 		t.Fatalf("%d goroutines after the reads, %d before", g, before)
+	}
+}
+
+// TestOverlapsMatchesBig checks the window predicate against big-integer arithmetic
+// at the ends of int64.
+func TestOverlapsMatchesBig(t *testing.T) {
+	vals := []int64{math.MinInt64, math.MinInt64 + 1, -1 << 62, -5, -1, 0, 1, 5, 1 << 62, math.MaxInt64 - 1, math.MaxInt64}
+	for _, ts := range vals {
+		for _, dur := range vals {
+			for _, start := range vals {
+				for _, end := range vals {
+					want := dur >= 0 && ts < end && new(big.Int).Add(big.NewInt(ts), big.NewInt(dur)).Cmp(big.NewInt(start)) > 0
+					if got := overlaps(ts, dur, start, end); got != want {
+						t.Fatalf("overlaps(%d, %d, %d, %d) = %v, want %v", ts, dur, start, end, got, want)
+					}
+				}
+			}
+		}
 	}
 }

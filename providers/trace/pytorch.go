@@ -2,7 +2,6 @@ package trace
 
 import (
 	"context"
-	"math/big"
 	"sort"
 	"strings"
 
@@ -196,5 +195,6 @@ func overlaps(ts, dur, start, end int64) bool {
 	if ts > start {
 		return true
 	}
-	return new(big.Int).Add(big.NewInt(ts), big.NewInt(dur)).Cmp(big.NewInt(start)) > 0
+	// start - ts is in [0, 2^64): exact in uint64.
+	return uint64(dur) > uint64(start)-uint64(ts)
 }
