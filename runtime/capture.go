@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,6 +85,14 @@ type boundCollector struct {
 	format  gen.Format
 	// outputs counts the analysed artifacts of one execution.
 	outputs int
+	// verdicts are exit statuses that report a verdict about the workload (pytest's 1:
+	// tests failed), not a failed run.
+	verdicts []int64
+}
+
+// verdict reports whether the launched process's exit status code is a verdict.
+func (b *boundCollector) verdict(code int) bool {
+	return slices.Contains(b.verdicts, int64(code))
 }
 
 // bindCollector looks up the collector of kind and decodes its options.
@@ -95,9 +104,15 @@ func (rt *Runtime) bindCollector(kind string, provider map[string]any) (*boundCo
 	}
 	opts, err := c.Options(provider)
 	if err != nil {
+		// A rule across the provider's fields (a collector's Check) names its field.
+		var fe *providers.FieldError
+		if errors.As(err, &fe) && len(fe.Field) > 0 {
+			return nil, failure.Invalid(fe.Field, fe.Accepted, "%s", fe.Message)
+		}
 		return nil, failure.Invalid(failure.Path("provider"), nil, "the provider fields do not match the tool schema")
 	}
-	b := &boundCollector{Collector: c, opts: opts, scope: decl.ReturncodeScope, console: c.File() == "", outputs: len(decl.Outputs)}
+	b := &boundCollector{Collector: c, opts: opts, scope: decl.ReturncodeScope, console: c.File() == "", outputs: len(decl.Outputs),
+		verdicts: decl.VerdictReturncodes}
 	if !b.console {
 		b.role, b.format = decl.Outputs[0].Role, decl.Outputs[0].Format
 	}
@@ -527,7 +542,7 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 		rec.FailureCode = strp("EXECUTION_TIMEOUT")
 	case res.Limit != nil:
 		rec.FailureCode = strp("LIMIT_EXCEEDED")
-	case res.ExitCode == nil || *res.ExitCode != 0:
+	case res.ExitCode == nil || *res.ExitCode != 0 && !cr.coll.verdict(*res.ExitCode):
 		rec.FailureCode = strp("EXECUTION_FAILURE")
 	}
 	if !cr.coll.console {

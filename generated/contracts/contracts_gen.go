@@ -2180,7 +2180,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "hyperfine", Definition: "HyperfineProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatHyperfine}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "torch-profiler", Definition: "TorchProfilerProvider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatPytorch}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "rocprofv3", Definition: "Rocprofv3Provider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatRocprofPftrace}}, ReturncodeScope: "collector", Released: true},
-	{Kind: "pytest", Definition: "PytestProvider", Outputs: []CaptureOutput{{Role: "reliability", Format: FormatPytest}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "pytest", Definition: "PytestProvider", Outputs: []CaptureOutput{{Role: "reliability", Format: FormatPytest}}, ReturncodeScope: "collector", VerdictReturncodes: []int64{1, 5}, Released: true},
 	{Kind: "observations", Definition: "ObservationsProvider", Outputs: []CaptureOutput{{Role: "observations", Format: FormatObservations}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "coverage", Definition: "CoverageProvider", Outputs: []CaptureOutput{{Role: "coverage", Format: FormatCoverage}}, ReturncodeScope: "collector", Released: true},
 }

@@ -41,7 +41,10 @@ type CaptureProviderDecl struct {
 	Definition      string
 	Outputs         []CaptureOutput
 	ReturncodeScope string
-	Released        bool
+	// VerdictReturncodes are exit statuses of the launched process that report a verdict
+	// about the workload (tests failed, errors found), not a failed run.
+	VerdictReturncodes []int64
+	Released           bool
 }
 
 // LookupCaptureProvider returns the declaration of the capture provider kind.

@@ -42,7 +42,9 @@ type captureProvider struct {
 	Definition      string            `json:"definition"`
 	Outputs         map[string]string `json:"outputs"`
 	ReturncodeScope string            `json:"returncode_scope"`
-	Released        bool              `json:"released"`
+	// VerdictReturncodes are exit statuses that report a verdict, not a failed run.
+	VerdictReturncodes []int64 `json:"verdict_returncodes"`
+	Released           bool    `json:"released"`
 }
 
 // captureProviders decodes the CUE capture provider registry.

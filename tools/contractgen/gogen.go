@@ -420,7 +420,11 @@ func (g *gogen) registry(b *bytes.Buffer, providers []captureProvider) error {
 			}
 			fmt.Fprintf(b, "{Role: %q, Format: Format%s}", r, goName(p.Outputs[r]))
 		}
-		fmt.Fprintf(b, "}, ReturncodeScope: %q, Released: %v},\n", p.ReturncodeScope, p.Released)
+		fmt.Fprintf(b, "}, ReturncodeScope: %q, ", p.ReturncodeScope)
+		if len(p.VerdictReturncodes) > 0 {
+			fmt.Fprintf(b, "VerdictReturncodes: %#v, ", p.VerdictReturncodes)
+		}
+		fmt.Fprintf(b, "Released: %v},\n", p.Released)
 	}
 	b.WriteString("}\n\n")
 	for _, name := range []string{"limitDefaults", "limitMaxima"} {
