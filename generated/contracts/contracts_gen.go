@@ -1177,6 +1177,56 @@ type InferenceComparisonRow struct {
 	IdentityUnavailable []string `json:"identity_unavailable"`
 }
 
+// KernelValidationRow is one output of one case (evidence_kind output: no metrics and no
+// witnesses), one metric of it (measurement) or one failure witness (failure_witness);
+// fields of the other kinds are null.
+type KernelValidationRow struct {
+	EvidenceKind string         `json:"evidence_kind"`
+	CaseID       string         `json:"case_id"`
+	CaseStatus   string         `json:"case_status"`
+	Dimensions   map[string]any `json:"dimensions"`
+	Seed         *int64         `json:"seed"`
+	Device       string         `json:"device"`
+	Output       string         `json:"output"`
+	Dtype        string         `json:"dtype"`
+	Shape        []int64        `json:"shape"`
+	OutputStatus string         `json:"output_status"`
+	Metric       *string        `json:"metric"`
+	// The metric's value; null when not evaluated or positive infinity (then limitation says so).
+	Value        *float64 `json:"value"`
+	Comparator   *string  `json:"comparator"`
+	Threshold    *float64 `json:"threshold"`
+	Unit         *string  `json:"unit"`
+	MetricStatus *string  `json:"metric_status"`
+	Limitation   *string  `json:"limitation"`
+	// 0-based position of the witness in the output's representative_failures.
+	FailureIndex *int64 `json:"failure_index"`
+	// The witness as written: coordinates, expected, actual, absolute_error, relative_error, detail.
+	Witness map[string]any `json:"witness"`
+}
+
+// KernelComparisonRow compares one metric of one case output of a candidate with the baseline.
+type KernelComparisonRow struct {
+	CaseID         string         `json:"case_id"`
+	Dimensions     map[string]any `json:"dimensions"`
+	Output         string         `json:"output"`
+	Dtype          string         `json:"dtype"`
+	Shape          []int64        `json:"shape"`
+	Metric         string         `json:"metric"`
+	Unit           string         `json:"unit"`
+	BaselineIndex  int64          `json:"baseline_index"`
+	CandidateIndex int64          `json:"candidate_index"`
+	// null when the metric was not evaluated or is positive infinity.
+	BaselineValue  *float64 `json:"baseline_value"`
+	CandidateValue *float64 `json:"candidate_value"`
+	// candidate_value - baseline_value; null when either is null.
+	Delta *float64 `json:"delta"`
+	// candidate_value / baseline_value; null when either is null or the baseline is 0.
+	Ratio           *float64 `json:"ratio"`
+	BaselineStatus  string   `json:"baseline_status"`
+	CandidateStatus string   `json:"candidate_status"`
+}
+
 // PytestFailureRow is one problem test of a pytest run: failed, errored, flaky, cut short or never run.
 type PytestFailureRow struct {
 	// Zero-based position of the test in the run (collection order, then first report).
@@ -2062,29 +2112,35 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectKernelValidation,
-		Description:      "List the cases, outputs, measurements and failure witnesses of one kernel-validation document.",
+		Description:      "List the cases, outputs, metric measurements (value, comparator, threshold, status) and failure witnesses of one flameox.kernel-validation.v2 document, with the producer's verdict and coverage.",
 		Formats:          []Format{FormatKernelValidation},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Rows follow document order: per case and output, its measurements then its failure witnesses; an output with neither is one output row."},
+		FormatLimitations: map[Format][]string{
+			FormatKernelValidation: []string{"Verdicts, metric values and thresholds are the producer's; Flameox checks that they agree (a pass over a failing child, or a metric status contradicting its comparator, is a decode failure) but recomputes nothing from the tensors."},
+		},
+		Rows: []string{"KernelValidationRow"},
 	},
 	{
 		Name:             OperationNameCompareKernelValidation,
-		Description:      "Compare matching kernel-validation measurements of 2-32 documents against a baseline.",
+		Description:      "Compare the metrics of 2-32 kernel-validation documents against a baseline, matched by case, dimensions, output, dtype, shape, metric and unit: values, delta, ratio and statuses; identities missing from any document are counted as unmatched.",
 		Formats:          []Format{FormatKernelValidation},
 		MinSources:       2,
 		MaxSources:       32,
 		FieldsDefinition: "CompareFields",
 		CaptureProviders: []string{},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Device and seed are not part of the identity: the same case on another device or seed is compared. delta is candidate - baseline and ratio candidate / baseline; no significance test is made."},
+		FormatLimitations: map[Format][]string{
+			FormatKernelValidation: []string{"Verdicts, metric values and thresholds are the producer's; Flameox checks that they agree (a pass over a failing child, or a metric status contradicting its comparator, is a decode failure) but recomputes nothing from the tensors."},
+		},
+		Rows: []string{"KernelComparisonRow"},
 	},
 	{
 		Name:             OperationNameSummarizeFailures,

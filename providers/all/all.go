@@ -9,6 +9,7 @@ import (
 	"github.com/flameox/flameox/providers/coverage"
 	"github.com/flameox/flameox/providers/cpu"
 	"github.com/flameox/flameox/providers/inference"
+	"github.com/flameox/flameox/providers/kernelval"
 	"github.com/flameox/flameox/providers/preview"
 	"github.com/flameox/flameox/providers/static"
 	"github.com/flameox/flameox/providers/testrun"
@@ -25,6 +26,7 @@ var families = []func(*providers.Registry){
 	testrun.Register,
 	static.Register,
 	coverage.Register,
+	kernelval.Register,
 }
 
 // Registry returns a registry holding every family's analyzers, collectors and format

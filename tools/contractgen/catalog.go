@@ -15,7 +15,7 @@ var persistedDocuments = []string{"RepositoryDocument", "ArtifactDocument", "Man
 
 // formatDocuments are native formats Flameox defines itself; their schemas are published
 // under contracts/formats.
-var formatDocuments = []string{"BenchmarkSamplesDocument"}
+var formatDocuments = []string{"BenchmarkSamplesDocument", "KernelValidationDocument"}
 
 // toolFiles are the schema paths of one tool under contracts/.
 type toolFiles struct {
