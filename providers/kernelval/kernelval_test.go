@@ -21,8 +21,8 @@ import (
 func doc() map[string]any {
 	return map[string]any{
 		"schema_version": SchemaVersion, "producer": "gemm-harness", "producer_version": "2.1",
-		"reference":   map[string]any{"name": "torch.matmul", "version": "2.6", "identity": "float64 cpu"},
-		"status":      "fail", "coverage_complete": true,
+		"reference": map[string]any{"name": "torch.matmul", "version": "2.6", "identity": "float64 cpu"},
+		"status":    "fail", "coverage_complete": true,
 		"limitations": []any{"TF32 disabled"},
 		"cases": []any{
 			map[string]any{"case_id": "gemm-128", "dimensions": map[string]any{"m": 128, "n": 128, "k": 64, "layout": "nt"}, "seed": 7,
@@ -357,8 +357,8 @@ func TestCompare(t *testing.T) {
 func TestDetect(t *testing.T) {
 	for head, want := range map[string]bool{
 		`{"schema_version": "flameox.kernel-validation.v2", "producer": "x"`: true,
-		`{"schema_version":"flameox.kernel-validation.v1"`:                    true,
-		`{"schema": "flameox.benchmark-samples.v1"`:                           false,
+		`{"schema_version":"flameox.kernel-validation.v1"`:                   true,
+		`{"schema": "flameox.benchmark-samples.v1"`:                          false,
 	} {
 		r := providers.NewRegistry()
 		Register(r)
