@@ -298,7 +298,7 @@ func (m *metric) checkVerdict(at []any) error {
 		want = statusPass
 	}
 	if m.Status != want {
-		return decodeError(append(at, "status"), "metric %q is %s but its value %s %s %v says %s", m.Name, m.Status, m.valueText(), *m.Comparator, *m.Threshold, want)
+		return decodeError(append(at, "status"), "metric %q is %s but value %s %s threshold %v is %v, which is %s", m.Name, m.Status, m.valueText(), *m.Comparator, *m.Threshold, passed, want)
 	}
 	return nil
 }

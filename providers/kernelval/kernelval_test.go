@@ -193,7 +193,7 @@ func TestDecodeFailures(t *testing.T) {
 		{name: "pass over a failing case", doc: set(doc(), []any{"status"}, "pass", false), path: []any{"status"}, message: "the document is pass although its case 0 is inconclusive"},
 		{name: "inconclusive over a failing case", doc: set(doc(), []any{"status"}, "inconclusive", false), path: []any{"status"}, message: "a failing case fails its parent"},
 		{name: "case passes over an inconclusive output", doc: set(doc(), []any{"cases", 0, "status"}, "pass", false), path: []any{"cases", 0, "status"}, message: "pass needs every output to pass"},
-		{name: "metric verdict", doc: set(doc(), append(append([]any{}, metric0...), "threshold"), 0.0001, false), path: append(append([]any{}, metric0...), "status"), message: "says fail"},
+		{name: "metric verdict", doc: set(doc(), append(append([]any{}, metric0...), "threshold"), 0.0001, false), path: append(append([]any{}, metric0...), "status"), message: "threshold 0.0001 is false, which is fail"},
 		{name: "evaluated without threshold", doc: set(doc(), append(append([]any{}, metric0...), "threshold"), nil, false), path: append(append([]any{}, metric0...), "status")},
 		{name: "seed beyond int64", raw: strings.Replace(mustJSON(doc()), `"seed":7`, `"seed":9223372036854775808`, 1), path: []any{"cases", 0, "seed"}},
 	} {
