@@ -32,6 +32,7 @@ const (
 	FormatNsysParquet      Format = "nsys-parquet"
 	FormatXctrace          Format = "xctrace"
 	FormatNsightCompute    Format = "nsight-compute"
+	FormatNsightComputeCSV Format = "nsight-compute-csv"
 	FormatPyperf           Format = "pyperf"
 	FormatSamples          Format = "samples"
 	FormatNvbench          Format = "nvbench"
@@ -53,7 +54,7 @@ const (
 
 // FormatValues lists every Format in declaration order.
 func FormatValues() []Format {
-	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatXctrace, FormatNsightCompute, FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif}
+	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatXctrace, FormatNsightCompute, FormatNsightComputeCSV, FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif}
 }
 
 // FailureCode is the stable vocabulary of tool failure codes.
@@ -1177,6 +1178,38 @@ type InferenceComparisonRow struct {
 	IdentityUnavailable []string `json:"identity_unavailable"`
 }
 
+// GpuKernelMetricRow is one measurement (a metric of one profiled kernel launch) or one observation (a rule result for a launch).
+type GpuKernelMetricRow struct {
+	// measurement: a metric value of one launch; observation: a rule result with its guidance.
+	EvidenceKind string `json:"evidence_kind"`
+	// The launch's ID in the report (ncu's ID column).
+	LaunchID int64 `json:"launch_id"`
+	// The demangled kernel name as ncu prints it.
+	Kernel string `json:"kernel"`
+	// The CUDA device index.
+	Device *string `json:"device"`
+	// The launch's stream.
+	Stream *string `json:"stream"`
+	// Block and grid dimensions as ncu prints them, for example "(256, 1, 1)".
+	BlockSize *string `json:"block_size"`
+	GridSize  *string `json:"grid_size"`
+	// The report section the row belongs to (the details page); null for raw-page metrics.
+	Section *string `json:"section"`
+	// The metric's name: a section's display name (details page) or the raw metric id (raw page); null for an observation.
+	Metric *string `json:"metric"`
+	// The metric's unit as ncu prints it; null when it has none.
+	Unit *string `json:"unit"`
+	// The value: a number when it parses (thousands separators removed), else the text as printed; null for an observation.
+	Value any `json:"value"`
+	// The rule's name, type (OPT, INF, WRN, ERR) and description; null for a measurement.
+	Rule        *string `json:"rule"`
+	RuleType    *string `json:"rule_type"`
+	Description *string `json:"description"`
+	// The kind of the estimated speedup (local or global) and its percentage, when the rule estimates one.
+	EstimatedSpeedupType *string  `json:"estimated_speedup_type"`
+	EstimatedSpeedup     *float64 `json:"estimated_speedup"`
+}
+
 // KernelValidationRow is one output of one case (evidence_kind output: no metrics and no
 // witnesses), one metric of it (measurement) or one failure witness (failure_witness);
 // fields of the other kinds are null.
@@ -1639,6 +1672,32 @@ func (x *CoverageProvider) ApplyDefaults() {
 	}
 }
 
+// NsightComputeProvider profiles the workload's kernel launches with ncu (Nsight Compute); the native output is an .ncu-rep report, read back with the same ncu.
+type NsightComputeProvider struct {
+	Kind string `json:"kind"`
+	// What one replay covers: a kernel launch, the whole application, or a profiling range.
+	ReplayMode string `json:"replay_mode,omitempty"`
+	// Kernel launches to skip before profiling starts.
+	LaunchSkip int64 `json:"launch_skip,omitempty"`
+	// Kernel launches to profile.
+	LaunchCount int64 `json:"launch_count,omitempty"`
+	// Sections to collect (--section, repeated); empty: ncu's default set.
+	Section []string `json:"section,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *NsightComputeProvider) ApplyDefaults() {
+	if isZero(x.ReplayMode) {
+		x.ReplayMode = "kernel"
+	}
+	if isZero(x.LaunchSkip) {
+		x.LaunchSkip = 0
+	}
+	if isZero(x.LaunchCount) {
+		x.LaunchCount = 1
+	}
+}
+
 // Source is one analysis input, discriminated by kind.
 // Exactly one field is set; JSON encoding is the chosen arm's object.
 type Source struct {
@@ -2073,16 +2132,20 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectGPUKernelMetrics,
-		Description:      "List the measurements and rule observations of one Nsight Compute report.",
-		Formats:          []Format{FormatNsightCompute},
+		Description:      "List the per-launch metric measurements and rule observations of one Nsight Compute report (.ncu-rep, via ncu) or ncu --csv export.",
+		Formats:          []Format{FormatNsightCompute, FormatNsightComputeCSV},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"nsight-compute"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Rows follow the report's order: launches by ID, metrics in ncu's order; values are as ncu printed them (its units and rounding), numbers without thousands separators.", "An observation is a rule's guidance for one launch; its estimated speedup is ncu's own estimate, not a measurement."},
+		FormatLimitations: map[Format][]string{
+			FormatNsightCompute:    []string{"The report was converted with this machine's ncu (--import --csv): measurements from the raw page (every collected metric by its id), observations and section names from the details page; the ncu executable's digest is bound into the result.", "CSV exports do not record profiling ranges, so range_count is null."},
+			FormatNsightComputeCSV: []string{"One ncu --csv page (details or raw) as exported: a details page names sections and carries rule results; a raw page carries every collected metric by id, without sections or rule results.", "CSV exports do not record profiling ranges, so range_count is null."},
+		},
+		Rows: []string{"GpuKernelMetricRow"},
 	},
 	{
 		Name:             OperationNameInspectTritonAutotune,
@@ -2239,6 +2302,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "pytest", Definition: "PytestProvider", Outputs: []CaptureOutput{{Role: "reliability", Format: FormatPytest}}, ReturncodeScope: "collector", VerdictReturncodes: []int64{1, 5}, Released: true},
 	{Kind: "observations", Definition: "ObservationsProvider", Outputs: []CaptureOutput{{Role: "observations", Format: FormatObservations}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "coverage", Definition: "CoverageProvider", Outputs: []CaptureOutput{{Role: "coverage", Format: FormatCoverage}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "nsight-compute", Definition: "NsightComputeProvider", Outputs: []CaptureOutput{{Role: "report", Format: FormatNsightCompute}}, ReturncodeScope: "collector", Released: true},
 }
 
 // LimitDefaults is the CUE value limitDefaults.

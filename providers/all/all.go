@@ -10,6 +10,7 @@ import (
 	"github.com/flameox/flameox/providers/cpu"
 	"github.com/flameox/flameox/providers/inference"
 	"github.com/flameox/flameox/providers/kernelval"
+	"github.com/flameox/flameox/providers/ncu"
 	"github.com/flameox/flameox/providers/preview"
 	"github.com/flameox/flameox/providers/static"
 	"github.com/flameox/flameox/providers/testrun"
@@ -27,6 +28,7 @@ var families = []func(*providers.Registry){
 	static.Register,
 	coverage.Register,
 	kernelval.Register,
+	ncu.Register,
 }
 
 // Registry returns a registry holding every family's analyzers, collectors and format

@@ -1,0 +1,152 @@
+// Package ncu reads Nsight Compute evidence: ncu's CSV exports (the details and raw
+// pages) natively, and native .ncu-rep reports through the installed ncu (--import
+// --csv), bound by the ncu executable's digest. It also registers the nsight-compute
+// capture provider, which profiles a workload's kernel launches with ncu.
+package ncu
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+// Register adds inspect_gpu_kernel_metrics, the detectors of the nsight-compute and
+// nsight-compute-csv formats and the nsight-compute capture provider.
+func Register(r *providers.Registry) {
+	r.Analyzer(providers.Analyze(gen.OperationNameInspectGPUKernelMetrics, inspect))
+	for _, d := range detectors {
+		r.Detector(d)
+	}
+	r.Collector(collector)
+}
+
+var reportMagic = []byte("NVR\x00")
+
+var detectors = []providers.Detector{
+	{Format: gen.FormatNsightCompute, Suffixes: []string{".ncu-rep", ".ncu-repz"}, Match: func(_ string, head []byte) bool {
+		return bytes.HasPrefix(head, reportMagic)
+	}},
+	{Format: gen.FormatNsightComputeCSV, Container: gen.FormatCSV, Match: func(_ string, head []byte) bool { return IsCSVHead(head) }},
+}
+
+func inspect(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+	in := req.Inputs[0]
+	r := newReport()
+	a := &providers.Analysis{Provider: gen.Provider{ID: "nsight-compute-csv", Version: "native-1"}}
+	if in.Format == gen.FormatNsightCompute {
+		exe, err := convert(ctx, in, req.Limits, r)
+		if err != nil {
+			return nil, err
+		}
+		a.Provider = gen.Provider{ID: "nsight-compute", Version: "sha256:" + exe.SHA256}
+		a.Implementation = map[string]string{"ncu": exe.SHA256}
+	} else {
+		f, err := providers.OpenBounded(ctx, in, req.Limits.MaxInputBytes)
+		if err != nil {
+			return nil, err
+		}
+		err = decodePage(ctx, f, in.Index, keepAll, r)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	a.Metrics = r.figures()
+	if r.rows() == 0 {
+		a.Limitations = append(a.Limitations, "no_kernel_metrics_observed: the report holds no measurement or rule result.")
+	}
+	a.Rows = providers.Project(len(r.entries), r.row)
+	return a, nil
+}
+
+func (r *report) figures() map[string]any {
+	m := map[string]any{
+		"range_count": nil, "launch_count": len(r.launches), "action_count": len(r.launches),
+		"metric_count": r.metrics, "observation_count": r.observed,
+		"metric_id_count": len(r.metricIDs), "section_count": len(r.sections),
+	}
+	for key, set := range map[string]map[string]struct{}{"metric_ids": r.metricIDs, "section_ids": r.sections} {
+		ids := make([]string, 0, len(set))
+		for s := range set {
+			ids = append(ids, s)
+		}
+		slices.Sort(ids)
+		if len(ids) > maxListedIDs {
+			ids = ids[:maxListedIDs]
+			m[key+"_truncated"] = true
+		}
+		m[key] = ids
+	}
+	return m
+}
+
+func (r *report) row(i int) gen.GpuKernelMetricRow {
+	e := &r.entries[i]
+	l := &r.launches[e.launch]
+	row := gen.GpuKernelMetricRow{EvidenceKind: "measurement", LaunchID: l.id, Kernel: l.kernel,
+		Device: providers.Nullable(l.device), Stream: providers.Nullable(l.stream),
+		BlockSize: providers.Nullable(l.block), GridSize: providers.Nullable(l.grid), Section: providers.Nullable(e.section)}
+	if e.observation {
+		row.EvidenceKind = "observation"
+		row.Rule, row.RuleType, row.Description = providers.Nullable(e.rule), providers.Nullable(e.ruleType), providers.Nullable(e.desc)
+		row.EstimatedSpeedupType = providers.Nullable(e.speedupType)
+		if e.hasSpeedup {
+			s := e.speedup
+			row.EstimatedSpeedup = &s
+		}
+		return row
+	}
+	row.Metric, row.Unit = providers.Nullable(e.metric), providers.Nullable(e.unit)
+	row.Value = e.jsonValue()
+	return row
+}
+
+// ncuExecutable is $FLAMEOX_NCU, else ncu on PATH.
+func ncuExecutable() (string, error) {
+	if p := os.Getenv("FLAMEOX_NCU"); p != "" {
+		return p, nil
+	}
+	return exec.LookPath("ncu")
+}
+
+func ncuUnavailable() error {
+	return &providers.UnavailableError{Provider: "nsight-compute", Executable: "ncu",
+		Message:     "ncu (Nsight Compute) is not installed or not on PATH; it is needed to read .ncu-rep reports and to capture with the nsight-compute provider",
+		Remediation: "Install Nsight Compute (the CUDA Toolkit's nsight-compute package, or NVIDIA's standalone installer) and put ncu on PATH or set FLAMEOX_NCU to its path, then retry the same call; or export the report where ncu exists (ncu --import R --csv --page details > R.csv) and analyse the CSV."}
+}
+
+// bindNcu resolves and hashes ncu.
+func bindNcu() (*providers.Executable, error) {
+	exe, err := ncuExecutable()
+	if err != nil {
+		return nil, ncuUnavailable()
+	}
+	return providers.Bind(exe, ncuUnavailable)
+}
+
+var collector = providers.Collect(providers.CollectorSpec[gen.NsightComputeProvider]{Kind: "nsight-compute", File: reportFile,
+	Admit: func([]providers.Case) (*providers.Executable, error) { return bindNcu() },
+	Command: func(o *gen.NsightComputeProvider, exe *providers.Executable, c providers.Case, dir string) []string {
+		return command(o, exe, c, dir)
+	}})
+
+// reportFile is the captured report; ncu keeps an --export name that ends in .ncu-rep.
+const reportFile = "report.ncu-rep"
+
+func command(o *gen.NsightComputeProvider, exe *providers.Executable, c providers.Case, dir string) []string {
+	argv := []string{exe.Path, "--export", filepath.Join(dir, reportFile), "--force-overwrite",
+		"--replay-mode", o.ReplayMode, "--launch-skip", strconv.FormatInt(o.LaunchSkip, 10),
+		"--launch-count", strconv.FormatInt(o.LaunchCount, 10)}
+	for _, s := range o.Section {
+		argv = append(argv, "--section", s)
+	}
+	argv = append(argv, c.Executable.Path)
+	return append(argv, c.Argv[1:]...)
+}
