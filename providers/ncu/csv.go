@@ -185,6 +185,9 @@ func decodePage(ctx context.Context, rd io.Reader, src int, keep page, r *report
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	header, err := cr.Read()
+	if lb.err != nil {
+		return lb.err
+	}
 	if err != nil {
 		return csvErr(err, src, "the input is not an Nsight Compute CSV export")
 	}
@@ -200,9 +203,15 @@ func decodePage(ctx context.Context, rd io.Reader, src int, keep page, r *report
 	}
 	details := len(header) >= len(launchColumns)+4 && slices.Equal(header[len(launchColumns):len(launchColumns)+4], detailsColumns[:4])
 	if details {
-		return decodeDetails(ctx, cr, header, src, keep, r)
+		err = decodeDetails(ctx, cr, header, src, keep, r)
+	} else {
+		err = decodeRaw(ctx, cr, header, src, keep, r)
 	}
-	return decodeRaw(ctx, cr, header, src, keep, r)
+	if lb.err != nil {
+		// The CSV reader may report the cut line rather than the bound.
+		return lb.err
+	}
+	return err
 }
 
 func decodeDetails(ctx context.Context, cr *csv.Reader, header []string, src int, keep page, r *report) error {
@@ -374,18 +383,23 @@ type lineBound struct {
 	r    io.Reader
 	src  int
 	line int64
+	err  error
 }
 
 func (l *lineBound) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
-	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
-		l.line = int64(n - i - 1)
+	if i := bytes.IndexByte(p[:n], '\n'); i >= 0 {
+		// The line the chunk ends stops at its first newline; the rest start after its last.
+		if l.line += int64(i); l.line <= maxLineBytes {
+			l.line = int64(n - bytes.LastIndexByte(p[:n], '\n') - 1)
+		}
 	} else {
 		l.line += int64(n)
 	}
 	if l.line > maxLineBytes {
-		return n, &providers.LimitError{Source: l.src, Limit: maxLineBytes, Unit: "bytes",
+		l.err = &providers.LimitError{Source: l.src, Limit: maxLineBytes, Unit: "bytes",
 			Message: fmt.Sprintf("source %d has a line longer than %d bytes", l.src, maxLineBytes)}
+		return n, l.err
 	}
 	return n, err
 }
