@@ -988,6 +988,35 @@ type PytorchEventRow struct {
 	LaunchOpName *string `json:"launch_op_name"`
 }
 
+// TraceOperationRow aggregates the spans of one operation: same name, kind and status.
+type TraceOperationRow struct {
+	// Span name; an empty name is <unnamed>.
+	Operation string `json:"operation"`
+	// OTLP enum names: SPAN_KIND_SERVER ..., STATUS_CODE_UNSET | STATUS_CODE_OK | STATUS_CODE_ERROR.
+	SpanKind   string `json:"span_kind"`
+	StatusCode string `json:"status_code"`
+	CallCount  int64  `json:"call_count"`
+	// Over the spans with a start and an end not before it; mean is rounded half to even, null when none has.
+	TotalDurationNS any `json:"total_duration_ns"`
+	MeanDurationNS  any `json:"mean_duration_ns"`
+	MaxDurationNS   any `json:"max_duration_ns"`
+}
+
+// TraceLifecycleRow is one span start, span end or span event.
+type TraceLifecycleRow struct {
+	Transition string `json:"transition"`
+	// Unix nanoseconds.
+	TimeUnixNano any `json:"time_unix_nano"`
+	// Lower-case hex ids.
+	TraceID      string  `json:"trace_id"`
+	SpanID       string  `json:"span_id"`
+	ParentSpanID *string `json:"parent_span_id"`
+	// The span's name.
+	Operation string `json:"operation"`
+	// The event's name for span_event, else null.
+	EventName *string `json:"event_name"`
+}
+
 // TraceWindowRow is one slice overlapping the requested window.
 type TraceWindowRow struct {
 	ID       int64   `json:"id"`
@@ -1868,8 +1897,8 @@ func (u *NextAction) UnmarshalJSON(data []byte) error {
 var Operations = []OperationDecl{
 	{
 		Name:             OperationNameSummarizeTrace,
-		Description:      "List the slices of one trace (Chrome Trace Event JSON, torch.profiler, Perfetto track events) by start, with parent, track, thread and process names and Kineto arguments.",
-		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatXctrace},
+		Description:      "List the slices of one trace (Chrome Trace Event JSON, torch.profiler, Perfetto track events, OTLP spans) by start, with parent, track, thread and process names and Kineto arguments.",
+		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatXctrace},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
@@ -1879,6 +1908,7 @@ var Operations = []OperationDecl{
 		Limitations:      []string{"Only slices with a positive duration are listed, ordered by start, depth and id; instants, counters, flows and metadata are counted in the metrics."},
 		FormatLimitations: map[Format][]string{
 			FormatChromeTrace:    []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented."},
+			FormatOtlp:           []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read.", "Each span is a slice: id is its ordinal in the file, parent_id the ordinal of its parent span when that span is in the file, track_id the ordinal of its trace, category its kind, process_name its service.name; spans without both timestamps are counted, not listed."},
 			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
 			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
 			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
@@ -1928,34 +1958,40 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeTraceOperations,
-		Description:      "Rank the operations (spans, API calls) of one OTLP or Nsight Systems trace by total duration.",
-		Formats:          []Format{FormatOtlp, FormatNsysRep, FormatNsysParquet},
+		Description:      "Rank the operations of one OTLP trace (spans by name, kind and status) by total duration, with call count, mean and max.",
+		Formats:          []Format{FormatOtlp},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Durations are end minus start of each span; a span without both timestamps counts as a call but not in the durations (missing_duration_count)."},
+		FormatLimitations: map[Format][]string{
+			FormatOtlp: []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
+		},
+		Rows: []string{"TraceOperationRow"},
 	},
 	{
 		Name:             OperationNameSummarizeTraceLifecycle,
-		Description:      "List the lifecycle transitions (span start/end/events, process and thread lifetimes) of one trace.",
-		Formats:          []Format{FormatOtlp, FormatNsysRep, FormatNsysParquet},
+		Description:      "List the span starts, span ends and span events of one OTLP trace in time order, with trace, span and parent ids.",
+		Formats:          []Format{FormatOtlp},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Ordered by time, span id, then span_started, span_event, span_ended (lifecycle order); absent timestamps produce no transition."},
+		FormatLimitations: map[Format][]string{
+			FormatOtlp: []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
+		},
+		Rows: []string{"TraceLifecycleRow"},
 	},
 	{
 		Name:             OperationNameInspectTraceWindow,
 		Description:      "List the slices of one trace overlapping the nanosecond window [start_ns, end_ns), by start.",
-		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace},
+		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "WindowFields",
@@ -1965,6 +2001,7 @@ var Operations = []OperationDecl{
 		Limitations:      []string{"Includes slices overlapping the interval (ts < end_ns and ts + dur > start_ns), not only those contained in it."},
 		FormatLimitations: map[Format][]string{
 			FormatChromeTrace:    []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented."},
+			FormatOtlp:           []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read.", "Each span is a slice: id is its ordinal in the file, parent_id the ordinal of its parent span when that span is in the file, track_id the ordinal of its trace, category its kind, process_name its service.name; spans without both timestamps are counted, not listed."},
 			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
 			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
 			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},

@@ -26,7 +26,8 @@ func TestDetectInferenceFormats(t *testing.T) {
 		"Mooncake__synthetic_trace_head500.jsonl":                      {gen.FormatMooncakeTrace, gen.FormatJsonl, gen.FormatText},
 		// Neighbours that must stay what they were.
 		"pyperf__telco.json": {gen.FormatPyperf, gen.FormatJSON, gen.FormatText},
-		"otlp__trace.json":   {gen.FormatJSON, gen.FormatText},
+		// OTLP/JSON is otlp since issue 15, and never an inference format.
+		"otlp__trace.json": {gen.FormatOtlp, gen.FormatJSON, gen.FormatText},
 	} {
 		f, err := os.Open(testtool.Corpus(t, name))
 		if err != nil {

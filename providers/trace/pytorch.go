@@ -167,6 +167,9 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 	if err := unavailable(in); err != nil {
 		return nil, err
 	}
+	if in.Format == gen.FormatOtlp {
+		return windowOTLP(in, start, end), nil
+	}
 	q := &query{in: in, less: byStartID,
 		pick: func(s *Nested) (string, bool) { return "", overlaps(s.TS, s.Dur, start, end) },
 		figures: func(m map[string]any, n int64) string {

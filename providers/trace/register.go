@@ -12,14 +12,17 @@ import (
 	"github.com/flameox/flameox/providers"
 )
 
-// Register adds summarize_trace, inspect_trace_call_graph, summarize_pytorch_trace and
-// inspect_trace_window and the detectors of the chrome-trace, pytorch, perfetto,
-// rocprof-pftrace and xctrace formats.
+// Register adds summarize_trace, inspect_trace_call_graph, summarize_pytorch_trace,
+// inspect_trace_window, summarize_trace_operations and summarize_trace_lifecycle and the
+// detectors of the chrome-trace, pytorch, perfetto, rocprof-pftrace, otlp and xctrace
+// formats.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTrace, summarize))
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectTraceCallGraph, callGraph))
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizePytorchTrace, summarizePytorch))
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectTraceWindow, window))
+	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTraceOperations, summarizeOperations))
+	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTraceLifecycle, summarizeLifecycle))
 	for _, d := range detectors {
 		r.Detector(d)
 	}
@@ -47,6 +50,12 @@ var detectors = []providers.Detector{
 	// rocprofv3 writes Perfetto protobuf; only its declared format or its output name tells it apart.
 	{Format: gen.FormatRocprofPftrace, Suffixes: []string{"_results.pftrace"}},
 	{Format: gen.FormatXctrace, Suffixes: []string{".trace"}},
+	// OTLP/JSON: an ExportTraceServiceRequest (or TracesData) object.
+	{Format: gen.FormatOtlp, Container: gen.FormatJSON, Match: func(_ string, head []byte) bool {
+		return bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n\ufeff"), []byte("{")) && bytes.Contains(head, []byte(`"resourceSpans"`))
+	}},
+	// OTLP/protobuf (.binpb, .pb, or any name): recognized by content only.
+	{Format: gen.FormatOtlp, Match: func(_ string, head []byte) bool { return IsOTLPProto(head) }},
 }
 
 func provider() gen.Provider { return gen.Provider{ID: "flameox-trace", Version: "native-1"} }
@@ -85,6 +94,9 @@ func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	in := req.Inputs[0]
 	if err := unavailable(in); err != nil {
 		return nil, err
+	}
+	if in.Format == gen.FormatOtlp {
+		return summarizeOTLP(in), nil
 	}
 	q := &query{in: in, less: byStart,
 		pick: func(s *Nested) (string, bool) { return "", s.Dur > 0 },

@@ -1,0 +1,822 @@
+package trace
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/flameox/flameox/providers"
+)
+
+// OTLP trace decoding (opentelemetry-proto trace.proto and its JSON mapping), streaming:
+// ExportTraceServiceRequest / TracesData -> resource_spans -> scope_spans -> spans.
+// Only one span (and the resource and scope it belongs to) is held at a time.
+
+// maxOTLPMessageBytes bounds one span, resource or scope message (either encoding).
+const maxOTLPMessageBytes = 16 << 20
+
+// OTLPEvent is one span event.
+type OTLPEvent struct {
+	Time uint64
+	Name string
+}
+
+// OTLPSpan is one span as read. Decoders reuse the value (and its Events) after the
+// visitor returns; a visitor that keeps one copies what it keeps.
+type OTLPSpan struct {
+	// Ordinal is the zero-based position of the span in the file, stable across reads.
+	Ordinal      int64
+	TraceID      [16]byte
+	SpanID       [8]byte
+	ParentSpanID [8]byte
+	HasParent    bool
+	Name         string
+	Kind         int32
+	// Start and End are Unix nanoseconds; 0 is absent.
+	Start, End uint64
+	StatusCode int32
+	// Service is the resource's service.name; nil when the resource names none (or
+	// arrived after the span).
+	Service *string
+	Events  []OTLPEvent
+	Links   int
+}
+
+// OTLPStats count the file's tables.
+type OTLPStats struct {
+	Resources, Scopes, Spans, Events, Links int64
+	// SpansBeforeResource counts spans written before their resource, whose service is
+	// therefore unknown to a streaming read.
+	SpansBeforeResource int64
+}
+
+// DecodeOTLP reads an OTLP trace export (protobuf when proto, else the JSON encoding,
+// one or more concatenated top-level objects) and calls visit for every span in file order.
+func DecodeOTLP(ctx context.Context, r io.Reader, source int, proto bool, visit func(*OTLPSpan) error) (*OTLPStats, error) {
+	d := &otlpDec{ctx: ctx, source: source, visit: visit, st: &OTLPStats{}}
+	var err error
+	if proto {
+		err = d.protobuf(bufio.NewReaderSize(r, 64<<10))
+	} else {
+		err = d.json(bufio.NewReaderSize(r, 64<<10))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.st, nil
+}
+
+type otlpDec struct {
+	ctx     context.Context
+	source  int
+	visit   func(*OTLPSpan) error
+	st      *OTLPStats
+	span    OTLPSpan
+	service *string
+	// resourceSeen says the current resource_spans' resource has been read.
+	resourceSeen bool
+}
+
+func (d *otlpDec) bad(format string, a ...any) error {
+	return &providers.DecodeError{Source: d.source, Message: fmt.Sprintf("source %d is not a valid OTLP trace: ", d.source) + fmt.Sprintf(format, a...)}
+}
+
+func (d *otlpDec) emit() error {
+	if d.st.Spans&1023 == 0 {
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	s := &d.span
+	s.Ordinal = d.st.Spans
+	s.Service = d.service
+	if !d.resourceSeen {
+		d.st.SpansBeforeResource++
+	}
+	d.st.Spans++
+	d.st.Events += int64(len(s.Events))
+	d.st.Links += int64(s.Links)
+	return d.visit(s)
+}
+
+func (d *otlpDec) beginResource() {
+	d.st.Resources++
+	d.service, d.resourceSeen = nil, false
+}
+
+// ---- protobuf ----
+
+// pbReader reads protobuf wire data from a stream, counting its offset.
+type pbReader struct {
+	r   *bufio.Reader
+	off int64
+	d   *otlpDec
+}
+
+func (p *pbReader) ReadByte() (byte, error) {
+	b, err := p.r.ReadByte()
+	if err == nil {
+		p.off++
+	}
+	return b, err
+}
+
+func (p *pbReader) varint() (uint64, error) {
+	var v uint64
+	for i := 0; i < 10; i++ {
+		b, err := p.ReadByte()
+		if err != nil {
+			return 0, p.d.bad("the data ends inside a varint")
+		}
+		v |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, p.d.bad("a varint is longer than 10 bytes")
+}
+
+func (p *pbReader) bytes(n uint64) ([]byte, error) {
+	if n > maxOTLPMessageBytes {
+		return nil, &providers.LimitError{Source: p.d.source, Limit: maxOTLPMessageBytes, Unit: "bytes",
+			Message: fmt.Sprintf("source %d holds an OTLP message of %d bytes, more than the %d bytes one span, resource or scope may take", p.d.source, n, maxOTLPMessageBytes)}
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(p.r, b); err != nil {
+		return nil, p.d.bad("the data ends inside a message")
+	}
+	p.off += int64(n)
+	return b, nil
+}
+
+func (p *pbReader) skip(typ protowire.Type) error {
+	var n uint64
+	switch typ {
+	case protowire.VarintType:
+		_, err := p.varint()
+		return err
+	case protowire.Fixed32Type:
+		n = 4
+	case protowire.Fixed64Type:
+		n = 8
+	case protowire.BytesType:
+		l, err := p.varint()
+		if err != nil {
+			return err
+		}
+		n = l
+	default:
+		return p.d.bad("unsupported protobuf wire type %d", typ)
+	}
+	m, err := p.r.Discard(int(min(n, 1<<62)))
+	p.off += int64(m)
+	if err != nil || uint64(m) != n {
+		return p.d.bad("the data ends inside a field")
+	}
+	return nil
+}
+
+// message reads fields until end (or EOF when end < 0), calling field for each tag;
+// field consumes the value or returns skip=true.
+func (p *pbReader) message(end int64, field func(num protowire.Number, typ protowire.Type) (bool, error)) error {
+	for end < 0 || p.off < end {
+		if end < 0 {
+			if _, err := p.r.Peek(1); err == io.EOF {
+				return nil
+			}
+		}
+		tag, err := p.varint()
+		if err != nil {
+			return err
+		}
+		num, typ := protowire.DecodeTag(tag)
+		if num <= 0 {
+			return p.d.bad("invalid field number")
+		}
+		skip, err := field(num, typ)
+		if err != nil {
+			return err
+		}
+		if skip {
+			if err := p.skip(typ); err != nil {
+				return err
+			}
+		}
+	}
+	if p.off != end {
+		return p.d.bad("a message overruns its length")
+	}
+	return nil
+}
+
+// sub reads a length-delimited submessage header and returns its end offset.
+func (p *pbReader) sub(typ protowire.Type) (int64, error) {
+	if typ != protowire.BytesType {
+		return 0, p.d.bad("a message field has wire type %d", typ)
+	}
+	l, err := p.varint()
+	if err != nil {
+		return 0, err
+	}
+	if l > 1<<62 {
+		return 0, p.d.bad("a message length is out of range")
+	}
+	return p.off + int64(l), nil
+}
+
+func (d *otlpDec) protobuf(r *bufio.Reader) error {
+	p := &pbReader{r: r, d: d}
+	return p.message(-1, func(num protowire.Number, typ protowire.Type) (bool, error) {
+		if num != 1 {
+			return true, nil
+		}
+		end, err := p.sub(typ)
+		if err != nil {
+			return false, err
+		}
+		d.beginResource()
+		// ResourceSpans: resource = 1, scope_spans = 2, schema_url = 3.
+		return false, p.message(end, func(num protowire.Number, typ protowire.Type) (bool, error) {
+			switch num {
+			case 1:
+				b, err := p.blob(typ)
+				if err != nil {
+					return false, err
+				}
+				d.resourceSeen = true
+				d.service = pbServiceName(b)
+				return false, nil
+			case 2:
+				end, err := p.sub(typ)
+				if err != nil {
+					return false, err
+				}
+				d.st.Scopes++
+				// ScopeSpans: scope = 1, spans = 2, schema_url = 3.
+				return false, p.message(end, func(num protowire.Number, typ protowire.Type) (bool, error) {
+					if num != 2 {
+						return true, nil
+					}
+					b, err := p.blob(typ)
+					if err != nil {
+						return false, err
+					}
+					if err := d.pbSpan(b); err != nil {
+						return false, err
+					}
+					return false, d.emit()
+				})
+			}
+			return true, nil
+		})
+	})
+}
+
+func (p *pbReader) blob(typ protowire.Type) ([]byte, error) {
+	if typ != protowire.BytesType {
+		return nil, p.d.bad("a message field has wire type %d", typ)
+	}
+	l, err := p.varint()
+	if err != nil {
+		return nil, err
+	}
+	return p.bytes(l)
+}
+
+// pbFields walks the fields of a message held in b.
+func pbFields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte) bool) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return false
+		}
+		if !f(num, typ, b[:m]) {
+			return false
+		}
+		b = b[m:]
+	}
+	return true
+}
+
+// pbServiceName finds service.name among a Resource's attributes (1: KeyValue{1 key, 2 AnyValue{1 string_value}}).
+func pbServiceName(b []byte) *string {
+	var out *string
+	pbFields(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		if num != 1 || typ != protowire.BytesType {
+			return true
+		}
+		kv, _ := protowire.ConsumeBytes(v)
+		var key string
+		var val *string
+		pbFields(kv, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+			if typ != protowire.BytesType {
+				return true
+			}
+			x, _ := protowire.ConsumeBytes(v)
+			switch num {
+			case 1:
+				key = string(x)
+			case 2:
+				pbFields(x, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+					if num == 1 && typ == protowire.BytesType {
+						s, _ := protowire.ConsumeBytes(v)
+						str := string(s)
+						val = &str
+					}
+					return true
+				})
+			}
+			return true
+		})
+		if key == "service.name" && val != nil {
+			out = val
+		}
+		return true
+	})
+	return out
+}
+
+// pbSpan decodes a Span message (trace.proto field numbers).
+func (d *otlpDec) pbSpan(b []byte) error {
+	s := &d.span
+	events := s.Events[:0]
+	*s = OTLPSpan{}
+	var bad string
+	ok := pbFields(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		want := protowire.BytesType
+		switch num {
+		case 6, 10, 12, 14:
+			want = protowire.VarintType
+		case 7, 8:
+			want = protowire.Fixed64Type
+		case 16:
+			want = protowire.Fixed32Type
+		case 1, 2, 3, 4, 5, 9, 11, 13, 15:
+		default:
+			return true
+		}
+		if typ != want {
+			bad = fmt.Sprintf("span field %d has wire type %d", num, typ)
+			return false
+		}
+		switch num {
+		case 1, 2, 4:
+			x, _ := protowire.ConsumeBytes(v)
+			switch {
+			case num == 1 && len(x) == 16:
+				copy(s.TraceID[:], x)
+			case num == 2 && len(x) == 8:
+				copy(s.SpanID[:], x)
+			case num == 4 && len(x) == 8:
+				copy(s.ParentSpanID[:], x)
+				s.HasParent = s.ParentSpanID != [8]byte{}
+			case num == 4 && len(x) == 0:
+			default:
+				bad = fmt.Sprintf("span field %d is an id of %d bytes", num, len(x))
+				return false
+			}
+		case 5:
+			x, _ := protowire.ConsumeBytes(v)
+			s.Name = string(x)
+		case 6:
+			x, _ := protowire.ConsumeVarint(v)
+			s.Kind = int32(x)
+		case 7:
+			s.Start, _ = protowire.ConsumeFixed64(v)
+		case 8:
+			s.End, _ = protowire.ConsumeFixed64(v)
+		case 11:
+			x, _ := protowire.ConsumeBytes(v)
+			var e OTLPEvent
+			if !pbFields(x, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+				switch {
+				case num == 1 && typ == protowire.Fixed64Type:
+					e.Time, _ = protowire.ConsumeFixed64(v)
+				case num == 2 && typ == protowire.BytesType:
+					y, _ := protowire.ConsumeBytes(v)
+					e.Name = string(y)
+				}
+				return true
+			}) {
+				bad = "a span event is malformed"
+				return false
+			}
+			events = append(events, e)
+		case 13:
+			s.Links++
+		case 15:
+			x, _ := protowire.ConsumeBytes(v)
+			pbFields(x, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+				if num == 3 && typ == protowire.VarintType {
+					c, _ := protowire.ConsumeVarint(v)
+					s.StatusCode = int32(c)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	if bad != "" {
+		return d.bad("%s", bad)
+	}
+	if !ok {
+		return d.bad("a span is malformed protobuf")
+	}
+	s.Events = events
+	return nil
+}
+
+// ---- JSON ----
+
+type jsonKV struct {
+	Key   string `json:"key"`
+	Value struct {
+		StringValue *string `json:"stringValue"`
+	} `json:"value"`
+}
+
+type jsonResource struct {
+	Attributes []jsonKV `json:"attributes"`
+}
+
+type jsonSpan struct {
+	TraceID           string         `json:"traceId"`
+	SpanID            string         `json:"spanId"`
+	ParentSpanID      string         `json:"parentSpanId"`
+	Name              string         `json:"name"`
+	Kind              jsontext.Value `json:"kind"`
+	StartTimeUnixNano jsontext.Value `json:"startTimeUnixNano"`
+	EndTimeUnixNano   jsontext.Value `json:"endTimeUnixNano"`
+	Events            []struct {
+		TimeUnixNano jsontext.Value `json:"timeUnixNano"`
+		Name         string         `json:"name"`
+	} `json:"events"`
+	Links  []jsontext.Value `json:"links"`
+	Status *struct {
+		Code jsontext.Value `json:"code"`
+	} `json:"status"`
+}
+
+var spanKinds = []string{"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER", "SPAN_KIND_CLIENT", "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER"}
+var statusCodes = []string{"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"}
+
+// enumName names an enum value; an unknown one is its prefix and number (SPAN_KIND_7).
+func enumName(names []string, prefix string, v int32) string {
+	if v >= 0 && int(v) < len(names) {
+		return names[v]
+	}
+	return prefix + strconv.Itoa(int(v))
+}
+
+func (d *otlpDec) jsonNode(v jsontext.Value, what string) (uint64, error) {
+	if len(v) == 0 || string(v) == "null" {
+		return 0, nil
+	}
+	s := string(v)
+	if s[0] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, d.bad("%s is not an unsigned 64-bit integer (a decimal string or number)", what)
+	}
+	return n, nil
+}
+
+func (d *otlpDec) jsonEnum(v jsontext.Value, names []string, what string) (int32, error) {
+	if len(v) == 0 || string(v) == "null" {
+		return 0, nil
+	}
+	if v[0] == '"' {
+		s := string(v[1 : len(v)-1])
+		for i, n := range names {
+			if n == s {
+				return int32(i), nil
+			}
+		}
+		return 0, d.bad("%s %q is not one of %s", what, s, strings.Join(names, ", "))
+	}
+	n, err := strconv.ParseInt(string(v), 10, 32)
+	if err != nil {
+		return 0, d.bad("%s is not an enum integer or name", what)
+	}
+	return int32(n), nil
+}
+
+func (d *otlpDec) jsonID(dst []byte, s, what string) (bool, error) {
+	if s == "" {
+		return false, nil
+	}
+	if len(s) != 2*len(dst) {
+		return false, d.bad("%s %q is not %d hex digits", what, s, 2*len(dst))
+	}
+	if _, err := hex.Decode(dst, []byte(s)); err != nil {
+		return false, d.bad("%s %q is not hex", what, s)
+	}
+	return true, nil
+}
+
+func (d *otlpDec) jsonSpan(v jsontext.Value) error {
+	var j jsonSpan
+	if err := json.Unmarshal(v, &j); err != nil {
+		return d.bad("a span does not follow the OTLP JSON mapping")
+	}
+	s := &d.span
+	events := s.Events[:0]
+	*s = OTLPSpan{Name: j.Name, Links: len(j.Links)}
+	var err error
+	if _, err = d.jsonID(s.TraceID[:], j.TraceID, "traceId"); err != nil {
+		return err
+	}
+	if _, err = d.jsonID(s.SpanID[:], j.SpanID, "spanId"); err != nil {
+		return err
+	}
+	if s.HasParent, err = d.jsonID(s.ParentSpanID[:], j.ParentSpanID, "parentSpanId"); err != nil {
+		return err
+	}
+	s.HasParent = s.HasParent && s.ParentSpanID != [8]byte{}
+	if s.Kind, err = d.jsonEnum(j.Kind, spanKinds, "kind"); err != nil {
+		return err
+	}
+	if s.Start, err = d.jsonNode(j.StartTimeUnixNano, "startTimeUnixNano"); err != nil {
+		return err
+	}
+	if s.End, err = d.jsonNode(j.EndTimeUnixNano, "endTimeUnixNano"); err != nil {
+		return err
+	}
+	if j.Status != nil {
+		if s.StatusCode, err = d.jsonEnum(j.Status.Code, statusCodes, "status.code"); err != nil {
+			return err
+		}
+	}
+	for _, e := range j.Events {
+		t, err := d.jsonNode(e.TimeUnixNano, "timeUnixNano")
+		if err != nil {
+			return err
+		}
+		events = append(events, OTLPEvent{Time: t, Name: e.Name})
+	}
+	s.Events = events
+	return nil
+}
+
+// jsonErr turns a jsontext error into a typed one without its text.
+func (d *otlpDec) jsonErr(err error) error {
+	var de *providers.DecodeError
+	var le *providers.LimitError
+	if errors.As(err, &de) || errors.As(err, &le) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		return &providers.DecodeError{Source: d.source, Message: fmt.Sprintf("source %d is not valid JSON at byte %d", d.source, se.ByteOffset),
+			Details: map[string]any{"byte_offset": se.ByteOffset}}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return d.bad("the JSON ends early")
+	}
+	return d.bad("unreadable JSON")
+}
+
+// members walks the members of the object whose '{' comes next, calling f with each name
+// (f reads or skips the value).
+func members(dec *jsontext.Decoder, f func(name string) error) error {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	if tok.Kind() != '{' {
+		return errNotObject
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		if err := f(name.String()); err != nil {
+			return err
+		}
+	}
+	_, err = dec.ReadToken()
+	return err
+}
+
+// elements walks the array whose '[' comes next (null is an empty array).
+func elements(dec *jsontext.Decoder, f func() error) error {
+	if dec.PeekKind() == 'n' {
+		_, err := dec.ReadToken()
+		return err
+	}
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	if tok.Kind() != '[' {
+		return errNotArray
+	}
+	for dec.PeekKind() != ']' {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	_, err = dec.ReadToken()
+	return err
+}
+
+var (
+	errNotObject = errors.New("not an object")
+	errNotArray  = errors.New("not an array")
+)
+
+func (d *otlpDec) value(dec *jsontext.Decoder) (jsontext.Value, error) {
+	if dec.PeekKind() == 0 {
+		_, err := dec.ReadToken()
+		return nil, err
+	}
+	// ReadValue buffers one value; bound it by the offsets around it.
+	start := dec.InputOffset()
+	v, err := dec.ReadValue()
+	if err != nil {
+		return nil, err
+	}
+	if dec.InputOffset()-start > maxOTLPMessageBytes {
+		return nil, &providers.LimitError{Source: d.source, Limit: maxOTLPMessageBytes, Unit: "bytes",
+			Message: fmt.Sprintf("source %d holds an OTLP span, resource or scope of more than %d bytes", d.source, maxOTLPMessageBytes)}
+	}
+	return v, nil
+}
+
+func (d *otlpDec) json(r io.Reader) error {
+	dec := jsontext.NewDecoder(r)
+	top := 0
+	for {
+		if dec.PeekKind() == 0 {
+			if _, err := dec.ReadToken(); err == io.EOF {
+				if top == 0 {
+					return d.bad("the file holds no JSON object")
+				}
+				return nil
+			} else if err != nil {
+				return d.fixErr(err)
+			}
+		}
+		top++
+		err := members(dec, func(name string) error {
+			if name != "resourceSpans" {
+				return dec.SkipValue()
+			}
+			return elements(dec, func() error {
+				d.beginResource()
+				return members(dec, func(name string) error {
+					switch name {
+					case "resource":
+						v, err := d.value(dec)
+						if err != nil {
+							return err
+						}
+						var res jsonResource
+						if err := json.Unmarshal(v, &res); err != nil {
+							return d.bad("a resource does not follow the OTLP JSON mapping")
+						}
+						d.resourceSeen = true
+						for _, kv := range res.Attributes {
+							if kv.Key == "service.name" && kv.Value.StringValue != nil {
+								d.service = kv.Value.StringValue
+							}
+						}
+						return nil
+					case "scopeSpans":
+						return elements(dec, func() error {
+							d.st.Scopes++
+							return members(dec, func(name string) error {
+								if name != "spans" {
+									return dec.SkipValue()
+								}
+								return elements(dec, func() error {
+									v, err := d.value(dec)
+									if err != nil {
+										return err
+									}
+									if err := d.jsonSpan(v); err != nil {
+										return err
+									}
+									return d.emit()
+								})
+							})
+						})
+					}
+					return dec.SkipValue()
+				})
+			})
+		})
+		if err != nil {
+			return d.fixErr(err)
+		}
+	}
+}
+
+func (d *otlpDec) fixErr(err error) error {
+	switch {
+	case errors.Is(err, errNotObject):
+		return d.bad("expected a JSON object (ExportTraceServiceRequest, resource_spans element, scope_spans element)")
+	case errors.Is(err, errNotArray):
+		return d.bad("resourceSpans, scopeSpans and spans must be arrays")
+	}
+	return d.jsonErr(err)
+}
+
+// IsOTLPProto sniffs the first bytes of a file for an OTLP protobuf
+// ExportTraceServiceRequest (or TracesData): a first record resource_spans = 1 (tag 0x0A)
+// whose fields within head are all resource = 1, scope_spans = 2 or schema_url = 3
+// (length delimited), a resource (when whole in head) of attributes = 1 (messages),
+// dropped_attributes_count = 2 (varint) and entity_refs = 3, and a first scope_spans whose
+// first span starts with a 16-byte trace_id = 1. A Perfetto trace (timestamps and
+// sequence ids are varints), an XSpace (XPlane id = 1 is a varint) and JSON fail it;
+// head must reach the first span's trace_id.
+func IsOTLPProto(head []byte) bool {
+	num, typ, n := protowire.ConsumeTag(head)
+	if n < 0 || num != 1 || typ != protowire.BytesType {
+		return false
+	}
+	l, m := protowire.ConsumeVarint(head[n:])
+	if m < 0 {
+		return false
+	}
+	rs := head[n+m:]
+	if uint64(len(rs)) > l {
+		rs = rs[:l]
+	}
+	for len(rs) > 0 {
+		num, typ, n := protowire.ConsumeTag(rs)
+		if n < 0 || num < 1 || num > 3 || typ != protowire.BytesType {
+			return false
+		}
+		l, m := protowire.ConsumeVarint(rs[n:])
+		if m < 0 {
+			return false
+		}
+		body := rs[n+m:]
+		whole := uint64(len(body)) >= l
+		if whole {
+			body = body[:l]
+		}
+		switch num {
+		case 1:
+			if whole && !pbFields(body, func(num protowire.Number, typ protowire.Type, _ []byte) bool {
+				return (num == 2) == (typ == protowire.VarintType) && (typ == protowire.VarintType || typ == protowire.BytesType)
+			}) {
+				return false
+			}
+		case 2:
+			return firstSpanLooksRight(body)
+		}
+		if !whole {
+			return false
+		}
+		rs = rs[n+m+int(l):]
+	}
+	return false
+}
+
+// firstSpanLooksRight checks the start of a ScopeSpans: scope = 1 and schema_url = 3
+// records, then a spans = 2 record whose first field is a 16-byte trace_id.
+func firstSpanLooksRight(b []byte) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num < 1 || num > 3 || typ != protowire.BytesType {
+			return false
+		}
+		l, m := protowire.ConsumeVarint(b[n:])
+		if m < 0 {
+			return false
+		}
+		body := b[n+m:]
+		if num == 2 {
+			fn, ft, k := protowire.ConsumeTag(body)
+			if k < 0 || fn != 1 || ft != protowire.BytesType {
+				return false
+			}
+			id, _ := protowire.ConsumeVarint(body[k:])
+			return id == 16 && l >= 16
+		}
+		if uint64(len(body)) < l {
+			return false
+		}
+		b = body[l:]
+	}
+	return false
+}
