@@ -66,13 +66,13 @@ func TestVerifyNamesEveryGap(t *testing.T) {
 
 func TestVerifyRefusesWhatTheContractDoesNotDeclare(t *testing.T) {
 	r := all.Registry()
-	r.Analyzer(providers.Analyze(gen.OperationNameInspectSanitizerFailures, func(context.Context, *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTraceLifecycle, func(context.Context, *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
 		return nil, nil
 	}))
 	r.Collector(providers.Collect(providers.CollectorSpec[gen.DirectProvider]{Kind: "memray", File: "x.bin"}))
 	r.Collector(providers.Collect(providers.CollectorSpec[gen.DirectProvider]{Kind: "direct", File: "x.bin"}))
 	err := r.Verify()
-	for _, w := range []string{"analyzer of inspect_sanitizer_failures is registered but the operation is not released",
+	for _, w := range []string{"analyzer of summarize_trace_lifecycle is registered but the operation is not released",
 		"collector memray is registered but the capture provider is not released",
 		"capture provider direct has two collectors"} {
 		if err == nil || !strings.Contains(err.Error(), w) {

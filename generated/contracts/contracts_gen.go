@@ -1239,6 +1239,47 @@ type GpuKernelMetricRow struct {
 	EstimatedSpeedup     *float64 `json:"estimated_speedup"`
 }
 
+// SanitizerRecordRow is one record of a Compute Sanitizer XML log, in log order.
+type SanitizerRecordRow struct {
+	// Position of the record in the log, from 0.
+	Index int64 `json:"index"`
+	// The record kind as written: Precise, Imprecise, Api, Analysis, ...
+	Kind string `json:"kind"`
+	// The record level as written (Error, Warning, ...); null where the record has none (Api records).
+	Level *string `json:"level"`
+	// memory_access (a device access with space or direction), race_hazard (racecheck), api_error (a failed CUDA API call), other.
+	Classification string `json:"classification"`
+	// The sanitizer's message.
+	Text *string `json:"text"`
+	// The error as written: out of bounds, misaligned, cudaErrorLaunchFailure, ...
+	Error *string `json:"error"`
+	// The CUDA API call of an api_error record, and the result code it returned.
+	Api       *string `json:"api"`
+	ApiResult *int64  `json:"api_result"`
+	// The memory space (__global__, __shared__, __local__, ...), access direction and size in bytes of a memory access.
+	Space     *string `json:"space"`
+	Direction *string `json:"direction"`
+	Size      *int64  `json:"size"`
+	// The accessed address, hexadecimal as written.
+	Address *string `json:"address"`
+	// The device function, source file and line of the access (racecheck: its source access); the file is the path the binary's line info records.
+	Function *string `json:"function"`
+	File     *string `json:"file"`
+	Line     *int64  `json:"line"`
+	// The device program counter, hexadecimal as written.
+	Pc *string `json:"pc"`
+	// blockIdx and threadIdx of the faulting thread as [x, y, z].
+	Block  []int64 `json:"block"`
+	Thread []int64 `json:"thread"`
+	// racecheck: source/destination access directions (write/write, read/write, ...) and the hazards the record stands for.
+	HazardType  *string `json:"hazard_type"`
+	HazardCount *int64  `json:"hazard_count"`
+	// racecheck: the destination access's function, file and line.
+	DestinationFunction *string `json:"destination_function"`
+	DestinationFile     *string `json:"destination_file"`
+	DestinationLine     *int64  `json:"destination_line"`
+}
+
 // KernelValidationRow is one output of one case (evidence_kind output: no metrics and no
 // witnesses), one metric of it (measurement) or one failure witness (failure_witness);
 // fields of the other kinds are null.
@@ -1727,6 +1768,20 @@ func (x *NsightComputeProvider) ApplyDefaults() {
 	}
 }
 
+// ComputeSanitizerProvider runs the workload under NVIDIA Compute Sanitizer with an XML log and every error printed.
+type ComputeSanitizerProvider struct {
+	Kind string `json:"kind"`
+	// The sanitizer tool (--tool).
+	Tool string `json:"tool,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *ComputeSanitizerProvider) ApplyDefaults() {
+	if isZero(x.Tool) {
+		x.Tool = "memcheck"
+	}
+}
+
 // Source is one analysis input, discriminated by kind.
 // Exactly one field is set; JSON encoding is the chosen arm's object.
 type Source struct {
@@ -2199,16 +2254,19 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectSanitizerFailures,
-		Description:      "Classify the records of one Compute Sanitizer log.",
+		Description:      "List the records of one Compute Sanitizer XML log (--xml): kind, level, error, memory space, direction, size, address, device function, file, line, block and thread, racecheck hazards; counts by kind, level and classification. An empty log is a clean result.",
 		Formats:          []Format{FormatComputeSanitizer},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"compute-sanitizer"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Under the compute-sanitizer capture provider the execution's returncode is the collector's: 99 means the sanitizer reported errors (--error-exitcode 99); any other code is the workload's own exit, which compute-sanitizer passes through when it reports nothing.", "Host stacks are not projected; each row carries the device-side location (function, file, line, pc) the log records."},
+		FormatLimitations: map[Format][]string{
+			FormatComputeSanitizer: []string{"A log records what the chosen tool (memcheck, racecheck, initcheck or synccheck) checked in the kernels that ran; the tool is not written in the XML, and a clean log says nothing about the other tools."},
+		},
+		Rows: []string{"SanitizerRecordRow"},
 	},
 	{
 		Name:             OperationNameInspectKernelValidation,
@@ -2340,6 +2398,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "observations", Definition: "ObservationsProvider", Outputs: []CaptureOutput{{Role: "observations", Format: FormatObservations}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "coverage", Definition: "CoverageProvider", Outputs: []CaptureOutput{{Role: "coverage", Format: FormatCoverage}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "nsight-compute", Definition: "NsightComputeProvider", Outputs: []CaptureOutput{{Role: "report", Format: FormatNsightCompute}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "compute-sanitizer", Definition: "ComputeSanitizerProvider", Outputs: []CaptureOutput{{Role: "sanitizer", Format: FormatComputeSanitizer}}, ReturncodeScope: "collector", Released: true},
 }
 
 // LimitDefaults is the CUE value limitDefaults.

@@ -8,6 +8,7 @@ import (
 	"github.com/flameox/flameox/providers/bench"
 	"github.com/flameox/flameox/providers/coverage"
 	"github.com/flameox/flameox/providers/cpu"
+	"github.com/flameox/flameox/providers/gpu"
 	"github.com/flameox/flameox/providers/inference"
 	"github.com/flameox/flameox/providers/kernelval"
 	"github.com/flameox/flameox/providers/ncu"
@@ -29,6 +30,7 @@ var families = []func(*providers.Registry){
 	coverage.Register,
 	kernelval.Register,
 	ncu.Register,
+	gpu.Register,
 }
 
 // Registry returns a registry holding every family's analyzers, collectors and format
