@@ -1239,6 +1239,22 @@ type GpuKernelMetricRow struct {
 	EstimatedSpeedup     *float64 `json:"estimated_speedup"`
 }
 
+// TritonAutotuneRow is one autotune selection: one cache entry of one kernel and key.
+type TritonAutotuneRow struct {
+	// Position of the entry in the source, from 0.
+	Index int64 `json:"index"`
+	// The autotune key as cached: the key arguments' values, then the argument dtypes.
+	Key            []any `json:"key"`
+	CandidateCount int64 `json:"candidate_count"`
+	// The chosen candidate (the lowest timings, compared in order as Triton compares them) and its first timing.
+	ChosenIndex    *int64           `json:"chosen_index"`
+	ChosenConfig   map[string]any   `json:"chosen_config"`
+	ChosenTimingMS *float64         `json:"chosen_timing_ms"`
+	Candidates     []map[string]any `json:"candidates"`
+	// Whether the selection came from the cache; null: a cache entry does not record it.
+	CacheHit *bool `json:"cache_hit"`
+}
+
 // SanitizerRecordRow is one record of a Compute Sanitizer XML log, in log order.
 type SanitizerRecordRow struct {
 	// Position of the record in the log, from 0.
@@ -1782,6 +1798,11 @@ func (x *ComputeSanitizerProvider) ApplyDefaults() {
 	}
 }
 
+// TritonProvider runs the workload with a fresh, empty Triton cache and autotune caching on (TRITON_CACHE_DIR, TRITON_CACHE_AUTOTUNING=1), so every autotuner tunes cold and records its selection; after the workload exits, a POSIX sh wrapper bundles the cache's *.autotune.json entries into one JSON Lines artifact.
+type TritonProvider struct {
+	Kind string `json:"kind"`
+}
+
 // Source is one analysis input, discriminated by kind.
 // Exactly one field is set; JSON encoding is the chosen arm's object.
 type Source struct {
@@ -2241,16 +2262,19 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectTritonAutotune,
-		Description:      "List the autotune selections and candidate timings of one Triton run.",
-		Formats:          []Format{FormatTriton, FormatTritonCache},
+		Description:      "List the autotune selections of Triton cache entries (*.autotune.json): key, every candidate config with its timings (ms), the chosen config (lowest timings, as Triton picks).",
+		Formats:          []Format{FormatTritonCache},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"triton"},
 		Experiment:       false,
-		Released:         false,
+		Released:         true,
 		Limitations:      []string{},
-		Rows:             []string{},
+		FormatLimitations: map[Format][]string{
+			FormatTritonCache: []string{"Triton's cache entries (TRITON_CACHE_AUTOTUNING=1 or autotune(cache_results=True)) record the key and every benchmarked config with its timings, but neither the kernel's name (it is only in the entry's file name) nor whether a run reused the entry: cache_hit is null.", "A source is one *.autotune.json entry, or several entries one after another (the triton capture provider bundles every entry of its fresh cache, in path order, as JSON Lines); Flameox's triton listener JSONL is not read."},
+		},
+		Rows: []string{"TritonAutotuneRow"},
 	},
 	{
 		Name:             OperationNameInspectSanitizerFailures,
@@ -2399,6 +2423,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "coverage", Definition: "CoverageProvider", Outputs: []CaptureOutput{{Role: "coverage", Format: FormatCoverage}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "nsight-compute", Definition: "NsightComputeProvider", Outputs: []CaptureOutput{{Role: "report", Format: FormatNsightCompute}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "compute-sanitizer", Definition: "ComputeSanitizerProvider", Outputs: []CaptureOutput{{Role: "sanitizer", Format: FormatComputeSanitizer}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "triton", Definition: "TritonProvider", Outputs: []CaptureOutput{{Role: "autotune", Format: FormatTritonCache}}, ReturncodeScope: "workload", Released: true},
 }
 
 // LimitDefaults is the CUE value limitDefaults.

@@ -1,6 +1,6 @@
 // Package gpu reads GPU kernel evidence: Compute Sanitizer XML logs (memcheck,
 // racecheck, initcheck, synccheck records) and Triton autotune cache entries. It also
-// registers the compute-sanitizer capture provider.
+// registers the compute-sanitizer and triton capture providers.
 package gpu
 
 import (
@@ -8,10 +8,14 @@ import (
 	"github.com/flameox/flameox/providers"
 )
 
-// Register adds inspect_sanitizer_failures, the compute-sanitizer detector and the
-// compute-sanitizer capture provider.
+// Register adds inspect_sanitizer_failures and inspect_triton_autotune, the
+// compute-sanitizer and triton-cache detectors and the compute-sanitizer and triton
+// capture providers.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectSanitizerFailures, inspectSanitizer))
 	r.Detector(sanitizerDetector)
 	r.Collector(sanitizerCollector)
+	r.Analyzer(providers.Analyze(gen.OperationNameInspectTritonAutotune, inspectTriton))
+	r.Detector(tritonDetector)
+	r.Collector(tritonCollector)
 }
