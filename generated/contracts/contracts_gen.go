@@ -2286,7 +2286,7 @@ var Operations = []OperationDecl{
 		CaptureProviders: []string{"compute-sanitizer"},
 		Experiment:       false,
 		Released:         true,
-		Limitations:      []string{"Under the compute-sanitizer capture provider the execution's returncode is the collector's: 99 means the sanitizer reported errors (--error-exitcode 99); any other code is the workload's own exit, which compute-sanitizer passes through when it reports nothing.", "Host stacks are not projected; each row carries the device-side location (function, file, line, pc) the log records."},
+		Limitations:      []string{"Under the compute-sanitizer capture provider the execution's returncode is the collector's: 99 means the sanitizer reported errors (--error-exitcode 99), a verdict with a succeeded execution; any other code is the workload's own exit, which compute-sanitizer passes through when it reports nothing.", "Host stacks are not projected; each row carries the device-side location (function, file, line, pc) the log records."},
 		FormatLimitations: map[Format][]string{
 			FormatComputeSanitizer: []string{"A log records what the chosen tool (memcheck, racecheck, initcheck or synccheck) checked in the kernels that ran; the tool is not written in the XML, and a clean log says nothing about the other tools."},
 		},
@@ -2422,7 +2422,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "observations", Definition: "ObservationsProvider", Outputs: []CaptureOutput{{Role: "observations", Format: FormatObservations}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "coverage", Definition: "CoverageProvider", Outputs: []CaptureOutput{{Role: "coverage", Format: FormatCoverage}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "nsight-compute", Definition: "NsightComputeProvider", Outputs: []CaptureOutput{{Role: "report", Format: FormatNsightCompute}}, ReturncodeScope: "collector", Released: true},
-	{Kind: "compute-sanitizer", Definition: "ComputeSanitizerProvider", Outputs: []CaptureOutput{{Role: "sanitizer", Format: FormatComputeSanitizer}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "compute-sanitizer", Definition: "ComputeSanitizerProvider", Outputs: []CaptureOutput{{Role: "sanitizer", Format: FormatComputeSanitizer}}, ReturncodeScope: "collector", VerdictReturncodes: []int64{99}, Released: true},
 	{Kind: "triton", Definition: "TritonProvider", Outputs: []CaptureOutput{{Role: "autotune", Format: FormatTritonCache}}, ReturncodeScope: "workload", Released: true},
 }
 
