@@ -816,6 +816,12 @@ type WorkloadFailure struct {
 	FailedCount int64 `json:"failed_count"`
 }
 
+// AllocationFields are rank_allocation_hotspots's fields.
+type AllocationFields struct {
+	// pprof only: alloc_space (default) or alloc_objects.
+	SampleType *string `json:"sample_type,omitempty"`
+}
+
 // CompareFields are compare_benchmarks's and compare_kernel_validation's fields.
 type CompareFields struct {
 	// Metric to compare; omit for the operation default.
@@ -1080,6 +1086,42 @@ type CpuCallerSampledRow struct {
 	SampleCount    int64   `json:"sample_count"`
 	Weight         float64 `json:"weight"`
 	Unit           string  `json:"unit"`
+}
+
+// AllocationHotspotRow is one frame of a V8 sampling heap profile or a Memray capture, ranked by inclusive bytes, then self bytes, then frame id.
+type AllocationHotspotRow struct {
+	// 1-based position in the ranking.
+	Rank     int64  `json:"rank"`
+	Function string `json:"function"`
+	// Script URL or source file; null for native or V8-internal frames.
+	File *string `json:"file"`
+	// 1-based line; null when unknown.
+	Line *int64 `json:"line"`
+	// Bytes allocated with this frame as the innermost frame.
+	SelfBytes int64 `json:"self_bytes"`
+	// Bytes allocated with this frame anywhere on the stack, counted once per stack.
+	InclusiveBytes int64 `json:"inclusive_bytes"`
+	// Allocations (V8: samples) with this frame as the innermost frame; null when the format records none.
+	AllocationCount *int64 `json:"allocation_count"`
+	// Flameox's frame id: first appearance in the profile's call tree, from 0; stable for one file.
+	FrameID int64 `json:"frame_id"`
+}
+
+// MemoryPprofRow is one function of a Go heap profile, ranked by the selected sample type.
+type MemoryPprofRow struct {
+	// 1-based position in the ranking.
+	Rank     int64   `json:"rank"`
+	Function string  `json:"function"`
+	File     *string `json:"file"`
+	Line     *int64  `json:"line"`
+	// Value of samples whose leaf is this function, in unit.
+	SelfValue int64 `json:"self_value"`
+	// Value of samples with this function anywhere on the stack, counted once per sample.
+	InclusiveValue int64 `json:"inclusive_value"`
+	// bytes for *_space sample types, objects for *_objects.
+	Unit string `json:"unit"`
+	// Flameox's frame id: first appearance in the profile, from 0; stable for one file.
+	FrameID int64 `json:"frame_id"`
 }
 
 // BenchmarkMeasurementRow is one measured value of a benchmark result.
@@ -1542,6 +1584,25 @@ func (x *PerfProvider) ApplyDefaults() {
 // NodeCpuProfileProvider runs a Node.js target with --cpu-prof; argv[0] must be node.
 type NodeCpuProfileProvider struct {
 	Kind string `json:"kind"`
+}
+
+// NodeHeapProfileProvider runs a Node.js target with --heap-prof; argv[0] must be node.
+type NodeHeapProfileProvider struct {
+	Kind string `json:"kind"`
+}
+
+// MemrayProvider runs a Python target under memray run (memray >= 1.17 in the workload interpreter); argv[0] must be that interpreter.
+type MemrayProvider struct {
+	Kind string `json:"kind"`
+	// Record native (C/C++) stacks too (--native).
+	Native bool `json:"native,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *MemrayProvider) ApplyDefaults() {
+	if isZero(x.Native) {
+		x.Native = false
+	}
 }
 
 // PySpyProvider samples a Python target with the pinned py-spy collector (0.4.2), writing Speedscope.
@@ -2129,16 +2190,21 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameRankAllocationHotspots,
-		Description:      "Rank allocation sites of one memory profile by bytes at the high-water mark.",
-		Formats:          []Format{FormatMemray, FormatHeapprofile},
+		Description:      "Rank the frames of one memory profile (V8 heapprofile, Go heap pprof) by inclusive then self allocated bytes, with file, line and allocation count.",
+		Formats:          []Format{FormatHeapprofile, FormatPprof},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NoFields",
-		CaptureProviders: []string{"memray", "node-heap-profile"},
+		FieldsDefinition: "AllocationFields",
+		CaptureProviders: []string{"node-heap-profile"},
 		Experiment:       false,
-		Released:         false,
+		Released:         true,
 		Limitations:      []string{},
-		Rows:             []string{},
+		FormatLimitations: map[Format][]string{
+			FormatHeapprofile: []string{"V8 sampling heap profile: bytes are sampled allocations still live when the profile was written (about one sample per --heap-prof-interval bytes, default 512 KiB), not every allocation; short-lived garbage is mostly absent.", "self_bytes is V8's selfSize; allocation_count counts the samples attributed to the node (null for profiles written without samples, as before Node 12). Frames are merged by function, script id, URL, line and column; V8 writes no URL or line for frames of scripts it has released when the profile is written."},
+			FormatMemray:      []string{"Memray captures are read with memray's own FileReader in the workload's Python interpreter; results bind the interpreter and memray version."},
+			FormatPprof:       []string{"Go heap profiles sample about one allocation per runtime.MemProfileRate bytes (512 KiB by default) and scale the figures up; alloc_* count every sampled allocation since the program started, inuse_* those not yet freed at the last garbage collection before the profile was written.", "Frames are functions (name, file, start line); inlined calls are expanded."},
+		},
+		Rows: []string{"AllocationHotspotRow", "MemoryPprofRow"},
 	},
 	{
 		Name:             OperationNameRankRetainedMemory,
@@ -2409,6 +2475,8 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "direct", Definition: "DirectProvider", Outputs: []CaptureOutput{{Role: "stderr", Format: FormatText}, {Role: "stdout", Format: FormatText}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "perf", Definition: "PerfProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPerfData}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "node-cpu-profile", Definition: "NodeCpuProfileProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatCpuprofile}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "node-heap-profile", Definition: "NodeHeapProfileProvider", Outputs: []CaptureOutput{{Role: "memory-profile", Format: FormatHeapprofile}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "memray", Definition: "MemrayProvider", Outputs: []CaptureOutput{{Role: "memory", Format: FormatMemray}}, ReturncodeScope: "collector", Released: false},
 	{Kind: "py-spy", Definition: "PySpyProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPySpy}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "cprofile", Definition: "CProfileProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPstats}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "go-test", Definition: "GoTestProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPprof}}, ReturncodeScope: "workload", Released: true},

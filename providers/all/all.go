@@ -11,6 +11,7 @@ import (
 	"github.com/flameox/flameox/providers/gpu"
 	"github.com/flameox/flameox/providers/inference"
 	"github.com/flameox/flameox/providers/kernelval"
+	"github.com/flameox/flameox/providers/memory"
 	"github.com/flameox/flameox/providers/ncu"
 	"github.com/flameox/flameox/providers/preview"
 	"github.com/flameox/flameox/providers/static"
@@ -31,6 +32,7 @@ var families = []func(*providers.Registry){
 	kernelval.Register,
 	ncu.Register,
 	gpu.Register,
+	memory.Register,
 }
 
 // Registry returns a registry holding every family's analyzers, collectors and format

@@ -41,6 +41,13 @@ func DecodePprof(r io.ReadSeeker, o Options) (*Sampled, PprofInfo, error) {
 	}, o)
 }
 
+// DecodePprofStream is DecodePprof for a stream that cannot seek: a profile the
+// streaming reader does not take is read again from reread. The memory family reads Go
+// heap profiles with it (docs/decisions/0021-memory-evidence.md).
+func DecodePprofStream(r io.Reader, reread func() (io.ReadCloser, error), o Options) (*Sampled, PprofInfo, error) {
+	return decodePprof(r, reread, o)
+}
+
 // decodePprof reads a profile from r with the streaming reader. A profile it does not
 // take (one github.com/google/pprof/profile may still parse: legacy text formats,
 // varints and field numbers outside the protobuf rules, or an invalid one) is read again

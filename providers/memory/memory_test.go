@@ -1,0 +1,201 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers"
+)
+
+// page runs an analysis and returns its metrics and every row decoded as JSON.
+func page(t *testing.T, a *providers.Analysis) []map[string]any {
+	t.Helper()
+	p, err := a.Rows.Page(context.Background(), 0, 1<<30, func(json.RawMessage) bool { return true })
+	var oe *providers.OffsetError
+	if errors.As(err, &oe) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]map[string]any, 0, len(p.Rows))
+	for _, r := range p.Rows {
+		var m map[string]any
+		if err := json.Unmarshal(r, &m); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+func analyze(t *testing.T, path string, format gen.Format, sampleType *string) (*providers.Analysis, error) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{
+		Fields: &gen.AllocationFields{SampleType: sampleType},
+		Inputs: []providers.Input{{Path: path, Format: format, Size: st.Size()}},
+		Limits: gen.LimitDefaults})
+}
+
+// heapTruth computes the rows with python3's json module (testdata/heaptruth.py).
+func heapTruth(t *testing.T, path string) (rows []map[string]any, total, samples float64) {
+	t.Helper()
+	py := testtool.Require(t, "python3")
+	out, err := exec.Command(py, "testdata/heaptruth.py", path).Output()
+	if err != nil {
+		t.Fatalf("heaptruth.py: %v", err)
+	}
+	var v struct {
+		Rows        []map[string]any `json:"rows"`
+		TotalBytes  float64          `json:"total_bytes"`
+		SampleCount float64          `json:"sample_count"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Rows, v.TotalBytes, v.SampleCount
+}
+
+// TestHeapProfileMatchesPython checks every row of the three corpus profiles (current
+// shape, real empty, Node 10 shape) against python3's json module on the same file.
+func TestHeapProfileMatchesPython(t *testing.T) {
+	for _, name := range []string{"local__node_heap_prof_interval4096.heapprofile", "local__node_heap_prof_default_empty.heapprofile",
+		"speedscope__node10_sampling_heap.heapprofile"} {
+		t.Run(name, func(t *testing.T) {
+			path := testtool.Corpus(t, name)
+			a, err := analyze(t, path, gen.FormatHeapprofile, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := page(t, a)
+			want, total, samples := heapTruth(t, path)
+			if got == nil {
+				got = []map[string]any{}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("rows differ from python (-python +flameox):\n%s", diff)
+			}
+			if a.Metrics["total_bytes"] != int64(total) {
+				t.Errorf("total_bytes %v, python %v", a.Metrics["total_bytes"], total)
+			}
+			if sc, ok := a.Metrics["sample_count"].(int64); ok && sc != int64(samples) {
+				t.Errorf("sample_count %v, python %v", sc, samples)
+			}
+		})
+	}
+	// The empty profile is a complete result with no rows.
+	a, err := analyze(t, testtool.Corpus(t, "local__node_heap_prof_default_empty.heapprofile"), gen.FormatHeapprofile, nil)
+	if err != nil || len(page(t, a)) != 0 || a.Metrics["node_count"] != 1 {
+		t.Errorf("empty profile: %v %v", err, a)
+	}
+	// The Node 10 shape has no samples: counts are null.
+	a, err = analyze(t, testtool.Corpus(t, "speedscope__node10_sampling_heap.heapprofile"), gen.FormatHeapprofile, nil)
+	if err != nil || page(t, a)[0]["allocation_count"] != nil || a.Metrics["sample_count"] != nil {
+		t.Errorf("node 10 profile: %v %v", err, a.Metrics)
+	}
+}
+
+// TestHeapProfileMalformed: every truncation of a real profile, and wrong shapes, fail
+// with a typed error that names no host path.
+func TestHeapProfileMalformed(t *testing.T) {
+	b, err := os.ReadFile(testtool.Corpus(t, "local__node_heap_prof_interval4096.heapprofile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		"not json":    "hello",
+		"array":       "[]",
+		"no head":     `{"samples":[]}`,
+		"bad node":    `{"head":{"callFrame":{"functionName":"x"},"selfSize":"big","children":[]}}`,
+		"negative":    `{"head":{"callFrame":{"functionName":"x"},"selfSize":-1,"children":[]}}`,
+		"no frame":    `{"head":{"selfSize":1,"children":[]}}`,
+		"dup id":      `{"head":{"callFrame":{},"selfSize":0,"id":1,"children":[{"callFrame":{},"selfSize":0,"id":1}]}}`,
+		"sample":      `{"head":{"callFrame":{},"selfSize":0,"id":1},"samples":[{"size":1}]}`,
+		"trailing":    `{"head":{"callFrame":{},"selfSize":0,"id":1}} {}`,
+		"two heads":   `{"head":{"callFrame":{},"selfSize":0},"head":{"callFrame":{},"selfSize":0}}`,
+		"deep":        strings.Repeat(`{"callFrame":{},"selfSize":0,"children":[`, maxHeapDepth+2),
+		"fractional":  `{"head":{"callFrame":{},"selfSize":1.5}}`,
+		"child shape": `{"head":{"callFrame":{},"selfSize":0,"children":{}}}`,
+	}
+	for _, n := range []int{1, 10, len(b) / 3, len(b) / 2, len(b) - 2} {
+		cases["truncated at "+strconv.Itoa(n)] = string(b[:n])
+	}
+	cases["deep"] = `{"head":` + cases["deep"]
+	for name, text := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := DecodeHeapProfile(strings.NewReader(text))
+			var de *providers.DecodeError
+			var le *providers.LimitError
+			if !errors.As(err, &de) && !errors.As(err, &le) {
+				t.Fatalf("got %T %v, want a DecodeError or LimitError", err, err)
+			}
+		})
+	}
+	// Through the analyzer the error names the source, not the path.
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cut.heapprofile")
+	os.WriteFile(p, b[:len(b)/2], 0o644)
+	_, err = analyze(t, p, gen.FormatHeapprofile, nil)
+	var de *providers.DecodeError
+	if !errors.As(err, &de) || !strings.HasPrefix(de.Message, "source 0: ") || strings.Contains(de.Message, dir) {
+		t.Errorf("got %v", err)
+	}
+	// sample_type is for pprof only.
+	st := "alloc_space"
+	_, err = analyze(t, testtool.Corpus(t, "local__node_heap_prof_interval4096.heapprofile"), gen.FormatHeapprofile, &st)
+	var fe *providers.FieldError
+	if !errors.As(err, &fe) {
+		t.Errorf("sample_type on a heapprofile: %v", err)
+	}
+}
+
+// TestHeapProfileNodeCapture profiles a script with node --heap-prof, as the provider
+// does, and checks that the allocating function ranks first, against python too.
+func TestHeapProfileNodeCapture(t *testing.T) {
+	node := testtool.Require(t, "node")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "alloc.js")
+	os.WriteFile(script, []byte(nodeAllocScript), 0o644)
+	cmd := exec.Command(node, "--heap-prof", "--heap-prof-dir="+dir, "--heap-prof-name=profile.heapprofile", script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	prof := filepath.Join(dir, "profile.heapprofile")
+	a, err := analyze(t, prof, gen.FormatHeapprofile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := page(t, a)
+	want, _, _ := heapTruth(t, prof)
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("rows differ from python (-python +flameox):\n%s", diff)
+	}
+	if len(rows) == 0 || rows[0]["function"] != "allocateRecords" {
+		t.Fatalf("first row %v, want allocateRecords", rows)
+	}
+}
+
+// nodeAllocScript allocates about 40 MB in allocateRecords, called straight from a timer
+// so that its only callers (processTimers, listOnTimeout) allocate nothing themselves:
+// they tie with it on inclusive bytes and it ranks first on self bytes.
+const nodeAllocScript = `globalThis.kept = [];
+function allocateRecords() {
+  for (let i = 0; i < 300000; i++) globalThis.kept.push({ index: i, next: i + 1, values: [i, i, i, i] });
+}
+setTimeout(allocateRecords, 0);
+`
