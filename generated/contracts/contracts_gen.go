@@ -901,6 +901,12 @@ func (x *PreviewFields) ApplyDefaults() {
 	}
 }
 
+// RetainedFields are rank_retained_memory's fields.
+type RetainedFields struct {
+	// pprof only: inuse_space (default) or inuse_objects.
+	SampleType *string `json:"sample_type,omitempty"`
+}
+
 // ScalingFields are analyze_benchmark_scaling's fields.
 type ScalingFields struct {
 	// Benchmark dimension holding the input size.
@@ -2208,16 +2214,21 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameRankRetainedMemory,
-		Description:      "Rank allocation sites of one Memray capture by bytes still retained at exit.",
-		Formats:          []Format{FormatMemray},
+		Description:      "Rank the functions of one Go heap profile by memory still in use (inuse_space or inuse_objects), with file and line.",
+		Formats:          []Format{FormatPprof},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NoFields",
-		CaptureProviders: []string{"memray"},
+		FieldsDefinition: "RetainedFields",
+		CaptureProviders: []string{},
 		Experiment:       false,
-		Released:         false,
+		Released:         true,
 		Limitations:      []string{},
-		Rows:             []string{},
+		FormatLimitations: map[Format][]string{
+			FormatHeapprofile: []string{"V8 sampling heap profile: bytes are sampled allocations still live when the profile was written (about one sample per --heap-prof-interval bytes, default 512 KiB), not every allocation; short-lived garbage is mostly absent.", "self_bytes is V8's selfSize; allocation_count counts the samples attributed to the node (null for profiles written without samples, as before Node 12). Frames are merged by function, script id, URL, line and column; V8 writes no URL or line for frames of scripts it has released when the profile is written."},
+			FormatMemray:      []string{"Memray captures are read with memray's own FileReader in the workload's Python interpreter; results bind the interpreter and memray version."},
+			FormatPprof:       []string{"Go heap profiles sample about one allocation per runtime.MemProfileRate bytes (512 KiB by default) and scale the figures up; alloc_* count every sampled allocation since the program started, inuse_* those not yet freed at the last garbage collection before the profile was written.", "Frames are functions (name, file, start line); inlined calls are expanded."},
+		},
+		Rows: []string{"MemoryPprofRow"},
 	},
 	{
 		Name:             OperationNameSummarizeBenchmarks,

@@ -21,6 +21,7 @@ import (
 // Register adds the memory operations, their capture providers and the heapprofile detector.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameRankAllocationHotspots, rankAllocations))
+	r.Analyzer(providers.Analyze(gen.OperationNameRankRetainedMemory, rankRetained))
 	for _, c := range collectors {
 		r.Collector(c)
 	}
@@ -48,6 +49,14 @@ func rankAllocations(ctx context.Context, req *providers.Request[gen.AllocationF
 		return rankHeapProfile(ctx, in, req.Limits)
 	}
 	return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("rank_allocation_hotspots does not read %s sources", in.Format)}
+}
+
+func rankRetained(ctx context.Context, req *providers.Request[gen.RetainedFields]) (*providers.Analysis, error) {
+	in := req.Inputs[0]
+	if in.Format == gen.FormatPprof {
+		return rankPprof(ctx, in, req.Limits, req.Fields.SampleType, retainTypes)
+	}
+	return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("rank_retained_memory does not read %s sources", in.Format)}
 }
 
 func sampleTypeOnlyPprof(in providers.Input) error {

@@ -1,0 +1,187 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers"
+)
+
+// goToolPprofTop runs `go tool pprof -sample_index=<st> -top` and returns flat and cum by
+// function name, in bytes (-unit=B) or objects. Names pprof lists as "(inline)" are left
+// out, as in the CPU family's test: this reader expands inlined calls into their function.
+func goToolPprofTop(t *testing.T, path, sampleType string) map[string][2]int64 {
+	t.Helper()
+	gobin := testtool.Require(t, "go")
+	args := []string{"tool", "pprof", "-sample_index=" + sampleType, "-top", "-nodecount=1000000", "-nodefraction=0"}
+	if strings.HasSuffix(sampleType, "_space") {
+		args = append(args, "-unit=B")
+	}
+	out, err := exec.Command(gobin, append(args, path)...).Output()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v", err)
+	}
+	res := map[string][2]int64{}
+	inline := map[string]bool{}
+	started := false
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && f[0] == "flat" {
+			started = true
+			continue
+		}
+		if !started || len(f) < 6 {
+			continue
+		}
+		flat, err1 := strconv.ParseInt(strings.TrimSuffix(f[0], "B"), 10, 64)
+		cum, err2 := strconv.ParseInt(strings.TrimSuffix(f[3], "B"), 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("cannot parse %q", line)
+		}
+		name := strings.TrimSuffix(strings.Join(f[5:], " "), " (partial-inline)")
+		if plain, ok := strings.CutSuffix(name, " (inline)"); ok {
+			inline[plain] = true
+			continue
+		}
+		res[name] = [2]int64{flat, cum}
+	}
+	for name := range inline {
+		delete(res, name)
+	}
+	return res
+}
+
+// memProfile writes a heap profile with go test -memprofile -memprofilerate=1 on a
+// package whose allocate function keeps 64 blocks of 1 MiB and frees 64 more.
+func memProfile(t *testing.T) string {
+	t.Helper()
+	gobin := testtool.Require(t, "go")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/alloc\n\ngo 1.26\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "alloc_test.go"), []byte(goAllocTest), 0o644)
+	prof := filepath.Join(dir, "mem.pprof")
+	cmd := exec.Command(gobin, "test", "-memprofile", prof, "-memprofilerate=1", "-o", filepath.Join(dir, "alloc.test"), ".")
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test: %v\n%s", err, b)
+	}
+	return prof
+}
+
+const goAllocTest = `package alloc
+
+import "testing"
+
+var kept [][]byte
+
+//go:noinline
+func allocateKept() { for i := 0; i < 64; i++ { kept = append(kept, make([]byte, 1<<20)) } }
+
+//go:noinline
+func allocateFreed() int { n := 0; for i := 0; i < 64; i++ { b := make([]byte, 1<<20); n += len(b) }; return n }
+
+func TestAlloc(t *testing.T) {
+	allocateKept()
+	if allocateFreed() == 0 { t.Fatal() }
+}
+`
+
+func rankGo(t *testing.T, path, sampleType string, retained bool) (*providers.Analysis, error) {
+	t.Helper()
+	in := []providers.Input{{Path: path, Format: gen.FormatPprof}}
+	var st *string
+	if sampleType != "" {
+		st = &sampleType
+	}
+	if retained {
+		return rankRetained(context.Background(), &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{SampleType: st}, Inputs: in, Limits: gen.LimitDefaults})
+	}
+	return rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{Fields: &gen.AllocationFields{SampleType: st}, Inputs: in, Limits: gen.LimitDefaults})
+}
+
+// TestGoHeapMatchesGoToolPprof compares self and inclusive values per function with go
+// tool pprof for the four sample types of a go test -memprofile profile, and checks the
+// allocating functions rank as they must.
+func TestGoHeapMatchesGoToolPprof(t *testing.T) {
+	prof := memProfile(t)
+	for _, c := range []struct {
+		sampleType string
+		retained   bool
+	}{{"alloc_space", false}, {"alloc_objects", false}, {"inuse_space", true}, {"inuse_objects", true}, {"", false}, {"", true}} {
+		want := c.sampleType
+		if want == "" {
+			want = map[bool]string{false: "alloc_space", true: "inuse_space"}[c.retained]
+		}
+		t.Run(want+"/"+strconv.FormatBool(c.sampleType == ""), func(t *testing.T) {
+			a, err := rankGo(t, prof, c.sampleType, c.retained)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Metrics["sample_type"] != want {
+				t.Fatalf("sample_type %v, want %s", a.Metrics["sample_type"], want)
+			}
+			rows := page(t, a)
+			got := map[string][2]int64{}
+			for _, r := range rows {
+				n := r["function"].(string)
+				v := got[n]
+				got[n] = [2]int64{v[0] + int64(r["self_value"].(float64)), v[1] + int64(r["inclusive_value"].(float64))}
+			}
+			top := goToolPprofTop(t, prof, want)
+			if len(top) < 3 {
+				t.Fatalf("go tool pprof lists only %v", top)
+			}
+			for name, w := range top {
+				if g := got[name]; g != w {
+					t.Errorf("%s: self/inclusive %v, go tool pprof says %v", name, g, w)
+				}
+			}
+			// The known allocating functions: both allocate 64 MiB, one keeps it.
+			first := map[string]string{"alloc_space": "example.com/alloc.allocate", "inuse_space": "example.com/alloc.allocateKept"}[want]
+			if first != "" {
+				var best string
+				var self float64
+				for _, r := range rows {
+					if s := r["self_value"].(float64); s > self {
+						best, self = r["function"].(string), s
+					}
+				}
+				if !strings.HasPrefix(best, first) {
+					t.Errorf("largest self value is %s, want %s", best, first)
+				}
+			}
+		})
+	}
+}
+
+// TestGoHeapFieldErrors: a sample type of the other operation is a FieldError; a CPU
+// profile is not a heap profile.
+func TestGoHeapFieldErrors(t *testing.T) {
+	prof := memProfile(t)
+	_, err := rankGo(t, prof, "alloc_space", true)
+	var fe *providers.FieldError
+	if !errors.As(err, &fe) || len(fe.Accepted) != 2 || fe.Accepted[0] != "inuse_space" {
+		t.Errorf("alloc_space for retained memory: %v", err)
+	}
+	_, err = rankGo(t, testtool.Corpus(t, "speedscope__simple.pprof.gz"), "", false)
+	var ue *providers.UnsupportedError
+	if !errors.As(err, &ue) || !strings.Contains(ue.Message, "alloc_space") {
+		t.Errorf("CPU profile: %v", err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.pprof")
+	b, _ := os.ReadFile(prof)
+	os.WriteFile(cut, b[:len(b)/2], 0o644)
+	_, err = rankGo(t, cut, "", false)
+	var de *providers.DecodeError
+	if !errors.As(err, &de) {
+		t.Errorf("truncated profile: %v", err)
+	}
+}
