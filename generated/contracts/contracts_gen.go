@@ -1648,6 +1648,17 @@ type CProfileProvider struct {
 // GoTestProvider runs go test with -cpuprofile; argv must start with go test and name one package.
 type GoTestProvider struct {
 	Kind string `json:"kind"`
+	// cpu: go test -cpuprofile; memory: go test -memprofile (allocated and in-use space and objects, for the memory rankings).
+	Profile string `json:"profile,omitempty"`
+	// Bytes allocated per memory profile sample (go test -memprofilerate); 1 records every allocation. Default: Go's 512 KiB.
+	Memprofilerate *int64 `json:"memprofilerate,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *GoTestProvider) ApplyDefaults() {
+	if isZero(x.Profile) {
+		x.Profile = "cpu"
+	}
 }
 
 // BenchmarkSamplesProvider runs the target with FLAMEOX_BENCHMARK_OUTPUT naming the file where it must write a benchmark-samples document.
@@ -2201,7 +2212,7 @@ var Operations = []OperationDecl{
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "AllocationFields",
-		CaptureProviders: []string{"node-heap-profile"},
+		CaptureProviders: []string{"node-heap-profile", "go-test"},
 		Experiment:       false,
 		Released:         true,
 		Limitations:      []string{},
@@ -2219,7 +2230,7 @@ var Operations = []OperationDecl{
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "RetainedFields",
-		CaptureProviders: []string{},
+		CaptureProviders: []string{"go-test"},
 		Experiment:       false,
 		Released:         true,
 		Limitations:      []string{},
@@ -2490,7 +2501,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "memray", Definition: "MemrayProvider", Outputs: []CaptureOutput{{Role: "memory", Format: FormatMemray}}, ReturncodeScope: "collector", Released: false},
 	{Kind: "py-spy", Definition: "PySpyProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPySpy}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "cprofile", Definition: "CProfileProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPstats}}, ReturncodeScope: "workload", Released: true},
-	{Kind: "go-test", Definition: "GoTestProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPprof}}, ReturncodeScope: "workload", Released: true},
+	{Kind: "go-test", Definition: "GoTestProvider", Outputs: []CaptureOutput{{Role: "profile", Format: FormatPprof}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "benchmark-samples", Definition: "BenchmarkSamplesProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatSamples}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "pyperf", Definition: "PyperfProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatPyperf}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "nvbench", Definition: "NVBenchProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatNvbench}}, ReturncodeScope: "workload", Released: true},

@@ -320,7 +320,7 @@ var collectors = []providers.Collector{
 			argv := []string{c.Argv[0], "-m", "cProfile", "-o", filepath.Join(dir, "profile.pstats")}
 			return append(argv, c.Argv[1:]...)
 		}}),
-	providers.Collect(providers.CollectorSpec[gen.GoTestProvider]{Kind: "go-test", File: "cpu.pprof",
+	providers.Collect(providers.CollectorSpec[gen.GoTestProvider]{Kind: "go-test", File: "profile.pprof",
 		Admit: func(cases []providers.Case) (*providers.Executable, error) {
 			for _, c := range cases {
 				if filepath.Base(c.Argv[0]) != "go" || len(c.Argv) < 2 || c.Argv[1] != "test" {
@@ -330,11 +330,7 @@ var collectors = []providers.Collector{
 			}
 			return nil, nil
 		},
-		Command: func(_ *gen.GoTestProvider, _ *providers.Executable, c providers.Case, dir string) []string {
-			// The test binary goes to scratch, not the working directory.
-			argv := []string{c.Argv[0], "test", "-cpuprofile", filepath.Join(dir, "cpu.pprof"), "-o", filepath.Join(dir, "test.bin")}
-			return append(argv, c.Argv[2:]...)
-		},
+		Command: goTestCommand,
 		// The go command needs HOME for its build and module caches.
 		Env: func(_ *gen.GoTestProvider, _ string) map[string]string {
 			if h := os.Getenv("HOME"); h != "" {
@@ -377,4 +373,19 @@ var collectors = []providers.Collector{
 			argv = append(argv, "--", c.Executable.Path)
 			return append(argv, c.Argv[1:]...)
 		}}),
+}
+
+// goTestCommand is go test with a CPU or a memory profile into dir; the test binary goes
+// to scratch, not the working directory.
+func goTestCommand(o *gen.GoTestProvider, _ *providers.Executable, c providers.Case, dir string) []string {
+	profile := filepath.Join(dir, "profile.pprof")
+	argv := []string{c.Argv[0], "test", "-cpuprofile", profile}
+	if o.Profile == "memory" {
+		argv = []string{c.Argv[0], "test", "-memprofile", profile}
+		if o.Memprofilerate != nil {
+			argv = append(argv, "-memprofilerate="+strconv.FormatInt(*o.Memprofilerate, 10))
+		}
+	}
+	argv = append(argv, "-o", filepath.Join(dir, "test.bin"))
+	return append(argv, c.Argv[2:]...)
 }
