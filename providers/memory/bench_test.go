@@ -2,13 +2,20 @@ package memory
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
+	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers"
 )
 
 // heapProfileFile writes (once, under testtool.BenchDir) a V8 sampling heap profile of
@@ -91,4 +98,108 @@ func BenchmarkDecodeHeapProfile100MB(b *testing.B) {
 		}))
 	}
 	b.ReportMetric(testtool.MiB(peak), "peak-MiB")
+}
+
+// heapPprofFile writes (once) a synthetic Go heap profile of the given numbers of
+// functions and samples, gzip-compressed as runtime/pprof writes it: the four sample
+// types of a heap profile (alloc_objects, alloc_space, inuse_objects, inuse_space), one
+// location per function in a call tree of 24 levels, and a sample per random path from the
+// root with a size class's objects and bytes.
+func heapPprofFile(tb testing.TB, functions, samples int) string {
+	p := filepath.Join(testtool.BenchDir(), fmt.Sprintf("flameox-bench-heap-%d-%d.pprof.gz", functions, samples))
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	r := rand.New(rand.NewSource(3))
+	prof := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
+			{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}},
+		PeriodType: &profile.ValueType{Type: "space", Unit: "bytes"}, Period: 512 * 1024,
+		DefaultSampleType: "inuse_space",
+	}
+	for i := 0; i < functions; i++ {
+		fn := &profile.Function{ID: uint64(i + 1), Name: fmt.Sprintf("example.com/pkg%d.Alloc%d", i%200, i),
+			Filename: fmt.Sprintf("/src/pkg%d/file%d.go", i%200, i%7), StartLine: int64(i % 1000)}
+		prof.Function = append(prof.Function, fn)
+		prof.Location = append(prof.Location, &profile.Location{ID: uint64(i + 1), Address: uint64(0x400000 + i*16),
+			Line: []profile.Line{{Function: fn, Line: int64(i%1000 + 3)}}})
+	}
+	parent := make([]int, functions)
+	parent[0] = -1
+	for i := 1; i < functions; i++ {
+		parent[i] = r.Intn(max(1, i*23/24)) // an earlier function: a tree about 24 levels deep
+	}
+	for i := 0; i < samples; i++ {
+		size := int64(16 << r.Intn(12))
+		objects := 1 + int64(r.Intn(64))
+		kept := objects / int64(1+r.Intn(4))
+		s := &profile.Sample{Value: []int64{objects, objects * size, kept, kept * size},
+			NumLabel: map[string][]int64{"bytes": {size}}}
+		for f := r.Intn(functions); f >= 0; f = parent[f] { // leaf first
+			s.Location = append(s.Location, prof.Location[f])
+		}
+		prof.Sample = append(prof.Sample, s)
+	}
+	tmp := p + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := prof.Write(f); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// rankRetainedFirstPage ranks path by inuse_space and encodes the first page of 100 rows.
+func rankRetainedFirstPage(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	req := &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{},
+		Inputs: []providers.Input{{Path: path, Format: gen.FormatPprof, Size: st.Size()}},
+		Limits: gen.EffectiveLimits{MaxInputBytes: 1 << 30}}
+	a, err := rankRetained(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	page, err := a.Rows.Page(context.Background(), 0, 100, nil)
+	if err != nil {
+		return err
+	}
+	if len(page.Rows) != 100 {
+		return fmt.Errorf("%d rows", len(page.Rows))
+	}
+	return nil
+}
+
+// childEnv names the heap profile a re-executed test binary ranks.
+const childEnv = "FLAMEOX_MEMORY_BENCH_CHILD"
+
+func TestMain(m *testing.M) {
+	testtool.RunChild(childEnv, rankRetainedFirstPage)
+	os.Exit(m.Run())
+}
+
+// BenchmarkRankGoHeapProfile ranks a synthetic Go heap profile of 50,000 functions and
+// 200,000 samples by inuse_space (first page of 100 rows) beside
+// `go tool pprof -sample_index=inuse_space -top -nodecount=100` on the same file.
+func BenchmarkRankGoHeapProfile(b *testing.B) {
+	gobin := testtool.Require(b, "go")
+	p := heapPprofFile(b, 50_000, 200_000)
+	tool, err := exec.Command(gobin, "tool", "-n", "pprof").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, _ := os.Stat(p)
+	testtool.Compared{Run: func() error { return rankRetainedFirstPage(p) }, ChildEnv: childEnv, ChildSpec: p,
+		Reference: exec.Command(strings.TrimSpace(string(tool)), "-sample_index=inuse_space", "-top", "-nodecount=100", p), Name: "pprof"}.Bench(b)
+	b.ReportMetric(float64(st.Size())/1e6, "input-MB")
 }
