@@ -54,13 +54,12 @@ func CopyVerified(src, dst, sum string, size int64) error {
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(out, h), io.LimitReader(in, size+1), make([]byte, BufferBytes))
+	got, n, err := copyHashing(out, io.LimitReader(in, size+1))
 	if err != nil {
 		out.Close()
 		return err
 	}
-	if n != size || hex.EncodeToString(h.Sum(nil)) != sum {
+	if n != size || got != sum {
 		out.Close()
 		return fmt.Errorf("%w: copied %d bytes", ErrChanged, n)
 	}
@@ -69,6 +68,57 @@ func CopyVerified(src, dst, sum string, size int64) error {
 		return err
 	}
 	return out.Close()
+}
+
+// copyHashing copies r to w and returns the SHA-256 of what it copied. The digest is
+// computed on a goroutine of its own while the main one reads and writes, so hashing
+// overlaps the copy's I/O; two buffers alternate, and a buffer is read into again only
+// after its previous chunk has been hashed.
+func copyHashing(w io.Writer, r io.Reader) (string, int64, error) {
+	h := sha256.New()
+	work := make(chan []byte, 2)
+	hashed := make(chan struct{}, 2)
+	go func() {
+		for b := range work {
+			h.Write(b)
+			hashed <- struct{}{}
+		}
+	}()
+	bufs := [2][]byte{make([]byte, BufferBytes), make([]byte, BufferBytes)}
+	inflight := 0
+	finish := func() {
+		close(work)
+		for ; inflight > 0; inflight-- {
+			<-hashed
+		}
+	}
+	var n int64
+	for i := 0; ; i++ {
+		if inflight == len(bufs) {
+			<-hashed // the chunk last read into this buffer is hashed
+			inflight--
+		}
+		b := bufs[i%len(bufs)]
+		k, rerr := io.ReadFull(r, b)
+		if k > 0 {
+			work <- b[:k]
+			inflight++
+			if _, err := w.Write(b[:k]); err != nil {
+				finish()
+				return "", n, err
+			}
+			n += int64(k)
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			finish()
+			return "", n, rerr
+		}
+	}
+	finish()
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // ErrBadGzip reports a file that starts like gzip but is not a valid gzip stream.

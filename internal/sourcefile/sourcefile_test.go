@@ -82,3 +82,39 @@ func TestOpenStream(t *testing.T) {
 		t.Errorf("bad gzip: %v", err)
 	}
 }
+
+// TestCopyHashingAcrossBuffers copies inputs around the two-buffer boundaries and checks
+// the digest and bytes against crypto/sha256 over the same content; a failing writer
+// returns its error without leaving the hashing goroutine blocked.
+func TestCopyHashingAcrossBuffers(t *testing.T) {
+	for _, n := range []int{0, 1, BufferBytes - 1, BufferBytes, BufferBytes + 1, 2 * BufferBytes, 5*BufferBytes + 7} {
+		content := make([]byte, n)
+		for i := range content {
+			content[i] = byte(i*131 + i/7)
+		}
+		var out bytes.Buffer
+		sum, copied, err := copyHashing(&out, bytes.NewReader(content))
+		want := sha256.Sum256(content)
+		if err != nil || copied != int64(n) || sum != hex.EncodeToString(want[:]) || !bytes.Equal(out.Bytes(), content) {
+			t.Errorf("%d bytes: sum %s, copied %d, err %v", n, sum, copied, err)
+		}
+	}
+	boom := errors.New("disk full")
+	if _, _, err := copyHashing(&failAfter{n: BufferBytes + 3, err: boom}, bytes.NewReader(make([]byte, 4*BufferBytes))); !errors.Is(err, boom) {
+		t.Errorf("a failing writer gave %v", err)
+	}
+}
+
+// failAfter accepts n bytes, then fails every write with err.
+type failAfter struct {
+	n   int
+	err error
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		return 0, f.err
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
