@@ -820,6 +820,8 @@ type WorkloadFailure struct {
 type AllocationFields struct {
 	// pprof only: alloc_space (default) or alloc_objects.
 	SampleType *string `json:"sample_type,omitempty"`
+	// memray only: absolute path of the Python whose memray reads the capture (default $FLAMEOX_MEMRAY_PYTHON, else python3 on PATH; a capture sets the workload's).
+	Python *string `json:"python,omitempty"`
 }
 
 // CompareFields are compare_benchmarks's and compare_kernel_validation's fields.
@@ -905,6 +907,8 @@ func (x *PreviewFields) ApplyDefaults() {
 type RetainedFields struct {
 	// pprof only: inuse_space (default) or inuse_objects.
 	SampleType *string `json:"sample_type,omitempty"`
+	// memray only: absolute path of the Python whose memray reads the capture (default $FLAMEOX_MEMRAY_PYTHON, else python3 on PATH; a capture sets the workload's).
+	Python *string `json:"python,omitempty"`
 }
 
 // ScalingFields are analyze_benchmark_scaling's fields.
@@ -2207,39 +2211,39 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameRankAllocationHotspots,
-		Description:      "Rank the frames of one memory profile (V8 heapprofile, Go heap pprof) by inclusive then self allocated bytes, with file, line and allocation count.",
-		Formats:          []Format{FormatHeapprofile, FormatPprof},
+		Description:      "Rank the frames of one memory profile (V8 heapprofile, Go heap pprof, memray capture at its high-water mark) by inclusive then self allocated bytes, with file, line and allocation count.",
+		Formats:          []Format{FormatHeapprofile, FormatPprof, FormatMemray},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "AllocationFields",
-		CaptureProviders: []string{"node-heap-profile", "go-test"},
+		CaptureProviders: []string{"node-heap-profile", "memray", "go-test"},
 		Experiment:       false,
 		Released:         true,
 		Limitations:      []string{},
 		FormatLimitations: map[Format][]string{
 			FormatHeapprofile: []string{"V8 sampling heap profile: bytes are sampled allocations still live when the profile was written (about one sample per --heap-prof-interval bytes, default 512 KiB), not every allocation; short-lived garbage is mostly absent.", "self_bytes is V8's selfSize; allocation_count counts the samples attributed to the node (null for profiles written without samples, as before Node 12). Frames are merged by function, script id, URL, line and column; V8 writes no URL or line for frames of scripts it has released when the profile is written."},
-			FormatMemray:      []string{"Memray captures are read with memray's own FileReader in the workload's Python interpreter; results bind the interpreter and memray version."},
+			FormatMemray:      []string{"Memray captures are read with memray's own FileReader in a Python interpreter (the workload's for a capture); results bind the interpreter and memray version.", "Frames are Python frames (function, file, line) of memray's merged-thread records; self_bytes and allocation_count count records whose innermost frame it is, inclusive_bytes records with it anywhere on the stack, once per record. Native frames are not ranked."},
 			FormatPprof:       []string{"Go heap profiles sample about one allocation per runtime.MemProfileRate bytes (512 KiB by default) and scale the figures up; alloc_* count every sampled allocation since the program started, inuse_* those not yet freed at the last garbage collection before the profile was written.", "Frames are functions (name, file, start line); inlined calls are expanded."},
 		},
 		Rows: []string{"AllocationHotspotRow", "MemoryPprofRow"},
 	},
 	{
 		Name:             OperationNameRankRetainedMemory,
-		Description:      "Rank the functions of one Go heap profile by memory still in use (inuse_space or inuse_objects), with file and line.",
-		Formats:          []Format{FormatPprof},
+		Description:      "Rank the frames of one Go heap profile (inuse_space or inuse_objects) or memray capture (allocations never freed) by memory still in use, with file and line.",
+		Formats:          []Format{FormatPprof, FormatMemray},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "RetainedFields",
-		CaptureProviders: []string{"go-test"},
+		CaptureProviders: []string{"memray", "go-test"},
 		Experiment:       false,
 		Released:         true,
 		Limitations:      []string{},
 		FormatLimitations: map[Format][]string{
 			FormatHeapprofile: []string{"V8 sampling heap profile: bytes are sampled allocations still live when the profile was written (about one sample per --heap-prof-interval bytes, default 512 KiB), not every allocation; short-lived garbage is mostly absent.", "self_bytes is V8's selfSize; allocation_count counts the samples attributed to the node (null for profiles written without samples, as before Node 12). Frames are merged by function, script id, URL, line and column; V8 writes no URL or line for frames of scripts it has released when the profile is written."},
-			FormatMemray:      []string{"Memray captures are read with memray's own FileReader in the workload's Python interpreter; results bind the interpreter and memray version."},
+			FormatMemray:      []string{"Memray captures are read with memray's own FileReader in a Python interpreter (the workload's for a capture); results bind the interpreter and memray version.", "Frames are Python frames (function, file, line) of memray's merged-thread records; self_bytes and allocation_count count records whose innermost frame it is, inclusive_bytes records with it anywhere on the stack, once per record. Native frames are not ranked."},
 			FormatPprof:       []string{"Go heap profiles sample about one allocation per runtime.MemProfileRate bytes (512 KiB by default) and scale the figures up; alloc_* count every sampled allocation since the program started, inuse_* those not yet freed at the last garbage collection before the profile was written.", "Frames are functions (name, file, start line); inlined calls are expanded."},
 		},
-		Rows: []string{"MemoryPprofRow"},
+		Rows: []string{"MemoryPprofRow", "AllocationHotspotRow"},
 	},
 	{
 		Name:             OperationNameSummarizeBenchmarks,
@@ -2498,7 +2502,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "perf", Definition: "PerfProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPerfData}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "node-cpu-profile", Definition: "NodeCpuProfileProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatCpuprofile}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "node-heap-profile", Definition: "NodeHeapProfileProvider", Outputs: []CaptureOutput{{Role: "memory-profile", Format: FormatHeapprofile}}, ReturncodeScope: "workload", Released: true},
-	{Kind: "memray", Definition: "MemrayProvider", Outputs: []CaptureOutput{{Role: "memory", Format: FormatMemray}}, ReturncodeScope: "collector", Released: false},
+	{Kind: "memray", Definition: "MemrayProvider", Outputs: []CaptureOutput{{Role: "memory", Format: FormatMemray}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "py-spy", Definition: "PySpyProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPySpy}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "cprofile", Definition: "CProfileProvider", Outputs: []CaptureOutput{{Role: "cpu-profile", Format: FormatPstats}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "go-test", Definition: "GoTestProvider", Outputs: []CaptureOutput{{Role: "profile", Format: FormatPprof}}, ReturncodeScope: "workload", Released: true},

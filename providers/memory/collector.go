@@ -1,6 +1,10 @@
 package memory
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
 )
@@ -16,4 +20,51 @@ var collectors = []providers.Collector{
 			argv := []string{c.Argv[0], "--heap-prof", "--heap-prof-dir=" + dir, "--heap-prof-name=profile.heapprofile"}
 			return append(argv, c.Argv[1:]...)
 		}}),
+	providers.Collect(providers.CollectorSpec[gen.MemrayProvider]{Kind: "memray", File: memrayFile,
+		Admit:          admitMemray,
+		Command:        memrayCommand,
+		AnalysisFields: memrayCaptureWorkloadPython}),
+}
+
+// memrayFile is the capture memray run writes in the execution directory.
+const memrayFile = "memory.bin"
+
+// admitMemray checks every case is `<python> <target…>` and that the workload's Python,
+// asked as the workload names it, imports memray, before anything runs.
+func admitMemray(cases []providers.Case) (*providers.Executable, error) {
+	for _, c := range cases {
+		field := append([]any{}, c.ArgvField...)
+		if len(c.Argv) < 2 {
+			return nil, &providers.FieldError{Field: field,
+				Message: "the memray provider runs <python> <script or -m module or -c code> [args]: argv needs at least two elements"}
+		}
+		base := filepath.Base(c.Argv[0])
+		if !strings.HasPrefix(base, "python") {
+			return nil, &providers.FieldError{Field: append(field, 0),
+				Message: fmt.Sprintf("the memray provider wraps a Python interpreter (python3, a virtual environment's python); argv[0] is %q", base)}
+		}
+		exe, ok := workloadPython(c.Argv[0])
+		if !ok {
+			if strings.Contains(c.Argv[0], "/") {
+				return nil, &providers.FieldError{Field: append(field, 0),
+					Message: "the memray provider needs argv[0] as an absolute path or a name on PATH, so the interpreter that reads the capture is the workload's"}
+			}
+			return nil, providers.HostToolUnavailable(base, "Install "+base+" or name the interpreter by absolute path, then retry.")
+		}
+		if _, ok := providers.Probe(exe, "-c", "import memray"); !ok {
+			return nil, &providers.UnavailableError{Provider: "memray", Module: "memray",
+				Message:     "the memray provider needs memray in the workload's Python: " + base + " cannot import memray",
+				Remediation: "Install memray in the workload's interpreter (" + base + " -m pip install memray), then retry."}
+		}
+	}
+	return nil, nil
+}
+
+// memrayCommand is <python> -m memray run --output DIR/memory.bin [--native] <argv[1:]…>.
+func memrayCommand(o *gen.MemrayProvider, _ *providers.Executable, c providers.Case, dir string) []string {
+	argv := []string{c.Argv[0], "-m", "memray", "run", "--output", filepath.Join(dir, memrayFile)}
+	if o.Native {
+		argv = append(argv, "--native")
+	}
+	return append(argv, c.Argv[1:]...)
 }

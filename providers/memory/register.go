@@ -29,6 +29,8 @@ func Register(r *providers.Registry) {
 		Match: func(_ string, head []byte) bool {
 			return bytes.Contains(head, []byte(`"head"`)) && bytes.Contains(head, []byte(`"callFrame"`)) && bytes.Contains(head, []byte(`"selfSize"`))
 		}})
+	r.Detector(providers.Detector{Format: gen.FormatMemray, Suffixes: []string{".bin"},
+		Match: func(_ string, head []byte) bool { return bytes.HasPrefix(head, memrayMagic) }})
 }
 
 // Go heap profile sample types by operation: the first is the default.
@@ -41,20 +43,40 @@ func rankAllocations(ctx context.Context, req *providers.Request[gen.AllocationF
 	in := req.Inputs[0]
 	switch in.Format {
 	case gen.FormatPprof:
+		if req.Fields.Python != nil {
+			return nil, pythonOnlyMemray(in)
+		}
 		return rankPprof(ctx, in, req.Limits, req.Fields.SampleType, allocTypes)
 	case gen.FormatHeapprofile:
 		if req.Fields.SampleType != nil {
 			return nil, sampleTypeOnlyPprof(in)
 		}
+		if req.Fields.Python != nil {
+			return nil, pythonOnlyMemray(in)
+		}
 		return rankHeapProfile(ctx, in, req.Limits)
+	case gen.FormatMemray:
+		if req.Fields.SampleType != nil {
+			return nil, sampleTypeOnlyPprof(in)
+		}
+		return rankMemray(ctx, in, req.Limits, req.Fields.Python, memrayHighWatermark)
 	}
 	return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("rank_allocation_hotspots does not read %s sources", in.Format)}
 }
 
 func rankRetained(ctx context.Context, req *providers.Request[gen.RetainedFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
-	if in.Format == gen.FormatPprof {
+	switch in.Format {
+	case gen.FormatPprof:
+		if req.Fields.Python != nil {
+			return nil, pythonOnlyMemray(in)
+		}
 		return rankPprof(ctx, in, req.Limits, req.Fields.SampleType, retainTypes)
+	case gen.FormatMemray:
+		if req.Fields.SampleType != nil {
+			return nil, sampleTypeOnlyPprof(in)
+		}
+		return rankMemray(ctx, in, req.Limits, req.Fields.Python, memrayLeaked)
 	}
 	return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("rank_retained_memory does not read %s sources", in.Format)}
 }
@@ -63,6 +85,12 @@ func sampleTypeOnlyPprof(in providers.Input) error {
 	return &providers.FieldError{Field: []any{"sample_type"}, Accepted: []string{string(gen.FormatPprof)},
 		Message: fmt.Sprintf("sample_type applies to pprof sources only; source %d is %s", in.Index, in.Format),
 		Details: map[string]any{"option": "sample_type", "accepted_formats": []string{string(gen.FormatPprof)}, "source_index": in.Index}}
+}
+
+func pythonOnlyMemray(in providers.Input) error {
+	return &providers.FieldError{Field: []any{"python"}, Accepted: []string{string(gen.FormatMemray)},
+		Message: fmt.Sprintf("python applies to memray sources only; source %d is %s", in.Index, in.Format),
+		Details: map[string]any{"option": "python", "accepted_formats": []string{string(gen.FormatMemray)}, "source_index": in.Index}}
 }
 
 func rankHeapProfile(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {

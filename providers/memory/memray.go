@@ -1,0 +1,250 @@
+package memory
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/providers"
+)
+
+//go:embed python/flameox_memray_read.py
+var memrayReader []byte
+
+// memrayMagic starts every memray capture: memray's MAGIC, "memray" and its NUL
+// (src/memray/_memray/records.cpp), the first field of the header record.
+var memrayMagic = []byte("memray\x00")
+
+// memrayPythonVariable names the interpreter that reads path sources when the request
+// names none.
+const memrayPythonVariable = "FLAMEOX_MEMRAY_PYTHON"
+
+// Which record set a ranking reads.
+const (
+	memrayHighWatermark = "high_watermark"
+	memrayLeaked        = "leaked"
+)
+
+// maxMemrayLine bounds one line the reader prints (a frame's function and file names).
+const maxMemrayLine = 1 << 20
+
+func memrayUnavailable(why string) *providers.UnavailableError {
+	return &providers.UnavailableError{Provider: "memray", Module: "memray",
+		Message:     "memray captures are read with memray's own reader: " + why,
+		Remediation: "Install memray in that Python (python -m pip install memray), or name a Python that has it in the python field or " + memrayPythonVariable + ", then retry."}
+}
+
+// memrayPythonField is the FieldError of a python field that names no usable interpreter.
+func memrayPythonField(msg string) error {
+	return &providers.FieldError{Field: []any{"python"}, Message: msg, Details: map[string]any{"option": "python"}}
+}
+
+// memrayInterpreter chooses the Python that reads a memray source: the python field, else
+// $FLAMEOX_MEMRAY_PYTHON, else python3 on PATH. It is run as named (a virtual
+// environment's python is a symlink whose own directory makes the environment) and
+// hashed as resolved.
+func memrayInterpreter(field *string) (named string, exe *providers.Executable, err error) {
+	switch {
+	case field != nil:
+		named = *field
+		if !filepath.IsAbs(named) {
+			return "", nil, memrayPythonField("python must be an absolute path to a Python interpreter")
+		}
+	case os.Getenv(memrayPythonVariable) != "":
+		named = os.Getenv(memrayPythonVariable)
+		if !filepath.IsAbs(named) {
+			return "", nil, memrayUnavailable(memrayPythonVariable + " is not an absolute path")
+		}
+	default:
+		p, lerr := exec.LookPath("python3")
+		if lerr != nil {
+			return "", nil, memrayUnavailable("no python3 is on PATH")
+		}
+		if named, lerr = filepath.Abs(p); lerr != nil {
+			return "", nil, memrayUnavailable("python3 on PATH cannot be located")
+		}
+	}
+	exe, err = providers.Bind(named, func() error {
+		if field != nil {
+			return memrayPythonField("python names no readable interpreter")
+		}
+		return memrayUnavailable("the interpreter cannot be read")
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return named, exe, nil
+}
+
+// memrayFrame is one aggregated frame the reader prints.
+type memrayFrame struct {
+	Frame     *int64 `json:"frame"`
+	Function  string `json:"function"`
+	File      string `json:"file"`
+	Line      int64  `json:"line"`
+	Self      int64  `json:"self"`
+	Inclusive int64  `json:"inclusive"`
+	Count     int64  `json:"count"`
+}
+
+type memrayLine struct {
+	memrayFrame
+	Version *string        `json:"memray_version"`
+	Metrics map[string]any `json:"metrics"`
+	Error   string         `json:"error"`
+}
+
+// rankMemray reads one memray capture with memray's FileReader in the chosen Python,
+// bounded by the request's timeout, memory and output limits.
+func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, python *string, which string) (*providers.Analysis, error) {
+	named, exe, err := memrayInterpreter(python)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "flameox-memray-")
+	if err != nil {
+		return nil, &providers.DecodeError{Source: in.Index, Message: "the memray reader could not start", Err: err}
+	}
+	defer os.RemoveAll(dir)
+	script := filepath.Join(dir, "flameox_memray_read.py")
+	if err := os.WriteFile(script, memrayReader, 0o600); err != nil {
+		return nil, &providers.DecodeError{Source: in.Index, Message: "the memray reader could not start", Err: err}
+	}
+	out := filepath.Join(dir, "stdout")
+	res, err := broker.Run(ctx, broker.Spec{Path: named, Args: []string{named, "-I", script, in.Path, which}, Dir: dir,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
+		MaxOutputBytes: limits.MaxOutputBytes, Timeout: time.Duration(limits.TimeoutSeconds * float64(time.Second)),
+		MaxRSSBytes: limits.MaxMemoryBytes})
+	switch {
+	case err != nil:
+		return nil, memrayUnavailable("the interpreter could not be started")
+	case res.Cancelled:
+		return nil, context.Canceled
+	case res.Limit != nil:
+		return nil, &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader stopped at its %s bound (%v %s)", in.Index, res.Limit.Kind, res.Limit.Configured, res.Limit.Unit),
+			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
+	case res.ExitCode != nil && *res.ExitCode == 3:
+		return nil, memrayUnavailable(filepath.Base(named) + " cannot import memray")
+	case res.ExitCode != nil && *res.ExitCode == 4:
+		return nil, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d: memray's FileReader cannot read it as a memray capture", in.Index)}
+	case res.ExitCode == nil || *res.ExitCode != 0:
+		return nil, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader failed", in.Index), Details: map[string]any{"exit_code": res.ExitCode}}
+	}
+	a, err := decodeMemrayOutput(out, in)
+	if err != nil {
+		return nil, err
+	}
+	a.Implementation = map[string]string{"memray-python": exe.SHA256, "memray": a.Provider.Version}
+	return a, nil
+}
+
+// decodeMemrayOutput reads the reader's JSON lines into the ranked analysis.
+func decodeMemrayOutput(path string, in providers.Input) (*providers.Analysis, error) {
+	bad := func(what string) error {
+		return &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader's output is malformed (%s)", in.Index, what)}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, bad("unreadable")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxMemrayLine)
+	var version *string
+	var metrics map[string]any
+	var frames []memrayFrame
+	for sc.Scan() {
+		var l memrayLine
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.UseNumber()
+		if err := dec.Decode(&l); err != nil {
+			return nil, bad("a line is not JSON")
+		}
+		switch {
+		case l.Version != nil:
+			version = l.Version
+		case l.Metrics != nil:
+			metrics = l.Metrics
+		case l.Frame != nil:
+			if version == nil || metrics != nil || *l.Frame != int64(len(frames)) {
+				return nil, bad("frames out of order")
+			}
+			frames = append(frames, l.memrayFrame)
+		default:
+			return nil, bad("an unknown line")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, &providers.LimitError{Source: in.Index, Limit: maxMemrayLine, Unit: "bytes",
+				Message: fmt.Sprintf("source %d: a frame of the memray capture is longer than %d bytes", in.Index, maxMemrayLine)}
+		}
+		return nil, bad("unreadable")
+	}
+	if version == nil || metrics == nil {
+		return nil, bad("incomplete")
+	}
+	order := make([]int, len(frames))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		a, b := &frames[x], &frames[y]
+		return cmp.Or(cmp.Compare(b.Inclusive, a.Inclusive), cmp.Compare(b.Self, a.Self), cmp.Compare(*a.Frame, *b.Frame))
+	})
+	a := &providers.Analysis{Provider: gen.Provider{ID: "memray", Version: *version}, Metrics: metrics}
+	if len(frames) == 0 {
+		a.Limitations = append(a.Limitations, "The capture holds no allocation with a Python stack in the ranked record set.")
+	}
+	a.Rows = providers.Project(len(order), func(i int) gen.AllocationHotspotRow {
+		h := &frames[order[i]]
+		c := h.Count
+		return gen.AllocationHotspotRow{Rank: int64(i + 1), Function: h.Function, File: providers.Nullable(h.File), Line: providers.Nullable(h.Line),
+			SelfBytes: h.Self, InclusiveBytes: h.Inclusive, AllocationCount: &c, FrameID: *h.Frame}
+	})
+	return a, nil
+}
+
+// memrayCaptureWorkloadPython is the interpreter a memray capture's analysis reads with:
+// the first case's argv[0] as the workload names it, made absolute the way Admit probes it.
+func memrayCaptureWorkloadPython(cases []providers.Case) map[string]any {
+	if len(cases) == 0 {
+		return nil
+	}
+	if p, ok := workloadPython(cases[0].Argv[0]); ok {
+		return map[string]any{"python": p}
+	}
+	return nil
+}
+
+// workloadPython is argv[0] as an absolute path, not symlink-resolved: absolute as given,
+// or a bare name looked up on PATH.
+func workloadPython(argv0 string) (string, bool) {
+	switch {
+	case filepath.IsAbs(argv0):
+		return argv0, true
+	case !strings.Contains(argv0, "/"):
+		p, err := exec.LookPath(argv0)
+		if err != nil {
+			return "", false
+		}
+		if p, err = filepath.Abs(p); err != nil {
+			return "", false
+		}
+		return p, true
+	}
+	return "", false
+}
