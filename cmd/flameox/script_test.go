@@ -73,6 +73,10 @@ func TestScripts(t *testing.T) {
 	if !coverageReady && os.Getenv("CI") != "" {
 		t.Fatal("CI must run the coverage capture: install python3-coverage for /usr/bin/python3")
 	}
+	fakeMemray, err := filepath.Abs("../../providers/memory/testdata/fakememray")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testscripts",
 		UpdateScripts:       *update,
@@ -81,6 +85,9 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("CORPUS", corpus)
 			env.Setenv("E2E", e2e)
+			// A FAKE memray package (no real memray is installable here): memray.txtar
+			// installs it into a virtual environment.
+			env.Setenv("FAKEMEMRAY", fakeMemray)
 			// Every script has its own evidence store; nothing touches the user's.
 			env.Setenv("FLAMEOX_DATA_DIR", filepath.Join(env.WorkDir, "store"))
 			return nil
