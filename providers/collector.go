@@ -68,16 +68,6 @@ type CollectorSpec[P any] struct {
 	// Check is optional: a rule across the decoded options that the schema cannot state,
 	// answered with a FieldError.
 	Check func(opts *P) error
-	// AnalysisFields is optional: operation fields the capture's analysis takes from the
-	// admitted cases when the caller set none of them (the memray provider names the
-	// workload's interpreter as the reader). They are ordinary fields of the analysis
-	// request, so its next_page and continuation keep them.
-	AnalysisFields func(cases []Case) map[string]any
-}
-
-// AnalysisFielder is a collector that sets operation fields of its capture's analysis.
-type AnalysisFielder interface {
-	AnalysisFields(cases []Case) map[string]any
 }
 
 // Collect returns the collector spec describes.
@@ -93,13 +83,6 @@ func (c *collector[P]) Admit(cases []Case) (*Executable, error) {
 		return nil, nil
 	}
 	return c.spec.Admit(cases)
-}
-
-func (c *collector[P]) AnalysisFields(cases []Case) map[string]any {
-	if c.spec.AnalysisFields == nil {
-		return nil
-	}
-	return c.spec.AnalysisFields(cases)
 }
 
 func (c *collector[P]) Options(provider map[string]any) (Options, error) {

@@ -731,13 +731,6 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, dir s
 	for k, v := range cr.fields {
 		args[k] = v
 	}
-	if af, ok := cr.coll.Collector.(providers.AnalysisFielder); ok {
-		for k, v := range af.AnalysisFields(cr.providerCases()) {
-			if _, set := args[k]; !set {
-				args[k] = v
-			}
-		}
-	}
 	list := make([]any, len(sources))
 	for i, s := range sources {
 		src := map[string]any{"kind": "path", "path": s.path, "format": string(s.format)}

@@ -820,8 +820,6 @@ type WorkloadFailure struct {
 type AllocationFields struct {
 	// pprof only: alloc_space (default) or alloc_objects.
 	SampleType *string `json:"sample_type,omitempty"`
-	// memray only: absolute path of the Python whose memray reads the capture (default $FLAMEOX_MEMRAY_PYTHON, else python3 on PATH; a capture sets the workload's).
-	Python *string `json:"python,omitempty"`
 }
 
 // CompareFields are compare_benchmarks's and compare_kernel_validation's fields.
@@ -907,8 +905,6 @@ func (x *PreviewFields) ApplyDefaults() {
 type RetainedFields struct {
 	// pprof only: inuse_space (default) or inuse_objects.
 	SampleType *string `json:"sample_type,omitempty"`
-	// memray only: absolute path of the Python whose memray reads the capture (default $FLAMEOX_MEMRAY_PYTHON, else python3 on PATH; a capture sets the workload's).
-	Python *string `json:"python,omitempty"`
 }
 
 // ScalingFields are analyze_benchmark_scaling's fields.

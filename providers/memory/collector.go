@@ -21,9 +21,8 @@ var collectors = []providers.Collector{
 			return append(argv, c.Argv[1:]...)
 		}}),
 	providers.Collect(providers.CollectorSpec[gen.MemrayProvider]{Kind: "memray", File: memrayFile,
-		Admit:          admitMemray,
-		Command:        memrayCommand,
-		AnalysisFields: memrayCaptureWorkloadPython}),
+		Admit:   admitMemray,
+		Command: memrayCommand}),
 }
 
 // memrayFile is the capture memray run writes in the execution directory.

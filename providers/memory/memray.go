@@ -28,8 +28,9 @@ var memrayReader []byte
 // (src/memray/_memray/records.cpp), the first field of the header record.
 var memrayMagic = []byte("memray\x00")
 
-// memrayPythonVariable names the interpreter that reads path sources when the request
-// names none.
+// memrayPythonVariable names the interpreter that reads memray captures; python3 on PATH
+// when unset. It is the server's setting, never the caller's: an analysis tool runs no
+// executable a request names.
 const memrayPythonVariable = "FLAMEOX_MEMRAY_PYTHON"
 
 // Which record set a ranking reads.
@@ -44,25 +45,15 @@ const maxMemrayLine = 1 << 20
 func memrayUnavailable(why string) *providers.UnavailableError {
 	return &providers.UnavailableError{Provider: "memray", Module: "memray",
 		Message:     "memray captures are read with memray's own reader: " + why,
-		Remediation: "Install memray in that Python (python -m pip install memray), or name a Python that has it in the python field or " + memrayPythonVariable + ", then retry."}
+		Remediation: "Install memray in that Python (python -m pip install memray), or start Flameox with " + memrayPythonVariable + " naming the absolute path of a Python that has it (a capture's workload interpreter, for example), then retry."}
 }
 
-// memrayPythonField is the FieldError of a python field that names no usable interpreter.
-func memrayPythonField(msg string) error {
-	return &providers.FieldError{Field: []any{"python"}, Message: msg, Details: map[string]any{"option": "python"}}
-}
-
-// memrayInterpreter chooses the Python that reads a memray source: the python field, else
-// $FLAMEOX_MEMRAY_PYTHON, else python3 on PATH. It is run as named (a virtual
+// memrayInterpreter chooses the Python that reads a memray source: $FLAMEOX_MEMRAY_PYTHON,
+// else python3 on PATH. It is run as named (a virtual
 // environment's python is a symlink whose own directory makes the environment) and
 // hashed as resolved.
-func memrayInterpreter(field *string) (named string, exe *providers.Executable, err error) {
+func memrayInterpreter() (named string, exe *providers.Executable, err error) {
 	switch {
-	case field != nil:
-		named = *field
-		if !filepath.IsAbs(named) {
-			return "", nil, memrayPythonField("python must be an absolute path to a Python interpreter")
-		}
 	case os.Getenv(memrayPythonVariable) != "":
 		named = os.Getenv(memrayPythonVariable)
 		if !filepath.IsAbs(named) {
@@ -78,9 +69,6 @@ func memrayInterpreter(field *string) (named string, exe *providers.Executable, 
 		}
 	}
 	exe, err = providers.Bind(named, func() error {
-		if field != nil {
-			return memrayPythonField("python names no readable interpreter")
-		}
 		return memrayUnavailable("the interpreter cannot be read")
 	})
 	if err != nil {
@@ -109,8 +97,8 @@ type memrayLine struct {
 
 // rankMemray reads one memray capture with memray's FileReader in the chosen Python,
 // bounded by the request's timeout, memory and output limits.
-func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, python *string, which string) (*providers.Analysis, error) {
-	named, exe, err := memrayInterpreter(python)
+func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, which string) (*providers.Analysis, error) {
+	named, exe, err := memrayInterpreter()
 	if err != nil {
 		return nil, err
 	}
@@ -216,18 +204,6 @@ func decodeMemrayOutput(path string, in providers.Input) (*providers.Analysis, e
 			SelfBytes: h.Self, InclusiveBytes: h.Inclusive, AllocationCount: &c, FrameID: *h.Frame}
 	})
 	return a, nil
-}
-
-// memrayCaptureWorkloadPython is the interpreter a memray capture's analysis reads with:
-// the first case's argv[0] as the workload names it, made absolute the way Admit probes it.
-func memrayCaptureWorkloadPython(cases []providers.Case) map[string]any {
-	if len(cases) == 0 {
-		return nil
-	}
-	if p, ok := workloadPython(cases[0].Argv[0]); ok {
-		return map[string]any{"python": p}
-	}
-	return nil
 }
 
 // workloadPython is argv[0] as an absolute path, not symlink-resolved: absolute as given,

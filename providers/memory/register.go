@@ -43,23 +43,17 @@ func rankAllocations(ctx context.Context, req *providers.Request[gen.AllocationF
 	in := req.Inputs[0]
 	switch in.Format {
 	case gen.FormatPprof:
-		if req.Fields.Python != nil {
-			return nil, pythonOnlyMemray(in)
-		}
 		return rankPprof(ctx, in, req.Limits, req.Fields.SampleType, allocTypes)
 	case gen.FormatHeapprofile:
 		if req.Fields.SampleType != nil {
 			return nil, sampleTypeOnlyPprof(in)
-		}
-		if req.Fields.Python != nil {
-			return nil, pythonOnlyMemray(in)
 		}
 		return rankHeapProfile(ctx, in, req.Limits)
 	case gen.FormatMemray:
 		if req.Fields.SampleType != nil {
 			return nil, sampleTypeOnlyPprof(in)
 		}
-		return rankMemray(ctx, in, req.Limits, req.Fields.Python, memrayHighWatermark)
+		return rankMemray(ctx, in, req.Limits, memrayHighWatermark)
 	}
 	return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("rank_allocation_hotspots does not read %s sources", in.Format)}
 }
@@ -68,15 +62,12 @@ func rankRetained(ctx context.Context, req *providers.Request[gen.RetainedFields
 	in := req.Inputs[0]
 	switch in.Format {
 	case gen.FormatPprof:
-		if req.Fields.Python != nil {
-			return nil, pythonOnlyMemray(in)
-		}
 		return rankPprof(ctx, in, req.Limits, req.Fields.SampleType, retainTypes)
 	case gen.FormatMemray:
 		if req.Fields.SampleType != nil {
 			return nil, sampleTypeOnlyPprof(in)
 		}
-		return rankMemray(ctx, in, req.Limits, req.Fields.Python, memrayLeaked)
+		return rankMemray(ctx, in, req.Limits, memrayLeaked)
 	}
 	return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("rank_retained_memory does not read %s sources", in.Format)}
 }
@@ -85,12 +76,6 @@ func sampleTypeOnlyPprof(in providers.Input) error {
 	return &providers.FieldError{Field: []any{"sample_type"}, Accepted: []string{string(gen.FormatPprof)},
 		Message: fmt.Sprintf("sample_type applies to pprof sources only; source %d is %s", in.Index, in.Format),
 		Details: map[string]any{"option": "sample_type", "accepted_formats": []string{string(gen.FormatPprof)}, "source_index": in.Index}}
-}
-
-func pythonOnlyMemray(in providers.Input) error {
-	return &providers.FieldError{Field: []any{"python"}, Accepted: []string{string(gen.FormatMemray)},
-		Message: fmt.Sprintf("python applies to memray sources only; source %d is %s", in.Index, in.Format),
-		Details: map[string]any{"option": "python", "accepted_formats": []string{string(gen.FormatMemray)}, "source_index": in.Index}}
 }
 
 func rankHeapProfile(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {
