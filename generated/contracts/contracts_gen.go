@@ -30,6 +30,7 @@ const (
 	FormatOtlp             Format = "otlp"
 	FormatNsysRep          Format = "nsys-rep"
 	FormatNsysParquet      Format = "nsys-parquet"
+	FormatNsysSqlite       Format = "nsys-sqlite"
 	FormatXctrace          Format = "xctrace"
 	FormatNsightCompute    Format = "nsight-compute"
 	FormatNsightComputeCSV Format = "nsight-compute-csv"
@@ -54,7 +55,7 @@ const (
 
 // FormatValues lists every Format in declaration order.
 func FormatValues() []Format {
-	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatXctrace, FormatNsightCompute, FormatNsightComputeCSV, FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif}
+	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatNsysSqlite, FormatXctrace, FormatNsightCompute, FormatNsightComputeCSV, FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif}
 }
 
 // FailureCode is the stable vocabulary of tool failure codes.
@@ -1255,6 +1256,40 @@ type InferenceComparisonRow struct {
 	IdentityUnavailable []string `json:"identity_unavailable"`
 }
 
+// GpuLaunchRow is one GPU activity record of an Nsight Systems report (a kernel, a memcpy
+// or a memset) joined to the CUDA runtime API call that launched it.
+type GpuLaunchRow struct {
+	Kind string `json:"kind"`
+	// GPU timestamps as the report records them (nanoseconds from the session start).
+	StartNS    any   `json:"start_ns"`
+	EndNS      any   `json:"end_ns"`
+	DurationNS any   `json:"duration_ns"`
+	DeviceID   int64 `json:"device_id"`
+	ContextID  int64 `json:"context_id"`
+	StreamID   int64 `json:"stream_id"`
+	// A kernel's short name; "[CUDA memcpy <kind>]" or "[CUDA memset]" as nsys names copies and sets.
+	Name string `json:"name"`
+	// A kernel's demangled name (with templates and parameters), else null.
+	DemangledName *string `json:"demangled_name"`
+	// A kernel's grid and block dimensions, "(x, y, z)", else null.
+	Grid  *string `json:"grid"`
+	Block *string `json:"block"`
+	// A kernel's registers per thread and static plus dynamic shared memory (bytes), else null.
+	RegistersPerThread *int64 `json:"registers_per_thread"`
+	SharedMemoryBytes  *int64 `json:"shared_memory_bytes"`
+	// A memcpy's or memset's size in bytes, else null.
+	Bytes *int64 `json:"bytes"`
+	// A memcpy's direction as nsys's ENUM_CUDA_MEMCPY_OPER names it (CUDA_MEMCPY_KIND_HTOD ...), else null.
+	CopyKind *string `json:"copy_kind"`
+	// CUPTI's correlation id linking the activity to its API call.
+	CorrelationID *int64 `json:"correlation_id"`
+	// The CUDA runtime call with this correlation id in the same process (cudaLaunchKernel ...), its start, its thread id, and start_ns - api_start_ns; null when the report holds no such call.
+	ApiName         *string `json:"api_name"`
+	ApiStartNS      any     `json:"api_start_ns"`
+	ApiThreadID     *int64  `json:"api_thread_id"`
+	LaunchLatencyNS any     `json:"launch_latency_ns"`
+}
+
 // GpuKernelMetricRow is one measurement (a metric of one profiled kernel launch) or one observation (a rule result for a launch).
 type GpuKernelMetricRow struct {
 	// measurement: a metric value of one launch; observation: a rule result with its guidance.
@@ -2320,16 +2355,20 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectGPULaunches,
-		Description:      "List the GPU kernel, memcpy and memset activity of one Nsight Systems report.",
-		Formats:          []Format{FormatNsysRep, FormatNsysParquet},
+		Description:      "List the GPU kernels, memcpy and memset of one Nsight Systems SQLite export by start, each with its launching CUDA runtime call, launch latency, grid, block and registers.",
+		Formats:          []Format{FormatNsysSqlite},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
-		Released:         false,
-		Limitations:      []string{},
-		Rows:             []string{},
+		Released:         true,
+		Limitations:      []string{"Rows are CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY and _MEMSET records by start (then kernel, memcpy, memset, table order); the API call is the CUPTI_ACTIVITY_KIND_RUNTIME row (runtime and driver calls) with the same correlationId and process."},
+		FormatLimitations: map[Format][]string{
+			FormatNsysRep:    []string{"The report was converted with this machine's nsys (nsys export --type sqlite); the nsys executable's digest is bound into the result. Table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
+			FormatNsysSqlite: []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
+		},
+		Rows: []string{"GpuLaunchRow"},
 	},
 	{
 		Name:             OperationNameInspectGPUKernelMetrics,

@@ -13,9 +13,9 @@ import (
 )
 
 // Register adds summarize_trace, inspect_trace_call_graph, summarize_pytorch_trace,
-// inspect_trace_window, summarize_trace_operations and summarize_trace_lifecycle and the
-// detectors of the chrome-trace, pytorch, perfetto, rocprof-pftrace, otlp and xctrace
-// formats.
+// inspect_trace_window, summarize_trace_operations, summarize_trace_lifecycle and
+// inspect_gpu_launches and the detectors of the chrome-trace, pytorch, perfetto,
+// rocprof-pftrace, otlp, xctrace and nsys-sqlite formats.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTrace, summarize))
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectTraceCallGraph, callGraph))
@@ -23,6 +23,7 @@ func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectTraceWindow, window))
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTraceOperations, summarizeOperations))
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTraceLifecycle, summarizeLifecycle))
+	r.Analyzer(providers.Analyze(gen.OperationNameInspectGPULaunches, inspectLaunches))
 	for _, d := range detectors {
 		r.Detector(d)
 	}
@@ -56,6 +57,9 @@ var detectors = []providers.Detector{
 	}},
 	// OTLP/protobuf (.binpb, .pb, or any name): recognized by content only.
 	{Format: gen.FormatOtlp, Match: func(_ string, head []byte) bool { return IsOTLPProto(head) }},
+	// Nsight Systems' SQLite export (nsys export --type sqlite): SQLite named *.sqlite; its
+	// tables are checked when it is opened.
+	{Format: gen.FormatNsysSqlite, Match: isNsysSQLiteHead},
 }
 
 func provider() gen.Provider { return gen.Provider{ID: "flameox-trace", Version: "native-1"} }

@@ -1,0 +1,163 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+	_ "modernc.org/sqlite" // pure-Go SQLite, driver "sqlite"
+)
+
+// sqliteMagic opens every SQLite 3 database file.
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// isNsysSQLiteHead is the head-based detection of an Nsight Systems SQLite export: a
+// SQLite database named *.sqlite (coverage.py's data files are named .coverage). The
+// tables are checked when the export is opened.
+func isNsysSQLiteHead(name string, head []byte) bool {
+	return bytes.HasPrefix(head, sqliteMagic) && strings.HasSuffix(name, ".sqlite") && !strings.Contains(name, ".coverage")
+}
+
+// nsysTables are tables of which an Nsight Systems export holds at least one besides
+// StringIds.
+var nsysTables = []string{"META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", "CUPTI_ACTIVITY_KIND_KERNEL",
+	"CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "ANALYSIS_DETAILS"}
+
+// nsysDB is an open Nsight Systems SQLite export and the tables it holds.
+type nsysDB struct {
+	sql    *sql.DB
+	index  int
+	tables map[string]bool
+}
+
+func (d *nsysDB) Close() error { return d.sql.Close() }
+
+// sqlErr is a driver error while reading: never its text, which may name the host path.
+func (d *nsysDB) sqlErr(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return &providers.DecodeError{Source: d.index, Err: err,
+		Message: fmt.Sprintf("source %d is not a readable Nsight Systems export: the SQLite database is malformed, truncated or of an unexpected schema", d.index)}
+}
+
+// sniffSQLite checks the file's first bytes before SQLite sees it.
+func sniffSQLite(in providers.Input) error {
+	f, err := os.Open(in.Path)
+	if err != nil {
+		return &providers.InputError{Source: in.Index, Message: fmt.Sprintf("source %d could not be read", in.Index), Err: err}
+	}
+	defer f.Close()
+	head := make([]byte, 100)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return &providers.InputError{Source: in.Index, Message: fmt.Sprintf("source %d could not be read", in.Index), Err: err}
+	}
+	switch {
+	case bytes.HasPrefix(head[:n], sqliteMagic) && n == 100:
+		return nil
+	case bytes.HasPrefix(head[:n], []byte{0x1f, 0x8b}):
+		return &providers.UnsupportedError{Source: in.Index,
+			Message: fmt.Sprintf("source %d is gzip-compressed; SQLite needs random access: decompress the Nsight Systems export first", in.Index)}
+	default:
+		return &providers.DecodeError{Source: in.Index,
+			Message: fmt.Sprintf("source %d is not a SQLite database (nsys export --type sqlite writes SQLite 3)", in.Index)}
+	}
+}
+
+// uriPath escapes the characters an SQLite URI filename treats specially.
+func uriPath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+}
+
+// maxNsysTables bounds the table names one export may list.
+const maxNsysTables = 10_000
+
+// openNsys opens in read-only and immutable (SQLite neither locks nor writes the file)
+// and checks that it is an Nsight Systems export: StringIds and one of nsysTables.
+func openNsys(ctx context.Context, in providers.Input) (*nsysDB, error) {
+	if err := sniffSQLite(in); err != nil {
+		return nil, err
+	}
+	s, err := sql.Open("sqlite", "file:"+uriPath(in.Path)+"?mode=ro&immutable=1")
+	if err != nil {
+		return nil, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d could not be opened as SQLite", in.Index), Err: err}
+	}
+	s.SetMaxOpenConns(1)
+	d := &nsysDB{sql: s, index: in.Index, tables: map[string]bool{}}
+	rows, err := s.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table'")
+	if err != nil {
+		s.Close()
+		return nil, d.sqlErr(ctx, err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			s.Close()
+			return nil, d.sqlErr(ctx, err)
+		}
+		if len(d.tables) >= maxNsysTables {
+			rows.Close()
+			s.Close()
+			return nil, &providers.LimitError{Source: in.Index, Limit: maxNsysTables, Unit: "tables",
+				Message: fmt.Sprintf("source %d lists more than %d tables", in.Index, maxNsysTables)}
+		}
+		d.tables[name] = true
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		s.Close()
+		return nil, d.sqlErr(ctx, err)
+	}
+	ok := false
+	for _, t := range nsysTables {
+		ok = ok || d.tables[t]
+	}
+	if !d.tables["StringIds"] || !ok {
+		s.Close()
+		return nil, &providers.UnsupportedError{Source: in.Index,
+			Message: fmt.Sprintf("source %d is a SQLite database but not an Nsight Systems export (no StringIds table with CUPTI, NVTX, OSRT or export metadata tables)", in.Index)}
+	}
+	return d, nil
+}
+
+// count returns the rows of table, 0 when the export does not hold it.
+func (d *nsysDB) count(ctx context.Context, table string) (int64, error) {
+	if !d.tables[table] {
+		return 0, nil
+	}
+	var n int64
+	if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM "`+table+`"`).Scan(&n); err != nil {
+		return 0, d.sqlErr(ctx, err)
+	}
+	return n, nil
+}
+
+// nsysProvider identifies the native SQLite reader.
+func nsysProvider() gen.Provider {
+	return gen.Provider{ID: "nsight-systems-sqlite", Version: "native-1"}
+}
+
+// nsysSource is an nsys-sqlite source; a later conversion step supplies it for nsys-rep.
+type nsysSource struct {
+	in providers.Input
+}
+
+// withNsys opens the export for one use.
+func (s nsysSource) withNsys(ctx context.Context, f func(d *nsysDB) error) error {
+	d, err := openNsys(ctx, s.in)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return f(d)
+}

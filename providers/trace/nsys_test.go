@@ -1,0 +1,228 @@
+package trace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+const nsysCorpus = "nsightful__nsys-power_iteration.sqlite"
+
+// nsysLaunchTruth is python3's own reading of an Nsight Systems SQLite export with its
+// sqlite3 module: the names, runtime calls and memcpy kinds are loaded into dictionaries
+// and every kernel, memcpy and memset record is joined to them in Python (no SQL join),
+// then sorted by (start, kernel < memcpy < memset, rowid). It prints the rows and the
+// metrics as JSON.
+const nsysLaunchTruth = `
+import sys, json, sqlite3
+db = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro&immutable=1', uri=True)
+tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
+names = dict(db.execute('select id, value from StringIds'))
+api = {}
+if 'CUPTI_ACTIVITY_KIND_RUNTIME' in tables:
+    for rowid, cid, gtid, start, name in db.execute('select rowid, correlationId, globalTid, start, nameId from CUPTI_ACTIVITY_KIND_RUNTIME order by rowid'):
+        if cid is not None:
+            api.setdefault((cid, gtid // (1 << 24)), (start, gtid, names.get(name)))
+copy = {}
+if 'ENUM_CUDA_MEMCPY_OPER' in tables:
+    copy = {i: (n, l) for i, n, l in db.execute('select id, name, label from ENUM_CUDA_MEMCPY_OPER')}
+rows = []
+def add(ord, kind, rowid, r, name, **extra):
+    row = dict(kind=kind, start_ns=r['start'], end_ns=r['end'], duration_ns=r['end'] - r['start'],
+               device_id=r['deviceId'], context_id=r['contextId'], stream_id=r['streamId'], name=name,
+               demangled_name=None, grid=None, block=None, registers_per_thread=None, shared_memory_bytes=None,
+               bytes=None, copy_kind=None, correlation_id=r['correlationId'],
+               api_name=None, api_start_ns=None, api_thread_id=None, launch_latency_ns=None)
+    row.update(extra)
+    a = api.get((r['correlationId'], r['globalPid'] // (1 << 24))) if r['globalPid'] is not None else None
+    if a:
+        row.update(api_name=a[2], api_start_ns=a[0], api_thread_id=a[1] % (1 << 24), launch_latency_ns=r['start'] - a[0])
+    rows.append(((r['start'], ord, rowid), row))
+db.row_factory = sqlite3.Row
+if 'CUPTI_ACTIVITY_KIND_KERNEL' in tables:
+    for r in db.execute('select rowid as rid, * from CUPTI_ACTIVITY_KIND_KERNEL'):
+        add(0, 'kernel', r['rid'], r, names[r['shortName']], demangled_name=names.get(r['demangledName']),
+            grid='(%d, %d, %d)' % (r['gridX'], r['gridY'], r['gridZ']), block='(%d, %d, %d)' % (r['blockX'], r['blockY'], r['blockZ']),
+            registers_per_thread=r['registersPerThread'], shared_memory_bytes=r['staticSharedMemory'] + r['dynamicSharedMemory'])
+if 'CUPTI_ACTIVITY_KIND_MEMCPY' in tables:
+    for r in db.execute('select rowid as rid, * from CUPTI_ACTIVITY_KIND_MEMCPY'):
+        n, l = copy.get(r['copyKind'], (str(r['copyKind']), str(r['copyKind'])))
+        add(1, 'memcpy', r['rid'], r, '[CUDA memcpy %s]' % l, bytes=r['bytes'], copy_kind=n)
+if 'CUPTI_ACTIVITY_KIND_MEMSET' in tables:
+    for r in db.execute('select rowid as rid, * from CUPTI_ACTIVITY_KIND_MEMSET'):
+        add(2, 'memset', r['rid'], r, '[CUDA memset]', bytes=r['bytes'])
+rows.sort(key=lambda x: x[0])
+rows = [r for _, r in rows]
+kinds = [r['kind'] for r in rows]
+metrics = dict(kernel_count=kinds.count('kernel'), memcpy_count=kinds.count('memcpy'), memset_count=kinds.count('memset'),
+               launch_count=len(rows), device_count=len({r['device_id'] for r in rows}),
+               total_kernel_time_ns=sum(r['duration_ns'] for r in rows if r['kind'] == 'kernel'),
+               unmatched_api_count=sum(r['api_name'] is None for r in rows), accelerator_activity_observed=len(rows) > 0)
+json.dump(dict(rows=rows, metrics=metrics), sys.stdout)
+`
+
+// nsysVariant derives a test export from the corpus file with python3's sqlite3: a
+// CUPTI_ACTIVITY_KIND_MEMSET table (nsys's columns) holding a memset at a kernel's start
+// (kind order breaks the tie) and one with no runtime call, and a second runtime row for
+// an existing correlation id (the first by rowid is the call). It is a modified copy,
+// not nsys output.
+const nsysVariant = `
+import sys, shutil, sqlite3
+shutil.copy(sys.argv[1], sys.argv[2])
+db = sqlite3.connect(sys.argv[2])
+k = db.execute('select start, deviceId, contextId, streamId, correlationId, globalPid from CUPTI_ACTIVITY_KIND_KERNEL order by start limit 1 offset 5').fetchone()
+db.execute('''CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
+  contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+  value INTEGER NOT NULL, bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER)''')
+db.execute('insert into CUPTI_ACTIVITY_KIND_MEMSET values (?,?,?,?,NULL,?,?,?,0,4096,NULL,1)', (k[0], k[0] + 700, k[1], k[2], k[3], k[4], k[5]))
+db.execute('insert into CUPTI_ACTIVITY_KIND_MEMSET values (?,?,?,?,NULL,?,?,?,0,64,NULL,1)', (k[0] + 1, k[0] + 9, k[1], k[2], k[3], 999999999, k[5]))
+r = db.execute('select start, end, eventClass, globalTid, correlationId, nameId, returnValue from CUPTI_ACTIVITY_KIND_RUNTIME where correlationId = ?', (k[4],)).fetchone()
+db.execute('insert into CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue) values (?,?,?,?,?,?,?)',
+  (r[0] - 5, r[1], r[2], r[3], r[4], 1, r[6]))
+db.commit()
+`
+
+func python3(t *testing.T, script string, args ...string) []byte {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	out, err := exec.Command(py, append([]string{"-c", script}, args...)...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("python3: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	return out
+}
+
+func nsysReq(path string) *providers.Request[gen.NoFields] {
+	return &providers.Request[gen.NoFields]{Fields: &gen.NoFields{},
+		Inputs: []providers.Input{{Path: path, Format: gen.FormatNsysSqlite}}}
+}
+
+// TestGPULaunchesAgainstPython pages inspect_gpu_launches over the corpus export and a
+// variant with memsets and compares every row and the metrics with python3's reading.
+func TestGPULaunchesAgainstPython(t *testing.T) {
+	corpus := corpusFile(t, nsysCorpus)
+	variant := filepath.Join(t.TempDir(), "variant.sqlite")
+	python3(t, nsysVariant, corpus, variant)
+	for _, c := range []struct {
+		name, path string
+		limit      int64
+	}{{"corpus", corpus, 997}, {"variant", variant, 4000}} {
+		t.Run(c.name, func(t *testing.T) {
+			var truth struct {
+				Rows    []json.RawMessage
+				Metrics map[string]any
+			}
+			if err := json.Unmarshal(python3(t, nsysLaunchTruth, c.path), &truth); err != nil {
+				t.Fatal(err)
+			}
+			a, err := inspectLaunches(context.Background(), nsysReq(c.path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := pageAll[gen.GpuLaunchRow](t, a.Rows, c.limit)
+			compareRows(t, "inspect_gpu_launches", truth.Rows, got)
+			b, _ := json.Marshal(a.Metrics)
+			var m map[string]any
+			_ = json.Unmarshal(b, &m)
+			if d := cmp.Diff(truth.Metrics, m); d != "" {
+				t.Errorf("metrics (-python +flameox):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestGPULaunchesCorpusFigures pins what the corpus README says of the export.
+func TestGPULaunchesCorpusFigures(t *testing.T) {
+	a, err := inspectLaunches(context.Background(), nsysReq(corpusFile(t, nsysCorpus)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Metrics["kernel_count"] != int64(3689) {
+		t.Errorf("kernel_count %v, want 3689 (the corpus README)", a.Metrics["kernel_count"])
+	}
+}
+
+func TestNsysSQLiteMalformed(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	other := filepath.Join(dir, "other.sqlite")
+	python3(t, `import sys, sqlite3; db = sqlite3.connect(sys.argv[1]); db.execute('create table t (a)'); db.commit()`, other)
+	corpus, err := os.ReadFile(corpusFile(t, nsysCorpus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, path string
+		want       any
+	}{
+		{"not sqlite", write("text.sqlite", []byte("hello, this is not a database at all; it is long enough to fill one hundred bytes of header.........")), &providers.DecodeError{}},
+		{"empty", write("empty.sqlite", nil), &providers.DecodeError{}},
+		{"gzip", write("gz.sqlite", []byte{0x1f, 0x8b, 8, 0}), &providers.UnsupportedError{}},
+		{"other database", other, &providers.UnsupportedError{}},
+		{"truncated", write("trunc.sqlite", corpus[:len(corpus)/3]), &providers.DecodeError{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := inspectLaunches(context.Background(), nsysReq(c.path))
+			if err == nil {
+				_, err = a.Rows.Page(context.Background(), 0, 10_000, nil)
+			}
+			switch c.want.(type) {
+			case *providers.DecodeError:
+				var e *providers.DecodeError
+				if !errors.As(err, &e) {
+					t.Fatalf("got %T %v, want a DecodeError", err, err)
+				}
+				if strings.Contains(e.Message, dir) {
+					t.Errorf("message names a host path: %q", e.Message)
+				}
+			case *providers.UnsupportedError:
+				var e *providers.UnsupportedError
+				if !errors.As(err, &e) {
+					t.Fatalf("got %T %v, want an UnsupportedError", err, err)
+				}
+			}
+		})
+	}
+}
+
+func TestNsysSQLiteDetection(t *testing.T) {
+	head := append([]byte("SQLite format 3\x00"), make([]byte, 84)...)
+	for _, c := range []struct {
+		name string
+		head []byte
+		want bool
+	}{
+		{"report.sqlite", head, true},
+		{".coverage", head, false},
+		{"x.coverage.sqlite", head, false},
+		{"report.db", head, false},
+		{"report.sqlite", []byte("{}"), false},
+	} {
+		if got := isNsysSQLiteHead(c.name, c.head); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

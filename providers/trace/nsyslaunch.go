@@ -1,0 +1,223 @@
+package trace
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+// launchKinds are the row kinds by their order key in the launch query.
+var launchKinds = [...]string{"kernel", "memcpy", "memset"}
+
+// launchQuery is the union of the export's kernel, memcpy and memset activity, each
+// joined to its runtime API call (same correlationId and process; the first such call
+// by rowid when an export repeats one) and its names. Its columns:
+// ord, start, end, deviceId, contextId, streamId, name, demangled, gridX..Z, blockX..Z,
+// registers, shared memory, bytes, copy kind, correlationId, api name, api start,
+// api globalTid, rowid.
+// launchColumns name the launch query's columns.
+var launchColumns = [...]string{"ord", "start", "stop", "device_id", "context_id", "stream_id", "name", "demangled",
+	"gx", "gy", "gz", "bx", "by", "bz", "registers", "shared_memory", "bytes", "copy_kind", "correlation_id",
+	"api_name", "api_start", "api_tid", "rid"}
+
+func (d *nsysDB) launchQuery() string {
+	api := `SELECT NULL AS cid, NULL AS pid, NULL AS start, NULL AS globalTid, NULL AS nameId WHERE 0`
+	if d.tables["CUPTI_ACTIVITY_KIND_RUNTIME"] {
+		api = `SELECT correlationId AS cid, globalTid >> 24 AS pid, start, globalTid, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME
+			WHERE rowid IN (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IS NOT NULL GROUP BY correlationId, globalTid >> 24)`
+	}
+	join := func(x string) string {
+		return ` LEFT JOIN api a ON a.cid = ` + x + `.correlationId AND a.pid = ` + x + `.globalPid >> 24 LEFT JOIN StringIds an ON an.id = a.nameId`
+	}
+	var parts []string
+	part := func(from string, exprs ...string) {
+		sel := make([]string, len(exprs))
+		for i, e := range exprs {
+			sel[i] = e + " AS " + launchColumns[i]
+		}
+		parts = append(parts, "SELECT "+strings.Join(sel, ", ")+" FROM "+from)
+	}
+	if d.tables["CUPTI_ACTIVITY_KIND_KERNEL"] {
+		part(`CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds sn ON sn.id = k.shortName LEFT JOIN StringIds dn ON dn.id = k.demangledName`+join("k"),
+			"0", "k.start", "k.\"end\"", "k.deviceId", "k.contextId", "k.streamId", "coalesce(sn.value, '<unnamed>')", "dn.value",
+			"k.gridX", "k.gridY", "k.gridZ", "k.blockX", "k.blockY", "k.blockZ",
+			"k.registersPerThread", "k.staticSharedMemory + k.dynamicSharedMemory", "NULL", "NULL", "k.correlationId",
+			"an.value", "a.start", "a.globalTid", "k.rowid")
+	}
+	if d.tables["CUPTI_ACTIVITY_KIND_MEMCPY"] {
+		label, kind, enum := `m.copyKind`, `CAST(m.copyKind AS TEXT)`, ``
+		if d.tables["ENUM_CUDA_MEMCPY_OPER"] {
+			label, kind, enum = `coalesce(e.label, m.copyKind)`, `coalesce(e.name, CAST(m.copyKind AS TEXT))`, ` LEFT JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind`
+		}
+		part(`CUPTI_ACTIVITY_KIND_MEMCPY m`+enum+join("m"),
+			"1", "m.start", "m.\"end\"", "m.deviceId", "m.contextId", "m.streamId", "'[CUDA memcpy ' || "+label+" || ']'", "NULL",
+			"NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "m.bytes", kind, "m.correlationId",
+			"an.value", "a.start", "a.globalTid", "m.rowid")
+	}
+	if d.tables["CUPTI_ACTIVITY_KIND_MEMSET"] {
+		part(`CUPTI_ACTIVITY_KIND_MEMSET s`+join("s"),
+			"2", "s.start", "s.\"end\"", "s.deviceId", "s.contextId", "s.streamId", "'[CUDA memset]'", "NULL",
+			"NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "s.bytes", "NULL", "s.correlationId",
+			"an.value", "a.start", "a.globalTid", "s.rowid")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return `WITH api AS (` + api + `) ` + strings.Join(parts, " UNION ALL ")
+}
+
+// launchFigures are inspect_gpu_launches's metrics, from one aggregate over the union.
+func (d *nsysDB) launchFigures(ctx context.Context) (map[string]any, int64, error) {
+	m := map[string]any{"kernel_count": int64(0), "memcpy_count": int64(0), "memset_count": int64(0), "device_count": int64(0),
+		"total_kernel_time_ns": int64(0), "unmatched_api_count": int64(0)}
+	var total int64
+	if q := d.launchQuery(); q != "" {
+		var kernels, memcpy, memset, devices, unmatched sql.NullInt64
+		var kernelTime sql.NullInt64
+		err := d.sql.QueryRowContext(ctx, `SELECT count(*), sum(ord = 0), sum(ord = 1), sum(ord = 2), count(DISTINCT device_id),
+			sum(CASE WHEN ord = 0 THEN stop - start END), sum(api_start IS NULL) FROM (`+q+`)`).
+			Scan(&total, &kernels, &memcpy, &memset, &devices, &kernelTime, &unmatched)
+		if err != nil {
+			return nil, 0, d.sqlErr(ctx, err)
+		}
+		m["kernel_count"], m["memcpy_count"], m["memset_count"] = kernels.Int64, memcpy.Int64, memset.Int64
+		m["device_count"], m["total_kernel_time_ns"], m["unmatched_api_count"] = devices.Int64, nanos(kernelTime.Int64), unmatched.Int64
+	}
+	m["launch_count"] = total
+	m["accelerator_activity_observed"] = total > 0
+	return m, total, nil
+}
+
+func inspectLaunches(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+	src, a, err := nsysInput(ctx, req.Inputs[0], req.Limits)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	if err := src.withNsys(ctx, func(d *nsysDB) error {
+		m, n, err := d.launchFigures(ctx)
+		a.Metrics, total = m, n
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if total == 0 {
+		a.Limitations = append(a.Limitations, "no_accelerator_activity_observed: the report holds no CUDA kernel, memcpy or memset activity.")
+	}
+	a.Rows = &launchRows{src: src, total: total}
+	return a, nil
+}
+
+// nsysInput is the export an nsys source is read from and the analysis that names its
+// reader.
+func nsysInput(_ context.Context, in providers.Input, _ gen.EffectiveLimits) (nsysSource, *providers.Analysis, error) {
+	return nsysSource{in: in}, &providers.Analysis{Provider: nsysProvider()}, nil
+}
+
+// launchRows pages the launch query with LIMIT and OFFSET over its stable order (start,
+// kind, table rowid): each page reads only its rows and one look-ahead.
+type launchRows struct {
+	src   nsysSource
+	total int64
+}
+
+func (r *launchRows) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
+	reach := min(r.total, int64(providers.MaxProjectionRows))
+	if offset > 0 && offset >= reach {
+		return nil, &providers.OffsetError{Offset: offset, Available: reach}
+	}
+	end := min(offset+limit, reach)
+	page := &providers.Page{}
+	stop := offset
+	if end > offset {
+		err := r.src.withNsys(ctx, func(d *nsysDB) error {
+			rows, err := d.sql.QueryContext(ctx, d.launchQuery()+` ORDER BY start, ord, rid LIMIT ? OFFSET ?`, end-offset, offset)
+			if err != nil {
+				return d.sqlErr(ctx, err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				row, err := scanLaunch(rows)
+				if err != nil {
+					return d.sqlErr(ctx, err)
+				}
+				b, err := providers.EncodeRow(row)
+				if err != nil {
+					return err
+				}
+				if fits != nil && !fits(b) {
+					break
+				}
+				page.Rows = append(page.Rows, b)
+				stop++
+			}
+			if err := rows.Err(); err != nil {
+				return d.sqlErr(ctx, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	page.More = stop < reach
+	page.Observed = stop
+	if page.More {
+		page.Observed++
+	}
+	page.Limited = !page.More && r.total > int64(providers.MaxProjectionRows)
+	return page, nil
+}
+
+func scanLaunch(rows *sql.Rows) (*gen.GpuLaunchRow, error) {
+	var (
+		ord, start, end, dev, ctxID, stream, rid int64
+		name                                     string
+		demangled, copyKind, apiName             sql.NullString
+		gx, gy, gz, bx, by, bz, regs, smem       sql.NullInt64
+		nbytes, corr, apiStart, apiTid           sql.NullInt64
+	)
+	if err := rows.Scan(&ord, &start, &end, &dev, &ctxID, &stream, &name, &demangled, &gx, &gy, &gz, &bx, &by, &bz,
+		&regs, &smem, &nbytes, &copyKind, &corr, &apiName, &apiStart, &apiTid, &rid); err != nil {
+		return nil, err
+	}
+	if ord < 0 || ord >= int64(len(launchKinds)) {
+		return nil, fmt.Errorf("launch kind %d", ord)
+	}
+	row := &gen.GpuLaunchRow{Kind: launchKinds[ord], StartNS: nanos(start), EndNS: nanos(end), DurationNS: nanos(end - start),
+		DeviceID: dev, ContextID: ctxID, StreamID: stream, Name: sliceName(name),
+		DemangledName: nullString(demangled), CopyKind: nullString(copyKind), ApiName: nullString(apiName),
+		RegistersPerThread: nullInt(regs), SharedMemoryBytes: nullInt(smem), Bytes: nullInt(nbytes), CorrelationID: nullInt(corr)}
+	if gx.Valid {
+		g := fmt.Sprintf("(%d, %d, %d)", gx.Int64, gy.Int64, gz.Int64)
+		b := fmt.Sprintf("(%d, %d, %d)", bx.Int64, by.Int64, bz.Int64)
+		row.Grid, row.Block = &g, &b
+	}
+	if apiStart.Valid {
+		row.ApiStartNS = nanos(apiStart.Int64)
+		row.LaunchLatencyNS = nanos(start - apiStart.Int64)
+		// A serialized global thread id holds the thread id in its low 24 bits.
+		tid := apiTid.Int64 & 0xFFFFFF
+		row.ApiThreadID = &tid
+	}
+	return row, nil
+}
+
+func nullString(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+func nullInt(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
+}
