@@ -1003,12 +1003,12 @@ type PytorchEventRow struct {
 
 // TraceOperationRow aggregates the spans of one operation: same name, kind and status.
 type TraceOperationRow struct {
-	// Span name; an empty name is <unnamed>.
+	// Span name (Nsight Systems: the API function or NVTX range text); an empty name is <unnamed>.
 	Operation string `json:"operation"`
-	// OTLP enum names: SPAN_KIND_SERVER ..., STATUS_CODE_UNSET | STATUS_CODE_OK | STATUS_CODE_ERROR.
-	SpanKind   string `json:"span_kind"`
-	StatusCode string `json:"status_code"`
-	CallCount  int64  `json:"call_count"`
+	// OTLP enum names: SPAN_KIND_SERVER ..., STATUS_CODE_UNSET | STATUS_CODE_OK | STATUS_CODE_ERROR; Nsight Systems: the table (runtime, nvtx, osrt) and null.
+	SpanKind   string  `json:"span_kind"`
+	StatusCode *string `json:"status_code"`
+	CallCount  int64   `json:"call_count"`
 	// Over the spans with a start and an end not before it; mean is rounded half to even, null when none has.
 	TotalDurationNS any `json:"total_duration_ns"`
 	MeanDurationNS  any `json:"mean_duration_ns"`
@@ -2147,8 +2147,8 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeTraceOperations,
-		Description:      "Rank the operations of one OTLP trace (spans by name, kind and status) by total duration, with call count, mean and max.",
-		Formats:          []Format{FormatOtlp},
+		Description:      "Rank the operations of one OTLP trace (spans by name, kind and status) or Nsight Systems export (CUDA API calls, NVTX ranges, OS runtime calls by name) by total duration, with call count, mean and max.",
+		Formats:          []Format{FormatOtlp, FormatNsysSqlite},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
@@ -2157,7 +2157,8 @@ var Operations = []OperationDecl{
 		Released:         true,
 		Limitations:      []string{"Durations are end minus start of each span; a span without both timestamps counts as a call but not in the durations (missing_duration_count)."},
 		FormatLimitations: map[Format][]string{
-			FormatOtlp: []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
+			FormatNsysSqlite: []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
+			FormatOtlp:       []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
 		},
 		Rows: []string{"TraceOperationRow"},
 	},

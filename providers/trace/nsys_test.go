@@ -226,3 +226,49 @@ func TestNsysSQLiteDetection(t *testing.T) {
 		}
 	}
 }
+
+// nsysOpsTruth groups the export's runtime calls, NVTX ranges (events with an end) and
+// OS runtime calls by name in Python and sorts them by total duration descending, calls
+// descending, name and kind; the mean is rounded half to even.
+const nsysOpsTruth = `
+import sys, json, sqlite3
+db = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro&immutable=1', uri=True)
+names = dict(db.execute('select id, value from StringIds'))
+ops = {}
+def add(kind, name, start, end):
+    o = ops.setdefault((kind, name if name else '<unnamed>'), [0, 0, 0, None])
+    o[0] += 1
+    if end >= start:
+        o[1] += 1; o[2] += end - start; o[3] = max(o[3] or 0, end - start)
+for s, e, n in db.execute('select start, end, nameId from CUPTI_ACTIVITY_KIND_RUNTIME'):
+    add('runtime', names.get(n), s, e)
+for s, e, t, tid in db.execute('select start, end, text, textId from NVTX_EVENTS'):
+    if e is not None:
+        add('nvtx', t if t is not None else names.get(tid), s, e)
+for s, e, n in db.execute('select start, end, nameId from OSRT_API'):
+    add('osrt', names.get(n), s, e)
+def mean(total, n):
+    q, r = divmod(total, n)
+    return q + (1 if 2 * r > n or (2 * r == n and q % 2) else 0)
+rows = [dict(operation=name, span_kind=kind, status_code=None, call_count=o[0], total_duration_ns=o[2],
+             mean_duration_ns=mean(o[2], o[1]) if o[1] else None, max_duration_ns=o[3]) for (kind, name), o in ops.items()]
+rows.sort(key=lambda r: (-r['total_duration_ns'], -r['call_count'], r['operation'].encode(), r['span_kind']))
+json.dump(rows, sys.stdout)
+`
+
+func TestNsysOperationsAgainstPython(t *testing.T) {
+	path := corpusFile(t, nsysCorpus)
+	var want []json.RawMessage
+	if err := json.Unmarshal(python3(t, nsysOpsTruth, path), &want); err != nil {
+		t.Fatal(err)
+	}
+	a, err := summarizeOperations(context.Background(), nsysReq(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := pageAll[gen.TraceOperationRow](t, a.Rows, 50)
+	compareRows(t, "summarize_trace_operations", want, got)
+	if a.Metrics["operation_count"] != len(want) || a.Metrics["runtime_call_count"] != int64(7417) {
+		t.Errorf("metrics %v", a.Metrics)
+	}
+}

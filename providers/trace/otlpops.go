@@ -265,6 +265,9 @@ const maxOperations = providers.MaxProjectionRows
 
 func summarizeOperations(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
+	if in.Format == gen.FormatNsysSqlite {
+		return nsysOperations(ctx, in)
+	}
 	type key struct {
 		name         string
 		kind, status int32
@@ -316,7 +319,7 @@ func summarizeOperations(ctx context.Context, req *providers.Request[gen.NoField
 	return &providers.Analysis{Provider: provider(), Metrics: m, Limitations: lim,
 		Rows: providers.ProjectSlice(list, func(o *operation) gen.TraceOperationRow {
 			row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: kindName(o.kind),
-				StatusCode: enumName(statusCodes, "STATUS_CODE_", o.status), CallCount: o.calls, TotalDurationNS: bigNanos(o.total())}
+				StatusCode: ptr(enumName(statusCodes, "STATUS_CODE_", o.status)), CallCount: o.calls, TotalDurationNS: bigNanos(o.total())}
 			if o.timed > 0 {
 				row.MeanDurationNS = bigNanos(meanHalfEven(o.total(), o.timed))
 				row.MaxDurationNS = nanos(o.max)
