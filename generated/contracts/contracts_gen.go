@@ -2366,7 +2366,6 @@ var Operations = []OperationDecl{
 		Released:         true,
 		Limitations:      []string{"Rows are CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY and _MEMSET records by start (then kernel, memcpy, memset, table order); the API call is the CUPTI_ACTIVITY_KIND_RUNTIME row (runtime and driver calls) with the same correlationId and process."},
 		FormatLimitations: map[Format][]string{
-			FormatNsysRep:    []string{"The report was converted with this machine's nsys (nsys export --type sqlite); the nsys executable's digest is bound into the result. Table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
 			FormatNsysSqlite: []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
 		},
 		Rows: []string{"GpuLaunchRow"},
