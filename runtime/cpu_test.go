@@ -244,7 +244,12 @@ func TestCaptureCPUProviders(t *testing.T) {
 				(tt.scope == "workload") != (ex.WorkloadReturncode != nil) || ex.ConsoleDiagnostics == nil {
 				t.Errorf("execution = %+v", ex)
 			}
-			if res.Inputs[0].Role != "capture-0001/cpu-profile" || res.NextPage != nil && res.NextPage.Tool != strings.TrimPrefix(tt.tool, "capture_and_") {
+			// go-test writes a CPU or a memory profile: its role is profile.
+			role := "capture-0001/cpu-profile"
+			if tt.provider == "go-test" {
+				role = "capture-0001/profile"
+			}
+			if res.Inputs[0].Role != role || res.NextPage != nil && res.NextPage.Tool != strings.TrimPrefix(tt.tool, "capture_and_") {
 				t.Errorf("role %s next_page %+v", res.Inputs[0].Role, res.NextPage)
 			}
 			rows := tableRows(t, res)
