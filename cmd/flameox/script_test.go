@@ -77,6 +77,12 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	goCache := os.Getenv("GOCACHE")
+	if goCache == "" {
+		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+			goCache = strings.TrimSpace(string(out))
+		}
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testscripts",
 		UpdateScripts:       *update,
@@ -90,6 +96,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("FAKEMEMRAY", fakeMemray)
 			// Every script has its own evidence store; nothing touches the user's.
 			env.Setenv("FLAMEOX_DATA_DIR", filepath.Join(env.WorkDir, "store"))
+			// go install (update.txtar) shares the build cache but nothing else of the user's.
+			env.Setenv("GOCACHE", goCache)
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -113,6 +121,7 @@ func TestScripts(t *testing.T) {
 			"flipbyte":  cmdFlipByte,
 			"subst":     cmdSubst,
 			"mkfolded":  cmdMkFolded,
+			"mkproxy":   cmdMkProxy,
 		},
 	})
 }

@@ -14,7 +14,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/setup"
-	"github.com/flameox/flameox/internal/update"
+	fxupdate "github.com/flameox/flameox/internal/update"
 	"github.com/flameox/flameox/repository"
 	"github.com/flameox/flameox/runtime"
 )
@@ -59,7 +59,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 		Short: "Install a newer flameox release and repoint the configured MCP clients to it",
 		Long: "Find the clients whose flameox entry runs a flameox executable (`mcp serve`), resolve the target\n" +
 			"release (--version exactly, else the latest release on the Go module proxy, never a downgrade),\n" +
-			"install it with `go install " + update.Module + "/cmd/flameox@VERSION` into a versioned directory,\n" +
+			"install it with `go install " + fxupdate.Module + "/cmd/flameox@VERSION` into a versioned directory,\n" +
 			"verify it with its own --version and `mcp inspect`, and repoint each client atomically.\n" +
 			"--check and --dry-run only report.",
 		Args: cobra.NoArgs,
@@ -76,7 +76,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 			}
 			explicit := version != ""
 			if explicit {
-				if version = update.Canonical(version); version == "" {
+				if version = fxupdate.Canonical(version); version == "" {
 					return failure.Invalid(failure.Path("version"), nil, "--version must be a semantic version such as v0.2.1")
 				}
 			}
@@ -90,7 +90,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 			if home == "" || !filepath.IsAbs(home) {
 				return failure.New(gen.FailureCodeSetupFailure, "HOME is unset or not absolute; set it to your home directory")
 			}
-			rep := &updateReport{RunningVersion: update.Canonical(runtime.Version), Check: check, DryRun: dryRun,
+			rep := &updateReport{RunningVersion: fxupdate.Canonical(runtime.Version), Check: check, DryRun: dryRun,
 				Clients: []updateClientState{}}
 			type target struct {
 				cl    setup.Client
@@ -116,7 +116,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 				default:
 					v, ok := probed[cf.Launcher.Command]
 					if !ok {
-						v = update.ProbeVersion(ctx, cf.Launcher.Command)
+						v = fxupdate.ProbeVersion(ctx, cf.Launcher.Command)
 						probed[cf.Launcher.Command] = v
 					}
 					if v != "" {
@@ -135,9 +135,9 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 			if explicit {
 				rep.TargetVersion, rep.TargetSource = version, "explicit"
 			} else {
-				proxy, err := update.ProxyURL(os.Getenv("GOPROXY"))
+				proxy, err := fxupdate.ProxyURL(os.Getenv("GOPROXY"))
 				if err == nil {
-					rep.TargetVersion, err = update.Latest(ctx, proxy)
+					rep.TargetVersion, err = fxupdate.Latest(ctx, proxy)
 				}
 				if err != nil {
 					return failure.New(gen.FailureCodeSetupFailure,
@@ -165,7 +165,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 				case cur == rep.TargetVersion && !explicit:
 					// The configured executable already runs the latest release.
 					st.Status = "already_current"
-				case !explicit && cur != "" && update.Compare(cur, rep.TargetVersion) > 0:
+				case !explicit && cur != "" && fxupdate.Compare(cur, rep.TargetVersion) > 0:
 					st.Status, st.Reason = "newer_than_target", "no_automatic_downgrade"
 					st.Message = "the configured flameox is newer than the latest release; pass --version to choose an older one"
 				default:
@@ -177,7 +177,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 			if check || dryRun || len(pending) == 0 {
 				return writeJSON(stdout, rep)
 			}
-			exe, err := update.Install(ctx, dir, rep.TargetVersion)
+			exe, err := fxupdate.Install(ctx, dir, rep.TargetVersion)
 			if err != nil {
 				return failure.New(gen.FailureCodeSetupFailure, "flameox %s cannot be installed: %s", rep.TargetVersion, err.Error()).
 					With("reason", "install_failed")
