@@ -55,9 +55,13 @@ func summarizePytorch(ctx context.Context, req *providers.Request[gen.NoFields])
 	if err := unavailable(in); err != nil {
 		return nil, err
 	}
+	tp, err := admitTraceProcessor(ctx, in, req.Limits)
+	if err != nil {
+		return nil, err
+	}
 	var slices int64
 	kinds := map[string]int64{}
-	q := &query{in: in, less: byStart,
+	q := &query{in: in, tp: tp, less: byStart,
 		begin: func() { slices, kinds = 0, map[string]int64{} },
 		pick: func(s *Nested) (string, bool) {
 			if s.Dur <= 0 {
@@ -77,7 +81,7 @@ func summarizePytorch(ctx context.Context, req *providers.Request[gen.NoFields])
 			return "no_pytorch_activity_observed: the trace holds no operator, profiler step, PyTorch runtime or GPU activity slice; it may not come from torch.profiler."
 		},
 		project: func(ctx context.Context, sc *scan, sel []slice) ([]any, error) {
-			if err := launches(ctx, in, sel); err != nil {
+			if err := launches(ctx, in, tp, sel); err != nil {
 				return nil, err
 			}
 			out := make([]any, len(sel))
@@ -94,13 +98,13 @@ func summarizePytorch(ctx context.Context, req *providers.Request[gen.NoFields])
 			}
 			return out, nil
 		}}
-	return &providers.Analysis{Provider: provider(), Rows: q.rows()}, nil
+	return tp.bind(&providers.Analysis{Provider: provider(), Rows: q.rows()}), nil
 }
 
 // launches links the GPU activity of a page to the CPU operators that launched it: the
 // operator slice carrying the same Kineto External id (the innermost when several do).
 // It reads the trace again only when the page holds GPU activity with an External id.
-func launches(ctx context.Context, in providers.Input, sel []slice) error {
+func launches(ctx context.Context, in providers.Input, tp *traceProcessor, sel []slice) error {
 	want := map[int64][]*slice{}
 	for i := range sel {
 		if gpu(sel[i].kind) && sel[i].Args.ExternalID != nil {
@@ -116,7 +120,7 @@ func launches(ctx context.Context, in providers.Input, sel []slice) error {
 		name  string
 	}
 	found := map[int64]op{}
-	_, err := read(ctx, in, func(s *Nested) error {
+	_, err := read(ctx, in, tp, func(s *Nested) error {
 		if s.Args.ExternalID == nil || eventKind(s) != "operator" {
 			return nil
 		}
@@ -170,7 +174,11 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 	if in.Format == gen.FormatOtlp {
 		return windowOTLP(in, start, end), nil
 	}
-	q := &query{in: in, less: byStartID,
+	tp, err := admitTraceProcessor(ctx, in, req.Limits)
+	if err != nil {
+		return nil, err
+	}
+	q := &query{in: in, tp: tp, less: byStartID,
 		pick: func(s *Nested) (string, bool) { return "", overlaps(s.TS, s.Dur, start, end) },
 		figures: func(m map[string]any, n int64) string {
 			m["matching_slice_count"] = n
@@ -186,7 +194,7 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 			}
 			return out, nil
 		}}
-	return &providers.Analysis{Provider: provider(), Rows: q.rows()}, nil
+	return tp.bind(&providers.Analysis{Provider: provider(), Rows: q.rows()}), nil
 }
 
 // overlaps is the window predicate ts < end AND ts + dur > start AND dur >= 0, without

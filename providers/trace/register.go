@@ -102,7 +102,11 @@ func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	if in.Format == gen.FormatOtlp {
 		return summarizeOTLP(in), nil
 	}
-	q := &query{in: in, less: byStart,
+	tp, err := admitTraceProcessor(ctx, in, req.Limits)
+	if err != nil {
+		return nil, err
+	}
+	q := &query{in: in, tp: tp, less: byStart,
 		pick: func(s *Nested) (string, bool) { return "", s.Dur > 0 },
 		figures: func(m map[string]any, n int64) string {
 			m["slice_count"] = n
@@ -115,7 +119,7 @@ func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 			}
 			return out, nil
 		}}
-	return &providers.Analysis{Provider: provider(), Rows: q.rows()}, nil
+	return tp.bind(&providers.Analysis{Provider: provider(), Rows: q.rows()}), nil
 }
 
 func sliceRow(sc *scan, n *Nested) gen.TraceSliceRow {
@@ -144,6 +148,10 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	if err := unavailable(in); err != nil {
 		return nil, err
 	}
+	tp, err := admitTraceProcessor(ctx, in, req.Limits)
+	if err != nil {
+		return nil, err
+	}
 	type key struct{ parent, child string }
 	edges := map[key]*edge{}
 	var (
@@ -154,7 +162,7 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 			name string
 		}{}
 	)
-	sc, err := read(ctx, in, func(s *Nested) error {
+	sc, err := read(ctx, in, tp, func(s *Nested) error {
 		st := stacks[s.Track]
 		for len(st) > 0 && st[len(st)-1].id != s.ParentID {
 			st = st[:len(st)-1]
@@ -199,10 +207,10 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	if len(list) == 0 {
 		lim = append(lim, "no_nested_slices_observed: no slice of the trace has a parent slice.")
 	}
-	return &providers.Analysis{Provider: provider(), Metrics: m, Limitations: lim,
+	return tp.bind(&providers.Analysis{Provider: provider(), Metrics: m, Limitations: lim,
 		Rows: providers.ProjectSlice(list, func(e *edge) gen.TraceCallEdgeRow {
 			return gen.TraceCallEdgeRow{Parent: e.parent, Child: e.child, SampleCount: e.count, InclusiveDurationNS: bigNanos(&e.dur)}
-		})}, nil
+		})}), nil
 }
 
 func bigNanos(b *big.Int) any {

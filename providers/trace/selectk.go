@@ -141,6 +141,7 @@ func (r *ranked[T]) Page(ctx context.Context, offset, limit int64, fits func(jso
 // less order, with the operation's figures, and rows projected from the selected page.
 type query struct {
 	in   providers.Input
+	tp   *traceProcessor
 	less func(a, b *slice) bool
 	// pick says whether a slice belongs to the population and with which event kind;
 	// it may count what the figures report (reset by begin before every read).
@@ -164,7 +165,7 @@ func (q *query) rows() providers.Rows {
 			// c is reused for every candidate: keep copies (and owns) only what it keeps,
 			// so a candidate costs no allocation.
 			var c slice
-			sc, err = read(ctx, q.in, func(s *Nested) error {
+			sc, err = read(ctx, q.in, q.tp, func(s *Nested) error {
 				kind, ok := q.pick(s)
 				if !ok {
 					return nil

@@ -24,6 +24,8 @@ type scan struct {
 	tracks    map[int64]Track
 	threads   map[[2]int64]string
 	processes map[int64]string
+	// traceProcessor is set when trace_processor_shell read the slices.
+	traceProcessor bool
 }
 
 // names collects track descriptions and metadata names for the rows.
@@ -35,10 +37,17 @@ func (n names) ThreadName(pid, tid int64, name string) {
 }
 func (n names) ProcessName(pid int64, name string) { n.s.processes[pid] = name }
 
-// read decodes in and calls visit for every slice in start order with its parent and
+// read decodes in (through trace_processor_shell when tp is not nil) and calls visit for every slice in start order with its parent and
 // depth on its track. visit's Nested and its Args are reused after it returns: a visitor
 // that keeps one keeps a copy (retain).
-func read(ctx context.Context, in providers.Input, visit func(*Nested) error) (*scan, error) {
+func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit func(*Nested) error) (*scan, error) {
+	if tp != nil {
+		s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
+		if err := tp.read(ctx, in, s, visit); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	r, err := providers.OpenBounded(ctx, in, maxTraceBytes)
 	if err != nil {
 		return nil, err
@@ -156,6 +165,9 @@ func (s *scan) limitations() []string {
 	if s.stats.UnmatchedEnds > 0 || s.stats.UnfinishedBegins > 0 {
 		out = append(out, fmt.Sprintf("%d end events had no open begin and %d begins were still open at the end of the trace; neither became a slice.", s.stats.UnmatchedEnds, s.stats.UnfinishedBegins))
 	}
+	if s.traceProcessor {
+		out = append(out, "Perfetto's trace_processor_shell read this trace (it holds no track events the native decoder reads): slices are its slice table with a positive duration, ids its slice ids, parent and depth as it nests them; arguments are not read.")
+	}
 	if s.unordered > 0 {
 		out = append(out, fmt.Sprintf("%d slices arrived too far out of start order on their track to be nested; they have no parent and depth 0.", s.unordered))
 	}
@@ -237,6 +249,6 @@ func unreadKinds(p *PerfettoInfo) string {
 func traceProcessorNeeded(in providers.Input, p *PerfettoInfo) error {
 	return &providers.UnavailableError{Provider: "perfetto", Executable: "trace_processor_shell",
 		Message:     fmt.Sprintf("source %d holds no track events the native decoder reads, only data Perfetto's trace_processor reads (%s)", in.Index, unreadKinds(p)),
-		Remediation: "Record track events (the Perfetto SDK, Chrome tracing, torch.profiler) for the native decoder, or query the trace with Perfetto's trace_processor_shell (https://perfetto.dev/docs/analysis/trace-processor).",
+		Remediation: "Record track events (the Perfetto SDK, Chrome tracing, torch.profiler) for the native decoder, or install Perfetto's trace_processor_shell (https://perfetto.dev/docs/analysis/trace-processor) on PATH or name it in FLAMEOX_TRACE_PROCESSOR, then retry the same call: Flameox then reads the trace's slices through it.",
 		Details:     map[string]any{"unread_packets": p.UnreadByKind()}}
 }

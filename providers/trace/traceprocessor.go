@@ -1,0 +1,298 @@
+package trace
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/providers"
+)
+
+// traceProcessor is Perfetto's trace_processor_shell, bound by its digest, answering a
+// Perfetto trace whose data the native decoder does not read (decision 0016, item 6).
+type traceProcessor struct {
+	exe    *providers.Executable
+	limits gen.EffectiveLimits
+}
+
+// traceProcessorExecutable is $FLAMEOX_TRACE_PROCESSOR, else trace_processor_shell on PATH.
+func traceProcessorExecutable() (string, bool) {
+	if p := os.Getenv("FLAMEOX_TRACE_PROCESSOR"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", false
+		}
+		return p, true
+	}
+	p, err := exec.LookPath("trace_processor_shell")
+	return p, err == nil
+}
+
+// errNativeSlice stops the probe at the first slice the native decoder reads.
+var errNativeSlice = errors.New("native slice")
+
+type probeSink struct{}
+
+func (probeSink) Slice(*Event) error                     { return errNativeSlice }
+func (probeSink) Track(Track)                            {}
+func (probeSink) ThreadName(pid, tid int64, name string) {}
+func (probeSink) ProcessName(pid int64, name string)     {}
+
+// admitTraceProcessor returns the bound trace_processor_shell when in is a Perfetto
+// trace the native decoder cannot answer (no track events, only data it does not read)
+// and the executable exists; nil otherwise (the native read then answers, or fails
+// UNAVAILABLE_CAPABILITY as before). The probe stops at the first native slice, so a
+// trace with track events costs a short read.
+func admitTraceProcessor(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*traceProcessor, error) {
+	if in.Format != gen.FormatPerfetto && in.Format != gen.FormatRocprofPftrace {
+		return nil, nil
+	}
+	path, ok := traceProcessorExecutable()
+	if !ok {
+		return nil, nil
+	}
+	r, err := providers.OpenBounded(ctx, in, maxTraceBytes)
+	if err != nil {
+		return nil, err
+	}
+	_, info, err := DecodePerfetto(ctx, r, in.Index, PerfettoLimits{}, probeSink{})
+	r.Close()
+	if errors.Is(err, errNativeSlice) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !info.NothingNative() || info.UnreadDataPackets() == 0 {
+		return nil, nil
+	}
+	exe, err := providers.Bind(path, func() error { return traceProcessorNeeded(in, info) })
+	if err != nil {
+		return nil, err
+	}
+	return &traceProcessor{exe: exe, limits: limits}, nil
+}
+
+// bind names trace_processor as the reader of a and binds its digest into the request
+// identity, so a continuation fails when the executable changes.
+func (tp *traceProcessor) bind(a *providers.Analysis) *providers.Analysis {
+	if tp != nil {
+		a.Provider = gen.Provider{ID: "perfetto-trace-processor", Version: "sha256:" + tp.exe.SHA256}
+		a.Implementation = map[string]string{"trace_processor_shell": tp.exe.SHA256}
+	}
+	return a
+}
+
+// tpQuery selects the slices with a positive duration in start order, parent and depth
+// as trace_processor nests them. trace_processor prints strings between double quotes
+// without escaping, so every string leaves the query hex-encoded behind an "x" (NULL
+// stays NULL, printed "[NULL]"): the output cannot be misread whatever a name holds.
+const tpQuery = `SELECT s.id, s.parent_id, s.depth, s.ts, s.dur, s.track_id,
+  'x' || hex(s.name) AS name, 'x' || hex(s.category) AS category,
+  tt.utid, t.upid, 'x' || hex(t.name) AS thread_name, 'x' || hex(p.name) AS process_name
+FROM slice s
+LEFT JOIN thread_track tt ON tt.id = s.track_id
+LEFT JOIN thread t USING (utid)
+LEFT JOIN process p USING (upid)
+WHERE s.dur > 0
+ORDER BY s.ts, s.depth, s.id;
+`
+
+var tpColumns = []string{"id", "parent_id", "depth", "ts", "dur", "track_id", "name", "category", "utid", "upid", "thread_name", "process_name"}
+
+// maxTPLine bounds one line of trace_processor's output.
+const maxTPLine = 1 << 20
+
+// read runs the query through the broker, bounded by the request's timeout, memory and
+// output limits, and delivers every row as a Nested slice in start order.
+func (tp *traceProcessor) read(ctx context.Context, in providers.Input, s *scan, visit func(*Nested) error) error {
+	dir, err := os.MkdirTemp("", "flameox-trace-processor-")
+	if err != nil {
+		return &providers.DecodeError{Source: in.Index, Message: "trace_processor_shell could not be started", Err: err}
+	}
+	defer os.RemoveAll(dir)
+	sql, out := filepath.Join(dir, "slices.sql"), filepath.Join(dir, "slices.csv")
+	if err := os.WriteFile(sql, []byte(tpQuery), 0o600); err != nil {
+		return &providers.DecodeError{Source: in.Index, Message: "trace_processor_shell could not be started", Err: err}
+	}
+	l := tp.limits
+	res, err := broker.Run(ctx, broker.Spec{Path: tp.exe.Path, Args: []string{"trace_processor_shell", "--query-file", sql, in.Path}, Dir: dir,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
+		MaxOutputBytes: l.MaxOutputBytes, Timeout: time.Duration(l.TimeoutSeconds * float64(time.Second)), MaxRSSBytes: l.MaxMemoryBytes})
+	switch {
+	case err != nil:
+		return &providers.DecodeError{Source: in.Index, Message: "trace_processor_shell could not be started", Err: err}
+	case res.Cancelled:
+		return context.Canceled
+	case res.Limit != nil:
+		return &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("trace_processor_shell stopped at its %s bound (%v %s)", res.Limit.Kind, res.Limit.Configured, res.Limit.Unit),
+			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
+	case res.ExitCode == nil || *res.ExitCode != 0:
+		return &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("trace_processor_shell could not read source %d as a Perfetto trace", in.Index),
+			Details: map[string]any{"exit_code": res.ExitCode}}
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return &providers.DecodeError{Source: in.Index, Message: "the trace_processor_shell output could not be read", Err: err}
+	}
+	defer f.Close()
+	s.stats = &Stats{}
+	s.traceProcessor = true
+	return parseTPSlices(ctx, f, in.Index, func(r *tpRow) error {
+		s.stats.Events++
+		s.stats.Slices++
+		if _, ok := s.tracks[r.n.Track]; !ok {
+			t := Track{ID: r.n.Track, PID: -1, TID: -1, Async: r.utid == nil}
+			if r.utid != nil {
+				t.TID = *r.utid
+				if r.upid != nil {
+					t.PID = *r.upid
+				}
+				if r.thread != nil {
+					s.threads[[2]int64{t.PID, t.TID}] = *r.thread
+				}
+				if r.process != nil && r.upid != nil {
+					s.processes[t.PID] = *r.process
+				}
+			}
+			s.tracks[t.ID] = t
+		}
+		return visit(&r.n)
+	})
+}
+
+// tpRow is one parsed output row.
+type tpRow struct {
+	n               Nested
+	utid, upid      *int64
+	thread, process *string
+}
+
+// parseTPSlices reads trace_processor's query output: a header of the quoted column
+// names joined by ",", then one line per row, integers printed plainly, strings between
+// double quotes, NULL as "[NULL]" (trace_processor's PrintQueryResultAsCsv).
+func parseTPSlices(ctx context.Context, r io.Reader, source int, row func(*tpRow) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	bad := func(line int64, what string) error {
+		return &providers.DecodeError{Source: source, Message: fmt.Sprintf("trace_processor_shell output line %d: %s", line, what)}
+	}
+	var line int64
+	next := func() (string, bool, error) {
+		var b []byte
+		for {
+			chunk, err := br.ReadSlice('\n')
+			b = append(b, chunk...)
+			if len(b) > maxTPLine {
+				return "", false, &providers.LimitError{Source: source, Message: fmt.Sprintf("a trace_processor_shell output line exceeds %d bytes", maxTPLine)}
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF {
+				return strings.TrimRight(string(b), "\r\n"), len(b) > 0, nil
+			}
+			if err != nil {
+				return "", false, err
+			}
+			line++
+			return strings.TrimRight(string(b), "\r\n"), true, nil
+		}
+	}
+	head, ok, err := next()
+	if err != nil {
+		return err
+	}
+	want := `"` + strings.Join(tpColumns, `","`) + `"`
+	if !ok || head != want {
+		return bad(1, "not the header of the slice query")
+	}
+	var r0 tpRow
+	for {
+		if line%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		text, ok, err := next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if text == "" {
+			// A blank line separates result sets; the query has one.
+			continue
+		}
+		f := strings.Split(text, ",")
+		if len(f) != len(tpColumns) {
+			return bad(line, fmt.Sprintf("%d fields, want %d", len(f), len(tpColumns)))
+		}
+		r0 = tpRow{}
+		n := &r0.n
+		var perr error
+		integer := func(i int, null bool) *int64 {
+			if f[i] == `"[NULL]"` && null {
+				return nil
+			}
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil && perr == nil {
+				perr = bad(line, fmt.Sprintf("column %s is not an integer", tpColumns[i]))
+			}
+			return &v
+		}
+		str := func(i int) *string {
+			v := f[i]
+			if v == `"[NULL]"` {
+				return nil
+			}
+			if len(v) < 3 || v[0] != '"' || v[1] != 'x' || v[len(v)-1] != '"' {
+				if perr == nil {
+					perr = bad(line, fmt.Sprintf("column %s is not a hex-encoded string", tpColumns[i]))
+				}
+				return nil
+			}
+			b, err := hex.DecodeString(v[2 : len(v)-1])
+			if err != nil && perr == nil {
+				perr = bad(line, fmt.Sprintf("column %s is not a hex-encoded string", tpColumns[i]))
+			}
+			s := string(b)
+			return &s
+		}
+		n.ID = *integer(0, false)
+		n.ParentID = -1
+		if p := integer(1, true); p != nil {
+			n.ParentID = *p
+		}
+		n.Depth = int32(*integer(2, false))
+		n.TS, n.Dur, n.Track = *integer(3, false), *integer(4, false), *integer(5, false)
+		if s := str(6); s != nil {
+			n.Name = *s
+		}
+		if s := str(7); s != nil {
+			n.Category = *s
+		}
+		n.Phase = "X"
+		r0.utid, r0.upid = integer(8, true), integer(9, true)
+		r0.thread, r0.process = str(10), str(11)
+		if perr != nil {
+			return perr
+		}
+		if n.Dur <= 0 || n.ID < 0 {
+			return bad(line, "a slice without a positive duration")
+		}
+		if err := row(&r0); err != nil {
+			return err
+		}
+	}
+}
