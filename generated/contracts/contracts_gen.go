@@ -2148,7 +2148,7 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNameSummarizeTraceOperations,
 		Description:      "Rank the operations of one OTLP trace (spans by name, kind and status) or Nsight Systems export (CUDA API calls, NVTX ranges, OS runtime calls by name) by total duration, with call count, mean and max.",
-		Formats:          []Format{FormatOtlp, FormatNsysSqlite},
+		Formats:          []Format{FormatOtlp, FormatNsysSqlite, FormatNsysRep},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
@@ -2157,6 +2157,7 @@ var Operations = []OperationDecl{
 		Released:         true,
 		Limitations:      []string{"Durations are end minus start of each span; a span without both timestamps counts as a call but not in the durations (missing_duration_count)."},
 		FormatLimitations: map[Format][]string{
+			FormatNsysRep:    []string{"The report was converted with this machine's nsys (nsys export --type sqlite); the nsys executable's digest is bound into the result. Table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
 			FormatNsysSqlite: []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
 			FormatOtlp:       []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
 		},
@@ -2356,8 +2357,8 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectGPULaunches,
-		Description:      "List the GPU kernels, memcpy and memset of one Nsight Systems SQLite export by start, each with its launching CUDA runtime call, launch latency, grid, block and registers.",
-		Formats:          []Format{FormatNsysSqlite},
+		Description:      "List the GPU kernels, memcpy and memset of one Nsight Systems report or SQLite export by start, each with its launching CUDA runtime call, launch latency, grid, block and registers.",
+		Formats:          []Format{FormatNsysSqlite, FormatNsysRep},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
@@ -2366,6 +2367,7 @@ var Operations = []OperationDecl{
 		Released:         true,
 		Limitations:      []string{"Rows are CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY and _MEMSET records by start (then kernel, memcpy, memset, table order); the API call is the CUPTI_ACTIVITY_KIND_RUNTIME row (runtime and driver calls) with the same correlationId and process."},
 		FormatLimitations: map[Format][]string{
+			FormatNsysRep:    []string{"The report was converted with this machine's nsys (nsys export --type sqlite); the nsys executable's digest is bound into the result. Table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
 			FormatNsysSqlite: []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
 		},
 		Rows: []string{"GpuLaunchRow"},

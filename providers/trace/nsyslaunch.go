@@ -94,29 +94,41 @@ func (d *nsysDB) launchFigures(ctx context.Context) (map[string]any, int64, erro
 }
 
 func inspectLaunches(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
-	src, a, err := nsysInput(ctx, req.Inputs[0], req.Limits)
+	src, a, done, err := nsysInput(ctx, req.Inputs[0], req.Limits)
 	if err != nil {
 		return nil, err
 	}
+	// A converted report's scratch export lives until the page is read, or until the
+	// analysis ends (its context is cancelled when the request is answered).
+	context.AfterFunc(ctx, done)
 	var total int64
 	if err := src.withNsys(ctx, func(d *nsysDB) error {
 		m, n, err := d.launchFigures(ctx)
 		a.Metrics, total = m, n
 		return err
 	}); err != nil {
+		done()
 		return nil, err
 	}
 	if total == 0 {
 		a.Limitations = append(a.Limitations, "no_accelerator_activity_observed: the report holds no CUDA kernel, memcpy or memset activity.")
 	}
-	a.Rows = &launchRows{src: src, total: total}
+	a.Rows = &launchRows{src: src, total: total, done: done}
 	return a, nil
 }
 
-// nsysInput is the export an nsys source is read from and the analysis that names its
-// reader.
-func nsysInput(_ context.Context, in providers.Input, _ gen.EffectiveLimits) (nsysSource, *providers.Analysis, error) {
-	return nsysSource{in: in}, &providers.Analysis{Provider: nsysProvider()}, nil
+// nsysInput is the export an nsys source is read from (an nsys-rep report converted
+// with nsys export), the analysis that names its reader, and the function that removes
+// a conversion's scratch directory.
+func nsysInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (nsysSource, *providers.Analysis, func(), error) {
+	if in.Format != gen.FormatNsysRep {
+		return nsysSource{in: in}, &providers.Analysis{Provider: nsysProvider()}, func() {}, nil
+	}
+	conv, nsys, done, err := convertNsysRep(ctx, in, limits)
+	if err != nil {
+		return nsysSource{}, nil, nil, err
+	}
+	return nsysSource{in: conv}, nsysRepAnalysis(nsys), done, nil
 }
 
 // launchRows pages the launch query with LIMIT and OFFSET over its stable order (start,
@@ -124,6 +136,8 @@ func nsysInput(_ context.Context, in providers.Input, _ gen.EffectiveLimits) (ns
 type launchRows struct {
 	src   nsysSource
 	total int64
+	// done removes a converted report's scratch export once the page is read.
+	done func()
 }
 
 func (r *launchRows) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
@@ -131,6 +145,7 @@ func (r *launchRows) Page(ctx context.Context, offset, limit int64, fits func(js
 	if offset > 0 && offset >= reach {
 		return nil, &providers.OffsetError{Offset: offset, Available: reach}
 	}
+	defer r.done()
 	end := min(offset+limit, reach)
 	page := &providers.Page{}
 	stop := offset

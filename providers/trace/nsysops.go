@@ -34,11 +34,16 @@ type nsysOp struct {
 // nsysOperations groups an export's runtime API calls, NVTX ranges and OS runtime calls
 // by (table, name) in SQL; a call whose end precedes its start counts as a call without
 // a duration.
-func nsysOperations(ctx context.Context, in providers.Input) (*providers.Analysis, error) {
+func nsysOperations(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+	src, a, done, err := nsysInput(ctx, in, limits)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	var ops []*nsysOp
 	var events, missing int64
 	counts := map[string]any{}
-	err := nsysSource{in: in}.withNsys(ctx, func(d *nsysDB) error {
+	err = src.withNsys(ctx, func(d *nsysDB) error {
 		for _, t := range nsysOpTables {
 			counts[t.metric] = int64(0)
 			if !d.tables[t.table] {
@@ -103,13 +108,14 @@ func nsysOperations(ctx context.Context, in providers.Input) (*providers.Analysi
 	if len(ops) == 0 {
 		lim = append(lim, "no_operations_activity_observed: the export holds no CUDA API call, NVTX range or OS runtime call.")
 	}
-	return &providers.Analysis{Provider: nsysProvider(), Metrics: m, Limitations: lim,
-		Rows: providers.ProjectSlice(ops, func(o *nsysOp) gen.TraceOperationRow {
-			row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: o.kind, CallCount: o.calls, TotalDurationNS: bigNanos(o.total)}
-			if o.timed > 0 {
-				row.MeanDurationNS = bigNanos(meanHalfEven(o.total, o.timed))
-				row.MaxDurationNS = nanos(o.max)
-			}
-			return row
-		})}, nil
+	a.Metrics, a.Limitations = m, lim
+	a.Rows = providers.ProjectSlice(ops, func(o *nsysOp) gen.TraceOperationRow {
+		row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: o.kind, CallCount: o.calls, TotalDurationNS: bigNanos(o.total)}
+		if o.timed > 0 {
+			row.MeanDurationNS = bigNanos(meanHalfEven(o.total, o.timed))
+			row.MaxDurationNS = nanos(o.max)
+		}
+		return row
+	})
+	return a, nil
 }

@@ -265,8 +265,8 @@ const maxOperations = providers.MaxProjectionRows
 
 func summarizeOperations(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
-	if in.Format == gen.FormatNsysSqlite {
-		return nsysOperations(ctx, in)
+	if in.Format == gen.FormatNsysSqlite || in.Format == gen.FormatNsysRep {
+		return nsysOperations(ctx, in, req.Limits)
 	}
 	type key struct {
 		name         string

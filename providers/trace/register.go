@@ -60,6 +60,8 @@ var detectors = []providers.Detector{
 	// Nsight Systems' SQLite export (nsys export --type sqlite): SQLite named *.sqlite; its
 	// tables are checked when it is opened.
 	{Format: gen.FormatNsysSqlite, Match: isNsysSQLiteHead},
+	// Nsight Systems' native report, converted with the installed nsys.
+	{Format: gen.FormatNsysRep, Suffixes: []string{".nsys-rep"}},
 }
 
 func provider() gen.Provider { return gen.Provider{ID: "flameox-trace", Version: "native-1"} }

@@ -1,0 +1,95 @@
+package trace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/providers"
+)
+
+// nsysExecutable is $FLAMEOX_NSYS, else nsys on PATH.
+func nsysExecutable() (string, error) {
+	if p := os.Getenv("FLAMEOX_NSYS"); p != "" {
+		return p, nil
+	}
+	return exec.LookPath("nsys")
+}
+
+func nsysUnavailable() error {
+	return &providers.UnavailableError{Provider: "nsight-systems", Executable: "nsys",
+		Message:     "nsys (Nsight Systems) is not installed or not on PATH; it is needed to read .nsys-rep reports and to capture with the nsight-systems provider",
+		Remediation: "Install Nsight Systems (the CUDA Toolkit's nsight-systems package, or NVIDIA's standalone installer) and put nsys on PATH or set FLAMEOX_NSYS to its path, then retry the same call; or export the report where nsys exists (nsys export --type sqlite --output R.sqlite R.nsys-rep) and analyse the .sqlite file."}
+}
+
+// bindNsys resolves and hashes nsys.
+func bindNsys() (*providers.Executable, error) {
+	exe, err := nsysExecutable()
+	if err != nil {
+		return nil, nsysUnavailable()
+	}
+	return providers.Bind(exe, nsysUnavailable)
+}
+
+// nsysExportName is the SQLite file nsys export writes in the scratch directory.
+const nsysExportName = "report.sqlite"
+
+// convertNsysRep converts a .nsys-rep report to SQLite with the installed nsys (nsys
+// export --type sqlite) through the broker, bounded by the request's timeout, memory and
+// output limits, in a scratch directory. It returns the export as an nsys-sqlite input,
+// the nsys binary, and the function that removes the scratch directory.
+func convertNsysRep(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (providers.Input, *providers.Executable, func(), error) {
+	nsys, err := bindNsys()
+	if err != nil {
+		return in, nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "flameox-nsys-export-")
+	if err != nil {
+		return in, nil, nil, &providers.DecodeError{Source: in.Index, Message: "the Nsight Systems report conversion could not start", Err: err}
+	}
+	var once sync.Once
+	done := func() { once.Do(func() { os.RemoveAll(dir) }) }
+	out := filepath.Join(dir, nsysExportName)
+	res, err := broker.Run(ctx, broker.Spec{Path: nsys.Path,
+		Args: []string{"nsys", "export", "--type", "sqlite", "--output", out, "--force-overwrite", "true", in.Path}, Dir: dir,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: filepath.Join(dir, "stdout"), StderrFile: filepath.Join(dir, "stderr"),
+		MaxOutputBytes: limits.MaxOutputBytes, Timeout: time.Duration(limits.TimeoutSeconds * float64(time.Second)),
+		MaxRSSBytes: limits.MaxMemoryBytes})
+	switch {
+	case err != nil:
+		err = &providers.DecodeError{Source: in.Index, Message: "nsys could not be started to convert the report", Err: err}
+	case res.Cancelled:
+		err = context.Canceled
+	case res.Limit != nil:
+		err = &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("nsys export stopped at its %s bound (%v %s)", res.Limit.Kind, res.Limit.Configured, res.Limit.Unit),
+			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
+	case res.ExitCode == nil || *res.ExitCode != 0:
+		err = &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("nsys export could not read source %d as an Nsight Systems report", in.Index),
+			Details: map[string]any{"exit_code": res.ExitCode}}
+	}
+	if err == nil {
+		if _, serr := os.Stat(out); serr != nil {
+			err = &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("nsys export wrote no SQLite export for source %d", in.Index)}
+		}
+	}
+	if err != nil {
+		done()
+		return in, nil, nil, err
+	}
+	conv := in
+	conv.Path, conv.Format = out, gen.FormatNsysSqlite
+	return conv, nsys, done, nil
+}
+
+// nsysRepAnalysis names the converting nsys: its digest is the provider version and is
+// bound into the request identity, so a continuation fails when nsys changes.
+func nsysRepAnalysis(nsys *providers.Executable) *providers.Analysis {
+	return &providers.Analysis{Provider: gen.Provider{ID: "nsight-systems", Version: "sha256:" + nsys.SHA256},
+		Implementation: map[string]string{"nsys": nsys.SHA256}}
+}
