@@ -1871,6 +1871,13 @@ func (x *CoverageProvider) ApplyDefaults() {
 	}
 }
 
+// NsightSystemsProvider traces the workload with nsys profile (Nsight Systems) without CPU sampling; the native output is an .nsys-rep report, read back with the same nsys.
+type NsightSystemsProvider struct {
+	Kind string `json:"kind"`
+	// APIs to trace (nsys profile --trace).
+	Trace []any `json:"trace,omitempty"`
+}
+
 // NsightComputeProvider profiles the workload's kernel launches with ncu (Nsight Compute); the native output is an .ncu-rep report, read back with the same ncu.
 type NsightComputeProvider struct {
 	Kind string `json:"kind"`
@@ -2170,7 +2177,7 @@ var Operations = []OperationDecl{
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
-		CaptureProviders: []string{"nsight-systems"},
+		CaptureProviders: []string{},
 		Experiment:       false,
 		Released:         true,
 		Limitations:      []string{"Ordered by time, span id, then span_started, span_event, span_ended (lifecycle order); absent timestamps produce no transition."},
@@ -2552,6 +2559,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "pytest", Definition: "PytestProvider", Outputs: []CaptureOutput{{Role: "reliability", Format: FormatPytest}}, ReturncodeScope: "collector", VerdictReturncodes: []int64{1, 5}, Released: true},
 	{Kind: "observations", Definition: "ObservationsProvider", Outputs: []CaptureOutput{{Role: "observations", Format: FormatObservations}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "coverage", Definition: "CoverageProvider", Outputs: []CaptureOutput{{Role: "coverage", Format: FormatCoverage}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "nsight-systems", Definition: "NsightSystemsProvider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatNsysRep}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "nsight-compute", Definition: "NsightComputeProvider", Outputs: []CaptureOutput{{Role: "report", Format: FormatNsightCompute}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "compute-sanitizer", Definition: "ComputeSanitizerProvider", Outputs: []CaptureOutput{{Role: "sanitizer", Format: FormatComputeSanitizer}}, ReturncodeScope: "collector", VerdictReturncodes: []int64{99}, Released: true},
 	{Kind: "triton", Definition: "TritonProvider", Outputs: []CaptureOutput{{Role: "autotune", Format: FormatTritonCache}}, ReturncodeScope: "workload", Released: true},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,3 +94,45 @@ func nsysRepAnalysis(nsys *providers.Executable) *providers.Analysis {
 	return &providers.Analysis{Provider: gen.Provider{ID: "nsight-systems", Version: "sha256:" + nsys.SHA256},
 		Implementation: map[string]string{"nsys": nsys.SHA256}}
 }
+
+// nsysReport is the captured report: nsys profile --output <dir>/nsight-systems appends
+// .nsys-rep.
+const nsysReport = "nsight-systems.nsys-rep"
+
+// nsysTrace is the --trace list: the contract's default (CUE: trace *["cuda","nvtx","osrt"])
+// when the caller gives none, since the generator sets no list defaults.
+func nsysTrace(o *gen.NsightSystemsProvider) string {
+	apis := make([]string, 0, len(o.Trace))
+	for _, a := range o.Trace {
+		if s, ok := a.(string); ok {
+			apis = append(apis, s)
+		}
+	}
+	if len(apis) == 0 {
+		apis = []string{"cuda", "nvtx", "osrt"}
+	}
+	return strings.Join(apis, ",")
+}
+
+// nsysCommand is catalog §3.1's nsys profile command line.
+func nsysCommand(o *gen.NsightSystemsProvider, exe *providers.Executable, c providers.Case, dir string) []string {
+	argv := []string{exe.Path, "profile", "--trace=" + nsysTrace(o), "--sample=none", "--cpuctxsw=none",
+		"--resolve-symbols=false", "--force-overwrite=true", "--output", filepath.Join(dir, strings.TrimSuffix(nsysReport, ".nsys-rep")),
+		c.Executable.Path}
+	return append(argv, c.Argv[1:]...)
+}
+
+var nsysCollector = providers.Collect(providers.CollectorSpec[gen.NsightSystemsProvider]{Kind: "nsight-systems", File: nsysReport,
+	Admit:   func([]providers.Case) (*providers.Executable, error) { return bindNsys() },
+	Command: nsysCommand,
+	Check: func(o *gen.NsightSystemsProvider) error {
+		seen := map[any]bool{}
+		for i, a := range o.Trace {
+			if seen[a] {
+				return &providers.FieldError{Field: []any{"provider", "trace", i}, Accepted: []string{"cuda", "nvtx", "osrt", "cublas", "cudnn"},
+					Message: fmt.Sprintf("trace lists %v twice", a)}
+			}
+			seen[a] = true
+		}
+		return nil
+	}})

@@ -29,6 +29,7 @@ func Register(r *providers.Registry) {
 	}
 	r.Collector(torchCollector)
 	r.Collector(rocprofCollector)
+	r.Collector(nsysCollector)
 }
 
 var detectors = []providers.Detector{
