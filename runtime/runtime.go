@@ -408,3 +408,13 @@ func (rt *Runtime) Store() (*repository.Store, *failure.Failure) {
 		Message:     "Set FLAMEOX_DATA_DIR to an absolute directory and restart or reconnect Flameox."}}
 	return nil, f.With("configuration_variable", repository.EnvironmentVariable)
 }
+
+// DataDir is the evidence store directory the environment selects (FLAMEOX_DATA_DIR,
+// else XDG_DATA_HOME or HOME), for commands that keep files beside the store.
+func DataDir() (string, error) {
+	loc, err := repository.FromEnvironment(os.Getenv)
+	if err != nil {
+		return "", err
+	}
+	return loc.Dir, nil
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/setup"
 	fxupdate "github.com/flameox/flameox/internal/update"
-	"github.com/flameox/flameox/repository"
 	"github.com/flameox/flameox/runtime"
 )
 
@@ -146,11 +145,11 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 				}
 				rep.TargetSource = "module_proxy"
 			}
-			loc, err := repository.FromEnvironment(os.Getenv)
+			dataDir, err := runtime.DataDir()
 			if err != nil {
 				return failure.Wrap(err, gen.FailureCodeSetupFailure, "no Flameox data directory: set FLAMEOX_DATA_DIR or HOME")
 			}
-			dir := filepath.Join(versionsDir(loc.Dir), rep.TargetVersion)
+			dir := filepath.Join(versionsDir(dataDir), rep.TargetVersion)
 			rep.InstallPath = filepath.Join(dir, "flameox")
 			var pending []target
 			for _, t := range found {
