@@ -47,6 +47,16 @@ var python2 = map[string]any{"python_major_version": 2}
 // maxPstatsFunctions bounds the functions of one pstats file.
 const maxPstatsFunctions = 2_000_000
 
+// The caller edges of one pstats file are bounded twice. A marshal reference lets a
+// file name one callers dict from every function, so that a few hundred kilobytes
+// expand to billions of edges: beyond minExpandedEdges, a file may not hold more edges
+// than it has bytes (an edge written out costs at least ten), and it never holds more
+// than maxPstatsEdges.
+const (
+	minExpandedEdges = 1 << 20
+	maxPstatsEdges   = 16 << 20
+)
+
 // pstatsTable is a decoded pstats file: one compact record per function in file order,
 // their caller edges when they were asked for, and the strings both name by index.
 type pstatsTable struct {
@@ -126,6 +136,11 @@ func decodePstatsTable(r io.Reader, callers bool) (*pstatsTable, error) {
 	d := &pstatsDecoder{u: newUnmarshaler(r), keep: callers}
 	err := d.read()
 	if err != nil {
+		// A bound of the decoder or of the bounded reader is reported as itself.
+		var lim *providers.LimitError
+		if errors.As(err, &lim) {
+			return nil, lim
+		}
 		var p2 *py2Error
 		if errors.As(err, &p2) {
 			return nil, &providers.DecodeError{Message: "the pstats file was written by Python 2 (" + p2.reason + "); re-profile with Python 3", Details: python2}
@@ -314,16 +329,14 @@ func (d *pstatsDecoder) caller(i, j int) error {
 			return err
 		}
 		if m.kind == kInt {
-			d.addCaller(pstatsCaller{fkey: key, nc: int64(m.bits), bare: true})
-			return nil
+			return d.addCaller(pstatsCaller{fkey: key, nc: int64(m.bits), bare: true})
 		}
 		c, bad := d.callerValue(i, j, u.unboxed(m))
 		if bad != nil {
 			d.fail(bad)
 		}
 		c.fkey = key
-		d.addCaller(c)
-		return nil
+		return d.addCaller(c)
 	}
 	n, err := d.seqLen()
 	if err != nil {
@@ -344,15 +357,35 @@ func (d *pstatsDecoder) caller(i, j int) error {
 	if !(ok1 && ok2 && ok3 && ok4) {
 		d.fail(&providers.DecodeError{Message: fmt.Sprintf("entry %d caller %d has malformed statistics", i, j)})
 	}
-	d.addCaller(pstatsCaller{fkey: key, nc: nc, cc: cc, tt: tt, ct: ct})
-	return nil
+	return d.addCaller(pstatsCaller{fkey: key, nc: nc, cc: cc, tt: tt, ct: ct})
 }
 
-func (d *pstatsDecoder) addCaller(c pstatsCaller) {
+func (d *pstatsDecoder) addCaller(c pstatsCaller) error {
 	d.edges++
+	if d.edges > minExpandedEdges {
+		if err := d.edgeBound(); err != nil {
+			return err
+		}
+	}
 	if d.keep && d.bad == nil && d.count <= maxPstatsFunctions {
 		d.callers = push(d.callers, c)
 	}
+	return nil
+}
+
+// edgeBound fails once the caller edges read expand beyond the bytes read or beyond
+// maxPstatsEdges, before they are kept.
+func (d *pstatsDecoder) edgeBound() error {
+	read := d.u.pos()
+	if d.edges > maxPstatsEdges {
+		return &providers.LimitError{Message: fmt.Sprintf("the pstats file holds more than %d caller edges", maxPstatsEdges),
+			Limit: maxPstatsEdges, Unit: "caller_edges"}
+	}
+	if int64(d.edges) > read {
+		return &providers.LimitError{Message: fmt.Sprintf("the pstats file expands to more than %d caller edges from %d bytes: its marshal references repeat callers dicts; beyond %d edges a file may hold at most one edge per byte", d.edges-1, read, minExpandedEdges),
+			Limit: read, Unit: "caller_edges", Details: map[string]any{"caller_edges": d.edges, "bytes_read": read}}
+	}
+	return nil
 }
 
 // scalars reads the four counts and times of a statistics tuple at depth.
@@ -508,7 +541,9 @@ func (d *pstatsDecoder) callersFrom(i int, rec pstatsRecord, first int, callers 
 			d.fail(bad)
 		}
 		c.fkey = key
-		d.addCaller(c)
+		if err := d.addCaller(c); err != nil {
+			return err
+		}
 	}
 	d.add(rec, first)
 	return nil

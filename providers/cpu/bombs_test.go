@@ -1,0 +1,94 @@
+package cpu
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers"
+)
+
+// maxBombHeap is the heap a decoder may grow to on a hostile input before failing: a
+// memory bound, far above what the bounds allow and far below what the bombs expand to.
+const maxBombHeap = 256 << 20
+
+// expectLimit runs decode under PeakHeap and requires a LimitError and a bounded heap.
+func expectLimit(t *testing.T, decode func() error) *providers.LimitError {
+	t.Helper()
+	var err error
+	peak := testtool.PeakHeap(func() { err = decode() })
+	var lim *providers.LimitError
+	if !errors.As(err, &lim) {
+		t.Fatalf("got %T %v, want a LimitError", err, err)
+	}
+	t.Logf("%v (peak heap %d MiB)", lim, peak>>20)
+	if !testtool.Race && peak > maxBombHeap {
+		t.Errorf("peak heap %d MiB, want below %d MiB", peak>>20, maxBombHeap>>20)
+	}
+	return lim
+}
+
+// marshalWriter writes CPython marshal data by hand.
+type marshalWriter struct{ bytes.Buffer }
+
+func (w *marshalWriter) i32(code byte, v int32) {
+	w.WriteByte(code)
+	binary.Write(&w.Buffer, binary.LittleEndian, v)
+}
+
+func (w *marshalWriter) key(line int32) {
+	w.Write([]byte{')', 3, 'z', 1, 'a'})
+	w.i32('i', line)
+	w.Write([]byte{'z', 1, 'f'})
+}
+
+// pstatsRefBomb is a pstats dict of n functions whose callers are all one dict of m
+// callers, written once with FLAG_REF and then named by reference ('r' 0): about
+// 18m+45n bytes that expand to n*m caller edges.
+func pstatsRefBomb(n, m int) []byte {
+	var w marshalWriter
+	w.WriteByte('{')
+	for i := 0; i < n; i++ {
+		w.key(int32(1_000_000 + i))
+		w.Write([]byte{')', 5})
+		for range 4 {
+			w.i32('i', 1)
+		}
+		if i == 0 {
+			w.WriteByte('{' | flagRef)
+			for j := 0; j < m; j++ {
+				w.key(int32(j))
+				w.i32('i', 1)
+			}
+			w.WriteByte('0')
+		} else {
+			w.i32('r', 0)
+		}
+	}
+	w.WriteByte('0')
+	return w.Bytes()
+}
+
+// Issue 21: a pstats file of under a megabyte whose marshal references repeat one
+// callers dict for every function expands to 10^8 edges (gigabytes); it fails typed
+// at the edge bound, with or without the edges kept.
+func TestPstatsReferenceBomb(t *testing.T) {
+	b := pstatsRefBomb(20_000, 5_000)
+	t.Logf("bomb of %d bytes", len(b))
+	for _, keep := range []bool{true, false} {
+		lim := expectLimit(t, func() error {
+			_, err := decodePstatsTable(bytes.NewReader(b), keep)
+			return err
+		})
+		if lim.Unit != "caller_edges" {
+			t.Errorf("unit %q, want caller_edges", lim.Unit)
+		}
+	}
+	// The same shape, small, still decodes: references are valid marshal.
+	fs, err := DecodePstats(bytes.NewReader(pstatsRefBomb(3, 4)))
+	if err != nil || len(fs) != 3 || len(fs[2].Callers) != 4 {
+		t.Fatalf("small shared-callers file: %v, %d functions", err, len(fs))
+	}
+}
