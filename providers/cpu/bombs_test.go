@@ -2,9 +2,16 @@ package cpu
 
 import (
 	"bytes"
+	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
+
+	gen "github.com/flameox/flameox/generated/contracts"
 
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
@@ -90,5 +97,83 @@ func TestPstatsReferenceBomb(t *testing.T) {
 	fs, err := DecodePstats(bytes.NewReader(pstatsRefBomb(3, 4)))
 	if err != nil || len(fs) != 3 || len(fs[2].Callers) != 4 {
 		t.Fatalf("small shared-callers file: %v, %d functions", err, len(fs))
+	}
+}
+
+// gzipOf compresses what write writes.
+func gzipOf(t *testing.T, write func(w io.Writer)) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	write(zw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// repeat writes chunk n times.
+func repeat(chunk []byte, n int) func(io.Writer) {
+	return func(w io.Writer) {
+		for range n {
+			w.Write(chunk)
+		}
+	}
+}
+
+// decodePprofFile decodes a pprof file as the CPU family does: through the bounded
+// reader, which removes the outer gzip layer.
+func decodePprofFile(t *testing.T, data []byte) error {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bomb.pb.gz")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := providers.Input{Path: path, Format: gen.FormatPprof, Size: int64(len(data))}
+	limits := gen.EffectiveLimits{MaxInputBytes: 1 << 30}
+	_, err := decode(context.Background(), in, limits, Options{})
+	return err
+}
+
+// Issue 21: a pprof file holding a gzip stream inside its gzip stream: the streaming
+// reader does not take it, and profile.Parse used to un-gzip the inner layer without a
+// bound. The inner layer here expands to 128 MiB.
+func TestPprofGzipInsideGzip(t *testing.T) {
+	inner := gzipOf(t, repeat(bytes.Repeat([]byte{0xff}, 1<<20), 128))
+	outer := gzipOf(t, func(w io.Writer) { w.Write(inner) })
+	t.Logf("bomb of %d bytes", len(outer))
+	lim := expectLimit(t, func() error { return decodePprofFile(t, outer) })
+	if lim.Limit != maxParsedPprofBytes {
+		t.Errorf("limit %d, want %d", lim.Limit, maxParsedPprofBytes)
+	}
+}
+
+// Issue 21: small gzipped pprof files whose string table is huge: many strings, or
+// long ones.
+func TestPprofStringTableBombs(t *testing.T) {
+	empty := []byte{0x32, 0x00} // string_table: ""
+	long := append([]byte{0x32, 0x80, 0x80, 0x40}, bytes.Repeat([]byte{'a'}, 1<<20)...)
+	for _, c := range []struct {
+		name string
+		data []byte
+		unit string
+	}{
+		{"many strings", gzipOf(t, repeat(empty, 8<<20)), "strings"},
+		{"long strings", gzipOf(t, func(w io.Writer) { w.Write(empty); repeat(long, 128)(w) }), "bytes"},
+		{"one declared string", append(append([]byte(nil), empty...), 0x32, 0xff, 0xff, 0xff, 0xff, 0x07), "bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Logf("bomb of %d bytes", len(c.data))
+			lim := expectLimit(t, func() error {
+				_, _, err := DecodePprof(bytes.NewReader(c.data), Options{})
+				return err
+			})
+			if lim.Unit != c.unit {
+				t.Errorf("unit %q, want %q", lim.Unit, c.unit)
+			}
+			if err := decodePprofFile(t, c.data); !errors.As(err, new(*providers.LimitError)) {
+				t.Errorf("through the bounded reader: %v", err)
+			}
+		})
 	}
 }

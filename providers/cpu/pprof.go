@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -23,6 +24,40 @@ type PprofInfo struct {
 	SampleType  string
 	SampleUnit  string
 	SampleTypes []string
+}
+
+// The bounds of a pprof profile: what its gzip layers decompress to, what its string
+// table retains (bytes, and strings, each of which costs a Go string header however
+// short), and how large a profile the streaming reader leaves to profile.Parse may be,
+// since profile.Parse holds it whole and builds every object of it.
+const (
+	maxPprofBytes       = 1 << 30
+	maxPprofStringBytes = 64 << 20
+	maxPprofStrings     = 4 << 20
+	maxParsedPprofBytes = 64 << 20
+)
+
+// pprofLimit is the LimitError of a pprof bound.
+func pprofLimit(limit int64, unit, what string) *providers.LimitError {
+	return &providers.LimitError{Limit: limit, Unit: unit,
+		Message: fmt.Sprintf("the pprof profile %s (bound %d %s)", what, limit, unit)}
+}
+
+// limitedReader reads r and fails with err past max bytes.
+type limitedReader struct {
+	r   io.Reader
+	n   int64
+	max int64
+	err error
+}
+
+func (l *limitedReader) Read(b []byte) (int, error) {
+	n, err := l.r.Read(b)
+	l.n += int64(n)
+	if l.n > l.max {
+		return n, l.err
+	}
+	return n, err
 }
 
 // DecodePprof reads a pprof profile (gzip or not) with the named sample type, or the
@@ -63,7 +98,28 @@ func decodePprof(r io.Reader, reread func() (io.ReadCloser, error), o Options) (
 		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
 	}
 	defer rr.Close()
-	p, err := profile.Parse(rr)
+	// profile.Parse reads everything and un-gzips without a bound: the data is read here,
+	// one gzip layer removed within the bound, and a profile still gzipped refused, as
+	// profile.Parse would refuse it after its single layer.
+	tooLarge := pprofLimit(maxParsedPprofBytes, "bytes", fmt.Sprintf("is not one the streaming reader takes, and such profiles are parsed whole up to %d bytes", maxParsedPprofBytes))
+	data, err := io.ReadAll(&limitedReader{r: rr, max: maxParsedPprofBytes, err: tooLarge})
+	if err == nil && isGzip(data) {
+		var zr *gzip.Reader
+		if zr, err = gzip.NewReader(bytes.NewReader(data)); err == nil {
+			data, err = io.ReadAll(&limitedReader{r: zr, max: maxParsedPprofBytes, err: tooLarge})
+		}
+		if err == nil && isGzip(data) {
+			err = errors.New("a gzip stream inside the gzip stream")
+		}
+	}
+	var lim *providers.LimitError
+	if errors.As(err, &lim) {
+		return nil, PprofInfo{}, lim
+	}
+	if err != nil {
+		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
+	}
+	p, err := profile.ParseData(data)
 	if err != nil {
 		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
 	}
@@ -203,6 +259,9 @@ var errNotStreamed = errors.New("not a profile the streaming reader takes")
 // pprofStream is what the streaming reader keeps of a profile.
 type pprofStream struct {
 	strs []string
+	// strBytes are the bytes of strs; limit is the bound the profile went beyond.
+	strBytes int64
+	limit    *providers.LimitError
 	// maxStr is the largest string index referenced; negStr records a negative one.
 	maxStr int64
 	negStr bool
@@ -280,6 +339,8 @@ func (a *sampleArena) each(f func([]byte) error) error {
 	return nil
 }
 
+func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
+
 // streamPprof reads a profile with the streaming reader.
 func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 	raw := newInput(r)
@@ -289,14 +350,24 @@ func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 		if err != nil {
 			return nil, PprofInfo{}, errNotStreamed
 		}
-		unzipped := newInput(zr)
+		// The input may itself be decompressed already (a gzip inside the gzip).
+		unzipped := newInput(&limitedReader{r: zr, max: maxPprofBytes,
+			err: pprofLimit(maxPprofBytes, "bytes", fmt.Sprintf("decompresses to more than %d bytes", maxPprofBytes))})
 		in = &unzipped
 	}
 	if in.atEnd() { // profile.Parse refuses empty data
 		return nil, PprofInfo{}, errNotStreamed
 	}
 	p := &pprofStream{}
-	if !p.read(in) || !p.check() {
+	ok := p.read(in)
+	if p.limit != nil {
+		return nil, PprofInfo{}, p.limit
+	}
+	var lim *providers.LimitError
+	if errors.As(in.err, &lim) || errors.As(raw.err, &lim) {
+		return nil, PprofInfo{}, lim
+	}
+	if !ok || !p.check() {
 		return nil, PprofInfo{}, errNotStreamed
 	}
 	return p.aggregate(o)
@@ -354,6 +425,9 @@ func (p *pprofStream) read(in *input) bool {
 			if !ok || n > math.MaxInt32 {
 				return false
 			}
+			if field == 6 && !p.strFits(n) {
+				return false
+			}
 			var err error
 			if data, err = in.take(int(n)); err != nil {
 				return false
@@ -366,6 +440,20 @@ func (p *pprofStream) read(in *input) bool {
 		}
 	}
 	return in.err == io.EOF
+}
+
+// strFits reports whether a string of n bytes fits the string table's bounds, setting
+// limit when it does not.
+func (p *pprofStream) strFits(n uint64) bool {
+	switch {
+	case len(p.strs) >= maxPprofStrings:
+		p.limit = pprofLimit(maxPprofStrings, "strings", fmt.Sprintf("has more than %d strings in its string table", maxPprofStrings))
+	case n > maxPprofStringBytes || p.strBytes+int64(n) > maxPprofStringBytes:
+		p.limit = pprofLimit(maxPprofStringBytes, "bytes", fmt.Sprintf("has a string table of more than %d bytes", maxPprofStringBytes))
+	default:
+		return true
+	}
+	return false
 }
 
 // field takes one field of the Profile message.
@@ -437,6 +525,10 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 		if !isMsg || len(p.strs) == 0 && len(data) > 0 {
 			return false // profile.Parse requires string_table[0] == ""
 		}
+		if !p.strFits(uint64(len(data))) {
+			return false
+		}
+		p.strBytes += int64(len(data))
 		p.strs = push(p.strs, string(data))
 	case 7, 8, 15: // drop_frames, keep_frames, doc_url
 		if !isInt {
