@@ -177,3 +177,30 @@ func TestPprofStringTableBombs(t *testing.T) {
 		})
 	}
 }
+
+// decodeFile decodes data as a CPU source of format through the bounded reader.
+func decodeFile(t *testing.T, data []byte, name string, format gen.Format) error {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := providers.Input{Path: path, Format: format, Size: int64(len(data))}
+	_, err := decode(context.Background(), in, gen.EffectiveLimits{MaxInputBytes: 1 << 30}, Options{})
+	return err
+}
+
+// Issue 21: a gzipped Speedscope document far smaller than the 64 MiB JSON bound that
+// decompresses beyond it fails at the bound, typed, as the bound on decompressed bytes.
+func TestSpeedscopeGzipBomb(t *testing.T) {
+	data := gzipOf(t, func(w io.Writer) {
+		io.WriteString(w, `{"shared":{"frames":[`)
+		repeat(bytes.Repeat([]byte(`{"name":"a"},`), 1<<16), 160)(w) // 130 MiB
+		io.WriteString(w, `{"name":"a"}]},"profiles":[]}`)
+	})
+	t.Logf("bomb of %d bytes", len(data))
+	lim := expectLimit(t, func() error { return decodeFile(t, data, "bomb.json.gz", gen.FormatPySpy) })
+	if lim.Limit != maxJSONProfileBytes || lim.Unit != "bytes" {
+		t.Errorf("limit %d %s, want %d bytes", lim.Limit, lim.Unit, maxJSONProfileBytes)
+	}
+}

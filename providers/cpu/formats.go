@@ -22,6 +22,16 @@ const (
 // speedscopeUnits scales a Speedscope value unit to seconds; none counts samples.
 var speedscopeUnits = map[string]float64{"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1}
 
+// jsonError is the error of a JSON profile that did not decode: the bound of the reader
+// (decompressed bytes) as itself, anything else a DecodeError with message.
+func jsonError(err error, message string) error {
+	var lim *providers.LimitError
+	if errors.As(err, &lim) {
+		return lim
+	}
+	return &providers.DecodeError{Message: message}
+}
+
 // DecodeSpeedscope reads a Speedscope document of sampled profiles (py-spy's
 // --format speedscope). Time units are scaled to seconds and "none" counts samples;
 // evented profiles and byte weights are refused. Every profile is merged.
@@ -46,7 +56,7 @@ func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 	}
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&doc); err != nil {
-		return nil, 0, &providers.DecodeError{Message: "the Speedscope document is not valid JSON of the Speedscope schema"}
+		return nil, 0, jsonError(err, "the Speedscope document is not valid JSON of the Speedscope schema")
 	}
 	if len(doc.Profiles) == 0 {
 		return nil, 0, &providers.DecodeError{Message: "the Speedscope document holds no profiles"}
@@ -306,7 +316,7 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 		TimeDeltas []float64 `json:"timeDeltas"`
 	}
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
-		return nil, &providers.DecodeError{Message: "the CPU profile is not valid JSON of the V8 cpuprofile shape"}
+		return nil, jsonError(err, "the CPU profile is not valid JSON of the V8 cpuprofile shape")
 	}
 	if len(doc.Nodes) == 0 {
 		return nil, &providers.DecodeError{Message: "the CPU profile has no nodes"}
