@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -23,6 +24,22 @@ const maxJSONBytes = 256 << 20
 
 // readAllBounded reads r (transparently gunzipping) up to maxJSONBytes.
 func readAllBounded(r io.Reader) ([]byte, error) {
+	jr, err := jsonReader(r)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(jr)
+	if err != nil {
+		return nil, readError(err)
+	}
+	if len(b) > maxJSONBytes {
+		return nil, jsonTooLarge()
+	}
+	return b, nil
+}
+
+// jsonReader is r, gunzipped when it is gzip, cut one byte past maxJSONBytes.
+func jsonReader(r io.Reader) (io.Reader, error) {
 	br := bufio.NewReader(r)
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -33,14 +50,21 @@ func readAllBounded(r io.Reader) ([]byte, error) {
 	} else {
 		r = br
 	}
-	b, err := io.ReadAll(io.LimitReader(r, maxJSONBytes+1))
-	if err != nil {
-		return nil, &providers.DecodeError{Message: "the input could not be read (bad compression or I/O error)"}
+	return io.LimitReader(r, maxJSONBytes+1), nil
+}
+
+func jsonTooLarge() error {
+	return &providers.LimitError{Message: fmt.Sprintf("the benchmark document is larger than %d bytes", maxJSONBytes), Limit: maxJSONBytes, Unit: "bytes"}
+}
+
+// readError is a read error: the bounded reader's limit as itself, anything else a
+// DecodeError.
+func readError(err error) error {
+	var lim *providers.LimitError
+	if errors.As(err, &lim) {
+		return lim
 	}
-	if len(b) > maxJSONBytes {
-		return nil, &providers.LimitError{Message: fmt.Sprintf("the benchmark document is larger than %d bytes", maxJSONBytes), Limit: maxJSONBytes}
-	}
-	return b, nil
+	return &providers.DecodeError{Message: "the input could not be read (bad compression or I/O error)"}
 }
 
 // normalize converts a value of a source unit to Flameox's: seconds become integer

@@ -18,13 +18,27 @@ import (
 // warmups are raw totals and are divided by their loop count. Calibration-only runs
 // contribute warmups only.
 func decodePyperf(r io.Reader, input int, emit emitter) error {
-	b, err := readAllBounded(r)
+	jr, err := jsonReader(r)
 	if err != nil {
 		return err
 	}
-	doc, err := streamPyperf(b)
+	// The streaming reader reads as the bytes come, so that the measurement bound stops
+	// it early; what it has read is kept for encoding/json, should it leave the suite.
+	var b bytes.Buffer
+	doc, err := streamPyperfFrom(io.TeeReader(jr, &b))
 	if errors.Is(err, errNotStreamed) {
-		doc, err = wholePyperf(b)
+		if _, err := b.ReadFrom(jr); err != nil {
+			return readError(err)
+		}
+		if b.Len() > maxJSONBytes {
+			return jsonTooLarge()
+		}
+		if err := countNumbers(b.Bytes()); err != nil {
+			return err
+		}
+		doc, err = wholePyperf(b.Bytes())
+	} else if err == nil && b.Len() > maxJSONBytes {
+		err = jsonTooLarge()
 	}
 	if err != nil {
 		return err
@@ -235,9 +249,16 @@ var errNotStreamed = errors.New("not a suite the streaming reader takes")
 // in ways of its own: names that match a field only case-insensitively, duplicate names,
 // invalid UTF-8, and anything encoding/json refuses (wrong kinds, numbers outside
 // float64, data after the suite).
-func streamPyperf(b []byte) (*pyperfDoc, error) {
-	s := &pyperfStream{dec: jsontext.NewDecoder(bytes.NewBuffer(b)), doc: &pyperfDoc{}}
+func streamPyperf(b []byte) (*pyperfDoc, error) { return streamPyperfFrom(bytes.NewReader(b)) }
+
+// streamPyperfFrom is streamPyperf reading r. A suite of more than MaxMeasurements
+// numbers (values, samples and warmups) is a LimitError as soon as they are read.
+func streamPyperfFrom(r io.Reader) (*pyperfDoc, error) {
+	s := &pyperfStream{dec: jsontext.NewDecoder(r), doc: &pyperfDoc{}}
 	if s.dec.PeekKind() != '{' || !s.suite() {
+		if s.limit != nil {
+			return nil, s.limit
+		}
 		return nil, errNotStreamed
 	}
 	if _, err := s.dec.ReadToken(); err != io.EOF {
@@ -247,9 +268,34 @@ func streamPyperf(b []byte) (*pyperfDoc, error) {
 }
 
 type pyperfStream struct {
-	dec  *jsontext.Decoder
-	doc  *pyperfDoc
-	name []byte
+	dec   *jsontext.Decoder
+	doc   *pyperfDoc
+	name  []byte
+	limit error
+}
+
+// measurementsLimit is the LimitError of a suite of more than MaxMeasurements numbers.
+func measurementsLimit() error {
+	return &providers.LimitError{Message: fmt.Sprintf("the pyperf suite holds more than %d measurements", MaxMeasurements),
+		Limit: MaxMeasurements, Unit: "measurements"}
+}
+
+// countNumbers refuses, before encoding/json decodes it, a suite of more than
+// MaxMeasurements numbers; it tokenizes without keeping anything.
+func countNumbers(b []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	n := 0
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil // encoding/json judges invalid JSON
+		}
+		if tok.Kind() == '0' {
+			if n++; n > MaxMeasurements {
+				return measurementsLimit()
+			}
+		}
+	}
 }
 
 // object reads an object, calling field with each name (valid until the next read) to
@@ -354,6 +400,10 @@ func (s *pyperfStream) numbers(list *[]float64) (span [2]int, set, ok bool) {
 		return span, false, false
 	}
 	ok = s.array(func() bool {
+		if len(s.doc.values)+len(s.doc.wvalues) >= MaxMeasurements {
+			s.limit = measurementsLimit()
+			return false
+		}
 		f, ok := s.number()
 		*list = append(*list, f)
 		return ok

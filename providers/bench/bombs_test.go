@@ -1,0 +1,41 @@
+package bench
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers"
+)
+
+// Issue 21: a pyperf gzip of about 100 KB holding 6 M values fails at MaxMeasurements
+// while it is read, before the rest is decoded; the same through encoding/json's path
+// (a name only the case-insensitive match takes) fails before it is unmarshalled.
+func TestPyperfMeasurementBomb(t *testing.T) {
+	for _, field := range []string{"values", "Values"} {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		io.WriteString(zw, `{"version":"1.0","benchmarks":[{"runs":[{"`+field+`":[`)
+		chunk := bytes.Repeat([]byte("0,"), 1<<16)
+		for range 96 { // 6.3 M numbers
+			zw.Write(chunk)
+		}
+		io.WriteString(zw, `0]}]}]}`)
+		zw.Close()
+		var err error
+		peak := testtool.PeakHeap(func() {
+			err = decodePyperf(bytes.NewReader(b.Bytes()), 0, func(*Measurement) error { return nil })
+		})
+		var lim *providers.LimitError
+		if !errors.As(err, &lim) || lim.Limit != MaxMeasurements {
+			t.Fatalf("%s: got %T %v, want the MaxMeasurements LimitError", field, err, err)
+		}
+		t.Logf("%s: bomb of %d bytes: %v (peak heap %d MiB)", field, b.Len(), lim, peak>>20)
+		if !testtool.Race && peak > 256<<20 {
+			t.Errorf("%s: peak heap %d MiB, want below 256 MiB", field, peak>>20)
+		}
+	}
+}
