@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -202,5 +204,57 @@ func TestSpeedscopeGzipBomb(t *testing.T) {
 	lim := expectLimit(t, func() error { return decodeFile(t, data, "bomb.json.gz", gen.FormatPySpy) })
 	if lim.Limit != maxJSONProfileBytes || lim.Unit != "bytes" {
 		t.Errorf("limit %d %s, want %d bytes", lim.Limit, lim.Unit, maxJSONProfileBytes)
+	}
+}
+
+// cpuprofileChain is a V8 CPU profile whose nodes form one chain n deep, the leaf hit.
+func cpuprofileChain(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"nodes":[`)
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"callFrame":{"functionName":"f%d","url":"a.js","lineNumber":%d,"columnNumber":0},"hitCount":%d`, i, i%7, i, min(1, i/n))
+		if i < n {
+			fmt.Fprintf(&b, `,"children":[%d]`, i+1)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// Issue 21: a V8 CPU profile with a 60k-deep node chain copied every ancestor's stack
+// per node (O(depth²) memory); it now decodes in linear memory, and a chain beyond
+// maxCPUProfileDepth fails typed.
+func TestCPUProfileDeepChain(t *testing.T) {
+	deep := cpuprofileChain(60_000)
+	var err error
+	var s *Sampled
+	peak := testtool.PeakHeap(func() { s, err = DecodeCPUProfile(bytes.NewReader(deep), Options{Edges: true}) })
+	if err != nil || s.Samples != 1 {
+		t.Fatalf("60k chain: %v", err)
+	}
+	t.Logf("60k chain of %d bytes: peak heap %d MiB", len(deep), peak>>20)
+	if !testtool.Race && peak > maxBombHeap {
+		t.Errorf("peak heap %d MiB, want below %d MiB", peak>>20, maxBombHeap>>20)
+	}
+	lim := expectLimit(t, func() error {
+		_, err := DecodeCPUProfile(bytes.NewReader(cpuprofileChain(maxCPUProfileDepth+10)), Options{})
+		return err
+	})
+	if lim.Limit != maxCPUProfileDepth {
+		t.Errorf("limit %d, want %d", lim.Limit, maxCPUProfileDepth)
+	}
+}
+
+// A cycle in the node tree stays a DecodeError.
+func TestCPUProfileCycle(t *testing.T) {
+	doc := `{"nodes":[{"id":1,"callFrame":{"functionName":"a"},"children":[2]},{"id":2,"callFrame":{"functionName":"b"},"hitCount":1,"children":[1]}]}`
+	_, err := DecodeCPUProfile(strings.NewReader(doc), Options{})
+	var de *providers.DecodeError
+	if !errors.As(err, &de) || !strings.Contains(de.Message, "cycle") {
+		t.Fatalf("got %v, want the cycle DecodeError", err)
 	}
 }

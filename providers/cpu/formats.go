@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +22,9 @@ const (
 
 // speedscopeUnits scales a Speedscope value unit to seconds; none counts samples.
 var speedscopeUnits = map[string]float64{"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1}
+
+// maxCPUProfileDepth bounds the depth of a V8 CPU profile's node tree.
+const maxCPUProfileDepth = 1 << 16
 
 // jsonError is the error of a JSON profile that did not decode: the bound of the reader
 // (decompressed bytes) as itself, anything else a DecodeError with message.
@@ -360,28 +364,31 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 			parent[ci] = i
 		}
 	}
-	stacks := make([][]int, len(doc.Nodes))
-	var stackOf func(i, depth int) ([]int, error)
-	stackOf = func(i, depth int) ([]int, error) {
-		if stacks[i] != nil {
-			return stacks[i], nil
-		}
-		if depth > len(doc.Nodes) {
-			return nil, &providers.DecodeError{Message: "the CPU profile's node tree has a cycle"}
-		}
-		var st []int
-		if p := parent[i]; p >= 0 {
-			ps, err := stackOf(p, depth+1)
-			if err != nil {
-				return nil, err
+	// A node's stack is built by walking its ancestors into one reused buffer: memory
+	// stays linear in the nodes however deep the tree (copying every ancestor's stack
+	// per node was quadratic in the depth), and a sample costs its depth, as Add does.
+	var buf []int
+	stackOf := func(i, _ int) ([]int, error) {
+		buf = buf[:0]
+		for steps := 0; i >= 0; i = parent[i] {
+			if steps++; steps > len(doc.Nodes) {
+				return nil, &providers.DecodeError{Message: "the CPU profile's node tree has a cycle"}
 			}
-			st = append(st, ps...)
+			if steps > maxCPUProfileDepth {
+				for j := parent[i]; j >= 0; j = parent[j] { // a cycle is reported as such
+					if steps++; steps > len(doc.Nodes) {
+						return nil, &providers.DecodeError{Message: "the CPU profile's node tree has a cycle"}
+					}
+				}
+				return nil, &providers.LimitError{Message: fmt.Sprintf("the CPU profile's node tree is deeper than %d nodes", maxCPUProfileDepth),
+					Limit: maxCPUProfileDepth, Unit: "nodes"}
+			}
+			if frame[i] >= 0 {
+				buf = append(buf, frame[i])
+			}
 		}
-		if frame[i] >= 0 {
-			st = append(st, frame[i])
-		}
-		stacks[i] = append(make([]int, 0, len(st)), st...)
-		return stacks[i], nil
+		slices.Reverse(buf)
+		return buf, nil
 	}
 	if len(doc.Samples) == 0 {
 		for i, n := range doc.Nodes {
