@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/flameox/flameox/internal/testtool"
@@ -37,5 +38,31 @@ func TestPyperfMeasurementBomb(t *testing.T) {
 		if !testtool.Race && peak > 256<<20 {
 			t.Errorf("%s: peak heap %d MiB, want below 256 MiB", field, peak>>20)
 		}
+	}
+}
+
+// Issue 21: go-bench output of 5 M measurements in a few long lines (20 MB) used to be
+// kept whole as Measurement values (gigabytes) before MaxMeasurements applied; now each
+// goes to the emitter as it is read, and the bound fails the read typed.
+func TestGoBenchMeasurementBomb(t *testing.T) {
+	line := "BenchmarkX-8 1" + strings.Repeat(" 1 B", 1<<17) + "\n" // 512 KiB
+	var b bytes.Buffer
+	for range (MaxMeasurements >> 17) + 2 {
+		b.WriteString(line)
+	}
+	// What the decoder itself retains: the emitter keeps nothing (the table keeps 32
+	// bytes a value, 160 MB at the bound, which MaxMeasurements allows).
+	kept := 0
+	var err error
+	peak := testtool.PeakHeap(func() {
+		err = decodeGoBench(bytes.NewReader(b.Bytes()), 0, func(*Measurement) error { kept++; return nil })
+	})
+	var lim *providers.LimitError
+	if !errors.As(err, &lim) || lim.Limit != MaxMeasurements {
+		t.Fatalf("got %T %v, want the MaxMeasurements LimitError", err, err)
+	}
+	t.Logf("bomb of %d bytes: %v (peak heap %d MiB, %d values emitted)", b.Len(), lim, peak>>20, kept)
+	if !testtool.Race && peak > 256<<20 {
+		t.Errorf("peak heap %d MiB, want below 256 MiB", peak>>20)
 	}
 }

@@ -279,14 +279,28 @@ var goBenchUnits = map[string]string{"ns/op": "ns", "B/op": "bytes", "allocs/op"
 // key=value become dimensions, the -N GOMAXPROCS suffix the gomaxprocs dimension, and
 // the pkg configuration line the scope.
 func DecodeGoBench(r io.Reader, input int) ([]Measurement, error) {
+	var out []Measurement
+	if err := decodeGoBench(r, input, func(m *Measurement) error {
+		out = append(out, *m)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decodeGoBench reads `go test -bench` output (see DecodeGoBench), handing each
+// measurement to emit as its line is read: MaxMeasurements applies while reading, and
+// nothing but what emit keeps is retained.
+func decodeGoBench(r io.Reader, input int, emit emitter) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	scope := ""
 	runs := map[string]int{}
-	var out []Measurement
+	count := 0
 	for lineNo := 1; ; lineNo++ {
 		line, err := br.ReadString('\n')
 		if len(line) > 1<<20 {
-			return nil, &providers.LimitError{Message: fmt.Sprintf("line %d is longer than 1 MiB", lineNo), Limit: 1 << 20}
+			return &providers.LimitError{Message: fmt.Sprintf("line %d is longer than 1 MiB", lineNo), Limit: 1 << 20}
 		}
 		line = strings.TrimRight(line, "\r\n")
 		if k, v, ok := strings.Cut(line, ": "); ok && !strings.ContainsAny(k, " \t") && k == "pkg" {
@@ -297,37 +311,44 @@ func DecodeGoBench(r io.Reader, input int) ([]Measurement, error) {
 			n, _ := strconv.ParseInt(m[2], 10, 64)
 			fields := strings.Fields(m[3])
 			if len(fields)%2 != 0 {
-				return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d has a value without a unit", lineNo)}
+				return &providers.DecodeError{Message: fmt.Sprintf("line %d has a value without a unit", lineNo)}
 			}
 			run := runs[m[1]]
 			runs[m[1]]++
 			for i := 0; i < len(fields); i += 2 {
 				v, perr := strconv.ParseFloat(fields[i], 64)
 				if perr != nil {
-					return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d has a non-numeric value %q", lineNo, fields[i])}
+					return &providers.DecodeError{Message: fmt.Sprintf("line %d has a non-numeric value %q", lineNo, fields[i])}
 				}
 				unit := fields[i+1]
 				if u, ok := goBenchUnits[unit]; ok {
 					unit = u
 				}
-				out = append(out, Measurement{Input: input, Benchmark: name, Unit: unit, Value: v, Integer: v == math.Trunc(v),
-					Run: run, Loops: n, AdaptiveLoops: true, Dimensions: dims, Scope: scope})
-			}
-			if len(out) > MaxMeasurements {
-				return nil, &providers.LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
+				if count++; count > MaxMeasurements {
+					return &providers.LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements, Unit: "measurements"}
+				}
+				m := Measurement{Input: input, Benchmark: name, Unit: unit, Value: v, Integer: v == math.Trunc(v),
+					Run: run, Loops: n, AdaptiveLoops: true, Dimensions: dims, Scope: scope}
+				if err := emit(&m); err != nil {
+					return err
+				}
 			}
 		}
 		if err == io.EOF {
 			break
 		}
+		var lim *providers.LimitError
+		if errors.As(err, &lim) {
+			return lim
+		}
 		if err != nil {
-			return nil, &providers.DecodeError{Message: "the benchmark output could not be read"}
+			return &providers.DecodeError{Message: "the benchmark output could not be read"}
 		}
 	}
-	if len(out) == 0 {
-		return nil, &providers.DecodeError{Message: "the input holds no Go benchmark result lines"}
+	if count == 0 {
+		return &providers.DecodeError{Message: "the input holds no Go benchmark result lines"}
 	}
-	return out, nil
+	return nil
 }
 
 var procsSuffix = regexp.MustCompile(`-(\d+)$`)

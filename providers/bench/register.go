@@ -87,8 +87,18 @@ func decodeAll(ctx context.Context, in []providers.Input, limits gen.EffectiveLi
 			return nil, err
 		}
 		count := 0
+		// The bound over all sources applies as measurements arrive, not after a source.
+		// It is no one source's error: it is returned as it is, not placed at the source.
+		var overallErr error
+		overall := func() error {
+			overallErr = &providers.LimitError{Source: providers.NoSource, Message: fmt.Sprintf("the sources hold more than %d measurements", MaxMeasurements),
+				Limit: MaxMeasurements, Unit: "measurements"}
+			return overallErr
+		}
 		sink := func(m *Measurement) error {
-			count++
+			if count++; total+count > MaxMeasurements {
+				return overall()
+			}
 			return emit(m)
 		}
 		if name, block, ok := r.CaptureCase(); ok {
@@ -98,7 +108,9 @@ func decodeAll(ctx context.Context, in []providers.Input, limits gen.EffectiveLi
 			var variantIn, variantOut string
 			cased := false
 			sink = func(m *Measurement) error {
-				count++
+				if count++; total+count > MaxMeasurements {
+					return overall()
+				}
 				if !cased || m.Variant != variantIn {
 					variantIn, variantOut, cased = m.Variant, strings.TrimSuffix(name+"/"+m.Variant, "/"), true
 				}
@@ -120,12 +132,15 @@ func decodeAll(ctx context.Context, in []providers.Input, limits gen.EffectiveLi
 		case gen.FormatHyperfine:
 			ms, err = DecodeHyperfine(file, r.Index)
 		case gen.FormatGoBench:
-			ms, err = DecodeGoBench(file, r.Index)
+			err = decodeGoBench(file, r.Index, sink)
 		}
 		for i := 0; err == nil && i < len(ms); i++ {
 			err = sink(&ms[i])
 		}
 		file.Close()
+		if overallErr != nil {
+			return nil, overallErr
+		}
 		if err != nil {
 			return nil, providers.AtSource(err, r.Index)
 		}
