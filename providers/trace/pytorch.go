@@ -174,6 +174,11 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 	if in.Format == gen.FormatOtlp {
 		return windowOTLP(in, start, end), nil
 	}
+	in, a, done, err := nsysTraceInput(ctx, in, req.Limits)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, done)
 	tp, err := admitTraceProcessor(ctx, in, req.Limits)
 	if err != nil {
 		return nil, err
@@ -194,7 +199,8 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 			}
 			return out, nil
 		}}
-	return tp.bind(&providers.Analysis{Provider: provider(), Rows: q.rows()}), nil
+	a.Rows = doneRows{q.rows(), done}
+	return tp.bind(a), nil
 }
 
 // overlaps is the window predicate ts < end AND ts + dur > start AND dur >= 0, without

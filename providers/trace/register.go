@@ -105,6 +105,11 @@ func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	if in.Format == gen.FormatOtlp {
 		return summarizeOTLP(in), nil
 	}
+	in, a, done, err := nsysTraceInput(ctx, in, req.Limits)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, done)
 	tp, err := admitTraceProcessor(ctx, in, req.Limits)
 	if err != nil {
 		return nil, err
@@ -122,7 +127,8 @@ func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 			}
 			return out, nil
 		}}
-	return tp.bind(&providers.Analysis{Provider: provider(), Rows: q.rows()}), nil
+	a.Rows = doneRows{q.rows(), done}
+	return tp.bind(a), nil
 }
 
 func sliceRow(sc *scan, n *Nested) gen.TraceSliceRow {
@@ -151,6 +157,11 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	if err := unavailable(in); err != nil {
 		return nil, err
 	}
+	in, a, done, err := nsysTraceInput(ctx, in, req.Limits)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	tp, err := admitTraceProcessor(ctx, in, req.Limits)
 	if err != nil {
 		return nil, err
@@ -210,10 +221,11 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	if len(list) == 0 {
 		lim = append(lim, "no_nested_slices_observed: no slice of the trace has a parent slice.")
 	}
-	return tp.bind(&providers.Analysis{Provider: provider(), Metrics: m, Limitations: lim,
-		Rows: providers.ProjectSlice(list, func(e *edge) gen.TraceCallEdgeRow {
-			return gen.TraceCallEdgeRow{Parent: e.parent, Child: e.child, SampleCount: e.count, InclusiveDurationNS: bigNanos(&e.dur)}
-		})}), nil
+	a.Metrics, a.Limitations = m, lim
+	a.Rows = providers.ProjectSlice(list, func(e *edge) gen.TraceCallEdgeRow {
+		return gen.TraceCallEdgeRow{Parent: e.parent, Child: e.child, SampleCount: e.count, InclusiveDurationNS: bigNanos(&e.dur)}
+	})
+	return tp.bind(a), nil
 }
 
 func bigNanos(b *big.Int) any {

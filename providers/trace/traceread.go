@@ -48,13 +48,25 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 		}
 		return s, nil
 	}
+	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
+	nest := NewNester(DefaultNesterOptions, names{s}, visit)
+	if in.Format == gen.FormatNsysSqlite {
+		// SQLite reads the file itself; the export's slices arrive in start order.
+		var err error
+		if s.stats, err = decodeNsys(ctx, in, nest); err != nil {
+			return nil, err
+		}
+		if err := nest.Flush(); err != nil {
+			return nil, err
+		}
+		s.unordered, s.misnested = nest.Unordered(), nest.Overlaps()
+		return s, nil
+	}
 	r, err := providers.OpenBounded(ctx, in, maxTraceBytes)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
-	nest := NewNester(DefaultNesterOptions, names{s}, visit)
 	var decode func(ctx context.Context, sink Sink) error
 	switch in.Format {
 	case gen.FormatPerfetto, gen.FormatRocprofPftrace:

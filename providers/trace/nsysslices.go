@@ -1,0 +1,203 @@
+package trace
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+// nsysSliceTables are the tables an export's slices come from, in the fixed order their
+// ids are laid out in (decision 0025, item 11): a slice's id is the rowids of the tables
+// before its own (their max(rowid)) plus its rowid - 1.
+var nsysSliceTables = [...]string{"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+	"CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"}
+
+// nsysSliceCategories are the slice categories by table.
+var nsysSliceCategories = [...]string{"kernel", "memcpy", "memset", "cuda_api", "nvtx"}
+
+// maxNsysNames bounds the thread and process names read from one export.
+const maxNsysNames = 1 << 20
+
+// nsysSliceQuery is the union of the export's slices ordered by start, longer first,
+// then id, with columns: table, id, start, end, name, globalPid, globalTid (NULL for GPU
+// activity), deviceId, streamId, correlationId.
+func (d *nsysDB) nsysSliceQuery(ctx context.Context) (string, error) {
+	var parts []string
+	var base int64
+	for t, table := range nsysSliceTables {
+		if !d.tables[table] {
+			continue
+		}
+		var top int64
+		if err := d.sql.QueryRowContext(ctx, `SELECT coalesce(max(rowid), 0) FROM "`+table+`"`).Scan(&top); err != nil {
+			return "", d.sqlErr(ctx, err)
+		}
+		id := fmt.Sprintf("%d + e.rowid - 1", base)
+		base += top
+		var sel, from string
+		switch t {
+		case 0:
+			sel = `coalesce(n.value, ''), e.globalPid, NULL, e.deviceId, e.streamId, e.correlationId`
+			from = `CUPTI_ACTIVITY_KIND_KERNEL e LEFT JOIN StringIds n ON n.id = e.shortName`
+		case 1:
+			label, enum := `e.copyKind`, ``
+			if d.tables["ENUM_CUDA_MEMCPY_OPER"] {
+				label, enum = `coalesce(c.label, e.copyKind)`, ` LEFT JOIN ENUM_CUDA_MEMCPY_OPER c ON c.id = e.copyKind`
+			}
+			sel = `'[CUDA memcpy ' || ` + label + ` || ']', e.globalPid, NULL, e.deviceId, e.streamId, e.correlationId`
+			from = `CUPTI_ACTIVITY_KIND_MEMCPY e` + enum
+		case 2:
+			sel = `'[CUDA memset]', e.globalPid, NULL, e.deviceId, e.streamId, e.correlationId`
+			from = `CUPTI_ACTIVITY_KIND_MEMSET e`
+		case 3:
+			sel = `coalesce(n.value, ''), e.globalTid & ~16777215, e.globalTid, NULL, NULL, e.correlationId`
+			from = `CUPTI_ACTIVITY_KIND_RUNTIME e LEFT JOIN StringIds n ON n.id = e.nameId`
+		case 4:
+			sel = `coalesce(e.text, n.value, ''), e.globalTid & ~16777215, coalesce(e.globalTid, 0), NULL, NULL, NULL`
+			from = `NVTX_EVENTS e LEFT JOIN StringIds n ON n.id = e.textId`
+		}
+		parts = append(parts, fmt.Sprintf(`SELECT %d AS tab, %s AS id, e.start AS start, e."end" AS stop, %s FROM %s WHERE e.start IS NOT NULL AND e."end" IS NOT NULL`,
+			t, id, sel, from))
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return strings.Join(parts, " UNION ALL ") + ` ORDER BY start, stop DESC, id`, nil
+}
+
+// decodeNsys reads an export's kernels, memcpys, memsets, CUDA API calls and NVTX ranges
+// into sink in start order: GPU activity on one track per (process, device, stream),
+// API calls and NVTX ranges on their thread's track (so the Nester nests calls inside
+// the ranges around them).
+func decodeNsys(ctx context.Context, in providers.Input, sink Sink) (*Stats, error) {
+	st := &Stats{}
+	err := nsysSource{in: in}.withNsys(ctx, func(d *nsysDB) error {
+		if err := d.nsysNames(ctx, sink); err != nil {
+			return err
+		}
+		q, err := d.nsysSliceQuery(ctx)
+		if err != nil || q == "" {
+			return err
+		}
+		rows, err := d.sql.QueryContext(ctx, q)
+		if err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		defer rows.Close()
+		type gpuKey struct{ pid, dev, stream int64 }
+		gpu := map[gpuKey]int64{}
+		threads := map[int64]bool{}
+		var e Event
+		var (
+			tab, id, start, end         int64
+			name                        string
+			pid, tid, dev, stream, corr sql.NullInt64
+		)
+		for rows.Next() {
+			if err := rows.Scan(&tab, &id, &start, &end, &name, &pid, &tid, &dev, &stream, &corr); err != nil {
+				return d.sqlErr(ctx, err)
+			}
+			st.Events++
+			e = Event{ID: id, TS: start, Dur: max(end-start, 0), Name: name, Category: nsysSliceCategories[tab], Phase: "X"}
+			if tid.Valid {
+				e.Track = tid.Int64
+				if !threads[e.Track] {
+					threads[e.Track] = true
+					sink.Track(Track{ID: e.Track, PID: pid.Int64, TID: tid.Int64 & 0xFFFFFF})
+				}
+			} else {
+				k := gpuKey{pid.Int64, dev.Int64, stream.Int64}
+				tr, ok := gpu[k]
+				if !ok {
+					// GPU tracks are negative ordinals in order of first activity.
+					tr = -int64(len(gpu) + 1)
+					gpu[k] = tr
+					sink.Track(Track{ID: tr, PID: pid.Int64, TID: -1})
+				}
+				e.Track = tr
+				e.Args.Device, e.Args.Stream = clone(&dev.Int64), clone(&stream.Int64)
+			}
+			if corr.Valid {
+				e.Args.CorrelationID = clone(&corr.Int64)
+			}
+			st.Slices++
+			if err := sink.Slice(&e); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		return nil
+	})
+	return st, err
+}
+
+// nsysNames announces the export's thread names (ThreadNames) and process names
+// (PROCESSES), keyed by the global process id and the thread id.
+func (d *nsysDB) nsysNames(ctx context.Context, meta MetaSink) error {
+	read := func(table, q string, f func(pid, tid int64, name string)) error {
+		if !d.tables[table] {
+			return nil
+		}
+		rows, err := d.sql.QueryContext(ctx, q)
+		if err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		defer rows.Close()
+		for n := 0; rows.Next() && n < maxNsysNames; n++ {
+			var pid, tid sql.NullInt64
+			var name sql.NullString
+			if err := rows.Scan(&pid, &tid, &name); err != nil {
+				return d.sqlErr(ctx, err)
+			}
+			if pid.Valid && name.Valid {
+				f(pid.Int64, tid.Int64, name.String)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		return nil
+	}
+	if d.tables["StringIds"] {
+		if err := read("ThreadNames", `SELECT t.globalTid & ~16777215, t.globalTid & 16777215, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId ORDER BY t.rowid`,
+			meta.ThreadName); err != nil {
+			return err
+		}
+	}
+	return read("PROCESSES", `SELECT globalPid, NULL, name FROM PROCESSES ORDER BY rowid`,
+		func(pid, _ int64, name string) { meta.ProcessName(pid, name) })
+}
+
+// nsysTraceInput is the input a trace operation reads: an nsys-rep report converted to
+// its SQLite export (the analysis names the converting nsys), else in itself. done
+// removes a conversion's scratch directory.
+func nsysTraceInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (providers.Input, *providers.Analysis, func(), error) {
+	switch in.Format {
+	case gen.FormatNsysSqlite, gen.FormatNsysRep:
+		src, a, done, err := nsysInput(ctx, in, limits)
+		if err != nil {
+			return in, nil, nil, err
+		}
+		return src.in, a, done, nil
+	}
+	return in, &providers.Analysis{Provider: provider()}, func() {}, nil
+}
+
+// doneRows removes a converted report's scratch export once a page is read; the
+// analysis context removes it on any other path.
+type doneRows struct {
+	providers.Rows
+	done func()
+}
+
+func (r doneRows) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
+	defer r.done()
+	return r.Rows.Page(ctx, offset, limit, fits)
+}
