@@ -10,6 +10,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flameox/flameox/providers"
 )
@@ -79,5 +80,28 @@ func NonNegative(t *testing.T, what string, n int64) {
 	t.Helper()
 	if n < 0 {
 		t.Fatalf("%s = %d < 0", what, n)
+	}
+}
+
+// HangAfter is how long one input may take before the target fails it as a hang (the
+// fuzzing engine has no per-input deadline, so a hang would otherwise stall it silently).
+var HangAfter = 10 * time.Second
+
+// Bounded runs fn, which may call t.Fatal, and fails the input when it runs longer than
+// HangAfter, so that the fuzzing engine keeps it as a crasher.
+func Bounded(t *testing.T, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+		if t.Failed() {
+			t.FailNow()
+		}
+	case <-time.After(HangAfter):
+		t.Fatalf("the decoder ran longer than %v on this input", HangAfter)
 	}
 }

@@ -149,7 +149,7 @@ func FuzzDecodeOTLPJSON(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { fuzzOTLP(t, b, false) })
+	f.Fuzz(func(t *testing.T, b []byte) { fuzztool.Bounded(t, func() { fuzzOTLP(t, b, false) }) })
 }
 
 // FuzzDecodeOTLPProto: go test ./providers/trace -run '^$' -fuzz FuzzDecodeOTLPProto -fuzztime 1m
@@ -167,5 +167,5 @@ func FuzzDecodeOTLPProto(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { fuzzOTLP(t, b, true) })
+	f.Fuzz(func(t *testing.T, b []byte) { fuzztool.Bounded(t, func() { fuzzOTLP(t, b, true) }) })
 }
