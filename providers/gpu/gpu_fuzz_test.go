@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/internal/fuzztool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/fuzztool"
 )
 
 // FuzzReadSanitizer: go test ./providers/gpu -run '^$' -fuzz FuzzReadSanitizer -fuzztime 1m

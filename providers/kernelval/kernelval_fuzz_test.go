@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/flameox/flameox/internal/fuzztool"
+	"github.com/flameox/flameox/providers/internal/fuzztool"
 )
 
 // FuzzDecodeDocument: go test ./providers/kernelval -run '^$' -fuzz FuzzDecodeDocument -fuzztime 1m

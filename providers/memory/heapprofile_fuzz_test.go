@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/flameox/flameox/internal/fuzztool"
+	"github.com/flameox/flameox/providers/internal/fuzztool"
 )
 
 // FuzzDecodeHeapProfile: go test ./providers/memory -run '^$' -fuzz FuzzDecodeHeapProfile -fuzztime 1m

@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/flameox/flameox/internal/fuzztool"
+	"github.com/flameox/flameox/providers/internal/fuzztool"
 )
 
 // FuzzDecodeCSV: go test ./providers/ncu -run '^$' -fuzz FuzzDecodeCSV -fuzztime 1m

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/internal/fuzztool"
+	"github.com/flameox/flameox/providers/internal/fuzztool"
 )
 
 // FuzzReadSARIF: go test ./providers/static -run '^$' -fuzz FuzzReadSARIF -fuzztime 1m

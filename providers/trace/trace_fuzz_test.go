@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/flameox/flameox/internal/fuzztool"
+	"github.com/flameox/flameox/providers/internal/fuzztool"
 )
 
 // fuzzSink checks what a decoder delivers: every slice has Dur >= 0 and lies on a track
