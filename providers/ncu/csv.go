@@ -231,10 +231,11 @@ func decodeDetails(ctx context.Context, cr *csv.Reader, header []string, src int
 		if err == io.EOF {
 			return nil
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			return csvErr(err, src, "the details page is not valid CSV")
 		}
+		// FieldPos panics after a failed Read: ask only for a record read whole.
+		line, _ := cr.FieldPos(0)
 		if len(got) > width {
 			return rowErr(src, line, fmt.Sprintf("a row has %d fields, more than the header's %d", len(got), width))
 		}
@@ -284,10 +285,11 @@ func decodeRaw(ctx context.Context, cr *csv.Reader, header []string, src int, ke
 		if err == io.EOF {
 			return nil
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			return csvErr(err, src, "the raw page is not valid CSV")
 		}
+		// FieldPos panics after a failed Read: ask only for a record read whole.
+		line, _ := cr.FieldPos(0)
 		if len(rec) != len(header) {
 			return rowErr(src, line, fmt.Sprintf("a row has %d fields, the header %d", len(rec), len(header)))
 		}
