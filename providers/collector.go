@@ -40,8 +40,9 @@ type Collector interface {
 	File() string
 	// Admit checks availability and every case's argv before anything runs. It returns
 	// the collector executable that wraps the workload, or nil when the workload runs
-	// itself.
-	Admit(cases []Case) (*Executable, error)
+	// itself. prepared is the executable prepare_providers bound for this provider in
+	// the session (a managed collector), or nil.
+	Admit(cases []Case, prepared *Executable) (*Executable, error)
 	// Options decodes the provider object (schema-valid) into its typed options.
 	Options(provider map[string]any) (Options, error)
 }
@@ -61,6 +62,9 @@ type CollectorSpec[P any] struct {
 	File string
 	// Admit is optional: nil admits every case and wraps nothing.
 	Admit func(cases []Case) (*Executable, error)
+	// AdmitPrepared replaces Admit for a managed collector, which prepare_providers can
+	// install: prepared is its session binding, or nil.
+	AdmitPrepared func(cases []Case, prepared *Executable) (*Executable, error)
 	// Command is optional: nil runs the case's argv unchanged.
 	Command func(opts *P, exe *Executable, c Case, dir string) []string
 	// Env is optional: the variables an execution in dir adds for the workload.
@@ -78,7 +82,10 @@ type collector[P any] struct{ spec CollectorSpec[P] }
 func (c *collector[P]) Kind() string { return c.spec.Kind }
 func (c *collector[P]) File() string { return c.spec.File }
 
-func (c *collector[P]) Admit(cases []Case) (*Executable, error) {
+func (c *collector[P]) Admit(cases []Case, prepared *Executable) (*Executable, error) {
+	if c.spec.AdmitPrepared != nil {
+		return c.spec.AdmitPrepared(cases, prepared)
+	}
 	if c.spec.Admit == nil {
 		return nil, nil
 	}

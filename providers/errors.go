@@ -88,6 +88,9 @@ type UnavailableError struct {
 	// Remediation says how to install it; it is the operator's next action.
 	Remediation string
 	Details     map[string]any
+	// Preparable is true when prepare_providers can install it (a managed collector):
+	// the state is retryable after that call rather than the operator's to fix.
+	Preparable bool
 }
 
 func (e *UnavailableError) Error() string { return e.Message }

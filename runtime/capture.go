@@ -276,9 +276,9 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 		}
 		cr.oracle = cmd
 	}
-	exe, err := cr.coll.Admit(cr.providerCases())
+	exe, err := cr.coll.Admit(cr.providerCases(), rt.prepared(cr.coll.Kind()))
 	if err != nil {
-		return nil, providerFailure(context.Background(), err, nil)
+		return nil, preparable(providerFailure(context.Background(), err, nil), err, t.Name)
 	}
 	cr.exe = exe
 	executions := len(cr.cases) * blocks

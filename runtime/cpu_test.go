@@ -270,32 +270,9 @@ func TestCaptureCPUProviders(t *testing.T) {
 	}
 }
 
-// fakePySpy is a stand-in for the pinned py-spy collector, named as such: it reports
-// version 0.4.2, runs the workload after --, and writes a real Speedscope document.
-const fakePySpy = `#!/bin/sh
-if [ "$1" = "--version" ]; then echo "py-spy 0.4.2"; exit 0; fi
-out=""
-while [ "$#" -gt 0 ]; do
-  case "$1" in
-    --output) out="$2"; shift 2;;
-    --) shift; break;;
-    *) shift;;
-  esac
-done
-"$@"
-status=$?
-cat > "$out" <<'DOC'
-{"$schema":"https://www.speedscope.app/file-format-schema.json","exporter":"py-spy@0.4.2","activeProfileIndex":0,
-"shared":{"frames":[{"name":"<module>","file":"hot.py","line":11},{"name":"main","file":"hot.py","line":8},{"name":"hot","file":"hot.py","line":4}]},
-"profiles":[{"type":"sampled","name":"MainThread","unit":"seconds","startValue":0,"endValue":0.05,
-"samples":[[0,1,2],[0,1,2],[0,1,2],[0,1]],"weights":[0.01,0.01,0.01,0.01]}]}
-DOC
-exit $status
-`
-
 func TestCapturePySpyWithFakeCollector(t *testing.T) {
 	bin := t.TempDir()
-	os.WriteFile(filepath.Join(bin, "py-spy"), []byte(fakePySpy), 0o755)
+	os.WriteFile(filepath.Join(bin, "py-spy"), []byte(testtool.FakePySpy), 0o755)
 	t.Setenv("FLAMEOX_PY_SPY", filepath.Join(bin, "py-spy"))
 	rt := newRuntime(t)
 	dir := t.TempDir()

@@ -15,8 +15,15 @@ import (
 // lifecycleHandler runs one lifecycle tool on schema-valid arguments.
 type lifecycleHandler func(ctx context.Context, rt *Runtime, inst any) (any, *failure.Failure)
 
-// lifecycleHandlers are the evidence tools by name.
+// lifecycleHandlers are the preparation and evidence tools by name.
 var lifecycleHandlers = map[string]lifecycleHandler{
+	"prepare_providers": func(ctx context.Context, rt *Runtime, inst any) (any, *failure.Failure) {
+		var a gen.PrepareProvidersArguments
+		if f := decodeArguments(inst, &a); f != nil {
+			return nil, f
+		}
+		return rt.Prepare(ctx, a)
+	},
 	"preserve_evidence": func(_ context.Context, rt *Runtime, inst any) (any, *failure.Failure) {
 		var a gen.PreserveEvidenceArguments
 		if f := decodeArguments(inst, &a); f != nil {

@@ -21,6 +21,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/canon"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/internal/validate"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/repository"
@@ -97,6 +98,11 @@ type Runtime struct {
 	// captures counts the captures of this session; each has its own handle.
 	captures int64
 
+	// host is the machine preparation detects and installs on; bindings are the managed
+	// collectors prepare_providers bound in this session.
+	host     prepare.Host
+	bindings bindings
+
 	mu      sync.Mutex
 	cache   *lru
 	rescues *rescueMemo
@@ -131,7 +137,7 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, err
 		return nil, err
 	}
 	rt := &Runtime{limits: gen.LimitDefaults, byName: map[string]*Tool{}, cache: newLRU(MaxSessionAnalyses),
-		rescues: newRescueMemo(MaxSessionRescues), scratch: newScratch(), providers: reg}
+		rescues: newRescueMemo(MaxSessionRescues), scratch: newScratch(), providers: reg, host: prepare.ThisHost()}
 	removeStaleScratch(os.TempDir())
 	if loc, err := repository.FromEnvironment(os.Getenv); err == nil {
 		rt.store = repository.Open(loc)
@@ -256,6 +262,9 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 	case "lifecycle", "capture":
 		inst, f := t.Validate(raw)
 		if f != nil {
+			if name == "prepare_providers" {
+				unknownProvider(f, raw)
+			}
 			if t.Family == "capture" && len(f.FieldPath) == 2 && f.FieldPath[0] == "provider" && f.FieldPath[1] == "kind" {
 				// An incompatible provider: say what the operation reads and who can capture it.
 				f.With("operation", string(t.Operation.Name)).With("accepted_formats", t.Operation.FormatStrings()).

@@ -33,7 +33,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	mcp := &cobra.Command{Use: "mcp", Short: "Serve or inspect the MCP tool catalog"}
 	mcp.AddCommand(newServeCommand(), newInspectCommand(stdout))
 	root.AddCommand(mcp, newAnalyzeCommand(stdout), newCaptureCommand(stdout), newEvidenceCommand(stdout),
-		newSetupCommand(stdout), newUpdateCommand(stdout))
+		newSetupCommand(stdout), newUpdateCommand(stdout), newPrepareCommand(stdout))
 	return root
 }
 

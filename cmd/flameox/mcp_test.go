@@ -199,8 +199,13 @@ func (s *session) listTools() {
 			t.Errorf("%s has no human title (title %q)", tl.Name, tl.Title)
 		}
 		a := tl.Annotations
-		readOnly := tl.Name != "preserve_evidence" && tl.Name != "rescue_evidence"
-		if strings.HasPrefix(tl.Name, "capture_and_") {
+		readOnly := tl.Name != "preserve_evidence" && tl.Name != "rescue_evidence" && tl.Name != "prepare_providers"
+		if tl.Name == "prepare_providers" {
+			// Preparation installs a collector: not read-only, not destructive, idempotent, open world.
+			if a.ReadOnlyHint || !a.IdempotentHint || a.DestructiveHint == nil || *a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
+				t.Errorf("%s annotations = %+v", tl.Name, a)
+			}
+		} else if strings.HasPrefix(tl.Name, "capture_and_") {
 			checkCaptureDescription(t, tl)
 			// Capture tools execute a target: effectful, not idempotent, open world.
 			if a.ReadOnlyHint || a.IdempotentHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/flameox/flameox/internal/testtool"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of testscripts/*.txtar")
@@ -114,14 +116,15 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkparquet": cmdMkparquet,
-			"follow":    cmdFollow,
-			"getjson":   cmdGetJSON,
-			"storedir":  cmdStoreDir,
-			"flipbyte":  cmdFlipByte,
-			"subst":     cmdSubst,
-			"mkfolded":  cmdMkFolded,
-			"mkproxy":   cmdMkProxy,
+			"mkparquet":  cmdMkparquet,
+			"follow":     cmdFollow,
+			"getjson":    cmdGetJSON,
+			"storedir":   cmdStoreDir,
+			"flipbyte":   cmdFlipByte,
+			"subst":      cmdSubst,
+			"mkfolded":   cmdMkFolded,
+			"mkproxy":    cmdMkProxy,
+			"pyspywheel": cmdPySpyWheel,
 		},
 	})
 }
@@ -272,4 +275,16 @@ func cmdMkFolded(ts *testscript.TestScript, neg bool, args []string) {
 		fmt.Fprintf(&b, "main;dispatch;fn%04d %d\n", i, i)
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
+}
+
+// cmdPySpyWheel writes a wheel named as py-spy 0.4.2 whose script is a FAKE py-spy
+// (testtool.FakePySpy) into DIR, a local index for pip: pyspywheel DIR.
+func cmdPySpyWheel(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: pyspywheel DIR")
+	}
+	dir := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	_, err := testtool.PySpyWheel(dir, "0.4.2", testtool.FakePySpy)
+	ts.Check(err)
 }

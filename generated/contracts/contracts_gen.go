@@ -127,6 +127,32 @@ func OperationNameValues() []OperationName {
 	return []OperationName{OperationNameSummarizeTrace, OperationNameInspectTraceCallGraph, OperationNameSummarizePytorchTrace, OperationNameSummarizeTraceOperations, OperationNameSummarizeTraceLifecycle, OperationNameInspectTraceWindow, OperationNameRankCPUHotspots, OperationNameInspectCPUCallers, OperationNameRankAllocationHotspots, OperationNameRankRetainedMemory, OperationNameSummarizeBenchmarks, OperationNameAnalyzeBenchmarkScaling, OperationNameCompareBenchmarks, OperationNameSummarizeInference, OperationNameCompareInference, OperationNameInspectGPULaunches, OperationNameInspectGPUKernelMetrics, OperationNameInspectTritonAutotune, OperationNameInspectSanitizerFailures, OperationNameInspectKernelValidation, OperationNameCompareKernelValidation, OperationNameSummarizeFailures, OperationNameInspectPytestFixtures, OperationNameSummarizeCoverage, OperationNameInspectPerformanceCandidates, OperationNamePreviewArtifact}
 }
 
+// PreparableProvider is a provider id prepare_providers accepts: the managed collector
+// Flameox installs (py-spy), the providers it reads natively, and the host tools and
+// workload packages it reports guidance for.
+type PreparableProvider string
+
+const (
+	PreparableProviderAiperf           PreparableProvider = "aiperf"
+	PreparableProviderComputeSanitizer PreparableProvider = "compute-sanitizer"
+	PreparableProviderMemray           PreparableProvider = "memray"
+	PreparableProviderNsightCompute    PreparableProvider = "nsight-compute"
+	PreparableProviderNsightSystems    PreparableProvider = "nsight-systems"
+	PreparableProviderNvbench          PreparableProvider = "nvbench"
+	PreparableProviderOtlp             PreparableProvider = "otlp"
+	PreparableProviderPerf             PreparableProvider = "perf"
+	PreparableProviderPerfetto         PreparableProvider = "perfetto"
+	PreparableProviderPySpy            PreparableProvider = "py-spy"
+	PreparableProviderRocprofv3        PreparableProvider = "rocprofv3"
+	PreparableProviderTorch            PreparableProvider = "torch"
+	PreparableProviderTriton           PreparableProvider = "triton"
+)
+
+// PreparableProviderValues lists every PreparableProvider in declaration order.
+func PreparableProviderValues() []PreparableProvider {
+	return []PreparableProvider{PreparableProviderAiperf, PreparableProviderComputeSanitizer, PreparableProviderMemray, PreparableProviderNsightCompute, PreparableProviderNsightSystems, PreparableProviderNvbench, PreparableProviderOtlp, PreparableProviderPerf, PreparableProviderPerfetto, PreparableProviderPySpy, PreparableProviderRocprofv3, PreparableProviderTorch, PreparableProviderTriton}
+}
+
 // PathSource names one explicit native artifact, a file or a directory, by absolute path.
 type PathSource struct {
 	Kind string `json:"kind"`
@@ -598,6 +624,65 @@ type EvidenceProjection struct {
 	AnalysisSources []EvidenceSource `json:"analysis_sources"`
 	LogicalSources  []LogicalSource  `json:"logical_sources"`
 	Body            ProjectedBody    `json:"body"`
+}
+
+// PrepareProvidersArguments are prepare_providers' arguments.
+type PrepareProvidersArguments struct {
+	// Providers to prepare or report on; repeats count once.
+	ProviderIds []PreparableProvider `json:"provider_ids"`
+	// Overall deadline of any installation.
+	TimeoutSeconds int64 `json:"timeout_seconds,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *PrepareProvidersArguments) ApplyDefaults() {
+	if isZero(x.TimeoutSeconds) {
+		x.TimeoutSeconds = 1800
+	}
+}
+
+// ProviderRequirement is what one provider needs outside Flameox, as detected here.
+type ProviderRequirement struct {
+	ProviderID PreparableProvider `json:"provider_id"`
+	// available: found on this machine; missing: not found; built_in: read by Flameox
+	// itself; unverified: a package of the workload's interpreter, which only a capture probes.
+	Status string `json:"status"`
+	// What to install for this operating system, or how it is used.
+	Guidance string `json:"guidance"`
+}
+
+// Preparation says what preparation did.
+type Preparation struct {
+	// prepared when a managed collector was requested, else not_applicable.
+	Status string `json:"status"`
+	// Managed collectors this call installed; the others were reused.
+	Installed []PreparableProvider `json:"installed"`
+}
+
+// Launcher is the server command MCP clients run: this executable with mcp serve.
+type Launcher struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+// PrepareProvidersResult is the result of prepare_providers.
+type PrepareProvidersResult struct {
+	// Always "complete".
+	Status string `json:"status"`
+	// The requested ids, sorted, each once.
+	RequestedProviders []PreparableProvider `json:"requested_providers"`
+	// Managed collectors installed or reused, verified and bound for this session.
+	PreparedManagedProviders []PreparableProvider `json:"prepared_managed_providers"`
+	// Host tools and natively read formats, with detection and guidance.
+	ExternalRequirements []ProviderRequirement `json:"external_requirements"`
+	// Packages the workload's own interpreter needs; checked when a capture runs.
+	WorkloadRequirements []ProviderRequirement `json:"workload_requirements"`
+	Preparation          Preparation           `json:"preparation"`
+	Launcher             Launcher              `json:"launcher"`
+	// ready: prepared collectors are usable in this session; not_applicable: nothing managed was requested.
+	ActivationStatus string `json:"activation_status"`
+	// Null when ready or host-only.
+	NextAction *NextAction `json:"next_action"`
 }
 
 // WorkloadBudget bounds each capture invocation and semantic oracle; it is independent of analysis limits.

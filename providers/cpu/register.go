@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -258,14 +259,61 @@ func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFie
 	return a, nil
 }
 
-// pySpyVersion is the pinned py-spy release.
-const pySpyVersion = "0.4.2"
+// pySpyVersion is the pinned py-spy release, the one prepare_providers installs.
+const pySpyVersion = prepare.PySpyVersion
 
 func pySpyUnavailable(why string) *providers.UnavailableError {
-	return &providers.UnavailableError{Provider: "py-spy", Executable: "py-spy",
+	return &providers.UnavailableError{Provider: "py-spy", Executable: "py-spy", Preparable: true,
 		Message:     fmt.Sprintf("%s; the py-spy provider needs py-spy %s", why, pySpyVersion),
-		Remediation: "Install the pinned collector (pip install py-spy==" + pySpyVersion + " or uv tool install py-spy==" + pySpyVersion + ") so that py-spy is on PATH, or set FLAMEOX_PY_SPY to it; then retry the same call.",
+		Remediation: "Call prepare_providers with provider_ids [\"py-spy\"] (or run `flameox prepare py-spy`) to install the pinned collector, or install py-spy " + pySpyVersion + " yourself and set FLAMEOX_PY_SPY to it; then retry the same call.",
 		Details:     map[string]any{"pinned_version": pySpyVersion}}
+}
+
+// admitPySpy binds the py-spy that wraps the workload: FLAMEOX_PY_SPY when the operator
+// set it, else the collector prepare_providers bound in this session (its digest
+// re-checked), else py-spy on PATH reporting the pinned version. Anything else is the
+// retryable state that prepare_providers resolves, except a wrong FLAMEOX_PY_SPY, which
+// only the operator can change.
+func admitPySpy(_ []providers.Case, prepared *providers.Executable) (*providers.Executable, error) {
+	exe, explicit := os.Getenv("FLAMEOX_PY_SPY"), true
+	switch {
+	case exe != "":
+	case prepared != nil:
+		b, err := providers.Bind(prepared.Path, func() error { return pySpyUnavailable("the prepared py-spy is gone") })
+		if err != nil {
+			return nil, err
+		}
+		if b.SHA256 != prepared.SHA256 {
+			e := pySpyUnavailable("the prepared py-spy changed since it was prepared (its SHA-256 differs)")
+			e.Details["reason"] = "binding_changed"
+			return nil, e
+		}
+		return b, nil
+	default:
+		p, err := exec.LookPath("py-spy")
+		if err != nil {
+			return nil, pySpyUnavailable("py-spy is not installed or not on PATH")
+		}
+		exe, explicit = p, false
+	}
+	b, err := providers.Bind(exe, func() error {
+		e := pySpyUnavailable("the py-spy executable cannot be read")
+		e.Preparable = !explicit
+		return e
+	})
+	if err != nil {
+		return nil, err
+	}
+	if v := providers.VersionOf(b.Path); v != pySpyVersion {
+		e := pySpyUnavailable("py-spy reports version " + strconv.Quote(v) + ", not the pinned " + pySpyVersion)
+		e.Details["found_version"] = v
+		if explicit {
+			e.Preparable = false
+			e.Remediation = "FLAMEOX_PY_SPY names a py-spy that is not " + pySpyVersion + ": point it at py-spy " + pySpyVersion + ", or unset it and call prepare_providers with provider_ids [\"py-spy\"]; then retry the same call."
+		}
+		return nil, e
+	}
+	return b, nil
 }
 
 // perfExecutable locates perf: $FLAMEOX_PERF, else perf on PATH.
@@ -339,26 +387,7 @@ var collectors = []providers.Collector{
 			return nil
 		}}),
 	providers.Collect(providers.CollectorSpec[gen.PySpyProvider]{Kind: "py-spy", File: "profile.speedscope.json",
-		Admit: func([]providers.Case) (*providers.Executable, error) {
-			exe := os.Getenv("FLAMEOX_PY_SPY")
-			if exe == "" {
-				p, err := exec.LookPath("py-spy")
-				if err != nil {
-					return nil, pySpyUnavailable("py-spy is not installed or not on PATH")
-				}
-				exe = p
-			}
-			b, err := providers.Bind(exe, func() error { return pySpyUnavailable("the py-spy executable cannot be read") })
-			if err != nil {
-				return nil, err
-			}
-			if v := providers.VersionOf(b.Path); v != pySpyVersion {
-				e := pySpyUnavailable("py-spy reports version " + strconv.Quote(v) + ", not the pinned " + pySpyVersion)
-				e.Details["found_version"] = v
-				return nil, e
-			}
-			return b, nil
-		},
+		AdmitPrepared: admitPySpy,
 		Command: func(o *gen.PySpyProvider, exe *providers.Executable, c providers.Case, dir string) []string {
 			argv := []string{exe.Path, "record", "--format", "speedscope", "--output", filepath.Join(dir, "profile.speedscope.json"),
 				"--rate", strconv.FormatInt(o.Rate, 10)}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/flameox/flameox/internal/testtool"
+)
+
+// TestMCPPrepareProvidersThenCapture walks the retry path of catalog §3.2 through the MCP
+// server, every result validated against the advertised compact and rich schemas: a
+// py-spy capture on a machine without py-spy is retryable with a call_tool next action,
+// prepare_providers installs the pinned collector (from a local index holding a wheel,
+// named as py-spy, whose script is a fake collector) and the same call then captures.
+func TestMCPPrepareProvidersThenCapture(t *testing.T) {
+	testtool.NoPySpyMachine(t)
+	dir := t.TempDir()
+	s := connect(t, "")
+	args := map[string]any{"target": map[string]any{"argv": []string{"sh", "-c", "exit 0"}, "cwd": dir},
+		"provider": map[string]any{"kind": "py-spy"}}
+
+	res, isErr := s.call("capture_and_rank_cpu_hotspots", args)
+	if isErr || res["status"] != "retryable" || res["code"] != "UNAVAILABLE_CAPABILITY" || res["retryable"] != true {
+		t.Fatalf("capture without py-spy = %v", res)
+	}
+	next := res["next_action"].(map[string]any)
+	if next["kind"] != "call_tool" || next["tool"] != "prepare_providers" || next["then_retry"] != "capture_and_rank_cpu_hotspots" {
+		t.Fatalf("next_action = %v", next)
+	}
+
+	prep, isErr := s.call(next["tool"].(string), next["arguments"])
+	if isErr || prep["status"] != "complete" || prep["activation_status"] != "ready" || prep["next_action"] != nil {
+		t.Fatalf("prepare_providers = %v", prep)
+	}
+	if got := prep["prepared_managed_providers"].([]any); len(got) != 1 || got[0] != "py-spy" {
+		t.Errorf("prepared = %v", got)
+	}
+
+	res, isErr = s.call(next["then_retry"].(string), args)
+	if isErr || res["status"] != "complete" || len(rows(res)) != 3 {
+		t.Fatalf("retried capture = %v", res)
+	}
+
+	// Unknown ids are the catalog's INVALID_INPUT naming the id and the choices.
+	bad, isErr := s.call("prepare_providers", map[string]any{"provider_ids": []string{"valgrind"}})
+	if !isErr || bad["code"] != "INVALID_INPUT" || bad["message"] != `unknown provider "valgrind"; choose one of: aiperf, compute-sanitizer, memray, nsight-compute, nsight-systems, nvbench, otlp, perf, perfetto, py-spy, rocprofv3, torch, triton` {
+		t.Errorf("unknown provider = %v", bad)
+	}
+}

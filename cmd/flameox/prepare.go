@@ -1,0 +1,44 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
+)
+
+func newPrepareCommand(stdout io.Writer) *cobra.Command {
+	var timeout int
+	ids := make([]string, len(prepare.Providers))
+	for i, p := range prepare.Providers {
+		ids[i] = string(p.ID)
+	}
+	cmd := &cobra.Command{
+		Use:   "prepare PROVIDER...",
+		Short: "Install the pinned py-spy collector and report what other providers need here (the prepare_providers tool)",
+		Long: "Install and verify the pinned py-spy collector (py-spy " + prepare.PySpyVersion + ") in Flameox's tools directory\n" +
+			"beside the evidence store, with uv or python3 -m pip, and report for every other provider\n" +
+			"what this machine has and what to install. No system package manager is run.\n" +
+			"Providers: " + strings.Join(ids, ", ") + ".",
+		Args:      cobra.MinimumNArgs(1),
+		ValidArgs: ids,
+		RunE: func(c *cobra.Command, args []string) error {
+			rt, err := newRuntime(nil)
+			if err != nil {
+				return err
+			}
+			raw, _ := json.Marshal(map[string]any{"provider_ids": args, "timeout_seconds": timeout})
+			res, f := rt.Call(c.Context(), "prepare_providers", raw)
+			if f != nil {
+				return f
+			}
+			return writeJSON(stdout, res.(*gen.PrepareProvidersResult))
+		},
+	}
+	cmd.Flags().IntVar(&timeout, "timeout-seconds", 1800, "overall deadline of any installation (1-3600)")
+	return cmd
+}

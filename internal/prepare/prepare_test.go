@@ -1,0 +1,331 @@
+package prepare
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
+	"github.com/flameox/flameox/internal/testtool"
+)
+
+func TestFamilyOf(t *testing.T) {
+	for _, c := range []struct{ release, want string }{
+		{"ID=debian\nVERSION_ID=\"12\"\n", "debian"},
+		{"ID=ubuntu\nID_LIKE=debian\n", "ubuntu"},
+		{"ID=linuxmint\nID_LIKE=\"ubuntu debian\"\n", "ubuntu"},
+		{"ID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n", "fedora"},
+		{"ID=arch\n", "arch"},
+		{"ID=opensuse-tumbleweed\nID_LIKE=\"opensuse suse\"\n", "suse"},
+		{"ID=nixos\n", ""},
+		{"", ""},
+	} {
+		if got := familyOf(bufio.NewScanner(strings.NewReader(c.release))); got != c.want {
+			t.Errorf("%q: family %q, want %q", c.release, got, c.want)
+		}
+	}
+}
+
+// host is a fake machine: the executables it has, its environment and OS family.
+func host(family string, env map[string]string, has ...string) Host {
+	return Host{Family: family, Getenv: func(k string) string { return env[k] },
+		LookPath: func(name string) (string, error) {
+			for _, h := range has {
+				if h == name {
+					return "/opt/bin/" + name, nil
+				}
+			}
+			return "", exec.ErrNotFound
+		}}
+}
+
+func TestRequirement(t *testing.T) {
+	for _, c := range []struct {
+		id           gen.PreparableProvider
+		host         Host
+		status, want string
+	}{
+		{"perf", host("debian", nil), "missing", "apt-get install linux-perf"},
+		{"perf", host("ubuntu", nil), "missing", "linux-tools-$(uname -r)"},
+		{"perf", host("fedora", nil), "missing", "dnf install perf"},
+		{"perf", host("darwin", nil), "missing", "only on Linux"},
+		{"perf", host("debian", nil, "perf"), "available", "perf is available here"},
+		{"perf", host("", map[string]string{"FLAMEOX_PERF": "/x/perf"}), "available", "perf is available here"},
+		{"nsight-systems", host("ubuntu", nil), "missing", "apt-get install nsight-systems-cli"},
+		{"nsight-compute", host("", nil), "missing", "developer.nvidia.com/nsight-compute"},
+		{"perfetto", host("debian", nil, "trace_processor"), "available", "natively"},
+		{"perfetto", host("debian", nil), "missing", "get.perfetto.dev"},
+		{"rocprofv3", host("debian", nil), "missing", "rocprofiler-sdk"},
+		{"compute-sanitizer", host("debian", nil, "compute-sanitizer"), "available", "NVIDIA GPU"},
+		{"otlp", host("debian", nil), "built_in", "natively"},
+		{"aiperf", host("debian", nil), "built_in", "natively"},
+		{"nvbench", host("debian", nil), "built_in", "C++ library"},
+		{"memray", host("debian", nil), "unverified", "memray>=1.17"},
+		{"torch", host("debian", nil), "unverified", "torch>=2.7"},
+		{"triton", host("debian", nil), "unverified", "triton"},
+	} {
+		p, ok := Lookup(c.id)
+		if !ok {
+			t.Fatalf("%s is not preparable", c.id)
+		}
+		r := Requirement(p, c.host)
+		if r.ProviderID != c.id || r.Status != c.status || !strings.Contains(r.Guidance, c.want) {
+			t.Errorf("%s on %q: %+v, want status %s and guidance with %q", c.id, c.host.Family, r, c.status, c.want)
+		}
+		if strings.Contains(r.Guidance, "/opt/bin") || strings.Contains(r.Guidance, "/x/perf") {
+			t.Errorf("%s: guidance names a host path: %q", c.id, r.Guidance)
+		}
+	}
+}
+
+// TestProvidersCoverTheContract keeps the preparable set and the contract's enum equal.
+func TestProvidersCoverTheContract(t *testing.T) {
+	var got []string
+	for _, p := range Providers {
+		got = append(got, string(p.ID))
+	}
+	want := []string{"aiperf", "compute-sanitizer", "memray", "nsight-compute", "nsight-systems", "nvbench", "otlp",
+		"perf", "perfetto", "py-spy", "rocprofv3", "torch", "triton"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("preparable providers (-contract +here):\n%s", d)
+	}
+}
+
+// pipHost is this machine with only python3 (no uv) and pip reading the wheels in dir.
+func pipHost(t *testing.T, wheels string) (Host, []string) {
+	py := testtool.RequirePip(t)
+	env := map[string]string{"PATH": filepath.Dir(py) + ":/usr/bin:/bin", "HOME": t.TempDir(),
+		"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheels}
+	h := Host{Family: "debian", Getenv: func(k string) string { return env[k] },
+		LookPath: func(name string) (string, error) {
+			if name == "python3" {
+				return py, nil
+			}
+			return "", exec.ErrNotFound
+		}}
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	return h, environ
+}
+
+func TestInstallPySpyWithPipFromALocalWheel(t *testing.T) {
+	wheels := t.TempDir()
+	if _, err := testtool.PySpyWheel(wheels, PySpyVersion, testtool.FakePySpy); err != nil {
+		t.Fatal(err)
+	}
+	h, environ := pipHost(t, wheels)
+	in := &Installer{Dir: filepath.Join(t.TempDir(), "tools"), Host: h}
+	if in.Existing() != nil {
+		t.Fatal("an empty tools directory has an installation")
+	}
+	b, installed, f := in.PySpy(context.Background(), environ)
+	if f != nil {
+		t.Fatal(f)
+	}
+	exe := filepath.Join(in.Dir, "py-spy-"+PySpyVersion, "bin", "py-spy")
+	if !installed || b.Path != exe || b.Version != PySpyVersion {
+		t.Fatalf("binding = %+v, installed %v", b, installed)
+	}
+	out, err := exec.Command(exe, "--version").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "py-spy "+PySpyVersion {
+		t.Fatalf("installed py-spy --version = %q, %v", out, err)
+	}
+	sum, _, _ := hashFile(exe)
+	if b.SHA256 != sum {
+		t.Errorf("binding digest %s, file %s", b.SHA256, sum)
+	}
+	// No staging directory is left behind.
+	entries, _ := os.ReadDir(in.Dir)
+	if len(entries) != 1 {
+		t.Errorf("tools directory holds %v", entries)
+	}
+
+	// A second preparation reuses the verified installation without installing.
+	again, installed, f := in.PySpy(context.Background(), environ)
+	if f != nil || installed || again.SHA256 != b.SHA256 {
+		t.Fatalf("second preparation: %+v, installed %v, %v", again, installed, f)
+	}
+
+	// A changed executable no longer verifies; preparation installs it again.
+	os.WriteFile(exe, []byte("#!/bin/sh\necho py-spy 0.4.2\n# changed\n"), 0o755)
+	if in.Existing() != nil || Verify(b) {
+		t.Fatal("a changed executable still verifies")
+	}
+	fresh, installed, f := in.PySpy(context.Background(), environ)
+	if f != nil || !installed || fresh.SHA256 != b.SHA256 {
+		t.Fatalf("reinstall: %+v, installed %v, %v", fresh, installed, f)
+	}
+}
+
+func TestInstallFailuresAreTypedAndPathFree(t *testing.T) {
+	wheels := t.TempDir()
+	if _, err := testtool.PySpyWheel(wheels, "0.3.14", testtool.FakePySpy); err != nil {
+		t.Fatal(err)
+	}
+	h, environ := pipHost(t, wheels)
+	tools := filepath.Join(t.TempDir(), "tools")
+	in := &Installer{Dir: tools, Host: h}
+	// The index holds only another version: pip fails.
+	_, _, f := in.PySpy(context.Background(), environ)
+	wantFailure(t, f, gen.FailureCodeSetupFailure, "installer_failed", tools, wheels)
+	if f.Details["installer"] != "pip" {
+		t.Errorf("details = %v", f.Details)
+	}
+	if in.Existing() != nil {
+		t.Error("a failed installation left a binding")
+	}
+
+	// A wheel whose py-spy reports another version installs but does not verify.
+	wrong := t.TempDir()
+	if _, err := testtool.PySpyWheel(wrong, PySpyVersion, "#!/bin/sh\necho py-spy 0.3.14\n"); err != nil {
+		t.Fatal(err)
+	}
+	h, environ = pipHost(t, wrong)
+	in = &Installer{Dir: tools, Host: h}
+	_, _, f = in.PySpy(context.Background(), environ)
+	wantFailure(t, f, gen.FailureCodeSetupFailure, "version_mismatch", tools, wrong)
+
+	// No installer on PATH.
+	in = &Installer{Dir: tools, Host: host("debian", map[string]string{"PATH": "/nowhere"})}
+	_, _, f = in.PySpy(context.Background(), nil)
+	wantFailure(t, f, gen.FailureCodeSetupFailure, "no_installer", tools)
+}
+
+func TestInstallerEnvironmentPolicy(t *testing.T) {
+	for _, c := range []struct {
+		env     map[string]string
+		refused string
+	}{
+		{map[string]string{"UV_INDEX_PRIVATE_PASSWORD": "hunter2"}, "UV_INDEX_PRIVATE_PASSWORD"},
+		{map[string]string{"UV_INDEX_CORP_USERNAME": "me"}, "UV_INDEX_CORP_USERNAME"},
+		{map[string]string{"PIP_INDEX_URL": "https://me:hunter2@pypi.example/simple"}, "PIP_INDEX_URL"},
+		{map[string]string{"HTTPS_PROXY": "http://me:hunter2@proxy:3128"}, "HTTPS_PROXY"},
+	} {
+		in := &Installer{Dir: t.TempDir(), Host: host("debian", c.env, "python3")}
+		var environ []string
+		for k, v := range c.env {
+			environ = append(environ, k+"="+v)
+		}
+		_, _, f := in.PySpy(context.Background(), environ)
+		wantFailure(t, f, gen.FailureCodeSetupFailure, "", "hunter2")
+		if f.Details["refused_variable"] != c.refused {
+			t.Errorf("%v: refused %v", c.env, f.Details)
+		}
+	}
+	// Only PATH, HOME and the allowlisted controls reach the installer.
+	in := &Installer{Host: host("debian", map[string]string{"PATH": "/bin", "HOME": "/h", "UV_OFFLINE": "1",
+		"PIP_FIND_LINKS": "/w", "AWS_SECRET_ACCESS_KEY": "x", "PYTHONPATH": "/evil", "UV_CONFIG_FILE": "/c"})}
+	env, f := in.environment(nil)
+	if f != nil {
+		t.Fatal(f)
+	}
+	if d := cmp.Diff([]string{"PATH=/bin", "HOME=/h", "UV_OFFLINE=1", "PIP_FIND_LINKS=/w"}, env); d != "" {
+		t.Errorf("installer environment (-want +got):\n%s", d)
+	}
+}
+
+// fakeUV writes a stand-in for uv, named as such, that records its argv and
+// environment and installs testtool.FakePySpy into --target, after sleeping sleep.
+func fakeUV(t *testing.T, sleep string) (bin, log string) {
+	bin, log = t.TempDir(), filepath.Join(t.TempDir(), "uv.log")
+	script := `#!/bin/sh
+# A fake uv for tests, not the real installer.
+printf '%s\n' "$*" > ` + log + `
+env | sort >> ` + log + `
+sleep ` + sleep + `
+target=""
+while [ "$#" -gt 0 ]; do case "$1" in --target) target="$2"; shift 2;; *) shift;; esac; done
+mkdir -p "$target/bin"
+cat > "$target/bin/py-spy" <<'FAKE'
+` + testtool.FakePySpy + `FAKE
+`
+	os.WriteFile(filepath.Join(bin, "uv"), []byte(script), 0o755)
+	return bin, log
+}
+
+func TestInstallWithUVPrefersUVAndForwardsItsControls(t *testing.T) {
+	bin, log := fakeUV(t, "0")
+	env := map[string]string{"PATH": "/usr/bin:/bin", "UV_OFFLINE": "1", "UV_NO_CONFIG": "1"}
+	h := host("debian", env, "python3")
+	h.LookPath = func(name string) (string, error) {
+		if name == "uv" {
+			return filepath.Join(bin, "uv"), nil
+		}
+		return "/usr/bin/" + name, nil
+	}
+	in := &Installer{Dir: t.TempDir(), Host: h}
+	b, installed, f := in.PySpy(context.Background(), []string{"UV_OFFLINE=1", "UV_NO_CONFIG=1"})
+	if f != nil || !installed || b.Version != PySpyVersion {
+		t.Fatalf("%+v %v %v", b, installed, f)
+	}
+	got, _ := os.ReadFile(log)
+	lines := strings.Split(string(got), "\n")
+	if !strings.HasPrefix(lines[0], "pip install --quiet --target ") || !strings.HasSuffix(lines[0], "/lib py-spy=="+PySpyVersion) {
+		t.Errorf("uv argv = %q", lines[0])
+	}
+	for _, want := range []string{"UV_OFFLINE=1", "UV_NO_CONFIG=1", "PATH=/usr/bin:/bin"} {
+		if !strings.Contains(string(got), "\n"+want+"\n") {
+			t.Errorf("uv environment lacks %s:\n%s", want, got)
+		}
+	}
+}
+
+func TestInstallTimeoutAndCancellation(t *testing.T) {
+	bin, _ := fakeUV(t, "30")
+	h := host("debian", map[string]string{"PATH": "/usr/bin:/bin"})
+	h.LookPath = func(name string) (string, error) {
+		if name == "uv" {
+			return filepath.Join(bin, "uv"), nil
+		}
+		return "", exec.ErrNotFound
+	}
+	in := &Installer{Dir: t.TempDir(), Host: h}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, _, f := in.PySpy(ctx, nil)
+	wantFailure(t, f, gen.FailureCodeSetupFailure, "timeout", in.Dir)
+
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	_, _, f = in.PySpy(ctx, nil)
+	wantFailure(t, f, gen.FailureCodeCancelled, "", in.Dir)
+	if in.Existing() != nil {
+		t.Error("a stopped installation left a binding")
+	}
+	if entries, _ := os.ReadDir(in.Dir); len(entries) != 0 {
+		t.Errorf("a stopped installation left %v", entries)
+	}
+}
+
+// wantFailure checks f's code and reason, and that its message and details name none of
+// the host strings.
+func wantFailure(t *testing.T, f *failure.Failure, code gen.FailureCode, reason string, hidden ...string) {
+	t.Helper()
+	if f == nil {
+		t.Fatalf("want %s, got success", code)
+	}
+	if f.Code != code || reason != "" && f.Details["reason"] != reason {
+		t.Fatalf("failure %s %v: %s, want %s (%s)", f.Code, f.Details, f.Message, code, reason)
+	}
+	env := f.Envelope()
+	text := fmt.Sprint(env.Message, env.Details)
+	for _, h := range hidden {
+		if strings.Contains(text, h) {
+			t.Errorf("failure names %q: %s", h, text)
+		}
+	}
+}
+
+func hashFile(p string) (string, int64, error) { return sourcefile.Hash(p) }

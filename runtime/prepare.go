@@ -1,0 +1,162 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/prepare"
+	"github.com/flameox/flameox/providers"
+)
+
+// bindings are the managed collectors prepare_providers verified and bound in this
+// session, by provider id. A binding is published only after its whole request succeeded;
+// a failed, timed-out or cancelled preparation leaves the bindings as they were.
+type bindings struct {
+	mu sync.Mutex
+	m  map[string]*prepare.Binding
+}
+
+func (b *bindings) get(id string) *prepare.Binding {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.m[id]
+}
+
+func (b *bindings) publish(add map[string]*prepare.Binding) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]*prepare.Binding{}
+	}
+	for k, v := range add {
+		b.m[k] = v
+	}
+}
+
+// ToolsDir is the Flameox-owned directory of managed collectors: beside the evidence
+// store, not in it (the store's root admits only repository content), as <store>-tools.
+func ToolsDir(store string) string {
+	return filepath.Join(filepath.Dir(store), filepath.Base(store)+"-tools")
+}
+
+// installer is the managed-collector installer of this runtime's data directory.
+func (rt *Runtime) installer() (*prepare.Installer, *failure.Failure) {
+	if rt.store == nil {
+		return nil, failure.Wrap(rt.storeErr, gen.FailureCodeSetupFailure,
+			"there is no Flameox data directory to install managed collectors into: set FLAMEOX_DATA_DIR or HOME").
+			With("reason", "no_data_directory")
+	}
+	return &prepare.Installer{Dir: ToolsDir(rt.store.Location().Dir), Host: rt.host}, nil
+}
+
+// prepared is the executable bound for the managed provider id in this session, for a
+// collector's admission: the session binding, else a verified installation in the tools
+// directory (which a one-shot CLI capture finds after `flameox prepare`), bound now.
+func (rt *Runtime) prepared(id string) *providers.Executable {
+	if p, ok := prepare.Lookup(gen.PreparableProvider(id)); !ok || p.Class != prepare.Managed {
+		return nil
+	}
+	b := rt.bindings.get(id)
+	if b == nil {
+		in, f := rt.installer()
+		if f != nil {
+			return nil
+		}
+		if b = in.Existing(); b == nil {
+			return nil
+		}
+		rt.bindings.publish(map[string]*prepare.Binding{id: b})
+	}
+	return &providers.Executable{Path: b.Path, SHA256: b.SHA256}
+}
+
+// Prepare is prepare_providers: it installs or reuses and verifies the requested managed
+// collectors, binds them for this session when every one succeeded, and reports what
+// the other providers need on this machine.
+func (rt *Runtime) Prepare(ctx context.Context, a gen.PrepareProvidersArguments) (*gen.PrepareProvidersResult, *failure.Failure) {
+	ids := slices.Clone(a.ProviderIds)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	res := &gen.PrepareProvidersResult{Status: "complete", RequestedProviders: ids,
+		PreparedManagedProviders: []gen.PreparableProvider{}, ExternalRequirements: []gen.ProviderRequirement{},
+		WorkloadRequirements: []gen.ProviderRequirement{},
+		Preparation:          gen.Preparation{Status: "not_applicable", Installed: []gen.PreparableProvider{}},
+		Launcher:             gen.Launcher{Command: "flameox", Args: []string{"mcp", "serve"}},
+		ActivationStatus:     "not_applicable"}
+	a.ApplyDefaults()
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.TimeoutSeconds)*time.Second)
+	defer cancel()
+	bound := map[string]*prepare.Binding{}
+	for _, id := range ids {
+		p, _ := prepare.Lookup(id)
+		switch p.Class {
+		case prepare.Managed:
+			in, f := rt.installer()
+			if f != nil {
+				return nil, f
+			}
+			progress(ctx, 0, 1, "preparing "+string(id))
+			b, installed, f := in.PySpy(ctx, os.Environ())
+			if f != nil {
+				return nil, f.With("provider_id", string(id))
+			}
+			progress(ctx, 1, 1, "prepared "+string(id))
+			bound[string(id)] = b
+			res.PreparedManagedProviders = append(res.PreparedManagedProviders, id)
+			if installed {
+				res.Preparation.Installed = append(res.Preparation.Installed, id)
+			}
+		case prepare.Workload:
+			res.WorkloadRequirements = append(res.WorkloadRequirements, prepare.Requirement(p, rt.host))
+		default:
+			res.ExternalRequirements = append(res.ExternalRequirements, prepare.Requirement(p, rt.host))
+		}
+	}
+	if len(bound) > 0 {
+		rt.bindings.publish(bound)
+		res.Preparation.Status, res.ActivationStatus = "prepared", "ready"
+	}
+	return res, nil
+}
+
+// preparable turns the unavailable state of a managed collector that prepare_providers
+// can install into the retryable state of catalog §3.2: call prepare_providers with the
+// provider id, then retry the same capture tool. Any other failure passes unchanged.
+func preparable(f *failure.Failure, err error, tool string) *failure.Failure {
+	var na *providers.UnavailableError
+	if !errors.As(err, &na) || !na.Preparable {
+		return f
+	}
+	f.Retryable = true
+	f.NextAction = &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: "prepare_providers",
+		Arguments: map[string]any{"provider_ids": []string{na.Provider}}, ThenRetry: &tool,
+		Message: "Call prepare_providers to install and bind the pinned " + na.Provider + " for this session, then retry " + tool + " with the same arguments."}}
+	return f
+}
+
+// unknownProvider words the schema's enum failure of provider_ids[i] as the catalog
+// does: the unknown id and the ids to choose from.
+func unknownProvider(f *failure.Failure, raw []byte) {
+	if len(f.FieldPath) != 2 || f.FieldPath[0] != "provider_ids" || f.Details["error_type"] != "schema_enum" {
+		return
+	}
+	i, ok := f.FieldPath[1].(int)
+	var a struct {
+		ProviderIDs []any `json:"provider_ids"`
+	}
+	if !ok || json.Unmarshal(raw, &a) != nil || i < 0 || i >= len(a.ProviderIDs) {
+		return
+	}
+	id, _ := json.Marshal(a.ProviderIDs[i])
+	f.Message = fmt.Sprintf("unknown provider %s; choose one of: %s", id, strings.Join(f.AcceptedValues, ", "))
+}
