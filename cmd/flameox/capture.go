@@ -112,7 +112,10 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 			raw, _ := json.Marshal(req)
 			ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 			defer stop()
-			res, f := rt.Call(ctx, "capture_and_"+operation, raw)
+			prog := newProgress(c.ErrOrStderr())
+			defer prog.Stop()
+			res, f := rt.Call(progressContext(ctx, prog), "capture_and_"+operation, raw)
+			prog.Stop()
 			if f != nil {
 				if f.Code == "UNKNOWN_TOOL" {
 					return failure.Invalid(failure.Path("operation"), rt.CaptureOperations(),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/signal"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -96,7 +97,11 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 			defer stop()
-			res, f := rt.Analyze(ctx, op, raw)
+			prog := newProgress(c.ErrOrStderr())
+			defer prog.Stop()
+			notice := time.AfterFunc(analysisNoticeDelay, func() { prog.Update(0, 0, "analyzing with "+op+"…") })
+			defer notice.Stop()
+			res, f := rt.Analyze(progressContext(ctx, prog), op, raw)
 			if f != nil {
 				return f
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"os"
@@ -64,12 +65,12 @@ func newSetupCommand(stdout io.Writer) *cobra.Command {
 		Long: "Register this flameox executable (its absolute path, with `mcp serve`) in the global MCP\n" +
 			"configuration of the selected clients: " + strings.Join(setup.ClientIDs, ", ") + ".\n" +
 			"Select clients with --client (repeatable) or --all, and approve with --yes, or pass --dry-run\n" +
-			"to print the plan without writing. Detection never selects a client by itself.\n" +
+			"to print the plan without writing. Detection never selects a client by itself. Without those\n" +
+			"flags, on a terminal, setup asks on stderr which clients to configure and to confirm.\n" +
 			"Comments, other servers and the entry's other keys (env, disabled) are kept; each file is\n" +
 			"replaced atomically after checking that it did not change since it was planned.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			_ = jsonOut // the report is always JSON; the flag is accepted for the catalog's surface
 			for i, id := range clients {
 				if !contains(setup.ClientIDs, id) {
 					return failure.Invalid(failure.Path("client", i), setup.ClientIDs,
@@ -79,18 +80,15 @@ func newSetupCommand(stdout io.Writer) *cobra.Command {
 			if all && len(clients) > 0 {
 				return failure.Invalid(failure.Path("client"), nil, "--all and --client are mutually exclusive: choose one selection")
 			}
-			if !all && len(clients) == 0 {
-				msg := "No MCP client selected: detection is not consent. Pass --client <name> --yes " +
-					"(for example, --client codex --yes) or --all --yes; add --dry-run to see the plan first"
-				if yes {
-					msg = "--yes approves an explicit selection, and detection is not consent: pass --client <name> or --all as well " +
-						"(for example, --client codex --yes)"
+			// The multi-select runs only where a person can answer it: stdin and stderr are
+			// terminals (stdout stays the JSON report) and no flag decided the selection or
+			// the consent (decision 0028).
+			interactive := !all && len(clients) == 0 && !yes && !dryRun && !jsonOut &&
+				isTerminal(c.InOrStdin()) && isTerminal(c.ErrOrStderr())
+			if !interactive {
+				if f := setupConsent(all, clients, yes, dryRun); f != nil {
+					return f
 				}
-				return failure.Invalid(failure.Path("client"), setup.ClientIDs, "%s", msg)
-			}
-			if !yes && !dryRun {
-				return failure.Invalid(failure.Path("yes"), nil,
-					"setup writes client configuration only with consent: pass --yes to write, or --dry-run to print the plan")
 			}
 			env, err := setup.OSEnv()
 			if err != nil {
@@ -105,8 +103,23 @@ func newSetupCommand(stdout io.Writer) *cobra.Command {
 				return failure.Wrap(err, gen.FailureCodeSetupFailure, "the path of the running flameox executable cannot be determined")
 			}
 			launcher := setup.ServeLauncher(exe)
+			available := setup.Clients(env, home)
+			var prompt *setupPrompt
+			if interactive {
+				prompt = &setupPrompt{in: bufio.NewReader(c.InOrStdin()), out: c.ErrOrStderr()}
+				if clients, err = prompt.selectClients(available); err != nil {
+					return err
+				}
+			}
+			prog := newProgress(c.ErrOrStderr())
+			defer prog.Stop()
+			selected := len(clients)
+			if all {
+				selected = len(available)
+			}
+			prog.Update(0, 0, "planning the configuration of "+plural(selected, "client"))
 			var plans []setup.Plan
-			for _, cl := range setup.Clients(env, home) {
+			for _, cl := range available {
 				if all || contains(clients, cl.ID) {
 					plans = append(plans, setup.PlanClient(cl, launcher))
 				}
@@ -124,6 +137,7 @@ func newSetupCommand(stdout io.Writer) *cobra.Command {
 			// A refusal found while planning stops every write: the selection is applied whole
 			// or not at all as far as planning can tell.
 			if dryRun || len(refused) > 0 {
+				prog.Done()
 				if err := writeJSON(stdout, rep); err != nil {
 					return err
 				}
@@ -132,10 +146,17 @@ func newSetupCommand(stdout io.Writer) *cobra.Command {
 				}
 				return nil
 			}
+			if prompt != nil {
+				prog.Done()
+				if err := prompt.confirm(plans); err != nil {
+					return err
+				}
+			}
 			var changed []string
 			var failed *failure.Failure
 		apply:
-			for _, p := range plans {
+			for i, p := range plans {
+				prog.Update(float64(i), float64(len(plans)), setupStep(p))
 				st := setupClientState{ID: p.ID, Name: p.Name, Path: p.Path}
 				switch p.Action {
 				case setup.ActionAlreadyCurrent:
@@ -162,6 +183,10 @@ func newSetupCommand(stdout io.Writer) *cobra.Command {
 				}
 				rep.Clients = append(rep.Clients, st)
 			}
+			if failed == nil {
+				prog.Update(float64(len(plans)), float64(len(plans)), "configured "+plural(len(plans), "client"))
+			}
+			prog.Done()
 			if len(changed) > 0 {
 				rep.ClientRegistrationChanged, rep.RestartRequired = true, true
 				rep.NextAction = &setupNextAction{Kind: "reconnect_mcp", Clients: changed,
@@ -180,7 +205,7 @@ func newSetupCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&all, "all", false, "configure every supported client")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve writing the selected clients' configuration")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan (paths and actions) and write nothing")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the JSON report (always on; setup has no interactive mode)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "never prompt (the report on stdout is always JSON)")
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -79,8 +80,15 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 					return failure.Invalid(failure.Path("version"), nil, "--version must be a semantic version such as v0.2.1")
 				}
 			}
-			ctx, cancel := context.WithTimeout(c.Context(), time.Duration(timeoutSeconds)*time.Second)
+			// One overall deadline, and an interrupt cancels the work in flight: the broker
+			// ends the subprocess tree before update returns (decision 0028).
+			sctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
+			defer stop()
+			ctx, cancel := context.WithTimeout(sctx, time.Duration(timeoutSeconds)*time.Second)
 			defer cancel()
+			prog := newProgress(c.ErrOrStderr())
+			defer prog.Stop()
+			prog.Update(0, 0, "finding the configured clients")
 			env, err := setup.OSEnv()
 			if err != nil {
 				return failure.Wrap(err, gen.FailureCodeSetupFailure, "the working directory cannot be read")
@@ -134,6 +142,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 			if explicit {
 				rep.TargetVersion, rep.TargetSource = version, "explicit"
 			} else {
+				prog.Update(0, 0, "resolving the latest release on the module proxy")
 				proxy, err := fxupdate.ProxyURL(os.Getenv("GOPROXY"))
 				if err == nil {
 					rep.TargetVersion, err = fxupdate.Latest(ctx, proxy)
@@ -174,9 +183,11 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 				}
 			}
 			if check || dryRun || len(pending) == 0 {
+				prog.Stop()
 				return writeJSON(stdout, rep)
 			}
-			exe, err := fxupdate.Install(ctx, dir, rep.TargetVersion)
+			exe, err := fxupdate.Install(ctx, dir, rep.TargetVersion, func(msg string) { prog.Update(0, 0, msg) })
+			prog.Done()
 			if err != nil {
 				return failure.New(gen.FailureCodeSetupFailure, "flameox %s cannot be installed: %s", rep.TargetVersion, err.Error()).
 					With("reason", "install_failed")
@@ -205,6 +216,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 			var changed []string
 			var failed *failure.Failure
 			for i, p := range plans {
+				prog.Update(float64(i), float64(len(plans)), "repointing the "+p.Name+" configuration")
 				st := &rep.Clients[pending[i].state]
 				if err := setup.Apply(p); err != nil {
 					st.Status, st.Reason = "refused", "changed_since_planning"
@@ -219,6 +231,10 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 				st.Status = "updated"
 				changed = append(changed, p.ID)
 			}
+			if failed == nil {
+				prog.Update(float64(len(plans)), float64(len(plans)), "repointed "+plural(len(plans), "client"))
+			}
+			prog.Stop()
 			if len(changed) > 0 {
 				rep.RestartRequired = true
 				rep.NextAction = &setupNextAction{Kind: "reconnect_mcp", Clients: changed,

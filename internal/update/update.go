@@ -3,7 +3,6 @@
 package update
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,10 +14,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/mod/semver"
+
+	"github.com/flameox/flameox/internal/broker"
 )
 
 // Module is the Go module whose cmd/flameox is installed.
@@ -151,38 +151,55 @@ func fetch(ctx context.Context, raw string) ([]byte, error) {
 	return b, nil
 }
 
-// maxOutput bounds what a subprocess may print before it is cut off.
-const maxOutput = 1 << 20
+// Bounds of one subprocess's output: each stream keeps its first maxOutput bytes, and a
+// process that prints more than maxObserved bytes in all is stopped (output_limit).
+const (
+	maxOutput   = 1 << 20
+	maxObserved = 8 << 20
+)
 
-// Run runs argv with env (nil: the process environment) under the context's deadline in
-// its own process group, killed whole on expiry, and returns its stdout and stderr, each
-// bounded to 1 MiB.
+// Run runs argv through the subprocess broker (decision 0028): env (nil: the process
+// environment), the context's deadline as the wall-clock bound and its cancellation, its
+// own contained process tree terminated whole on every exit, and bounded output. It
+// returns the first maxOutput bytes of stdout and stderr, and an error unless the process
+// exited 0 within its bounds (ctx.Err() when the deadline or a cancellation ended it).
 func Run(ctx context.Context, env []string, argv ...string) (stdout, stderr []byte, err error) {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-	var o, e bounded
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	return o.Bytes(), e.Bytes(), err
-}
-
-type bounded struct{ bytes.Buffer }
-
-func (b *bounded) Write(p []byte) (int, error) {
-	if room := maxOutput - b.Len(); room > 0 {
-		if len(p) > room {
-			b.Buffer.Write(p[:room])
-		} else {
-			b.Buffer.Write(p)
+	path := argv[0]
+	if !filepath.IsAbs(path) {
+		if path, err = exec.LookPath(path); err != nil {
+			return nil, nil, fmt.Errorf("%s is not on PATH", filepath.Base(argv[0]))
 		}
 	}
-	return len(p), nil
+	if env == nil {
+		env = os.Environ()
+	}
+	spec := broker.Spec{Path: path, Args: argv, Env: env, ExcerptBytes: maxOutput, MaxOutputBytes: maxObserved}
+	if d, ok := ctx.Deadline(); ok {
+		if spec.Timeout = time.Until(d); spec.Timeout <= 0 {
+			return nil, nil, context.DeadlineExceeded
+		}
+	}
+	res, err := broker.Run(ctx, spec)
+	if res != nil {
+		stdout, stderr = res.Stdout.Excerpt, res.Stderr.Excerpt
+	}
+	switch {
+	case ctx.Err() != nil:
+		return stdout, stderr, ctx.Err()
+	case err != nil:
+		return stdout, stderr, fmt.Errorf("%s could not be started", filepath.Base(path))
+	case res.Cancelled:
+		return stdout, stderr, context.Canceled
+	case res.Limit != nil && res.Limit.Kind == "timeout":
+		return stdout, stderr, context.DeadlineExceeded
+	case res.Limit != nil:
+		return stdout, stderr, fmt.Errorf("%s was stopped at its %s bound", filepath.Base(path), res.Limit.Kind)
+	case res.ExitCode == nil:
+		return stdout, stderr, fmt.Errorf("%s did not exit normally", filepath.Base(path))
+	case *res.ExitCode != 0:
+		return stdout, stderr, fmt.Errorf("%s exited with status %d", filepath.Base(path), *res.ExitCode)
+	}
+	return stdout, stderr, nil
 }
 
 // ProbeVersion runs `exe --version` (5 s) and returns the canonical version it prints
@@ -204,8 +221,14 @@ func ProbeVersion(ctx context.Context, exe string) string {
 // Install runs `go install Module/cmd/flameox@version` with GOBIN set to a new directory
 // beside dir and renames it to dir, so dir holds a complete installation or nothing. An
 // existing dir whose flameox verifies is reused. It returns the installed executable.
-func Install(ctx context.Context, dir, version string) (string, error) {
+//
+// step, when not nil, is told each step (reusing, installing, verifying) as it begins.
+func Install(ctx context.Context, dir, version string, step func(string)) (string, error) {
+	if step == nil {
+		step = func(string) {}
+	}
 	exe := filepath.Join(dir, "flameox")
+	step("checking for an installed flameox " + version)
 	if Verify(ctx, exe, version) == nil {
 		return exe, nil
 	}
@@ -222,6 +245,7 @@ func Install(ctx context.Context, dir, version string) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	env := append(os.Environ(), "GOBIN="+tmp)
+	step("installing flameox " + version + " with go install")
 	_, stderr, err := Run(ctx, env, goexe, "install", Module+"/cmd/flameox@"+version)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -229,6 +253,7 @@ func Install(ctx context.Context, dir, version string) (string, error) {
 		}
 		return "", fmt.Errorf("go install %s/cmd/flameox@%s failed: %s", Module, version, lastLine(stderr))
 	}
+	step("verifying flameox " + version)
 	if err := Verify(ctx, filepath.Join(tmp, "flameox"), version); err != nil {
 		return "", err
 	}
