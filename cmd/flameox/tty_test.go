@@ -360,3 +360,23 @@ func TestCaptureProgress(t *testing.T) {
 		t.Errorf("stderr on a pipe holds output:\n%q", errb.String())
 	}
 }
+
+// TestUpdateProgress: update on a terminal shows its first step, then its failure on a line
+// of its own, while stdout is the report alone.
+func TestUpdateProgress(t *testing.T) {
+	home := t.TempDir()
+	r := startPTY(t, cliEnv(home), "update", "--check")
+	if code := r.wait(); code != 1 {
+		t.Fatalf("exit status %d; terminal:\n%s", code, r.shown())
+	}
+	rep := oneJSON(t, r.stdout.Bytes())
+	if diff := cmp.Diff([]any{}, rep["clients"]); diff != "" {
+		t.Errorf("report clients (-want +got):\n%s", diff)
+	}
+	if want := "\rflameox: finding the configured clients\r\n{"; !strings.Contains(r.shown(), want) {
+		t.Errorf("the terminal does not show %q:\n%q", want, r.shown())
+	}
+	if !strings.Contains(r.shown(), `"code":"SETUP_FAILURE"`) {
+		t.Errorf("no failure on the terminal:\n%q", r.shown())
+	}
+}
