@@ -39,13 +39,45 @@ func openJSON(src Source, index int) (*jsonReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := jsontext.NewDecoder(bufio.NewReaderSize(f, readBufferBytes))
+	budget := &tokenBudget{r: bufio.NewReaderSize(f, readBufferBytes), max: MaxRecordBytes}
+	dec := jsontext.NewDecoder(budget)
+	budget.dec = dec
 	return &jsonReader{f: f, dec: dec, index: index, digest: src.SHA256}, nil
+}
+
+// tokenBudget bounds what the JSON decoder may hold unconsumed: the bytes read past the
+// end of its last complete token. The decoder buffers a token (or, in ReadValue, a whole
+// value) contiguously, so without this bound a 2 GiB string inside a small gzip grows
+// the heap to its size before any check after the read could see it. Reads are cut so
+// that at most max+1 bytes are ever unconsumed; a decoder that still needs more is
+// reading a token, or a materialized entry, longer than max bytes, and gets
+// errRecordTooLarge (csvrows.go).
+type tokenBudget struct {
+	r    io.Reader
+	dec  *jsontext.Decoder
+	read int64
+	max  int64
+}
+
+func (b *tokenBudget) Read(p []byte) (int, error) {
+	room := b.max + 1 - (b.read - b.dec.InputOffset())
+	if room <= 0 {
+		return 0, errRecordTooLarge
+	}
+	if int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	return n, err
 }
 
 func (j *jsonReader) Close() error { return j.f.Close() }
 
 func (j *jsonReader) fail(err error) error {
+	if errors.Is(err, errRecordTooLarge) {
+		return j.tooLarge()
+	}
 	var se *jsontext.SyntacticError
 	msg := "the JSON document could not be decoded"
 	if errors.As(err, &se) {
@@ -204,9 +236,13 @@ func (j *jsonReader) readValue() (jsontext.Value, error) {
 		return nil, j.fail(err)
 	}
 	if j.dec.InputOffset()-start > MaxRecordBytes {
-		return nil, limitError(j.index, j.row+1, MaxRecordBytes, fmt.Sprintf("JSON entry %d of source %d is larger than %d bytes", j.row+1, j.index, MaxRecordBytes))
+		return nil, j.tooLarge()
 	}
 	return v.Clone(), nil
+}
+
+func (j *jsonReader) tooLarge() error {
+	return limitError(j.index, j.row+1, MaxRecordBytes, fmt.Sprintf("JSON entry %d of source %d is larger than %d bytes", j.row+1, j.index, MaxRecordBytes))
 }
 
 func (j *jsonReader) skip(n int64) (int64, error) {
