@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/jsonbound"
 )
 
 // Speedscope bounds, as upstream.
@@ -36,6 +37,33 @@ func jsonError(err error, message string) error {
 	return &providers.DecodeError{Message: message}
 }
 
+// Bounds on what the whole-document decoders build (issue 21): a document within the
+// byte bound can still hold tens of millions of tiny values (`0,` or `[],` or `{},`), each
+// of which decodes to 8 to 90 bytes. The counts fit real profiles of the byte bound;
+// the decoded structures stay below about 100 MiB.
+var (
+	speedscopeBounds = jsonbound.Bounds{What: "the Speedscope document", Values: 12 << 20, Composites: 2 << 20, StringBytes: 1 << 20}
+	cpuprofileBounds = jsonbound.Bounds{What: "the CPU profile", Values: 12 << 20, Composites: 1 << 20, StringBytes: 1 << 20}
+)
+
+// decodeBounded reads one JSON document from r and unmarshals it into v once its counts
+// are within b: memory grows with what is kept, never with a hostile shape. message is
+// the DecodeError's of an invalid document.
+func decodeBounded(r io.Reader, v any, b jsonbound.Bounds, message string) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return jsonError(err, message)
+	}
+	n, err := jsonbound.Check(data, b)
+	if err != nil {
+		return jsonError(err, message)
+	}
+	if err := json.Unmarshal(data[:n], v); err != nil {
+		return jsonError(err, message)
+	}
+	return nil
+}
+
 // DecodeSpeedscope reads a Speedscope document of sampled profiles (py-spy's
 // --format speedscope). Time units are scaled to seconds and "none" counts samples;
 // evented profiles and byte weights are refused. Every profile is merged.
@@ -58,9 +86,8 @@ func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 			Name    json.RawMessage `json:"name"`
 		} `json:"profiles"`
 	}
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&doc); err != nil {
-		return nil, 0, jsonError(err, "the Speedscope document is not valid JSON of the Speedscope schema")
+	if err := decodeBounded(r, &doc, speedscopeBounds, "the Speedscope document is not valid JSON of the Speedscope schema"); err != nil {
+		return nil, 0, err
 	}
 	if len(doc.Profiles) == 0 {
 		return nil, 0, &providers.DecodeError{Message: "the Speedscope document holds no profiles"}
@@ -319,8 +346,8 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 		Samples    []int64   `json:"samples"`
 		TimeDeltas []float64 `json:"timeDeltas"`
 	}
-	if err := json.NewDecoder(r).Decode(&doc); err != nil {
-		return nil, jsonError(err, "the CPU profile is not valid JSON of the V8 cpuprofile shape")
+	if err := decodeBounded(r, &doc, cpuprofileBounds, "the CPU profile is not valid JSON of the V8 cpuprofile shape"); err != nil {
+		return nil, err
 	}
 	if len(doc.Nodes) == 0 {
 		return nil, &providers.DecodeError{Message: "the CPU profile has no nodes"}
