@@ -235,3 +235,17 @@ func RunChild(env string, run func(spec string) error) {
 	}
 	os.Exit(0)
 }
+
+// Repeated is head, then elem n times comma-separated, then tail: a JSON document of
+// millions of tiny values, for the decoders' shape bombs.
+func Repeated(head, elem string, n int, tail string) []byte {
+	b := make([]byte, 0, len(head)+n*(len(elem)+1)+len(tail))
+	b = append(b, head...)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, elem...)
+	}
+	return append(b, tail...)
+}

@@ -66,3 +66,39 @@ func TestGoBenchMeasurementBomb(t *testing.T) {
 		t.Errorf("peak heap %d MiB, want below 256 MiB", peak>>20)
 	}
 }
+
+// Issue 21: whole-document benchmark formats of a few tens of MB holding millions of tiny
+// values used to be built whole (values, schema-validation trees, one Measurement each:
+// gigabytes) before MaxMeasurements applied; their shape is bounded first, typed.
+func TestJSONBenchShapeBombs(t *testing.T) {
+	const n = 16 << 20
+	samples := func(r io.Reader) error { _, _, err := DecodeSamples(r, 0); return err }
+	hyperfine := func(r io.Reader) error { _, err := DecodeHyperfine(r, 0); return err }
+	nvbench := func(r io.Reader) error { _, err := DecodeNVBench(r, 0); return err }
+	tests := []struct {
+		name   string
+		doc    []byte
+		decode func(io.Reader) error
+		unit   string
+	}{
+		{"samples values", testtool.Repeated(`{"schema":"flameox.benchmark-samples.v1","benchmarks":[{"name":"a","unit":"ns","samples":[`, "0", n, `]}]}`), samples, "values"},
+		{"hyperfine times", testtool.Repeated(`{"results":[{"command":"a","times":[`, "0", n, `]}]}`), hyperfine, "values"},
+		{"hyperfine results", testtool.Repeated(`{"results":[`, "{}", n/2, `]}`), hyperfine, "objects_and_arrays"},
+		{"nvbench states", testtool.Repeated(`{"benchmarks":[{"name":"a","states":[`, "{}", n/2, `]}]}`), nvbench, "objects_and_arrays"},
+		{"nvbench long name", []byte(`{"benchmarks":[{"name":"` + strings.Repeat("a", 48<<20) + `"}]}`), nvbench, "bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			peak := testtool.PeakHeap(func() { err = tt.decode(bytes.NewReader(tt.doc)) })
+			var lim *providers.LimitError
+			if !errors.As(err, &lim) || lim.Unit != tt.unit {
+				t.Fatalf("got %T %v, want a LimitError in %s", err, err, tt.unit)
+			}
+			t.Logf("document of %d MiB: %v (peak heap %d MiB)", len(tt.doc)>>20, lim, peak>>20)
+			if !testtool.Race && peak > 256<<20 {
+				t.Errorf("peak heap %d MiB, want below 256 MiB", peak>>20)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/flameox/flameox/contracts"
 	"github.com/flameox/flameox/internal/validate"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/jsonbound"
 )
 
 // maxJSONBytes bounds the JSON benchmark documents, which are decoded whole.
@@ -35,6 +36,31 @@ func readAllBounded(r io.Reader) ([]byte, error) {
 	if len(b) > maxJSONBytes {
 		return nil, jsonTooLarge()
 	}
+	return b, nil
+}
+
+// jsonBounds bound the shape of a whole-document benchmark format (issue 21): every
+// value a measurement at most, a few per series beside it, so that encoding/json and the
+// schema validator build structures proportional to MaxMeasurements, not to the millions
+// of tiny values (`0,`, `[],`) a document within maxJSONBytes can hold.
+func jsonBounds(what string) jsonbound.Bounds {
+	return jsonbound.Bounds{What: what, Values: MaxMeasurements + 1<<20, Composites: 1 << 20, StringBytes: 1 << 20}
+}
+
+// readBounded is readAllBounded followed by the shape check of the document's first
+// value (what follows it stays for the decoder to refuse, as before).
+func readBounded(r io.Reader, what string) ([]byte, error) {
+	b, err := readAllBounded(r)
+	if err != nil {
+		return nil, err
+	}
+	_, err = jsonbound.Check(b, jsonBounds(what))
+	var lim *providers.LimitError
+	if errors.As(err, &lim) {
+		return nil, lim
+	}
+	// Invalid JSON (err not a limit) is left to the format's decoder, which reports it
+	// in its own words.
 	return b, nil
 }
 
@@ -103,7 +129,7 @@ var samplesSchema = sync.OnceValue(func() *validate.Schema {
 // DecodeSamples reads a Flameox benchmark-samples document, validated against its
 // published schema (contracts/formats/BenchmarkSamplesDocument.json).
 func DecodeSamples(r io.Reader, input int) ([]Measurement, []string, error) {
-	b, err := readAllBounded(r)
+	b, err := readBounded(r, "the benchmark-samples document")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,7 +199,7 @@ func DecodeSamples(r io.Reader, input int) ([]Measurement, []string, error) {
 // --command-name when given), times in seconds as nanoseconds, parameter-scan values as
 // dimensions.
 func DecodeHyperfine(r io.Reader, input int) ([]Measurement, error) {
-	b, err := readAllBounded(r)
+	b, err := readBounded(r, "the hyperfine document")
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +234,7 @@ func DecodeHyperfine(r io.Reader, input int) ([]Measurement, error) {
 // DecodeNVBench reads NVBench JSON output: one measurement per state and summary that
 // carries a value; durations become nanoseconds, axis values are dimensions.
 func DecodeNVBench(r io.Reader, input int) ([]Measurement, error) {
-	b, err := readAllBounded(r)
+	b, err := readBounded(r, "the NVBench document")
 	if err != nil {
 		return nil, err
 	}

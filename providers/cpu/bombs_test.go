@@ -259,19 +259,6 @@ func TestCPUProfileCycle(t *testing.T) {
 	}
 }
 
-// tiny is a JSON document of head, then elem n times comma-separated, then tail.
-func tiny(head, elem string, n int, tail string) []byte {
-	b := make([]byte, 0, len(head)+n*(len(elem)+1)+len(tail))
-	b = append(b, head...)
-	for i := range n {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, elem...)
-	}
-	return append(b, tail...)
-}
-
 // Issue 21: whole-document JSON profiles within the 64 MiB byte bound whose millions of
 // tiny values (`0`, `[]`, `{}`) decode to several times the document; the shape is
 // bounded before anything is built, and fails typed naming the count.
@@ -283,14 +270,14 @@ func TestJSONProfileShapeBombs(t *testing.T) {
 		decode func(io.Reader) error
 		unit   string
 	}{
-		{"speedscope frame references", tiny(`{"shared":{"frames":[{"name":"a"}]},"profiles":[{"type":"sampled","unit":"none","samples":[[`, "0", n, `]],"weights":[1]}]}`),
+		{"speedscope frame references", testtool.Repeated(`{"shared":{"frames":[{"name":"a"}]},"profiles":[{"type":"sampled","unit":"none","samples":[[`, "0", n, `]],"weights":[1]}]}`),
 			speedscope, "values"},
-		{"speedscope empty samples", tiny(`{"shared":{"frames":[]},"profiles":[{"type":"sampled","unit":"none","samples":[`, "[]", n/2, `],"weights":[]}]}`),
+		{"speedscope empty samples", testtool.Repeated(`{"shared":{"frames":[]},"profiles":[{"type":"sampled","unit":"none","samples":[`, "[]", n/2, `],"weights":[]}]}`),
 			speedscope, "objects_and_arrays"},
 		{"speedscope long name", []byte(`{"shared":{"frames":[{"name":"` + strings.Repeat("a", 48<<20) + `"}]},"profiles":[]}`),
 			speedscope, "bytes"},
-		{"cpuprofile empty nodes", tiny(`{"nodes":[`, "{}", n/2, `]}`), cpuprofile, "objects_and_arrays"},
-		{"cpuprofile samples", tiny(`{"nodes":[{"id":1,"hitCount":1}],"samples":[`, "1", n, `]}`), cpuprofile, "values"},
+		{"cpuprofile empty nodes", testtool.Repeated(`{"nodes":[`, "{}", n/2, `]}`), cpuprofile, "objects_and_arrays"},
+		{"cpuprofile samples", testtool.Repeated(`{"nodes":[{"id":1,"hitCount":1}],"samples":[`, "1", n, `]}`), cpuprofile, "values"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
