@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"os/signal"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -32,7 +33,12 @@ func newPrepareCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			raw, _ := json.Marshal(map[string]any{"provider_ids": args, "timeout_seconds": timeout})
-			res, f := rt.Call(c.Context(), "prepare_providers", raw)
+			ctx, stop := signal.NotifyContext(c.Context(), shutdownSignals...)
+			defer stop()
+			prog := newProgress(c.ErrOrStderr())
+			defer prog.Stop()
+			res, f := rt.Call(progressContext(ctx, prog), "prepare_providers", raw)
+			prog.Stop()
 			if f != nil {
 				return f
 			}
