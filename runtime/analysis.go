@@ -31,6 +31,25 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 	if f != nil {
 		return nil, f
 	}
+	var res *Result
+	if rt.worker != "" && !inProcess(in) {
+		res, f = rt.analyzeInWorker(ctx, req, in)
+	} else {
+		res, f = rt.analyzeResolved(ctx, req, in)
+	}
+	if f != nil {
+		return nil, f
+	}
+	if f := recheck(in); f != nil {
+		return nil, f
+	}
+	return res, nil
+}
+
+// analyzeResolved runs the steps that call provider code on resolved inputs: analyze,
+// bind the request identity, choose the page start, page the rows and build the
+// envelope. An analysis worker runs exactly these.
+func (rt *Runtime) analyzeResolved(ctx context.Context, req *request, in []resolved) (*Result, *failure.Failure) {
 	offsetPath := failure.Path("continuation")
 	a, err := req.admitted.Run(ctx, providerInputs(in), req.limits)
 	if err != nil {
@@ -43,6 +62,10 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 	if req.continuation != "" {
 		o, err := continuation.Decode(req.continuation, req.digest)
 		if err != nil {
+			if rt.isWorker {
+				// The parent holds the session's analyses that explain a mismatch.
+				return nil, failure.Wrap(errContinuationMismatch, gen.FailureCodeInvalidInput, "the continuation does not match this request")
+			}
 			return nil, rt.continuationMismatch(req)
 		}
 		offset = o
@@ -60,9 +83,6 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 	}
 	if len(page.Rows) == 0 && page.More && b.rejected > 0 {
 		return nil, oversizedRow(req, b)
-	}
-	if f := recheck(in); f != nil {
-		return nil, f
 	}
 	res, f := rt.envelope(req, in, a, page)
 	if f == nil && b.rejected > 0 && res.Truncation != nil && res.Truncation.Reason == "row_limit" {
@@ -337,6 +357,14 @@ func (rt *Runtime) paginate(req *request, in []resolved, res *Result, returned i
 		return failure.Wrap(err, gen.FailureCodeInternalFailure, "the continuation could not be encoded")
 	}
 	res.Token = tok
+	res.NextPage = &gen.NextPage{Tool: req.tool.Name, Arguments: nextPageArguments(req, in, tok)}
+	return nil
+}
+
+// nextPageArguments are the exact arguments of the next page: the operation fields as
+// given, the resolved sources pinned by digest and format, the continuation and the
+// effective limits.
+func nextPageArguments(req *request, in []resolved, tok string) map[string]any {
 	args := map[string]any{}
 	for k, v := range req.fields {
 		args[k] = v
@@ -357,8 +385,7 @@ func (rt *Runtime) paginate(req *request, in []resolved, res *Result, returned i
 	args["continuation"] = tok
 	args["page_size"] = req.limits.MaxRows
 	args["limits"] = req.limits
-	res.NextPage = &gen.NextPage{Tool: req.tool.Name, Arguments: args}
-	return nil
+	return args
 }
 
 // withDetectedFormat turns the decode failure of a source whose format the caller

@@ -21,12 +21,29 @@ import (
 	"github.com/flameox/flameox/repository"
 )
 
-// The test binary doubles as a workload: FLAMEOX_RUNTIME_HELPER=hog allocates and
-// touches 512 MiB and sleeps.
+// The test binary doubles as a workload and as the analysis worker: FLAMEOX_RUNTIME_HELPER=hog
+// allocates and touches 512 MiB and sleeps; started as a worker (WorkerVariable set) it
+// serves the analysis, or misbehaves as FLAMEOX_RUNTIME_HELPER says (worker-hog,
+// worker-hang, worker-crash) so that the parent's bounds are tested deterministically.
 func TestMain(m *testing.M) {
-	if os.Getenv("FLAMEOX_RUNTIME_HELPER") == "hog" {
+	helper := os.Getenv("FLAMEOX_RUNTIME_HELPER")
+	if helper == "hog" {
 		testtool.Hog()
 		os.Exit(0)
+	}
+	if os.Getenv(WorkerVariable) != "" {
+		switch helper {
+		case "worker-hog":
+			testtool.Hog()
+		case "worker-hang":
+			time.Sleep(time.Hour)
+		case "worker-crash":
+			os.Stdout.WriteString(`{"result":`)
+			os.Exit(2)
+		}
+	}
+	if code, ok := ServeWorker(all.Registry()); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

@@ -24,6 +24,8 @@ type request struct {
 	limits       gen.EffectiveLimits
 	// fields holds the operation fields exactly as the caller supplied them, for replay.
 	fields map[string]any
+	// raw is the whole schema-valid argument object, for an analysis worker.
+	raw map[string]any
 	// admitted holds the operation's typed fields, defaults applied, and runs them.
 	admitted providers.Admitted
 	// digest and offset are set once inputs are resolved.
@@ -70,7 +72,7 @@ func decodeInto(v any, into any) error {
 // admit turns a schema-valid instance into a typed request.
 func (rt *Runtime) admit(t *Tool, inst any) (*request, *failure.Failure) {
 	obj, _ := normalizeNumbers(inst).(map[string]any)
-	req := &request{tool: t, fields: map[string]any{}, started: time.Now()}
+	req := &request{tool: t, fields: map[string]any{}, started: time.Now(), raw: obj}
 	var transport struct {
 		Sources      []gen.Source       `json:"sources"`
 		Continuation *string            `json:"continuation"`

@@ -103,6 +103,11 @@ type Runtime struct {
 	host     prepare.Host
 	bindings bindings
 
+	// worker is the executable that runs analyses as child processes ("" runs them in this
+	// process); isWorker is true in such a child.
+	worker   string
+	isWorker bool
+
 	mu      sync.Mutex
 	cache   *lru
 	rescues *rescueMemo

@@ -13,6 +13,9 @@ import (
 )
 
 func main() {
+	if code, ok := runtime.ServeWorker(all.Registry()); ok {
+		os.Exit(code)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -33,6 +36,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // newRuntime builds the runtime over every evidence family; limits is the raw --limits
 // JSON. It is the only place that hands providers to the runtime.
+// Analyses of non-trivial inputs run in worker processes of this executable (decision
+// 0030) unless FLAMEOX_ANALYSIS_IN_PROCESS=1.
 func newRuntime(limits []byte, opts ...runtime.Option) (*runtime.Runtime, error) {
+	if os.Getenv("FLAMEOX_ANALYSIS_IN_PROCESS") != "1" {
+		if exe, err := os.Executable(); err == nil {
+			opts = append([]runtime.Option{runtime.WithAnalysisWorker(exe)}, opts...)
+		}
+	}
 	return runtime.New(all.Registry(), limits, opts...)
 }

@@ -16,11 +16,17 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers/all"
+	"github.com/flameox/flameox/runtime"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of testscripts/*.txtar")
 
 func TestMain(m *testing.M) {
+	// The test binary is also the analysis worker of the runtimes the tests build.
+	if code, ok := runtime.ServeWorker(all.Registry()); ok {
+		os.Exit(code)
+	}
 	testscript.Main(m, map[string]func(){
 		"flameox": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		// fx is flameox with the test's directories written back as $WORK and $CORPUS, so

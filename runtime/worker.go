@@ -1,0 +1,357 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/providers"
+)
+
+// The analysis worker (issue 21, decision 0030): a decoder reads hostile bytes, so each
+// analysis of a non-trivial input runs in a child process of this same executable under
+// the request's limits.timeout_seconds and limits.max_memory_bytes (catalog §1.4: they
+// bound analysis workers), with a bounded reply. A decoder that still misbehaves costs
+// one request: the child is killed and the caller gets a typed failure, never the server.
+//
+// The parent admits the request and resolves and hashes the sources; the child gets the
+// tool, its arguments, the effective limits and the resolved inputs in a request file,
+// runs the analysis steps that touch provider code (analyze, bind, page start, page,
+// envelope) and writes the result or the failure as one JSON document; the parent
+// re-checks the inputs and keeps the session record.
+
+// WorkerVariable names the request file of a process started as an analysis worker.
+const WorkerVariable = "FLAMEOX_ANALYSIS_WORKER"
+
+// inProcessBytes is the input size below which an analysis runs in the server process:
+// a worker costs a process start and a runtime (decision 0030 has the figures), and
+// uncompressed inputs this small cannot expand past the decoders' own bounds.
+const inProcessBytes = 256 << 10
+
+// WithAnalysisWorker runs analyses of non-trivial inputs in child processes of exe, which
+// must call ServeWorker first thing when WorkerVariable is set.
+func WithAnalysisWorker(exe string) Option {
+	return func(rt *Runtime) { rt.worker = exe }
+}
+
+// workerRequest is the request file.
+type workerRequest struct {
+	Tool      string              `json:"tool"`
+	Arguments json.RawMessage     `json:"arguments"`
+	Limits    gen.EffectiveLimits `json:"limits"`
+	Inputs    []workerInput       `json:"inputs"`
+}
+
+type workerInput struct {
+	Path     string              `json:"path"`
+	Size     int64               `json:"size"`
+	SHA256   string              `json:"sha256"`
+	Format   gen.Format          `json:"format"`
+	Producer *string             `json:"producer"`
+	Role     string              `json:"role"`
+	Declared bool                `json:"declared"`
+	Evidence *gen.EvidenceSource `json:"evidence"`
+}
+
+// workerReply is what a worker writes on stdout.
+type workerReply struct {
+	Result  json.RawMessage `json:"result,omitempty"`
+	Token   string          `json:"token,omitempty"`
+	Failure *workerFailure  `json:"failure,omitempty"`
+	Digest  string          `json:"digest"`
+	Offset  int64           `json:"offset"`
+	// Mismatch says the continuation does not bind the request: the parent, which holds
+	// the session's analyses, explains it.
+	Mismatch bool `json:"continuation_mismatch,omitempty"`
+}
+
+type workerFailure struct {
+	Code           gen.FailureCode `json:"code"`
+	Message        string          `json:"message"`
+	Retryable      bool            `json:"retryable"`
+	FieldPath      []any           `json:"field_path"`
+	AcceptedValues []string        `json:"accepted_values"`
+	NextAction     *gen.NextAction `json:"next_action"`
+	Details        map[string]any  `json:"details"`
+}
+
+// integral turns the whole numbers JSON decoding made float64 back into int, as the
+// failure held them (an index, a count, a byte size).
+func integral(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) <= 1<<53 {
+			return int(x)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = integral(e)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = integral(e)
+		}
+	}
+	return v
+}
+
+func (w *workerFailure) failure() *failure.Failure {
+	path := make([]any, len(w.FieldPath))
+	for i, e := range w.FieldPath {
+		path[i] = integral(e)
+	}
+	if len(path) == 0 {
+		path = nil
+	}
+	details := map[string]any{}
+	for k, v := range w.Details {
+		details[k] = integral(v)
+	}
+	return &failure.Failure{Code: w.Code, Message: w.Message, Retryable: w.Retryable, FieldPath: path,
+		AcceptedValues: w.AcceptedValues, NextAction: w.NextAction, Details: details}
+}
+
+// inProcess reports whether the resolved inputs are small enough to analyze in the server
+// process: their bytes together are below inProcessBytes and none is gzip-compressed.
+func inProcess(in []resolved) bool {
+	var total int64
+	for _, r := range in {
+		total += r.size
+		if total > inProcessBytes || gzipped(r.path) {
+			return false
+		}
+	}
+	return true
+}
+
+func gzipped(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [2]byte
+	n, _ := io.ReadFull(f, magic[:])
+	return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b
+}
+
+// replySlack is what a worker's reply may hold beyond max_result_bytes: the envelope
+// and the escaping of the reply's own JSON.
+const replySlack = 4 << 20
+
+// analyzeInWorker runs the analysis of req over its resolved inputs in a worker.
+func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resolved) (*Result, *failure.Failure) {
+	dir, err := os.MkdirTemp("", "flameox-worker-")
+	if err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's scratch directory cannot be created; check TMPDIR's free space and permissions")
+	}
+	defer os.RemoveAll(dir)
+	args, err := json.Marshal(req.raw)
+	if err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis request has no JSON form")
+	}
+	wr := workerRequest{Tool: req.tool.Name, Arguments: args, Limits: req.limits}
+	for _, r := range in {
+		wr.Inputs = append(wr.Inputs, workerInput{Path: r.path, Size: r.size, SHA256: r.sha256, Format: r.format,
+			Producer: r.producer, Role: r.role, Declared: r.declared, Evidence: r.evidence})
+	}
+	body, _ := json.Marshal(wr)
+	reqFile, replyFile := filepath.Join(dir, "request.json"), filepath.Join(dir, "reply.json")
+	if err := os.WriteFile(reqFile, body, 0o600); err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's request cannot be written; check TMPDIR's free space")
+	}
+	spec := broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: dir,
+		Env:        append(os.Environ(), WorkerVariable+"="+reqFile),
+		StdoutFile: replyFile, ExcerptBytes: 4096,
+		MaxOutputBytes: req.limits.MaxResultBytes + replySlack, MaxRSSBytes: req.limits.MaxMemoryBytes}
+	if d, ok := ctx.Deadline(); ok {
+		if spec.Timeout = time.Until(d); spec.Timeout <= 0 {
+			return nil, providerFailure(ctx, context.DeadlineExceeded, nil)
+		}
+	}
+	res, err := broker.Run(ctx, spec)
+	switch {
+	case ctx.Err() != nil:
+		return nil, providerFailure(ctx, ctx.Err(), nil)
+	case err != nil:
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis worker could not be started")
+	case res.Limit != nil:
+		return nil, workerLimit(req, res.Limit)
+	}
+	reply, f := readReply(replyFile, spec.MaxOutputBytes)
+	if f != nil {
+		code := -1
+		if res.ExitCode != nil {
+			code = *res.ExitCode
+		}
+		return nil, f.With("exit_code", code)
+	}
+	req.digest, req.offset = reply.Digest, reply.Offset
+	if reply.Mismatch {
+		return nil, rt.continuationMismatch(req)
+	}
+	if reply.Failure != nil {
+		return nil, reply.Failure.failure()
+	}
+	out, f := decodeResult(reply)
+	if f == nil && out.NextPage != nil {
+		// The arguments as the server process builds them: typed values keep their
+		// field order, as an in-process result would have it.
+		out.NextPage.Arguments = nextPageArguments(req, in, out.Token)
+	}
+	return out, f
+}
+
+// workerLimit is the failure of a worker the broker stopped at a bound.
+func workerLimit(req *request, l *broker.Limit) *failure.Failure {
+	switch l.Kind {
+	case "timeout":
+		return providerFailure(context.Background(), context.DeadlineExceeded, nil)
+	case "memory_limit_exceeded":
+		return failure.New(gen.FailureCodeLimitExceeded,
+			"the analysis passed limits.max_memory_bytes (%d bytes) and was stopped; this input needs more memory: raise limits.max_memory_bytes (up to %d), or analyze a smaller artifact",
+			req.limits.MaxMemoryBytes, gen.LimitMaxima.MaxMemoryBytes).
+			Field(failure.Path("limits", "max_memory_bytes"), []string{"<=" + jsonNumber(float64(gen.LimitMaxima.MaxMemoryBytes))}).
+			With("field", "max_memory_bytes").With("reason", "memory").With("limit", req.limits.MaxMemoryBytes)
+	}
+	return failure.New(gen.FailureCodeInternalFailure, "the analysis worker was stopped by its %s bound", l.Kind).With("reason", l.Kind)
+}
+
+// readReply reads and decodes the worker's reply file, bounded.
+func readReply(path string, max int64) (*workerReply, *failure.Failure) {
+	gone := failure.New(gen.FailureCodeInternalFailure,
+		"the analysis worker ended without a result (a decoder crashed); the server is unaffected: retry, or report the input").
+		With("reason", "worker_crashed")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, gone
+	}
+	defer f.Close()
+	var reply workerReply
+	if err := json.NewDecoder(io.LimitReader(f, max)).Decode(&reply); err != nil || reply.Result == nil && reply.Failure == nil && !reply.Mismatch {
+		return nil, gone
+	}
+	return &reply, nil
+}
+
+// decodeResult rebuilds the worker's result; blocks stay the exact JSON the worker wrote,
+// so rows keep the catalog's field order.
+func decodeResult(reply *workerReply) (*Result, *failure.Failure) {
+	var res Result
+	var wire struct {
+		Blocks []json.RawMessage `json:"blocks"`
+	}
+	if json.Unmarshal(reply.Result, &res) != nil || json.Unmarshal(reply.Result, &wire) != nil {
+		return nil, failure.New(gen.FailureCodeInternalFailure, "the analysis worker's result does not decode").With("reason", "worker_reply")
+	}
+	res.Blocks = make([]any, len(wire.Blocks))
+	for i, b := range wire.Blocks {
+		res.Blocks[i] = b
+	}
+	res.Token = reply.Token
+	return &res, nil
+}
+
+// ServeWorker runs this process as an analysis worker when WorkerVariable names a request
+// file, and reports whether it did; it returns the exit code. reg must be the registry the
+// server runs with. A main function calls it before anything else.
+func ServeWorker(reg *providers.Registry) (int, bool) {
+	path := os.Getenv(WorkerVariable)
+	if path == "" {
+		return 0, false
+	}
+	// Nothing this worker starts is a worker.
+	os.Unsetenv(WorkerVariable)
+	reply := serveWorker(reg, path)
+	if err := json.NewEncoder(os.Stdout).Encode(reply); err != nil {
+		return 1, true
+	}
+	return 0, true
+}
+
+func serveWorker(reg *providers.Registry, path string) (reply workerReply) {
+	fail := func(f *failure.Failure) workerReply {
+		env := f.Envelope()
+		reply.Failure = &workerFailure{Code: f.Code, Message: f.Message, Retryable: f.Retryable, FieldPath: f.FieldPath,
+			AcceptedValues: f.AcceptedValues, NextAction: f.NextAction, Details: env.Details}
+		return reply
+	}
+	defer func() {
+		// A decoder that panics costs this request only, with a typed failure.
+		if p := recover(); p != nil {
+			reply = fail(failure.New(gen.FailureCodeInternalFailure, "a decoder failed unexpectedly on this input; the server is unaffected: report the input").
+				With("reason", "decoder_panic"))
+		}
+	}()
+	b, err := os.ReadFile(path)
+	var wr workerRequest
+	if err != nil || json.Unmarshal(b, &wr) != nil {
+		return fail(failure.New(gen.FailureCodeInternalFailure, "the analysis worker's request cannot be read"))
+	}
+	// The garbage collector works harder before the parent's RSS bound would kill us.
+	debug.SetMemoryLimit(wr.Limits.MaxMemoryBytes / 4 * 3)
+	rt, err := newWorker(reg)
+	if err != nil {
+		return fail(failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis worker cannot load the catalog"))
+	}
+	t, ok := rt.byName[wr.Tool]
+	if !ok || t.Family != "analysis" {
+		return fail(failure.New(gen.FailureCodeInternalFailure, "the analysis worker does not know the tool %q", wr.Tool))
+	}
+	inst, f := t.Validate(wr.Arguments)
+	if f != nil {
+		return fail(f)
+	}
+	req, f := rt.admit(t, inst)
+	if f != nil {
+		return fail(f)
+	}
+	req.limits = wr.Limits
+	in := make([]resolved, len(wr.Inputs))
+	for i, w := range wr.Inputs {
+		in[i] = resolved{path: w.Path, size: w.Size, sha256: w.SHA256, format: w.Format, producer: w.Producer,
+			role: w.Role, declared: w.Declared, evidence: w.Evidence}
+	}
+	req.inputs = in
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(req.limits.TimeoutSeconds*float64(time.Second)))
+	defer cancel()
+	res, f := rt.analyzeResolved(ctx, req, in)
+	reply.Digest, reply.Offset = req.digest, req.offset
+	if f != nil && errors.Is(f, errContinuationMismatch) {
+		reply.Mismatch = true
+		return reply
+	}
+	if f != nil {
+		return fail(f)
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return fail(failure.Unencodable(err))
+	}
+	reply.Result, reply.Token = body, res.Token
+	return reply
+}
+
+// newWorker builds the runtime of a worker: the catalog and the providers, no store, no
+// scratch housekeeping.
+func newWorker(reg *providers.Registry) (*Runtime, error) {
+	rt := &Runtime{limits: gen.LimitDefaults, byName: map[string]*Tool{}, cache: newLRU(1),
+		rescues: newRescueMemo(1), scratch: newScratch(), providers: reg, storeErr: errors.New("no store in a worker"), isWorker: true}
+	if err := rt.loadCatalog(); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// errContinuationMismatch marks the worker's continuation failure, which the parent explains.
+var errContinuationMismatch = fmt.Errorf("continuation mismatch")
