@@ -45,6 +45,9 @@ type Collector interface {
 	Admit(cases []Case, prepared *Executable) (*Executable, error)
 	// Options decodes the provider object (schema-valid) into its typed options.
 	Options(provider map[string]any) (Options, error)
+	// Reader is the executable that should read the artifact case c writes (an
+	// interpreter whose packages decode it), or nil.
+	Reader(c Case) *Executable
 }
 
 // Options is a collector with its typed options decoded.
@@ -72,6 +75,9 @@ type CollectorSpec[P any] struct {
 	// Check is optional: a rule across the decoded options that the schema cannot state,
 	// answered with a FieldError.
 	Check func(opts *P) error
+	// Reader is optional: the executable that reads the artifact case c writes; the
+	// runtime records it for the session and hands it to the analyzer as Input.Reader.
+	Reader func(c Case) *Executable
 }
 
 // Collect returns the collector spec describes.
@@ -90,6 +96,13 @@ func (c *collector[P]) Admit(cases []Case, prepared *Executable) (*Executable, e
 		return nil, nil
 	}
 	return c.spec.Admit(cases)
+}
+
+func (c *collector[P]) Reader(cs Case) *Executable {
+	if c.spec.Reader == nil {
+		return nil
+	}
+	return c.spec.Reader(cs)
 }
 
 func (c *collector[P]) Options(provider map[string]any) (Options, error) {

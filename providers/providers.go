@@ -29,6 +29,10 @@ type Input struct {
 	SHA256   string
 	Size     int64
 	Producer *string
+	// Reader is the executable that reads this input when a capture of this session wrote
+	// it and its collector named one (memray: the workload's Python, as the workload named
+	// it). The runtime sets it from its own capture records, never from a request.
+	Reader *Executable
 }
 
 // Request is what an analyzer of fields F receives: its typed fields with defaults

@@ -412,8 +412,10 @@ type execution struct {
 	// stdout and stderr are the retained console files ("" when only excerpts were kept).
 	stdout string
 	stderr string
-	// artifact is the native artifact ("" when it is missing or was rejected).
+	// artifact is the native artifact ("" when it is missing or was rejected); reader is
+	// the executable its collector named to read it.
 	artifact string
+	reader   *providers.Executable
 	ok       bool
 	wall     *int64
 }
@@ -563,6 +565,7 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 			}
 		default:
 			ex.artifact = p
+			ex.reader = cr.coll.Reader(cr.providerCases()[run.caseIdx])
 		}
 	}
 	ex.ok = rec.FailureCode == nil
@@ -698,6 +701,8 @@ type capturedSource struct {
 	format   gen.Format
 	role     string
 	producer *string
+	// reader is the executable the collector named to read the artifact.
+	reader *providers.Executable
 }
 
 // analysisSources lists the captured files the operation analyses, in execution order:
@@ -710,7 +715,8 @@ func analysisSources(cr *captureRequest, runs []*execution) []capturedSource {
 			out = append(out, capturedSource{path: ex.stdout, format: gen.FormatText, role: fmt.Sprintf("capture-%04d/stdout", n)},
 				capturedSource{path: ex.stderr, format: gen.FormatText, role: fmt.Sprintf("capture-%04d/stderr", n)})
 		} else if ex.artifact != "" {
-			src := capturedSource{path: ex.artifact, format: cr.coll.format, role: fmt.Sprintf("capture-%04d/%s", n, cr.coll.role)}
+			src := capturedSource{path: ex.artifact, format: cr.coll.format, role: fmt.Sprintf("capture-%04d/%s", n, cr.coll.role),
+				reader: ex.reader}
 			if cr.experiment != nil {
 				p := providers.CaptureProducer(ex.record.Block, ex.record.Case)
 				src.producer = &p
@@ -727,6 +733,11 @@ func analysisSources(cr *captureRequest, runs []*execution) []capturedSource {
 // its native files, or its console when the collector wrote nothing, stay evidence.
 func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, dir string, runs []*execution) (*CaptureResult, *failure.Failure) {
 	sources := analysisSources(cr, runs)
+	for _, s := range sources {
+		if s.reader != nil {
+			rt.readers.record(s.path, *s.reader)
+		}
+	}
 	args := map[string]any{}
 	for k, v := range cr.fields {
 		args[k] = v

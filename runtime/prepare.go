@@ -160,3 +160,41 @@ func unknownProvider(f *failure.Failure, raw []byte) {
 	id, _ := json.Marshal(a.ProviderIDs[i])
 	f.Message = fmt.Sprintf("unknown provider %s; choose one of: %s", id, strings.Join(f.AcceptedValues, ", "))
 }
+
+// maxReaders bounds the session's reader records; the oldest go first.
+const maxReaders = 4096
+
+// readers records, per captured artifact of this session (its path in session scratch,
+// which only Flameox writes), the executable its collector named to read it. Only the
+// runtime records: no request can name a reader.
+type readers struct {
+	mu    sync.Mutex
+	m     map[string]providers.Executable
+	order []string
+}
+
+func (r *readers) record(path string, exe providers.Executable) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]providers.Executable{}
+	}
+	path = filepath.Clean(path)
+	if _, ok := r.m[path]; !ok {
+		r.order = append(r.order, path)
+	}
+	r.m[path] = exe
+	for len(r.order) > maxReaders {
+		delete(r.m, r.order[0])
+		r.order = r.order[1:]
+	}
+}
+
+func (r *readers) get(path string) *providers.Executable {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.m[filepath.Clean(path)]; ok {
+		return &e
+	}
+	return nil
+}

@@ -103,6 +103,9 @@ type Runtime struct {
 	host     prepare.Host
 	bindings bindings
 
+	// readers are the executables captures of this session named to read their artifacts.
+	readers readers
+
 	// worker is the executable that runs analyses as child processes ("" runs them in this
 	// process); isWorker is true in such a child.
 	worker   string

@@ -13,6 +13,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/sourcefile"
+	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/repository"
 )
 
@@ -28,6 +29,8 @@ type resolved struct {
 	// evidence is the evidence source this input was read from, with its selector; path
 	// is then the stored payload.
 	evidence *gen.EvidenceSource
+	// reader is the executable a capture of this session recorded for this file.
+	reader *providers.Executable
 }
 
 func role(i, n int) string {
@@ -74,7 +77,7 @@ func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 					"source %d is not a regular file; %s reads files in the formats %s", i, op.Name, strings.Join(op.FormatStrings(), ", ")).
 					Field(failure.Path("sources", i, "path"), op.FormatStrings()).With("source_index", i)
 			}
-			out[i] = resolved{path: p.Path, size: st.Size(), producer: p.Producer}
+			out[i] = resolved{path: p.Path, size: st.Size(), producer: p.Producer, reader: rt.readers.get(p.Path)}
 			if p.Format != nil {
 				out[i].format, out[i].declared = *p.Format, true
 			}

@@ -53,14 +53,15 @@ type workerRequest struct {
 }
 
 type workerInput struct {
-	Path     string              `json:"path"`
-	Size     int64               `json:"size"`
-	SHA256   string              `json:"sha256"`
-	Format   gen.Format          `json:"format"`
-	Producer *string             `json:"producer"`
-	Role     string              `json:"role"`
-	Declared bool                `json:"declared"`
-	Evidence *gen.EvidenceSource `json:"evidence"`
+	Path     string                `json:"path"`
+	Size     int64                 `json:"size"`
+	SHA256   string                `json:"sha256"`
+	Format   gen.Format            `json:"format"`
+	Producer *string               `json:"producer"`
+	Role     string                `json:"role"`
+	Declared bool                  `json:"declared"`
+	Evidence *gen.EvidenceSource   `json:"evidence"`
+	Reader   *providers.Executable `json:"reader"`
 }
 
 // workerReply is what a worker writes on stdout.
@@ -163,7 +164,7 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	wr := workerRequest{Tool: req.tool.Name, Arguments: args, Limits: req.limits}
 	for _, r := range in {
 		wr.Inputs = append(wr.Inputs, workerInput{Path: r.path, Size: r.size, SHA256: r.sha256, Format: r.format,
-			Producer: r.producer, Role: r.role, Declared: r.declared, Evidence: r.evidence})
+			Producer: r.producer, Role: r.role, Declared: r.declared, Evidence: r.evidence, Reader: r.reader})
 	}
 	body, _ := json.Marshal(wr)
 	reqFile, replyFile := filepath.Join(dir, "request.json"), filepath.Join(dir, "reply.json")
@@ -320,7 +321,7 @@ func serveWorker(reg *providers.Registry, path string) (reply workerReply) {
 	in := make([]resolved, len(wr.Inputs))
 	for i, w := range wr.Inputs {
 		in[i] = resolved{path: w.Path, size: w.Size, sha256: w.SHA256, format: w.Format, producer: w.Producer,
-			role: w.Role, declared: w.Declared, evidence: w.Evidence}
+			role: w.Role, declared: w.Declared, evidence: w.Evidence, reader: w.Reader}
 	}
 	req.inputs = in
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(req.limits.TimeoutSeconds*float64(time.Second)))

@@ -22,7 +22,8 @@ var collectors = []providers.Collector{
 		}}),
 	providers.Collect(providers.CollectorSpec[gen.MemrayProvider]{Kind: "memray", File: memrayFile,
 		Admit:   admitMemray,
-		Command: memrayCommand}),
+		Command: memrayCommand,
+		Reader:  memrayReaderOf}),
 }
 
 // memrayFile is the capture memray run writes in the execution directory.
@@ -50,13 +51,31 @@ func admitMemray(cases []providers.Case) (*providers.Executable, error) {
 			}
 			return nil, providers.HostToolUnavailable(base, "Install "+base+" or name the interpreter by absolute path, then retry.")
 		}
-		if _, ok := providers.Probe(exe, "-c", "import memray"); !ok {
+		res, ok := providers.Probe(exe, "-c", "import memray; print(memray.__version__)")
+		if !ok {
 			return nil, &providers.UnavailableError{Provider: "memray", Module: "memray",
-				Message:     "the memray provider needs memray in the workload's Python: " + base + " cannot import memray",
-				Remediation: "Install memray in the workload's interpreter (" + base + " -m pip install memray), then retry."}
+				Message:     "the memray provider needs memray>=" + minMemray + " in the workload's Python: " + base + " cannot import memray",
+				Remediation: "Install memray in the workload's interpreter (" + base + " -m pip install 'memray>=" + minMemray + "'), then retry."}
+		}
+		if v := strings.TrimSpace(string(res.Stdout.Excerpt)); !memrayVersionOK(v) {
+			return nil, &providers.UnavailableError{Provider: "memray", Module: "memray",
+				Message:     fmt.Sprintf("the memray provider needs memray>=%s in the workload's Python; %s has memray %q", minMemray, base, v),
+				Remediation: "Upgrade memray in the workload's interpreter (" + base + " -m pip install -U 'memray>=" + minMemray + "'), then retry.",
+				Details:     map[string]any{"found_version": v, "required": ">=" + minMemray}}
 		}
 	}
 	return nil, nil
+}
+
+// memrayReaderOf names the workload's Python, as the workload named it, to read the
+// capture it writes (decision 0021): the interpreter that wrote a capture has the memray
+// that reads it. Its digest is the one admission bound.
+func memrayReaderOf(c providers.Case) *providers.Executable {
+	named, ok := workloadPython(c.Argv[0])
+	if !ok {
+		return nil
+	}
+	return &providers.Executable{Path: named, SHA256: c.Executable.SHA256}
 }
 
 // memrayCommand is <python> -m memray run --output DIR/memory.bin [--native] <argv[1:]…>.

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,11 +49,45 @@ func memrayUnavailable(why string) *providers.UnavailableError {
 		Remediation: "Install memray in that Python (python -m pip install memray), or start Flameox with " + memrayPythonVariable + " naming the absolute path of a Python that has it (a capture's workload interpreter, for example), then retry."}
 }
 
-// memrayInterpreter chooses the Python that reads a memray source: $FLAMEOX_MEMRAY_PYTHON,
-// else python3 on PATH. It is run as named (a virtual
+// minMemray is the oldest memray whose FileReader the reader script uses (catalog §3.2).
+const minMemray = "1.17"
+
+// memrayVersionOK reports whether a memray version string is at least minMemray.
+func memrayVersionOK(v string) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	digits := parts[1]
+	if i := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		digits = digits[:i] // 17rc1, 17+local
+	}
+	minor, err2 := strconv.Atoi(digits)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return major > 1 || major == 1 && minor >= 17
+}
+
+// memrayInterpreter chooses the Python that reads memray source in: the workload's Python
+// a capture of this session recorded for it (in.Reader, re-hashed), else
+// $FLAMEOX_MEMRAY_PYTHON, else python3 on PATH. It is run as named (a virtual
 // environment's python is a symlink whose own directory makes the environment) and
 // hashed as resolved.
-func memrayInterpreter() (named string, exe *providers.Executable, err error) {
+func memrayInterpreter(in providers.Input) (named string, exe *providers.Executable, err error) {
+	if r := in.Reader; r != nil {
+		exe, err = providers.Bind(r.Path, func() error {
+			return memrayUnavailable("the capture's workload interpreter is gone")
+		})
+		if err != nil {
+			return "", nil, err
+		}
+		if exe.SHA256 != r.SHA256 {
+			return "", nil, memrayUnavailable("the capture's workload interpreter changed since the capture (its SHA-256 differs)")
+		}
+		return r.Path, exe, nil
+	}
 	switch {
 	case os.Getenv(memrayPythonVariable) != "":
 		named = os.Getenv(memrayPythonVariable)
@@ -98,7 +133,7 @@ type memrayLine struct {
 // rankMemray reads one memray capture with memray's FileReader in the chosen Python,
 // bounded by the request's timeout, memory and output limits.
 func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, which string) (*providers.Analysis, error) {
-	named, exe, err := memrayInterpreter()
+	named, exe, err := memrayInterpreter(in)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +219,9 @@ func decodeMemrayOutput(path string, in providers.Input) (*providers.Analysis, e
 	}
 	if version == nil || metrics == nil {
 		return nil, bad("incomplete")
+	}
+	if !memrayVersionOK(*version) {
+		return nil, memrayUnavailable(fmt.Sprintf("the reading Python has memray %q; memray>=%s is needed", *version, minMemray))
 	}
 	order := make([]int, len(frames))
 	for i := range order {

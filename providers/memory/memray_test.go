@@ -144,12 +144,12 @@ func TestMemrayMatchesFakeRecords(t *testing.T) {
 			if d := cmp.Diff(wantMetrics, got); d != "" {
 				t.Errorf("metrics (-python3 +flameox):\n%s", d)
 			}
-			if a.Provider.ID != "memray" || a.Provider.Version != "0.0.0-fake" {
+			if a.Provider.ID != "memray" || a.Provider.Version != "1.17.0+fake" {
 				t.Errorf("provider %+v", a.Provider)
 			}
 			sum, _ := filepath.EvalSymlinks(py)
 			exe, _ := providers.Bind(sum, func() error { return nil })
-			if a.Implementation["memray-python"] != exe.SHA256 || a.Implementation["memray"] != "0.0.0-fake" {
+			if a.Implementation["memray-python"] != exe.SHA256 || a.Implementation["memray"] != "1.17.0+fake" {
 				t.Errorf("implementation %v", a.Implementation)
 			}
 		})
@@ -228,5 +228,14 @@ func TestMemrayAdmit(t *testing.T) {
 	got := memrayCommand(&gen.MemrayProvider{Native: true}, nil, providers.Case{Argv: []string{"python3", "-m", "app", "--x"}}, "/d")
 	if d := cmp.Diff([]string{"python3", "-m", "memray", "run", "--output", "/d/memory.bin", "--native", "-m", "app", "--x"}, got); d != "" {
 		t.Error(d)
+	}
+}
+
+func TestMemrayVersionOK(t *testing.T) {
+	for v, want := range map[string]bool{"1.17.0": true, "1.17": true, "1.19.1": true, "2.0.0": true, "1.17.0+fake": true,
+		"1.16.2": false, "1.9.0": false, "0.99": false, "": false, "1": false, "x.y": false, "1.17rc1": true} {
+		if got := memrayVersionOK(v); got != want {
+			t.Errorf("memrayVersionOK(%q) = %v, want %v", v, got, want)
+		}
 	}
 }

@@ -6,7 +6,8 @@ The records come from $FAKE_MEMRAY_RECORDS (a JSON file) when set, else a fixed 
 """
 import json
 
-__version__ = "0.0.0-fake"
+# A fake's version: the oldest memray Flameox accepts, marked as the fake.
+__version__ = "1.17.0+fake"
 
 MAGIC = b"memray\x00"
 
