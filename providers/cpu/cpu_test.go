@@ -791,3 +791,34 @@ func TestPprofSampleTypes(t *testing.T) {
 		t.Error("garbage decoded")
 	}
 }
+
+// TestEmptyProfilesSayTheyAreEmpty (issue 21, item 9): a sampled profile without a sample
+// (an empty collapsed-stacks file, a Speedscope or V8 profile with no samples) is a
+// complete result with no rows and the empty-profile limitation, for both operations.
+func TestEmptyProfilesSayTheyAreEmpty(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name   string
+		format gen.Format
+		body   string
+	}{
+		{"empty.folded", gen.FormatPerf, ""},
+		{"none.speedscope.json", gen.FormatPySpy, `{"shared":{"frames":[]},"profiles":[{"type":"sampled","name":"x","unit":"none","startValue":0,"endValue":0,"samples":[],"weights":[]}]}`},
+		{"none.cpuprofile", gen.FormatCpuprofile, `{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":"","lineNumber":-1,"columnNumber":-1},"children":[]}],"startTime":0,"endTime":1,"samples":[],"timeDeltas":[]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.name)
+			os.WriteFile(path, []byte(c.body), 0o600)
+			in := []providers.Input{{Path: path, Format: c.format, Size: int64(len(c.body))}}
+			limits := gen.EffectiveLimits{MaxInputBytes: 1 << 20}
+			a, err := rankHotspots(context.Background(), &providers.Request[gen.CpuHotspotFields]{Fields: &gen.CpuHotspotFields{}, Inputs: in, Limits: limits})
+			if rows := firstRows[gen.CpuHotspotSampledRow](t, a, err); len(rows) != 0 || !slices.Contains(a.Limitations, emptyProfile) {
+				t.Errorf("rank: %d rows, limitations %q", len(rows), a.Limitations)
+			}
+			a, err = inspectCallers(context.Background(), &providers.Request[gen.CpuCallerFields]{Fields: &gen.CpuCallerFields{}, Inputs: in, Limits: limits})
+			if err != nil || !slices.Contains(a.Limitations, emptyProfile) {
+				t.Errorf("callers: %v, limitations %q", err, a.Limitations)
+			}
+		})
+	}
+}

@@ -61,7 +61,13 @@ type decoded struct {
 	metrics  map[string]any
 	// implementation names an external decoder executable bound into the request.
 	implementation map[string]string
+	// limitations say what the input itself lacks (an empty profile).
+	limitations []string
 }
+
+// emptyProfile is the limitation of a sampled profile without a sample (issue 21, item
+// 9): a complete result with no rows, said explicitly, as for an empty pstats table.
+const emptyProfile = "The profile holds no samples (an empty file, or a run shorter than the sampling interval): there is nothing to rank; profile a longer run or raise the sampling rate."
 
 // fieldChecks refuses metric for non-pstats and sample_type for non-pprof sources.
 func fieldChecks(in providers.Input, metric, sampleType *string) error {
@@ -143,6 +149,9 @@ func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits,
 	if err != nil {
 		return nil, err
 	}
+	if p.sampled != nil && p.sampled.Samples == 0 {
+		p.limitations = append(p.limitations, emptyProfile)
+	}
 	return p, nil
 }
 
@@ -173,7 +182,7 @@ func rankHotspots(ctx context.Context, req *providers.Request[gen.CpuHotspotFiel
 	if err != nil {
 		return nil, err
 	}
-	a := &providers.Analysis{Provider: p.provider, Implementation: p.implementation}
+	a := &providers.Analysis{Provider: p.provider, Implementation: p.implementation, Limitations: p.limitations}
 	if p.pstats == nil {
 		a.Metrics = sampledMetrics(p.sampled, p.metrics)
 		metric := "self_weight"
@@ -220,7 +229,7 @@ func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFie
 		function = *req.Fields.Function
 	}
 	direction := req.Fields.Direction
-	a := &providers.Analysis{Provider: p.provider, Implementation: p.implementation}
+	a := &providers.Analysis{Provider: p.provider, Implementation: p.implementation, Limitations: p.limitations}
 	matching := 0
 	if t := p.pstats; t != nil {
 		edges := t.callerEdges(function, direction)
@@ -254,7 +263,7 @@ func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFie
 	}
 	a.Metrics["function_filter"], a.Metrics["direction"] = filter, direction
 	if matching == 0 {
-		a.Limitations = []string{"No caller edge matches the request."}
+		a.Limitations = append(a.Limitations, "No caller edge matches the request.")
 	}
 	return a, nil
 }
