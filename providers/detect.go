@@ -21,6 +21,32 @@ type Detector struct {
 	// Container is the generic format this one is written in (json, text), a candidate
 	// after it; empty for a binary format.
 	Container gen.Format
+	// Directory marks a format that is a directory of files (an nsys parquetdir): it
+	// reports whether a directory whose top-level entries are names holds the format.
+	// Suffixes and Match never apply to a directory.
+	Directory func(names []string) bool
+}
+
+// DetectDirectory lists the directory formats a directory whose top-level entries are
+// names may hold, in registration order.
+func (r *Registry) DetectDirectory(names []string) []gen.Format {
+	var out []gen.Format
+	for _, d := range r.detectors {
+		if d.Directory != nil && d.Directory(names) {
+			out = append(out, d.Format)
+		}
+	}
+	return out
+}
+
+// IsDirectoryFormat reports whether format f is a directory of files.
+func (r *Registry) IsDirectoryFormat(f gen.Format) bool {
+	for _, d := range r.detectors {
+		if d.Format == f && d.Directory != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Detect lists the formats a file named name starting with head may hold, most

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/sourcefile"
 )
 
 // Input is one resolved, hashed source handed to an analyzer, in request order.
@@ -29,6 +30,9 @@ type Input struct {
 	SHA256   string
 	Size     int64
 	Producer *string
+	// Members are the files of a directory input (Path is the directory), sorted by
+	// relative path; nil for a file.
+	Members []sourcefile.Member
 	// Reader is the executable that reads this input when a capture of this session wrote
 	// it and its collector named one (memray: the workload's Python, as the workload named
 	// it). The runtime sets it from its own capture records, never from a request.

@@ -62,7 +62,7 @@ func (r *Registry) Verify() error {
 	errs := append([]error{}, r.errs...)
 	detected := map[gen.Format]bool{}
 	for _, d := range r.detectors {
-		if d.Match == nil && len(d.Suffixes) == 0 {
+		if d.Match == nil && len(d.Suffixes) == 0 && d.Directory == nil {
 			errs = append(errs, fmt.Errorf("the detector of format %s has neither suffixes nor a match", d.Format))
 		}
 		detected[d.Format] = true

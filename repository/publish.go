@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -28,6 +29,28 @@ type SourceFile struct {
 	Format   gen.Format
 	Producer *string
 	Role     string
+	// Members are the files of a directory source (Path is the directory), sorted by
+	// relative path; SHA256 and Size are then the bundle digest and total size. Nil for
+	// a file source.
+	Members []sourcefile.Member
+}
+
+// artifacts lists the content-addressed files of the bundle in order: a file source is
+// one artifact; a directory source is one per member, with the role <role>:<relative
+// path> and the directory's format and producer.
+func (b *Bundle) artifacts() []SourceFile {
+	var out []SourceFile
+	for _, src := range b.Sources {
+		if src.Members == nil {
+			out = append(out, src)
+			continue
+		}
+		for _, m := range src.Members {
+			out = append(out, SourceFile{Path: filepath.Join(src.Path, filepath.FromSlash(m.Rel)), SHA256: m.SHA256, Size: m.Size,
+				Format: src.Format, Producer: src.Producer, Role: src.Role + ":" + m.Rel})
+		}
+	}
+	return out
 }
 
 // Bundle is everything one evidence bundle records.
@@ -93,13 +116,14 @@ func (s *Store) Publish(b *Bundle) (*Evidence, *failure.Failure) {
 		}
 		return s.readBundle(id, LevelFull)
 	}
+	artifacts := b.artifacts()
 	staged := map[string]string{} // artifact digest -> staging directory
 	defer func() {
 		for _, dir := range staged {
 			os.RemoveAll(dir)
 		}
 	}()
-	for i, src := range b.Sources {
+	for i, src := range artifacts {
 		if _, ok := staged[src.SHA256]; ok {
 			if f := unchanged(i, src); f != nil {
 				return nil, f
@@ -126,7 +150,7 @@ func (s *Store) Publish(b *Bundle) (*Evidence, *failure.Failure) {
 			return nil, f.With("source_index", i)
 		}
 	}
-	for _, src := range b.Sources {
+	for _, src := range artifacts {
 		dir, ok := staged[src.SHA256]
 		if !ok {
 			continue
@@ -145,6 +169,13 @@ func (s *Store) Publish(b *Bundle) (*Evidence, *failure.Failure) {
 
 // unchanged re-hashes source i and fails when it no longer has its analyzed identity.
 func unchanged(i int, src SourceFile) *failure.Failure {
+	if src.Members != nil {
+		_, sum, size, err := sourcefile.HashDirectory(context.Background(), src.Path, int64(len(src.Members)), src.Size)
+		if err != nil || sum != src.SHA256 || size != src.Size {
+			return changed(i, src)
+		}
+		return nil
+	}
 	sum, size, err := sourcefile.Hash(src.Path)
 	if err != nil || sum != src.SHA256 || size != src.Size {
 		return changed(i, src)
@@ -174,13 +205,22 @@ func (b *Bundle) body() (*gen.ManifestBody, *failure.Failure) {
 		DataFiles: []gen.DataFile{{Path: "data/analysis.json", SHA256: hex.EncodeToString(dataSum[:]),
 			SizeBytes: int64(len(b.Data)), MediaType: DataMediaType}},
 	}
-	for i, src := range b.Sources {
+	for _, src := range b.Sources {
 		body.Inputs = append(body.Inputs, gen.ManifestInput{SHA256: src.SHA256, SizeBytes: src.Size, Format: src.Format, Role: src.Role})
-		body.Artifacts = append(body.Artifacts, gen.ArtifactEntry{FormatVersion: FormatVersion, SHA256: src.SHA256,
-			SizeBytes: src.Size, Role: src.Role, Format: src.Format, Producer: src.Producer})
-		body.SourceLayout.Sources = append(body.SourceLayout.Sources, gen.LayoutSource{Role: src.Role, SHA256: src.SHA256,
-			SizeBytes: src.Size, Format: src.Format, Producer: src.Producer, IsDirectory: false,
-			ArtifactIndices: []int64{int64(i)}, RelativePaths: []string{}})
+		layout := gen.LayoutSource{Role: src.Role, SHA256: src.SHA256, SizeBytes: src.Size, Format: src.Format,
+			Producer: src.Producer, IsDirectory: src.Members != nil, ArtifactIndices: []int64{}, RelativePaths: []string{}}
+		if src.Members == nil {
+			layout.ArtifactIndices = append(layout.ArtifactIndices, int64(len(body.Artifacts)))
+			body.Artifacts = append(body.Artifacts, gen.ArtifactEntry{FormatVersion: FormatVersion, SHA256: src.SHA256,
+				SizeBytes: src.Size, Role: src.Role, Format: src.Format, Producer: src.Producer})
+		}
+		for _, m := range src.Members {
+			layout.ArtifactIndices = append(layout.ArtifactIndices, int64(len(body.Artifacts)))
+			layout.RelativePaths = append(layout.RelativePaths, m.Rel)
+			body.Artifacts = append(body.Artifacts, gen.ArtifactEntry{FormatVersion: FormatVersion, SHA256: m.SHA256,
+				SizeBytes: m.Size, Role: src.Role + ":" + m.Rel, Format: src.Format, Producer: src.Producer})
+		}
+		body.SourceLayout.Sources = append(body.SourceLayout.Sources, layout)
 	}
 	if body.Limitations == nil {
 		body.Limitations = []string{}

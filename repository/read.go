@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path"
 	"sort"
 	"strings"
 
@@ -237,34 +236,26 @@ func checkDirectorySource(b *gen.ManifestBody, src gen.LayoutSource) string {
 	if len(src.RelativePaths) != len(src.ArtifactIndices) {
 		return "a directory source has one relative path per artifact"
 	}
-	type member struct {
-		rel string
-		sum string
-	}
-	ms := make([]member, len(src.RelativePaths))
+	ms := make([]sourcefile.Member, len(src.RelativePaths))
 	var size int64
 	for i, rel := range src.RelativePaths {
-		if rel == "" || path.Clean(rel) != rel || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") || strings.Contains(rel, "\\") {
+		if !sourcefile.ValidRel(rel) {
 			return "directory member paths are normalized relative POSIX paths"
 		}
 		a := b.Artifacts[src.ArtifactIndices[i]]
 		if a.Role != src.Role+":"+rel {
 			return "directory member roles are <role>:<relative path>"
 		}
-		ms[i] = member{rel, a.SHA256}
+		ms[i] = sourcefile.Member{Rel: rel, SHA256: a.SHA256, Size: a.SizeBytes}
 		size += a.SizeBytes
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].rel < ms[j].rel })
-	h := sha256.New()
-	for i, m := range ms {
-		if i > 0 && (ms[i-1].rel == m.rel || strings.HasPrefix(m.rel, ms[i-1].rel+"/")) {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Rel < ms[j].Rel })
+	for i := 1; i < len(ms); i++ {
+		if ms[i-1].Rel == ms[i].Rel || strings.HasPrefix(ms[i].Rel, ms[i-1].Rel+"/") {
 			return "directory member paths are distinct and prefix-free"
 		}
-		raw, _ := hex.DecodeString(m.sum)
-		h.Write([]byte(m.rel))
-		h.Write(raw)
 	}
-	if hex.EncodeToString(h.Sum(nil)) != src.SHA256 || size != src.SizeBytes {
+	if sourcefile.DirectoryDigest(ms) != src.SHA256 || size != src.SizeBytes {
 		return "a directory source's digest and size cover its members"
 	}
 	return ""

@@ -4,6 +4,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/canon"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 )
 
 // Selector returns the opaque selector of a logical source ("logical") or an artifact
@@ -25,6 +26,9 @@ type Selected struct {
 	Role     string
 	// Selector is the selector that names it (logical for a source, artifact for a member).
 	Selector string
+	// Members are a directory source's files (their payloads are PayloadPath of each
+	// member's SHA-256); SHA256 and Size are then the bundle digest and total size.
+	Members []sourcefile.Member
 }
 
 // Select chooses the logical source or artifact named by selector. Without a selector the
@@ -34,13 +38,16 @@ func (e *Evidence) Select(selector *string, fieldPath []any) (*Selected, *failur
 	b := &e.Manifest.Body
 	fromSource := func(i int) (*Selected, *failure.Failure) {
 		src := b.SourceLayout.Sources[i]
+		sel := &Selected{SHA256: src.SHA256, Size: src.SizeBytes, Format: src.Format, Producer: src.Producer,
+			Role: src.Role, Selector: Selector(e.ID, "logical", i)}
 		if src.IsDirectory {
-			return nil, failure.New(gen.FailureCodeUnsupportedFormat,
-				"the selected logical source is a directory; select one of its artifacts instead").
-				Field(append(fieldPath, "artifact_selector"), e.artifactSelectors(src.ArtifactIndices))
+			sel.Members = make([]sourcefile.Member, len(src.RelativePaths))
+			for k, rel := range src.RelativePaths {
+				a := b.Artifacts[src.ArtifactIndices[k]]
+				sel.Members[k] = sourcefile.Member{Rel: rel, SHA256: a.SHA256, Size: a.SizeBytes}
+			}
 		}
-		return &Selected{SHA256: src.SHA256, Size: src.SizeBytes, Format: src.Format, Producer: src.Producer,
-			Role: src.Role, Selector: Selector(e.ID, "logical", i)}, nil
+		return sel, nil
 	}
 	if selector == nil {
 		var candidates []int
@@ -74,14 +81,6 @@ func (e *Evidence) Select(selector *string, fieldPath []any) (*Selected, *failur
 	return nil, failure.New(gen.FailureCodeMissingEvidence,
 		"evidence %s has no source or artifact with this selector", e.ID).
 		Field(append(fieldPath, "artifact_selector"), nil).With("evidence_id", e.ID)
-}
-
-func (e *Evidence) artifactSelectors(indices []int64) []string {
-	out := make([]string, len(indices))
-	for i, ai := range indices {
-		out[i] = Selector(e.ID, "artifact", int(ai))
-	}
-	return out
 }
 
 // AnalysisSources returns the ordered evidence sources that replay the recorded analysis.

@@ -180,7 +180,7 @@ func oversizedRow(req *request, b *pageBudget) *failure.Failure {
 func providerInputs(in []resolved) []providers.Input {
 	out := make([]providers.Input, len(in))
 	for i, r := range in {
-		out[i] = providers.Input{Index: i, Path: r.path, Format: r.format, SHA256: r.sha256, Size: r.size, Producer: r.producer, Reader: r.reader}
+		out[i] = providers.Input{Index: i, Path: r.path, Format: r.format, SHA256: r.sha256, Size: r.size, Producer: r.producer, Reader: r.reader, Members: r.members}
 	}
 	return out
 }

@@ -133,13 +133,13 @@ func (rt *Runtime) bundle(r *record) (*repository.Bundle, *failure.Failure) {
 	rt.mu.Unlock()
 	for i, in := range r.inputs {
 		readFrom := in.path
-		if preserved && rt.store != nil {
+		if preserved && rt.store != nil && in.members == nil {
 			// Once preserved, the exact bytes are read back from the store, so a rescue
 			// does not depend on the caller's file still being there.
 			readFrom = rt.store.PayloadPath(in.sha256)
 		}
 		b.Sources = append(b.Sources, repository.SourceFile{Path: readFrom, SHA256: in.sha256, Size: in.size,
-			Format: in.format, Producer: in.producer, Role: in.role})
+			Format: in.format, Producer: in.producer, Role: in.role, Members: in.members})
 		b.AnalysisSources = append(b.AnalysisSources, int64(i))
 		rec := gen.RecordedInput{SHA256: in.sha256, Format: in.format, Role: in.role, Producer: in.producer}
 		if in.evidence == nil {

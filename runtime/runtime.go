@@ -105,6 +105,9 @@ type Runtime struct {
 
 	// readers are the executables captures of this session named to read their artifacts.
 	readers readers
+	// materialized holds preserved directory sources rebuilt for analysis (by digest),
+	// removed with the runtime.
+	materialized string
 
 	// worker is the executable that runs analyses as child processes ("" runs them in this
 	// process); isWorker is true in such a child.
@@ -411,6 +414,11 @@ func (rt *Runtime) evictScratch(enough func() bool) {
 // Close removes the session scratch. The runtime must not be used afterwards.
 func (rt *Runtime) Close() {
 	rt.scratch.close()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.materialized != "" {
+		os.RemoveAll(rt.materialized)
+	}
 }
 
 // Store returns the configured evidence store, or a failure that says how to configure one.

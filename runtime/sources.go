@@ -3,6 +3,8 @@ package runtime
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,6 +33,8 @@ type resolved struct {
 	evidence *gen.EvidenceSource
 	// reader is the executable a capture of this session recorded for this file.
 	reader *providers.Executable
+	// members are a directory source's files (path is the directory); nil for a file.
+	members []sourcefile.Member
 }
 
 func role(i, n int) string {
@@ -56,7 +60,7 @@ func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 	}
 	out := make([]resolved, len(req.sources))
 	bundles := map[string]*repository.Evidence{}
-	var total int64
+	var total, files int64
 	for i, s := range req.sources {
 		if s.EvidenceSource != nil {
 			r, f := rt.resolveEvidence(op, i, s.EvidenceSource, bundles)
@@ -72,17 +76,26 @@ func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 					"source %d does not exist or cannot be read", i).
 					Field(failure.Path("sources", i, "path"), nil).With("source_index", i)
 			}
-			if st.IsDir() || !st.Mode().IsRegular() {
+			if st.IsDir() {
+				r, f := rt.resolveDirectory(req, i, p, total, files)
+				if f != nil {
+					return nil, f
+				}
+				out[i] = *r
+				files += int64(len(r.members)) - 1
+			} else if !st.Mode().IsRegular() {
 				return nil, failure.New(gen.FailureCodeUnsupportedFormat,
 					"source %d is not a regular file; %s reads files in the formats %s", i, op.Name, strings.Join(op.FormatStrings(), ", ")).
 					Field(failure.Path("sources", i, "path"), op.FormatStrings()).With("source_index", i)
-			}
-			out[i] = resolved{path: p.Path, size: st.Size(), producer: p.Producer, reader: rt.readers.get(p.Path)}
-			if p.Format != nil {
-				out[i].format, out[i].declared = *p.Format, true
+			} else {
+				out[i] = resolved{path: p.Path, size: st.Size(), producer: p.Producer, reader: rt.readers.get(p.Path)}
+				if p.Format != nil {
+					out[i].format, out[i].declared = *p.Format, true
+				}
 			}
 		}
 		out[i].role = role(i, len(req.sources))
+		files++
 		total += out[i].size
 		if total > req.limits.MaxInputBytes {
 			return nil, failure.New(gen.FailureCodeLimitExceeded,
@@ -90,14 +103,17 @@ func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 				Field(failure.Path("limits", "max_input_bytes"), nil).
 				With("field", "max_input_bytes").With("effective_ceiling", req.limits.MaxInputBytes).With("source_index", i)
 		}
-		if int64(i+1) > req.limits.MaxInputFiles {
+		if files > req.limits.MaxInputFiles {
 			return nil, failure.New(gen.FailureCodeLimitExceeded,
 				"the sources hold more than limits.max_input_files (%d files)", req.limits.MaxInputFiles).
 				Field(failure.Path("limits", "max_input_files"), nil).With("field", "max_input_files")
 		}
 	}
 	for i := range out {
-		sum, size, err := sourcefile.Hash(out[i].path)
+		if out[i].members != nil && out[i].evidence == nil {
+			continue // hashed while resolving
+		}
+		sum, size, err := hashSource(out[i])
 		if out[i].evidence != nil {
 			if err != nil || sum != out[i].sha256 || size != out[i].size {
 				store, _ := rt.Store()
@@ -154,17 +170,64 @@ func (rt *Runtime) resolveEvidence(op gen.OperationDecl, i int, src *gen.Evidenc
 			With("evidence_id", ev.ID)
 	}
 	selector := sel.Selector
-	return &resolved{
+	r := &resolved{
 		path: store.PayloadPath(sel.SHA256), size: sel.Size, sha256: sel.SHA256, format: sel.Format,
-		producer: sel.Producer, declared: true,
+		producer: sel.Producer, declared: true, members: sel.Members,
 		evidence: &gen.EvidenceSource{Kind: "evidence", EvidenceID: ev.ID, ArtifactSelector: &selector},
-	}, nil
+	}
+	if sel.Members != nil {
+		dir, f := rt.materialize(store, sel)
+		if f != nil {
+			return nil, f.With("source_index", i)
+		}
+		r.path = dir
+	}
+	return r, nil
+}
+
+// materialize rebuilds a preserved directory source from its members' stored payloads,
+// verified, once per bundle digest in this session: analyzers read a directory.
+func (rt *Runtime) materialize(store *repository.Store, sel *repository.Selected) (string, *failure.Failure) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.materialized == "" {
+		d, err := os.MkdirTemp("", "flameox-evidence-dirs-")
+		if err != nil {
+			return "", failure.Wrap(err, gen.FailureCodeIoFailure, "a directory for preserved directory sources cannot be created; check TMPDIR")
+		}
+		rt.materialized = d
+	}
+	dir := filepath.Join(rt.materialized, sel.SHA256)
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	tmp := dir + ".part"
+	os.RemoveAll(tmp)
+	if err := sourcefile.Materialize(tmp, sel.Members, func(m sourcefile.Member) string { return store.PayloadPath(m.SHA256) }); err != nil {
+		os.RemoveAll(tmp)
+		return "", store.CheckArtifact(sel.Members[0].SHA256, sel.Members[0].Size, true).
+			With("reason", "directory_members")
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return "", failure.Wrap(err, gen.FailureCodeIoFailure, "a preserved directory source cannot be rebuilt; check TMPDIR")
+	}
+	return dir, nil
+}
+
+// hashSource hashes a file, or a directory's members into its bundle digest.
+func hashSource(r resolved) (string, int64, error) {
+	if r.members == nil {
+		return sourcefile.Hash(r.path)
+	}
+	_, sum, size, err := sourcefile.HashDirectory(context.Background(), r.path, int64(len(r.members)), r.size)
+	return sum, size, err
 }
 
 // recheck hashes every input again after analysis; a changed input invalidates the page.
 func recheck(in []resolved) *failure.Failure {
 	for i, r := range in {
-		sum, _, err := sourcefile.Hash(r.path)
+		sum, _, err := hashSource(r)
 		if err != nil || sum != r.sha256 {
 			return failure.New(gen.FailureCodeMissingOrChangedInput,
 				"source %d changed or disappeared during analysis; retry to analyze its current content", i).
@@ -269,4 +332,79 @@ func (rt *Runtime) sniff(path string, op gen.OperationDecl, i int) (gen.Format, 
 				i, got, op.Name, strings.Join(readers, " or "))}}
 	}
 	return "", f
+}
+
+// resolveDirectory resolves path source i that is a directory: a format of the operation
+// that is a directory of files (declared, or detected from its top-level names), and
+// its members hashed within what max_input_files and max_input_bytes leave after the
+// sources before it (total bytes, files files). Links and special files are refused.
+func (rt *Runtime) resolveDirectory(req *request, i int, p *gen.PathSource, total, files int64) (*resolved, *failure.Failure) {
+	op := req.tool.Operation
+	var dirFormats []string
+	for _, f := range op.Formats {
+		if rt.providers.IsDirectoryFormat(f) {
+			dirFormats = append(dirFormats, string(f))
+		}
+	}
+	notDir := func(got string) *failure.Failure {
+		return failure.New(gen.FailureCodeUnsupportedFormat,
+			"source %d is a directory; %s reads a directory only in the formats %v (it reads files in %s)", i, op.Name, dirFormats, strings.Join(op.FormatStrings(), ", ")).
+			Field(failure.Path("sources", i, "path"), dirFormats).With("source_index", i).With("received_format", got)
+	}
+	r := &resolved{path: p.Path, producer: p.Producer}
+	if p.Format != nil {
+		if !rt.providers.IsDirectoryFormat(*p.Format) {
+			return nil, notDir(string(*p.Format))
+		}
+		r.format, r.declared = *p.Format, true
+	} else {
+		entries, err := os.ReadDir(p.Path)
+		if err != nil {
+			return nil, failure.Wrap(err, gen.FailureCodeMissingOrChangedInput, "source %d (a directory) cannot be read", i).
+				Field(failure.Path("sources", i, "path"), nil).With("source_index", i)
+		}
+		names := make([]string, 0, min(len(entries), 4096))
+		for _, e := range entries[:min(len(entries), 4096)] {
+			names = append(names, e.Name())
+		}
+		for _, f := range rt.providers.DetectDirectory(names) {
+			if op.Accepts(f) {
+				r.format = f
+				break
+			}
+		}
+		if r.format == "" {
+			return nil, notDir("directory").With("detected", true)
+		}
+	}
+	members, sum, size, err := sourcefile.HashDirectory(context.Background(), p.Path,
+		req.limits.MaxInputFiles-files, req.limits.MaxInputBytes-total)
+	switch {
+	case errors.Is(err, sourcefile.ErrTooManyFiles):
+		return nil, failure.New(gen.FailureCodeLimitExceeded,
+			"the sources hold more than limits.max_input_files (%d files); source %d is a directory", req.limits.MaxInputFiles, i).
+			Field(failure.Path("limits", "max_input_files"), nil).With("field", "max_input_files").With("source_index", i)
+	case errors.Is(err, sourcefile.ErrTooLarge):
+		return nil, failure.New(gen.FailureCodeLimitExceeded,
+			"the sources hold more than limits.max_input_bytes (%d bytes); source %d is a directory", req.limits.MaxInputBytes, i).
+			Field(failure.Path("limits", "max_input_bytes"), nil).With("field", "max_input_bytes").
+			With("effective_ceiling", req.limits.MaxInputBytes).With("source_index", i)
+	case errors.Is(err, sourcefile.ErrNotRegular):
+		return nil, failure.New(gen.FailureCodeUnsupportedFormat,
+			"source %d (a directory) holds a symbolic link or special file; a directory source holds regular files and directories only", i).
+			Field(failure.Path("sources", i, "path"), nil).With("source_index", i).With("reason", "not_regular")
+	case err != nil:
+		return nil, failure.Wrap(err, gen.FailureCodeMissingOrChangedInput, "source %d (a directory) could not be read", i).
+			Field(failure.Path("sources", i, "path"), nil).With("source_index", i)
+	case len(members) == 0:
+		return nil, failure.New(gen.FailureCodeDecodeFailure, "source %d is an empty directory", i).
+			Field(failure.Path("sources", i, "path"), nil).With("source_index", i).With("reason", "empty_directory")
+	}
+	r.members, r.sha256, r.size = members, sum, size
+	if want := p.ExpectedSHA256; want != nil && *want != sum {
+		return nil, failure.New(gen.FailureCodeMissingOrChangedInput, "source %d does not have the expected SHA-256 (its bundle digest)", i).
+			Field(failure.Path("sources", i, "expected_sha256"), nil).
+			With("source_index", i).With("expected_sha256", *want).With("actual_sha256", sum)
+	}
+	return r, nil
 }

@@ -15,6 +15,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -62,6 +63,7 @@ type workerInput struct {
 	Declared bool                  `json:"declared"`
 	Evidence *gen.EvidenceSource   `json:"evidence"`
 	Reader   *providers.Executable `json:"reader"`
+	Members  []sourcefile.Member   `json:"members"`
 }
 
 // workerReply is what a worker writes on stdout.
@@ -164,7 +166,7 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	wr := workerRequest{Tool: req.tool.Name, Arguments: args, Limits: req.limits}
 	for _, r := range in {
 		wr.Inputs = append(wr.Inputs, workerInput{Path: r.path, Size: r.size, SHA256: r.sha256, Format: r.format,
-			Producer: r.producer, Role: r.role, Declared: r.declared, Evidence: r.evidence, Reader: r.reader})
+			Producer: r.producer, Role: r.role, Declared: r.declared, Evidence: r.evidence, Reader: r.reader, Members: r.members})
 	}
 	body, _ := json.Marshal(wr)
 	reqFile, replyFile := filepath.Join(dir, "request.json"), filepath.Join(dir, "reply.json")
@@ -321,7 +323,7 @@ func serveWorker(reg *providers.Registry, path string) (reply workerReply) {
 	in := make([]resolved, len(wr.Inputs))
 	for i, w := range wr.Inputs {
 		in[i] = resolved{path: w.Path, size: w.Size, sha256: w.SHA256, format: w.Format, producer: w.Producer,
-			role: w.Role, declared: w.Declared, evidence: w.Evidence, reader: w.Reader}
+			role: w.Role, declared: w.Declared, evidence: w.Evidence, reader: w.Reader, members: w.Members}
 	}
 	req.inputs = in
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(req.limits.TimeoutSeconds*float64(time.Second)))
