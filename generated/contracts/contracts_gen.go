@@ -2261,8 +2261,8 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeTraceLifecycle,
-		Description:      "List the span starts, span ends and span events of one OTLP trace in time order, with trace, span and parent ids.",
-		Formats:          []Format{FormatOtlp},
+		Description:      "List the span starts, span ends and span events of one OTLP trace, or the starts and ends of an Nsight Systems export's GPU activity, CUDA calls and NVTX ranges, in time order, with trace, span and parent ids.",
+		Formats:          []Format{FormatOtlp, FormatNsysSqlite, FormatNsysRep},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
@@ -2271,7 +2271,9 @@ var Operations = []OperationDecl{
 		Released:         true,
 		Limitations:      []string{"Ordered by time, span id, then span_started, span_event, span_ended (lifecycle order); absent timestamps produce no transition."},
 		FormatLimitations: map[Format][]string{
-			FormatOtlp: []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
+			FormatNsysRep:    []string{"The report was converted with this machine's nsys (nsys export --type sqlite); the nsys executable's digest is bound into the result. Table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Spans are CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY and _MEMSET records, CUPTI_ACTIVITY_KIND_RUNTIME calls and NVTX ranges, each with span_started and span_ended at its start and end (time_unix_nano adds the session start, TARGET_INFO_SESSION_START_TIME); span_id is summarize_trace's slice id, trace_id the process id, parent_span_id the CUDA API call of GPU activity (null otherwise); no span_event rows."},
+			FormatNsysSqlite: []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Spans are CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY and _MEMSET records, CUPTI_ACTIVITY_KIND_RUNTIME calls and NVTX ranges, each with span_started and span_ended at its start and end (time_unix_nano adds the session start, TARGET_INFO_SESSION_START_TIME); span_id is summarize_trace's slice id, trace_id the process id, parent_span_id the CUDA API call of GPU activity (null otherwise); no span_event rows."},
+			FormatOtlp:       []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
 		},
 		Rows: []string{"TraceLifecycleRow"},
 	},

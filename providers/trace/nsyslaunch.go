@@ -113,7 +113,12 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.NoFields]) 
 	if total == 0 {
 		a.Limitations = append(a.Limitations, "no_accelerator_activity_observed: the report holds no CUDA kernel, memcpy or memset activity.")
 	}
-	a.Rows = &launchRows{src: src, total: total, done: done}
+	// The launch query in its stable order (start, kind, table rowid).
+	a.Rows = &sqlPages{src: src, total: total, done: done,
+		query: func(_ context.Context, d *nsysDB) (string, error) {
+			return d.launchQuery() + ` ORDER BY start, ord, rid`, nil
+		},
+		scan: func(rows *sql.Rows) (any, error) { return scanLaunch(rows) }}
 	return a, nil
 }
 
@@ -131,16 +136,19 @@ func nsysInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimi
 	return nsysSource{in: conv}, nsysRepAnalysis(nsys), done, nil
 }
 
-// launchRows pages the launch query with LIMIT and OFFSET over its stable order (start,
-// kind, table rowid): each page reads only its rows and one look-ahead.
-type launchRows struct {
+// sqlPages pages an ordered query over an export with LIMIT and OFFSET: each page reads
+// only its rows. query is the statement without its LIMIT ? OFFSET ? tail; scan reads
+// one row.
+type sqlPages struct {
 	src   nsysSource
 	total int64
+	query func(ctx context.Context, d *nsysDB) (string, error)
+	scan  func(rows *sql.Rows) (any, error)
 	// done removes a converted report's scratch export once the page is read.
 	done func()
 }
 
-func (r *launchRows) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
+func (r *sqlPages) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
 	reach := min(r.total, int64(providers.MaxProjectionRows))
 	if offset > 0 && offset >= reach {
 		return nil, &providers.OffsetError{Offset: offset, Available: reach}
@@ -151,13 +159,17 @@ func (r *launchRows) Page(ctx context.Context, offset, limit int64, fits func(js
 	stop := offset
 	if end > offset {
 		err := r.src.withNsys(ctx, func(d *nsysDB) error {
-			rows, err := d.sql.QueryContext(ctx, d.launchQuery()+` ORDER BY start, ord, rid LIMIT ? OFFSET ?`, end-offset, offset)
+			q, err := r.query(ctx, d)
+			if err != nil {
+				return err
+			}
+			rows, err := d.sql.QueryContext(ctx, q+` LIMIT ? OFFSET ?`, end-offset, offset)
 			if err != nil {
 				return d.sqlErr(ctx, err)
 			}
 			defer rows.Close()
 			for rows.Next() {
-				row, err := scanLaunch(rows)
+				row, err := r.scan(rows)
 				if err != nil {
 					return d.sqlErr(ctx, err)
 				}

@@ -27,47 +27,61 @@ const maxNsysNames = 1 << 20
 // then id, with columns: table, id, start, end, name, globalPid, globalTid (NULL for GPU
 // activity), deviceId, streamId, correlationId.
 func (d *nsysDB) nsysSliceQuery(ctx context.Context) (string, error) {
+	q, _, err := d.nsysSliceUnion(ctx)
+	if err != nil || q == "" {
+		return q, err
+	}
+	return q + ` ORDER BY start, stop DESC, id`, nil
+}
+
+// nsysSliceUnion is nsysSliceQuery's union unordered, its columns named tab, id, start,
+// stop, name, pid, tid, device, stream, corr, and the id base of each table (-1 where
+// the export lacks it): a row's id is its table's base plus its rowid - 1.
+func (d *nsysDB) nsysSliceUnion(ctx context.Context) (string, [len(nsysSliceTables)]int64, error) {
 	var parts []string
 	var base int64
+	var bases [len(nsysSliceTables)]int64
 	for t, table := range nsysSliceTables {
+		bases[t] = -1
 		if !d.tables[table] {
 			continue
 		}
+		bases[t] = base
 		var top int64
 		if err := d.sql.QueryRowContext(ctx, `SELECT coalesce(max(rowid), 0) FROM "`+table+`"`).Scan(&top); err != nil {
-			return "", d.sqlErr(ctx, err)
+			return "", bases, d.sqlErr(ctx, err)
 		}
 		id := fmt.Sprintf("%d + e.rowid - 1", base)
 		base += top
 		var sel, from string
 		switch t {
 		case 0:
-			sel = `coalesce(n.value, ''), e.globalPid, NULL, e.deviceId, e.streamId, e.correlationId`
+			sel = `coalesce(n.value, '') AS name, e.globalPid AS pid, NULL AS tid, e.deviceId AS device, e.streamId AS stream, e.correlationId AS corr`
 			from = `CUPTI_ACTIVITY_KIND_KERNEL e LEFT JOIN StringIds n ON n.id = e.shortName`
 		case 1:
 			label, enum := `e.copyKind`, ``
 			if d.tables["ENUM_CUDA_MEMCPY_OPER"] {
 				label, enum = `coalesce(c.label, e.copyKind)`, ` LEFT JOIN ENUM_CUDA_MEMCPY_OPER c ON c.id = e.copyKind`
 			}
-			sel = `'[CUDA memcpy ' || ` + label + ` || ']', e.globalPid, NULL, e.deviceId, e.streamId, e.correlationId`
+			sel = `'[CUDA memcpy ' || ` + label + ` || ']' AS name, e.globalPid AS pid, NULL AS tid, e.deviceId AS device, e.streamId AS stream, e.correlationId AS corr`
 			from = `CUPTI_ACTIVITY_KIND_MEMCPY e` + enum
 		case 2:
-			sel = `'[CUDA memset]', e.globalPid, NULL, e.deviceId, e.streamId, e.correlationId`
+			sel = `'[CUDA memset]' AS name, e.globalPid AS pid, NULL AS tid, e.deviceId AS device, e.streamId AS stream, e.correlationId AS corr`
 			from = `CUPTI_ACTIVITY_KIND_MEMSET e`
 		case 3:
-			sel = `coalesce(n.value, ''), e.globalTid & ~16777215, e.globalTid, NULL, NULL, e.correlationId`
+			sel = `coalesce(n.value, '') AS name, e.globalTid & ~16777215 AS pid, e.globalTid AS tid, NULL AS device, NULL AS stream, e.correlationId AS corr`
 			from = `CUPTI_ACTIVITY_KIND_RUNTIME e LEFT JOIN StringIds n ON n.id = e.nameId`
 		case 4:
-			sel = `coalesce(e.text, n.value, ''), e.globalTid & ~16777215, coalesce(e.globalTid, 0), NULL, NULL, NULL`
+			sel = `coalesce(e.text, n.value, '') AS name, e.globalTid & ~16777215 AS pid, coalesce(e.globalTid, 0) AS tid, NULL AS device, NULL AS stream, NULL AS corr`
 			from = `NVTX_EVENTS e LEFT JOIN StringIds n ON n.id = e.textId`
 		}
 		parts = append(parts, fmt.Sprintf(`SELECT %d AS tab, %s AS id, e.start AS start, e."end" AS stop, %s FROM %s WHERE e.start IS NOT NULL AND e."end" IS NOT NULL`,
 			t, id, sel, from))
 	}
 	if len(parts) == 0 {
-		return "", nil
+		return "", bases, nil
 	}
-	return strings.Join(parts, " UNION ALL ") + ` ORDER BY start, stop DESC, id`, nil
+	return strings.Join(parts, " UNION ALL "), bases, nil
 }
 
 // decodeNsys reads an export's kernels, memcpys, memsets, CUDA API calls and NVTX ranges

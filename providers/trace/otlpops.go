@@ -385,6 +385,9 @@ func unanos(v uint64) any {
 
 func summarizeLifecycle(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
+	if in.Format == gen.FormatNsysSqlite || in.Format == gen.FormatNsysRep {
+		return nsysLifecycle(ctx, in, req.Limits)
+	}
 	return &providers.Analysis{Provider: provider(), Rows: &ranked[transition]{less: byLifecycle,
 		fill: func(ctx context.Context, keep func(*transition)) (int64, *providers.Page, error) {
 			var n, missing int64
