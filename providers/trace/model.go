@@ -92,6 +92,9 @@ type Stats struct {
 	Metadata int64
 	// Ignored counts events of phases the decoder does not read (samples, objects, ...).
 	Ignored int64
+	// InvalidIntervals counts intervals recorded with an end before their start (Nsight
+	// Systems records): delivered with duration 0, so never listed.
+	InvalidIntervals int64
 	// Truncated is set when a Trace Event array ends without its closing "]" (the
 	// format allows it) or with a trailing comma.
 	Truncated bool

@@ -3,6 +3,7 @@ package trace
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,5 +150,30 @@ func TestNsysLifecycleAgainstPython(t *testing.T) {
 				t.Errorf("session start recorded %v, limitations %q", c.epoch, a.Limitations)
 			}
 		})
+	}
+}
+
+// TestNsysSlicesInvalidIntervals checks that summarize_trace counts the records of the
+// lifecycle variant that end before they start, as python3's sqlite3 counts them.
+func TestNsysSlicesInvalidIntervals(t *testing.T) {
+	variant := filepath.Join(t.TempDir(), "variant.sqlite")
+	python3(t, nsysVariant, corpusFile(t, nsysCorpus), variant)
+	python3(t, nsysLifecycleVariant, variant)
+	out := python3(t, `
+import sys, sqlite3
+db = sqlite3.connect(sys.argv[1])
+print(sum(db.execute('select count(*) from %s where end < start' % t).fetchone()[0] for t in
+    ('CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_MEMSET', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'NVTX_EVENTS')))
+`, variant)
+	a, err := summarize(context.Background(), nsysReq(variant))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Rows.Page(context.Background(), 0, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(p.Metrics["invalid_interval_count"]), strings.TrimSpace(string(out)); got != want || want == "0" {
+		t.Errorf("invalid_interval_count %s, python3 %s", got, want)
 	}
 }

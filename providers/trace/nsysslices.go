@@ -117,6 +117,9 @@ func decodeNsys(ctx context.Context, in providers.Input, sink Sink) (*Stats, err
 				return d.sqlErr(ctx, err)
 			}
 			st.Events++
+			if end < start {
+				st.InvalidIntervals++
+			}
 			e = Event{ID: id, TS: start, Dur: max(end-start, 0), Name: name, Category: nsysSliceCategories[tab], Phase: "X"}
 			if tid.Valid {
 				e.Track = tid.Int64

@@ -165,6 +165,9 @@ func (s *scan) metrics() map[string]any {
 	if s.misnested > 0 {
 		m["misnested_slice_count"] = s.misnested
 	}
+	if s.stats.InvalidIntervals > 0 {
+		m["invalid_interval_count"] = s.stats.InvalidIntervals
+	}
 	return m
 }
 
@@ -176,6 +179,9 @@ func (s *scan) limitations() []string {
 	}
 	if s.stats.UnmatchedEnds > 0 || s.stats.UnfinishedBegins > 0 {
 		out = append(out, fmt.Sprintf("%d end events had no open begin and %d begins were still open at the end of the trace; neither became a slice.", s.stats.UnmatchedEnds, s.stats.UnfinishedBegins))
+	}
+	if n := s.stats.InvalidIntervals; n > 0 {
+		out = append(out, fmt.Sprintf("%d records end before they start (invalid_interval_count); they have duration 0 and are not listed.", n))
 	}
 	if s.traceProcessor {
 		out = append(out, "Perfetto's trace_processor_shell read this trace (it holds no track events the native decoder reads): slices are its slice table with a positive duration, ids its slice ids, parent and depth as it nests them; arguments are not read.")
