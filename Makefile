@@ -8,11 +8,13 @@ all: build
 build:
 	$(GO) build -o bin/flameox ./cmd/flameox
 
-# generate turns the CUE contracts into contracts/ (JSON Schemas, catalog) and
-# generated/contracts (Go types, enums, unions, registry).
+# generate turns the CUE contracts into contracts/ (JSON Schemas, catalog, the viewer's
+# openapi.json) and generated/contracts (Go types, enums, unions, registry), then ogen turns
+# contracts/openapi.json into generated/viewerapi (the viewer's typed server and client).
 generate:
 	$(CUE) vet -c=false ./cue/contracts
 	$(GO) run ./tools/contractgen -pkg ./cue/contracts -contracts contracts -go generated/contracts
+	$(GO) tool ogen --config tools/viewerapi.ogen.yml --target generated/viewerapi --package viewerapi --clean contracts/openapi.json
 	gofmt -l generated | (! grep .)
 
 # check-generated fails when the checked-in output differs from a fresh generation.

@@ -8,5 +8,5 @@ import "embed"
 // FS holds catalog.json, tools/*.json, the evidence store's document schemas
 // (repository/*.json) and the schemas of formats Flameox defines (formats/*.json).
 //
-//go:embed catalog.json tools repository formats
+//go:embed catalog.json openapi.json tools repository formats
 var FS embed.FS

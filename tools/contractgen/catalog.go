@@ -401,6 +401,9 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			files[dir+"/"+name+".json"] = marshalSchema(s)
 		}
 	}
+	if files["openapi.json"], err = m.openAPIFile(); err != nil {
+		return nil, err
+	}
 	files["catalog.json"] = marshalSchema(map[string]any{
 		"server":     server,
 		"tools":      tools,

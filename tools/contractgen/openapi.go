@@ -1,0 +1,219 @@
+package main
+
+import "fmt"
+
+// The evidence viewer's HTTP contract (contracts/openapi.json, decision 0029). Its
+// parameters and the documents it names come from the same CUE definitions as the MCP
+// tools: query parameters are the properties of #QueryEvidenceArguments, the digest
+// pattern is #Sha256's, and each response document is rendered from its definition.
+// ogen (make generate) turns the document into generated/viewerapi.
+
+// openAPIDocuments are the response and request documents of the viewer, by component
+// name: the CUE definition each renders.
+var openAPIDocuments = []string{"QueryResult", "EvidenceProjection", "AnalysisResult", "Failure"}
+
+// openAPIOpenDocuments are published as open objects in the OpenAPI document: ogen cannot
+// digest their CUE renderings (2020-12 unions of const-discriminated arms without a
+// discriminator, null in type unions, free-form rows), and a typed Go model of them would
+// silently drop fields it does not know. The server returns the runtime's exact JSON and
+// the full schema stays in x-flameox-schema for readers and validators.
+var openAPIOpenDocuments = map[string]bool{"AnalysisResult": true}
+
+// openAPIFile renders contracts/openapi.json.
+func (m *model) openAPIFile() ([]byte, error) {
+	components := schema{}
+	for _, name := range openAPIDocuments {
+		s, err := m.defSchema(name)
+		if err != nil {
+			return nil, fmt.Errorf("openapi #%s: %w", name, err)
+		}
+		if openAPIOpenDocuments[name] {
+			components[name] = schema{
+				"type":                 "object",
+				"additionalProperties": true,
+				"description":          "The JSON of #" + name + " (contracts/tools); its JSON Schema 2020-12 rendering is x-flameox-schema.",
+				"x-flameox-schema":     s,
+			}
+			continue
+		}
+		components[name] = oas30(s)
+	}
+	components["AnalyzeArguments"] = schema{
+		"type":                 "object",
+		"additionalProperties": true,
+		"description":          "The analysis tool's arguments (contracts/tools/<operation>.input.json); every source must be an evidence source.",
+	}
+	query, err := m.defSchema("QueryEvidenceArguments")
+	if err != nil {
+		return nil, err
+	}
+	var params []any
+	props := query["properties"].(schema)
+	for _, name := range sortedKeys(props) {
+		p := oas30(deepCopy(props[name]).(schema))
+		desc, _ := p["description"].(string)
+		delete(p, "description")
+		if p["type"] == nil {
+			p["type"] = "string"
+		}
+		if p["enum"] != nil {
+			// Named apart from ogen's per-operation constants (ListEvidenceOperation).
+			p["x-ogen-name"] = goName(name) + "Filter"
+		}
+		params = append(params, schema{"name": name, "in": "query", "required": false, "description": desc, "schema": p})
+	}
+	sha, err := m.defSchema("Sha256")
+	if err != nil {
+		return nil, err
+	}
+	failure := func(desc string) schema {
+		return schema{"description": desc, "content": schema{"application/json": schema{"schema": ref("Failure")}}}
+	}
+	jsonOK := func(desc, name string) schema {
+		return schema{"description": desc, "content": schema{"application/json": schema{"schema": ref(name)}}}
+	}
+	noStore := schema{"Cache-Control": schema{"description": "Always no-store.", "schema": schema{"type": "string"}}}
+	ok := func(r schema) schema { r["headers"] = noStore; return r }
+	binary := schema{"application/octet-stream": schema{"x-ogen-raw-response": true, "schema": schema{"type": "string", "format": "binary"}}}
+	doc := schema{
+		"openapi": "3.0.3",
+		"info": schema{
+			"title":       "Flameox evidence viewer",
+			"version":     "1",
+			"description": "Read-only HTTP access to a Flameox evidence store (flameox evidence serve). Every response is Cache-Control: no-store; failures are the Failure envelope with a 4xx or 5xx status.",
+		},
+		"paths": schema{
+			"/api/evidence": schema{"get": schema{
+				"operationId": "listEvidence",
+				"summary":     "One page of evidence manifests (the query_evidence tool: same filters and cursor).",
+				"parameters":  params,
+				"responses":   schema{"200": ok(jsonOK("A page of manifests.", "QueryResult")), "default": failure("A typed failure.")},
+			}},
+			"/api/evidence/{evidence_id}": schema{"get": schema{
+				"operationId": "getEvidence",
+				"summary":     "The redacted projection of one evidence bundle (the inspect_evidence tool).",
+				"parameters": []any{schema{"name": "evidence_id", "in": "path", "required": true,
+					"schema": oas30(deepCopy(sha).(schema))}},
+				"responses": schema{"200": ok(jsonOK("The projection.", "EvidenceProjection")), "default": failure("A typed failure.")},
+			}},
+			"/api/artifacts/{sha256}": schema{"get": schema{
+				"operationId": "getArtifact",
+				"summary":     "A stored artifact's exact bytes by content digest (ETag is the SHA-256; one byte range per request; gzip is served as stored).",
+				"parameters": []any{
+					schema{"name": "sha256", "in": "path", "required": true, "schema": schema{"type": "string"},
+						"description": "The artifact's SHA-256 (" + fmt.Sprint(sha["pattern"]) + "); anything else is a typed 400."},
+					schema{"name": "evidence_id", "in": "query", "required": false, "schema": oas30(deepCopy(sha).(schema)),
+						"description": "Evidence declaring the artifact: its recorded format sets the content type."},
+					schema{"name": "Range", "in": "header", "required": false, "schema": schema{"type": "string"}},
+				},
+				"responses": schema{
+					"200":     schema{"description": "The artifact bytes.", "content": binary},
+					"206":     schema{"description": "One byte range of the artifact.", "content": binary},
+					"default": failure("A typed failure (416 for an unsatisfiable range)."),
+				},
+			}},
+			"/api/analyze/{operation}": schema{"post": schema{
+				"operationId": "analyze",
+				"summary":     "One page of a read-only analysis over evidence sources; the same envelope as the MCP tool.",
+				"parameters": []any{schema{"name": "operation", "in": "path", "required": true,
+					"schema": schema{"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}}},
+				"requestBody": schema{"required": true, "content": schema{"application/json": schema{"schema": ref("AnalyzeArguments")}}},
+				"responses":   schema{"200": ok(jsonOK("The analysis result envelope.", "AnalysisResult")), "default": failure("A typed failure.")},
+			}},
+		},
+		"components": schema{"schemas": components},
+	}
+	return marshalSchema(doc), nil
+}
+
+func ref(name string) schema { return schema{"$ref": "#/components/schemas/" + name} }
+
+// oas30 rewrites a JSON Schema 2020-12 rendering into the OpenAPI 3.0 dialect ogen reads:
+// a numeric exclusive bound becomes the bound with a boolean flag, and const becomes a
+// one-value enum.
+func oas30(s schema) schema {
+	for _, k := range sortedKeys(s) {
+		switch v := s[k].(type) {
+		case schema:
+			s[k] = oas30(v)
+		case []any:
+			for i, e := range v {
+				if es, ok := e.(schema); ok {
+					v[i] = oas30(es)
+				}
+			}
+		}
+	}
+	for _, bound := range []string{"Minimum", "Maximum"} {
+		k := "exclusive" + bound
+		if n, ok := s[k]; ok {
+			if _, isBool := n.(bool); !isBool {
+				s[k] = true
+				s[map[string]string{"Minimum": "minimum", "Maximum": "maximum"}[bound]] = n
+			}
+		}
+	}
+	if c, ok := s["const"]; ok {
+		delete(s, "const")
+		s["enum"] = []any{c}
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		arms, ok := s[k].([]any)
+		if !ok {
+			continue
+		}
+		// 3.0 has no null type: an arm {type: null} becomes nullable on the others.
+		var kept []any
+		nullable := false
+		for _, a := range arms {
+			if as, ok := a.(schema); ok && as["type"] == "null" && len(as) == 1 {
+				nullable = true
+				continue
+			}
+			kept = append(kept, a)
+		}
+		if !nullable {
+			continue
+		}
+		if len(kept) == 1 {
+			delete(s, k)
+			for ak, av := range kept[0].(schema) {
+				if _, taken := s[ak]; !taken {
+					s[ak] = av
+				}
+			}
+		} else {
+			s[k] = kept
+		}
+		s["nullable"] = true
+	}
+	// A free-form object ({...} in CUE) renders without properties: without an explicit
+	// additionalProperties ogen would generate an empty struct and drop its content.
+	if s["type"] == "object" && s["properties"] == nil && s["additionalProperties"] == nil {
+		s["additionalProperties"] = true
+	}
+	// Object arms told apart by a constant kind are one of them, not any of them.
+	if arms, ok := s["anyOf"].([]any); ok && allKinded(arms) {
+		delete(s, "anyOf")
+		s["oneOf"] = arms
+	}
+	if e, ok := s["enum"].([]any); ok && s["type"] == nil && len(e) > 0 {
+		if _, isString := e[0].(string); isString {
+			s["type"] = "string"
+		}
+	}
+	return s
+}
+
+// allKinded reports whether every arm is an object whose kind property is one constant.
+func allKinded(arms []any) bool {
+	for _, a := range arms {
+		as, _ := a.(schema)
+		props, _ := as["properties"].(schema)
+		kind, _ := props["kind"].(schema)
+		if e, ok := kind["enum"].([]any); !ok || len(e) != 1 {
+			return false
+		}
+	}
+	return len(arms) > 0
+}
