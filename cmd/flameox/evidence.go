@@ -13,9 +13,10 @@ import (
 func newEvidenceCommand(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "evidence",
-		Short: "Query, show and locate preserved evidence",
+		Short: "Query, show, locate and serve preserved evidence",
 	}
-	cmd.AddCommand(newEvidenceQueryCommand(stdout), newEvidenceShowCommand(stdout), newEvidenceLocationCommand(stdout))
+	cmd.AddCommand(newEvidenceQueryCommand(stdout), newEvidenceShowCommand(stdout), newEvidenceLocationCommand(stdout),
+		newEvidenceServeCommand())
 	return cmd
 }
 

@@ -189,6 +189,10 @@ func (s *Server) handleGetArtifactRequest(args [1]string, argsEscaped bool, w ht
 					Name: "Range",
 					In:   "header",
 				}: params.Range,
+				{
+					Name: "If-None-Match",
+					In:   "header",
+				}: params.IfNoneMatch,
 			},
 			Raw: r,
 		}

@@ -105,7 +105,10 @@ type GetArtifactParams struct {
 	SHA256 string
 	// Evidence declaring the artifact: its recorded format sets the content type.
 	EvidenceID OptString `json:",omitempty,omitzero"`
-	Range      OptString `json:",omitempty,omitzero"`
+	// One range: bytes=first-last, bytes=first- or bytes=-suffix; an invalid or unsatisfiable range is a
+	// typed 416.
+	Range       OptString `json:",omitempty,omitzero"`
+	IfNoneMatch OptString `json:",omitempty,omitzero"`
 }
 
 func unpackGetArtifactParams(packed middleware.Parameters) (params GetArtifactParams) {
@@ -132,6 +135,15 @@ func unpackGetArtifactParams(packed middleware.Parameters) (params GetArtifactPa
 		}
 		if v, ok := packed[key]; ok {
 			params.Range = v.(OptString)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "If-None-Match",
+			In:   "header",
+		}
+		if v, ok := packed[key]; ok {
+			params.IfNoneMatch = v.(OptString)
 		}
 	}
 	return params
@@ -288,6 +300,45 @@ func decodeGetArtifactParams(args [1]string, argsEscaped bool, r *http.Request) 
 	}(); err != nil {
 		return params, &ogenerrors.DecodeParamError{
 			Name: "Range",
+			In:   "header",
+			Err:  err,
+		}
+	}
+	// Decode header: If-None-Match.
+	if err := func() error {
+		cfg := uri.HeaderParameterDecodingConfig{
+			Name:    "If-None-Match",
+			Explode: false,
+		}
+		if err := h.HasParam(cfg); err == nil {
+			if err := h.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotIfNoneMatchVal string
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotIfNoneMatchVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.IfNoneMatch.SetTo(paramsDotIfNoneMatchVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "If-None-Match",
 			In:   "header",
 			Err:  err,
 		}

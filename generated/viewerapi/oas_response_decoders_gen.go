@@ -179,6 +179,9 @@ func decodeGetArtifactResponse(resp *http.Response) (res GetArtifactRes, _ error
 		default:
 			return res, validate.InvalidContentType(ct)
 		}
+	case 304:
+		// Code 304.
+		return &GetArtifactNotModified{}, nil
 	}
 	// Convenient error response.
 	defRes, err := func() (res *FailureStatusCode, err error) {

@@ -46,6 +46,11 @@ func encodeAnalyzeResponse(response *AnalysisResultHeaders, w http.ResponseWrite
 
 func encodeGetArtifactResponse(response GetArtifactRes, w http.ResponseWriter) error {
 	switch response := response.(type) {
+	case *GetArtifactNotModified:
+		w.WriteHeader(304)
+
+		return nil
+
 	default:
 		return errors.Errorf("unexpected response type: %T", response)
 	}

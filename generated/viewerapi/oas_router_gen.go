@@ -15,7 +15,7 @@ var (
 		"POST": "Content-Type",
 	}
 	rn5AllowedHeaders = map[string]string{
-		"GET": "Range",
+		"GET": "If-None-Match,Range",
 	}
 )
 

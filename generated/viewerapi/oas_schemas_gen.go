@@ -4926,6 +4926,11 @@ func (s *FailureStatusCode) SetResponse(val Failure) {
 	s.Response = val
 }
 
+// GetArtifactNotModified is response for GetArtifact operation.
+type GetArtifactNotModified struct{}
+
+func (*GetArtifactNotModified) getArtifactRes() {}
+
 type GetArtifactOK struct {
 	Data io.Reader
 }

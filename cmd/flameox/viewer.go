@@ -1,0 +1,411 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ogen-go/ogen/ogenerrors"
+	"github.com/spf13/cobra"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/generated/viewerapi"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/runtime"
+)
+
+// ViewerTokenVariable names the bearer token a non-loopback viewer requires.
+const ViewerTokenVariable = "FLAMEOX_VIEWER_TOKEN"
+
+// maxViewerRequestBytes bounds a request body (analysis arguments).
+const maxViewerRequestBytes = 1 << 20
+
+func newEvidenceServeCommand() *cobra.Command {
+	var addr, store string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the evidence store read-only over HTTP (the evidence viewer API; loopback unless FLAMEOX_VIEWER_TOKEN is set)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			var opts []runtime.Option
+			if store != "" {
+				opts = append(opts, runtime.WithStoreDir(store))
+			}
+			rt, err := newRuntime(nil, opts...)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			srv, ln, f := startViewer(rt, addr, os.Getenv(ViewerTokenVariable))
+			if f != nil {
+				return f
+			}
+			fmt.Fprintf(c.ErrOrStderr(), "flameox evidence viewer: http://%s/\n", ln.Addr())
+			go func() {
+				<-c.Context().Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = srv.Shutdown(ctx)
+			}()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return failure.Wrap(err, gen.FailureCodeIoFailure, "the evidence viewer stopped")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address; a non-loopback address requires "+ViewerTokenVariable)
+	cmd.Flags().StringVar(&store, "store", "", "serve this evidence store directory instead of the configured one")
+	return cmd
+}
+
+// startViewer checks the address and token and listens. A non-loopback address without a
+// token is INVALID_INPUT at addr.
+func startViewer(rt *runtime.Runtime, addr, token string) (*http.Server, net.Listener, *failure.Failure) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, failure.Invalid(failure.Path("addr"), nil, "--addr must be host:port, such as 127.0.0.1:0")
+	}
+	if !loopbackHost(host) && token == "" {
+		return nil, nil, failure.Invalid(failure.Path("addr"), nil,
+			"a non-loopback address needs a bearer token: set %s, or listen on 127.0.0.1", ViewerTokenVariable).
+			With("environment_variable", ViewerTokenVariable)
+	}
+	h, err := viewerHandler(rt, token)
+	if err != nil {
+		return nil, nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the evidence viewer could not be built")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the evidence viewer could not listen on %s", addr).
+			Field(failure.Path("addr"), nil)
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln, nil
+}
+
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// viewerHandler is the viewer's HTTP handler: no-store on every response, the bearer
+// token when one is configured, bounded bodies, and the ogen server with typed failures.
+func viewerHandler(rt *runtime.Runtime, token string) (http.Handler, error) {
+	v := &viewer{rt: rt}
+	api, err := viewerapi.NewServer(v, v,
+		viewerapi.WithNotFound(func(w http.ResponseWriter, r *http.Request) {
+			httpFailure(w, http.StatusNotFound, failure.New(gen.FailureCodeInvalidInput, "there is no viewer endpoint at this path").
+				Field(failure.Path("path"), nil))
+		}),
+		viewerapi.WithMethodNotAllowed(func(w http.ResponseWriter, r *http.Request, allowed string) {
+			w.Header().Set("Allow", allowed)
+			httpFailure(w, http.StatusMethodNotAllowed, failure.Invalid(failure.Path("method"), strings.Split(allowed, ","),
+				"the viewer is read-only: this endpoint accepts %s", allowed))
+		}),
+		viewerapi.WithErrorHandler(func(_ context.Context, w http.ResponseWriter, _ *http.Request, err error) {
+			httpFailure(w, http.StatusBadRequest, requestFailure(err))
+		}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				w.Header().Set("WWW-Authenticate", "Bearer")
+				httpFailure(w, http.StatusUnauthorized, failure.Invalid(failure.Path("authorization"), nil,
+					"this viewer requires Authorization: Bearer with the token in %s", ViewerTokenVariable))
+				return
+			}
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxViewerRequestBytes)
+		api.ServeHTTP(w, r)
+	}), nil
+}
+
+// requestFailure maps ogen's request decoding errors to INVALID_INPUT at the parameter.
+func requestFailure(err error) *failure.Failure {
+	var pe *ogenerrors.DecodeParamError
+	if errors.As(err, &pe) {
+		return failure.Invalid(failure.Path(pe.Name), nil, "parameter %s is not valid for this endpoint", pe.Name)
+	}
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return failure.New(gen.FailureCodeLimitExceeded, "the request body exceeds %d bytes", maxViewerRequestBytes).
+			Field(failure.Path("body"), nil)
+	}
+	var be *ogenerrors.DecodeBodyError
+	if errors.As(err, &be) {
+		return failure.Invalid(failure.Path("body"), nil, "the request body is not a JSON object")
+	}
+	return failure.Invalid(failure.Path(), nil, "the request does not match the viewer API")
+}
+
+// httpStatus is the HTTP status of a failure code.
+func httpStatus(code gen.FailureCode) int {
+	switch code {
+	case gen.FailureCodeInvalidInput, gen.FailureCodeUnknownOperation, gen.FailureCodeUnknownTool, gen.FailureCodeLimitExceeded:
+		return http.StatusBadRequest
+	case gen.FailureCodeMissingEvidence, gen.FailureCodeMissingOrChangedInput, gen.FailureCodeExpiredSessionAnalysis:
+		return http.StatusNotFound
+	case gen.FailureCodeUnsupportedFormat, gen.FailureCodeDecodeFailure, gen.FailureCodeAnalysisFailure:
+		return http.StatusUnprocessableEntity
+	case gen.FailureCodeUnavailableCapability, gen.FailureCodeCancelled:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func httpFailure(w http.ResponseWriter, status int, f *failure.Failure) {
+	b, err := json.Marshal(f.Envelope())
+	if err != nil {
+		b, _ = json.Marshal(failure.Unencodable(err).Envelope())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// viewer implements the generated Handler and RawHandler over the runtime.
+type viewer struct{ rt *runtime.Runtime }
+
+// failureError carries a failure through ogen to NewError.
+type failureError struct{ f *failure.Failure }
+
+func (e failureError) Error() string { return e.f.Message }
+
+func (v *viewer) NewError(_ context.Context, err error) *viewerapi.FailureStatusCode {
+	var fe failureError
+	f := failure.Wrap(err, gen.FailureCodeInternalFailure, "the viewer failed")
+	if errors.As(err, &fe) {
+		f = fe.f
+	}
+	out := &viewerapi.FailureStatusCode{StatusCode: httpStatus(f.Code)}
+	if err := convert(f.Envelope(), &out.Response); err != nil {
+		out.StatusCode = http.StatusInternalServerError
+	}
+	return out
+}
+
+// convert re-decodes v's JSON into the generated type.
+func convert(v any, into interface{ UnmarshalJSON([]byte) error }) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return into.UnmarshalJSON(b)
+}
+
+func (v *viewer) ListEvidence(ctx context.Context, p viewerapi.ListEvidenceParams) (*viewerapi.QueryResultHeaders, error) {
+	args := map[string]any{}
+	set := func(name string, o viewerapi.OptString) {
+		if o.Set {
+			args[name] = o.Value
+		}
+	}
+	set("created_after", p.CreatedAfter)
+	set("created_before", p.CreatedBefore)
+	set("cursor", p.Cursor)
+	set("input_sha256", p.InputSHA256)
+	set("provider_id", p.ProviderID)
+	if p.EvidenceKind.Set {
+		args["evidence_kind"] = string(p.EvidenceKind.Value)
+	}
+	if p.Operation.Set {
+		args["operation"] = string(p.Operation.Value)
+	}
+	if p.PageSize.Set {
+		args["page_size"] = p.PageSize.Value
+	}
+	raw, _ := json.Marshal(args)
+	res, f := v.rt.Call(ctx, "query_evidence", raw)
+	if f != nil {
+		return nil, failureError{f}
+	}
+	out := &viewerapi.QueryResultHeaders{CacheControl: viewerapi.NewOptString("no-store")}
+	if err := convert(res, &out.Response); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (v *viewer) GetEvidence(ctx context.Context, p viewerapi.GetEvidenceParams) (*viewerapi.EvidenceProjectionHeaders, error) {
+	raw, _ := json.Marshal(map[string]any{"evidence_id": p.EvidenceID})
+	res, f := v.rt.Call(ctx, "inspect_evidence", raw)
+	if f != nil {
+		return nil, failureError{f}
+	}
+	out := &viewerapi.EvidenceProjectionHeaders{CacheControl: viewerapi.NewOptString("no-store")}
+	if err := convert(res, &out.Response); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (v *viewer) Analyze(ctx context.Context, req viewerapi.AnalyzeArguments, p viewerapi.AnalyzeParams) (*viewerapi.AnalysisResultHeaders, error) {
+	raw, err := req.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	res, f := v.rt.AnalyzeEvidence(ctx, p.Operation, raw)
+	if f != nil {
+		return nil, failureError{f}
+	}
+	out := &viewerapi.AnalysisResultHeaders{CacheControl: viewerapi.NewOptString("no-store")}
+	if err := convert(res, &out.Response); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetArtifact streams a validated artifact's stored bytes: ETag is its SHA-256, one byte
+// range per request, gzip served as stored (never as a Content-Encoding).
+func (v *viewer) GetArtifact(_ context.Context, p viewerapi.GetArtifactParams, w http.ResponseWriter) error {
+	if !isSHA256(p.SHA256) {
+		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("sha256"), nil,
+			"an artifact digest is 64 lowercase hexadecimal characters"))
+		return nil
+	}
+	evidence := ""
+	if p.EvidenceID.Set {
+		if evidence = p.EvidenceID.Value; !isSHA256(evidence) {
+			httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("evidence_id"), nil,
+				"an evidence_id is 64 lowercase hexadecimal characters"))
+			return nil
+		}
+	}
+	a, f := v.rt.OpenArtifact(p.SHA256, evidence)
+	if f != nil {
+		httpFailure(w, httpStatus(f.Code), f)
+		return nil
+	}
+	defer a.File.Close()
+	etag := `"` + a.SHA256 + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Accept-Ranges", "bytes")
+	if p.IfNoneMatch.Set && (p.IfNoneMatch.Value == etag || p.IfNoneMatch.Value == "*") {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	start, length := int64(0), a.Size
+	status := http.StatusOK
+	if p.Range.Set {
+		var f *failure.Failure
+		if start, length, f = parseRange(p.Range.Value, a.Size); f != nil {
+			h.Set("Content-Range", fmt.Sprintf("bytes */%d", a.Size))
+			httpFailure(w, http.StatusRequestedRangeNotSatisfiable, f)
+			return nil
+		}
+		status = http.StatusPartialContent
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+length-1, a.Size))
+	}
+	head := make([]byte, 2)
+	n, _ := a.File.ReadAt(head, 0)
+	h.Set("Content-Type", artifactMediaType(a.Format, head[:n]))
+	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	if _, err := a.File.Seek(start, io.SeekStart); err != nil {
+		return err
+	}
+	w.WriteHeader(status)
+	_, err := io.CopyN(w, a.File, length)
+	return err
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseRange parses one byte range of a size-byte artifact: bytes=first-last, bytes=first-
+// or bytes=-suffix. Several ranges, an inverted or malformed range, and one that starts at
+// or past the end are INVALID_INPUT at the range header.
+func parseRange(spec string, size int64) (start, length int64, f *failure.Failure) {
+	bad := func(why string) (int64, int64, *failure.Failure) {
+		return 0, 0, failure.Invalid(failure.Path("range"), nil, "Range %s; the artifact has %d bytes", why, size).
+			With("size_bytes", size)
+	}
+	r, ok := strings.CutPrefix(spec, "bytes=")
+	if !ok || strings.Contains(r, ",") {
+		return bad("must be one range of bytes: bytes=first-last, bytes=first- or bytes=-suffix")
+	}
+	first, last, ok := strings.Cut(r, "-")
+	if !ok {
+		return bad("must be bytes=first-last, bytes=first- or bytes=-suffix")
+	}
+	num := func(s string) (int64, bool) {
+		if s == "" || len(s) > 19 || strings.TrimLeft(s, "0123456789") != "" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil
+	}
+	if first == "" {
+		n, ok := num(last)
+		if !ok || n == 0 || size == 0 {
+			return bad("asks for no bytes or is not a number")
+		}
+		n = min(n, size)
+		return size - n, n, nil
+	}
+	s, ok := num(first)
+	if !ok {
+		return bad("does not start with a byte offset")
+	}
+	if s >= size {
+		return bad("starts at or past the end")
+	}
+	e := size - 1
+	if last != "" {
+		if e, ok = num(last); !ok {
+			return bad("does not end with a byte offset")
+		}
+		if e < s {
+			return bad("ends before it starts")
+		}
+		e = min(e, size-1)
+	}
+	return s, e - s + 1, nil
+}
+
+// artifactMediaType is the content type of an artifact: gzip as stored, else by its
+// recorded format, else application/octet-stream.
+func artifactMediaType(format gen.Format, head []byte) string {
+	if len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		return "application/gzip"
+	}
+	switch format {
+	case "json", "chrome-trace", "pytorch", "cpuprofile", "heapprofile", "nvbench", "hyperfine", "sarif":
+		return "application/json"
+	case "jsonl":
+		return "application/x-ndjson"
+	case "csv", "nsight-compute-csv":
+		return "text/csv; charset=utf-8"
+	case "text", "perf", "go-bench":
+		return "text/plain; charset=utf-8"
+	case "pytest", "compute-sanitizer":
+		return "application/xml"
+	}
+	return "application/octet-stream"
+}
