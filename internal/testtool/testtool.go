@@ -5,6 +5,7 @@ package testtool
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -248,4 +249,19 @@ func Repeated(head, elem string, n int, tail string) []byte {
 		b = append(b, elem...)
 	}
 	return append(b, tail...)
+}
+
+// JSONValue round-trips v through encoding/json into generic values, so that documents
+// compare by value whatever Go type produced them.
+func JSONValue(t testing.TB, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -78,15 +78,7 @@ func inputOf(t *testing.T, path string) providers.Input {
 // asJSON round-trips v through JSON into generic values.
 func asJSON(t *testing.T, v any) any {
 	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testtool.JSONValue(t, v)
 }
 
 // pageAll encodes every row of an analysis.

@@ -1,0 +1,403 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/generated/viewerapi"
+	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/runtime"
+)
+
+// viewerFixture is a store holding real preserved cProfile evidence and a viewer over it.
+type viewerFixture struct {
+	store    string
+	pstats   []byte // the corpus file's bytes
+	evidence []string
+	rt       *runtime.Runtime // a separate runtime over the same store: the CLI's view
+	base     string
+	client   *viewerapi.Client
+}
+
+func newViewerFixture(t *testing.T) *viewerFixture {
+	t.Helper()
+	fx := &viewerFixture{store: filepath.Join(t.TempDir(), "store")}
+	src := filepath.Join(corpusDir(t), "gprof2dot__print1.pstats")
+	var err error
+	if fx.pstats, err = os.ReadFile(src); err != nil {
+		t.Fatal(err)
+	}
+	if fx.rt, err = newRuntime(nil, runtime.WithStoreDir(fx.store)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fx.rt.Close)
+	// Two analyses of the same profile (two page sizes) preserved as two bundles.
+	for _, size := range []int{5, 7} {
+		args, _ := json.Marshal(map[string]any{"sources": []any{map[string]any{"kind": "path", "path": src}}, "page_size": size})
+		res, f := fx.rt.Call(context.Background(), "rank_cpu_hotspots", args)
+		if f != nil {
+			t.Fatal(f)
+		}
+		p, f := fx.rt.Preserve(res.(*runtime.Result).AnalysisID)
+		if f != nil {
+			t.Fatal(f)
+		}
+		fx.evidence = append(fx.evidence, p.EvidenceID)
+	}
+	fx.base = serveViewer(t, fx.store, "")
+	if fx.client, err = viewerapi.NewClient(fx.base); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+// serveViewer starts a viewer (its own runtime, as `flameox evidence serve --store`) on
+// 127.0.0.1:0 and returns its base URL.
+func serveViewer(t *testing.T, store, token string) string {
+	t.Helper()
+	rt, err := newRuntime(nil, runtime.WithStoreDir(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, ln, f := startViewer(rt, "127.0.0.1:0", token)
+	if f != nil {
+		t.Fatal(f)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close(); rt.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// storeSnapshot records every path of the store with its mode, size and digest.
+func storeSnapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		v := info.Mode().String()
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(b)
+			v += " " + hex.EncodeToString(sum[:])
+		}
+		out[p] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func call(t *testing.T, rt *runtime.Runtime, tool string, args any) any {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	res, f := rt.Call(context.Background(), tool, raw)
+	if f != nil {
+		t.Fatal(f)
+	}
+	return testtool.JSONValue(t, res)
+}
+
+func TestViewerAPI(t *testing.T) {
+	fx := newViewerFixture(t)
+	before := storeSnapshot(t, fx.store)
+	ctx := context.Background()
+
+	t.Run("query pages like query_evidence", func(t *testing.T) {
+		var got []string
+		params := viewerapi.ListEvidenceParams{PageSize: viewerapi.NewOptInt(1)}
+		for pages := 0; ; pages++ {
+			if pages > 2 {
+				t.Fatal("paging did not end")
+			}
+			res, err := fx.client.ListEvidence(ctx, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.CacheControl.Value != "no-store" {
+				t.Errorf("Cache-Control %q", res.CacheControl.Value)
+			}
+			// The typed response carries everything the tool returns: same JSON.
+			args := map[string]any{"page_size": 1}
+			if params.Cursor.Set {
+				args["cursor"] = params.Cursor.Value
+			}
+			if d := cmp.Diff(call(t, fx.rt, "query_evidence", args), testtool.JSONValue(t, &res.Response)); d != "" {
+				t.Fatalf("viewer page differs from query_evidence (-tool +viewer):\n%s", d)
+			}
+			for _, e := range res.Response.Evidence {
+				got = append(got, e.EvidenceID)
+			}
+			next, ok := res.Response.NextPage.Get()
+			if !ok {
+				break
+			}
+			var a struct{ Cursor string }
+			b, _ := next.Arguments.MarshalJSON()
+			_ = json.Unmarshal(b, &a)
+			params.Cursor = viewerapi.NewOptString(a.Cursor)
+		}
+		want := append([]string{}, fx.evidence...)
+		if want[0] > want[1] {
+			want[0], want[1] = want[1], want[0]
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("evidence ids (-want +got):\n%s", d)
+		}
+	})
+
+	t.Run("inspect is the inspect_evidence projection", func(t *testing.T) {
+		res, err := fx.client.GetEvidence(ctx, viewerapi.GetEvidenceParams{EvidenceID: fx.evidence[0]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := call(t, fx.rt, "inspect_evidence", map[string]any{"evidence_id": fx.evidence[0]})
+		if d := cmp.Diff(want, testtool.JSONValue(t, &res.Response)); d != "" {
+			t.Errorf("(-inspect_evidence +viewer):\n%s", d)
+		}
+	})
+
+	sum := sha256.Sum256(fx.pstats)
+	digest := hex.EncodeToString(sum[:])
+
+	t.Run("artifact bytes, ETag and one range", func(t *testing.T) {
+		res, err := fx.client.GetArtifact(ctx, viewerapi.GetArtifactParams{SHA256: digest,
+			EvidenceID: viewerapi.NewOptString(fx.evidence[0])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, ok := res.(*viewerapi.GetArtifactOKRawApplicationOctetStream)
+		if !ok {
+			t.Fatalf("response %T", res)
+		}
+		body, _ := io.ReadAll(raw.Response.Body)
+		raw.Response.Body.Close()
+		if !bytes.Equal(body, fx.pstats) {
+			t.Errorf("artifact bytes differ from the corpus file (%d vs %d bytes)", len(body), len(fx.pstats))
+		}
+		h := raw.Response.Header
+		for k, want := range map[string]string{"ETag": `"` + digest + `"`, "Cache-Control": "no-store",
+			"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"} {
+			if h.Get(k) != want {
+				t.Errorf("%s: got %q, want %q", k, h.Get(k), want)
+			}
+		}
+		res, err = fx.client.GetArtifact(ctx, viewerapi.GetArtifactParams{SHA256: digest, Range: viewerapi.NewOptString("bytes=10-19")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, ok := res.(*viewerapi.GetArtifactPartialContentRawApplicationOctetStream)
+		if !ok {
+			t.Fatalf("range response %T", res)
+		}
+		body, _ = io.ReadAll(part.Response.Body)
+		part.Response.Body.Close()
+		if !bytes.Equal(body, fx.pstats[10:20]) {
+			t.Errorf("range bytes %q, want %q", body, fx.pstats[10:20])
+		}
+		if got, want := part.Response.Header.Get("Content-Range"), "bytes 10-19/"+itoa(len(fx.pstats)); got != want {
+			t.Errorf("Content-Range %q, want %q", got, want)
+		}
+		res, err = fx.client.GetArtifact(ctx, viewerapi.GetArtifactParams{SHA256: digest, IfNoneMatch: viewerapi.NewOptString(`"` + digest + `"`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := res.(*viewerapi.GetArtifactNotModified); !ok {
+			t.Errorf("If-None-Match with the ETag: %T, want 304", res)
+		}
+	})
+
+	t.Run("analyze over evidence sources equals the tool", func(t *testing.T) {
+		sources, f := fx.rt.EvidenceSources(fx.evidence[0])
+		if f != nil {
+			t.Fatal(f)
+		}
+		args := map[string]any{"sources": sources, "page_size": 5}
+		b, _ := json.Marshal(args)
+		var req viewerapi.AnalyzeArguments
+		if err := req.UnmarshalJSON(b); err != nil {
+			t.Fatal(err)
+		}
+		res, err := fx.client.Analyze(ctx, req, viewerapi.AnalyzeParams{Operation: "rank_cpu_hotspots"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := testtool.JSONValue(t, &res.Response).(map[string]any)
+		want := call(t, fx.rt, "rank_cpu_hotspots", args).(map[string]any)
+		if got["analysis_id"] != nil {
+			t.Errorf("the viewer's result has a session handle: %v", got["analysis_id"])
+		}
+		delete(want, "analysis_id")
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("(-tool +viewer):\n%s", d)
+		}
+		rows := got["blocks"].([]any)
+		if len(rows) == 0 {
+			t.Fatal("no blocks")
+		}
+	})
+
+	t.Run("hostile requests get typed failures", func(t *testing.T) {
+		long := strings.Repeat("9", 30)
+		cases := []struct {
+			name, method, path, rangeHeader, body string
+			status                                int
+			code                                  gen.FailureCode
+			field                                 string
+		}{
+			{"short digest", "GET", "/api/artifacts/abc", "", "", 400, gen.FailureCodeInvalidInput, "sha256"},
+			{"uppercase digest", "GET", "/api/artifacts/" + strings.ToUpper(digest), "", "", 400, gen.FailureCodeInvalidInput, "sha256"},
+			{"encoded dot-dot", "GET", "/api/artifacts/..%2F..%2F..%2Fetc%2Fpasswd", "", "", 400, gen.FailureCodeInvalidInput, "sha256"},
+			{"dot-dot segments", "GET", "/api/artifacts/../../etc/passwd", "", "", 404, gen.FailureCodeInvalidInput, "path"},
+			{"absent artifact", "GET", "/api/artifacts/" + strings.Repeat("0", 64), "", "", 404, gen.FailureCodeMissingEvidence, ""},
+			{"inverted range", "GET", "/api/artifacts/" + digest, "bytes=20-10", "", 416, gen.FailureCodeInvalidInput, "range"},
+			{"range past the end", "GET", "/api/artifacts/" + digest, "bytes=" + itoa(len(fx.pstats)) + "-", "", 416, gen.FailureCodeInvalidInput, "range"},
+			{"huge range", "GET", "/api/artifacts/" + digest, "bytes=" + long + "-" + long, "", 416, gen.FailureCodeInvalidInput, "range"},
+			{"several ranges", "GET", "/api/artifacts/" + digest, "bytes=0-1,4-5", "", 416, gen.FailureCodeInvalidInput, "range"},
+			{"absent evidence", "GET", "/api/evidence/" + strings.Repeat("0", 64), "", "", 404, gen.FailureCodeMissingEvidence, "evidence_id"},
+			{"bad evidence id", "GET", "/api/evidence/xyz", "", "", 400, gen.FailureCodeInvalidInput, "evidence_id"},
+			{"page size over the bound", "GET", "/api/evidence?page_size=5000", "", "", 400, gen.FailureCodeInvalidInput, "page_size"},
+			{"forged cursor", "GET", "/api/evidence?cursor=abc", "", "", 400, gen.FailureCodeInvalidInput, "cursor"},
+			{"write method", "DELETE", "/api/evidence", "", "", 405, gen.FailureCodeInvalidInput, "method"},
+			{"path source", "POST", "/api/analyze/rank_cpu_hotspots", "",
+				`{"sources":[{"kind":"path","path":"/etc/passwd"}]}`, 400, gen.FailureCodeInvalidInput, "sources/0/kind"},
+			{"unknown operation", "POST", "/api/analyze/no_such_tool", "", `{"sources":[]}`, 400, gen.FailureCodeUnknownOperation, "operation"},
+			{"not an object", "POST", "/api/analyze/rank_cpu_hotspots", "", `[1,2]`, 400, gen.FailureCodeInvalidInput, "body"},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				req, err := http.NewRequest(c.method, fx.base+"/", strings.NewReader(c.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Opaque keeps the path exactly as written (no client-side cleaning).
+				req.URL.Opaque = strings.SplitN(c.path, "?", 2)[0]
+				if q := strings.SplitN(c.path, "?", 2); len(q) == 2 {
+					req.URL.RawQuery = q[1]
+				}
+				if c.rangeHeader != "" {
+					req.Header.Set("Range", c.rangeHeader)
+				}
+				if c.body != "" {
+					req.Header.Set("Content-Type", "application/json")
+				}
+				expectFailure(t, req, c.status, c.code, c.field)
+			})
+		}
+	})
+
+	if d := cmp.Diff(before, storeSnapshot(t, fx.store)); d != "" {
+		t.Errorf("the viewer changed the store (-before +after):\n%s", d)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// expectFailure sends req and checks a typed failure envelope with status, code and field.
+func expectFailure(t *testing.T, req *http.Request, status int, code gen.FailureCode, field string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Errorf("status %d, want %d: %s", resp.StatusCode, status, b)
+	}
+	if resp.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("Cache-Control %q", resp.Header.Get("Cache-Control"))
+	}
+	var env gen.Failure
+	if err := json.Unmarshal(b, &env); err != nil || env.Status != "failed" && env.Status != "" {
+		t.Fatalf("not a failure envelope (%v): %s", err, b)
+	}
+	if env.Code != code {
+		t.Errorf("code %s, want %s: %s", env.Code, code, b)
+	}
+	var path []string
+	for _, p := range env.FieldPath {
+		path = append(path, strings.Trim(jsonString(p), `"`))
+	}
+	if got := strings.Join(path, "/"); got != field {
+		t.Errorf("field_path %q, want %q: %s", got, field, b)
+	}
+	if strings.Contains(string(b), "/etc/passwd") || strings.Contains(string(b), os.TempDir()) {
+		t.Errorf("the failure echoes a path: %s", b)
+	}
+}
+
+func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestViewerAccess(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	rt, err := newRuntime(nil, runtime.WithStoreDir(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0"} {
+		_, _, f := startViewer(rt, addr, "")
+		if f == nil || f.Code != gen.FailureCodeInvalidInput || len(f.FieldPath) != 1 || f.FieldPath[0] != "addr" {
+			t.Errorf("%s without a token: %v, want INVALID_INPUT at addr", addr, f)
+		}
+	}
+	base := serveViewer(t, store, "s3cret")
+	for _, auth := range []string{"", "Bearer wrong", "s3cret", "Basic s3cret"} {
+		req, _ := http.NewRequest("GET", base+"/api/evidence", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		expectFailure(t, req, 401, gen.FailureCodeInvalidInput, "authorization")
+	}
+	c, err := viewerapi.NewClient(base, viewerapi.WithClient(bearer{"s3cret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ListEvidence(context.Background(), viewerapi.ListEvidenceParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Response.Evidence) != 0 || res.Response.InventorySize != 0 {
+		t.Errorf("an empty store lists %d evidence", len(res.Response.Evidence))
+	}
+	// The typed client reports a failure as *FailureStatusCode.
+	_, err = c.GetEvidence(context.Background(), viewerapi.GetEvidenceParams{EvidenceID: strings.Repeat("a", 64)})
+	var fs *viewerapi.FailureStatusCode
+	if !errors.As(err, &fs) || fs.StatusCode != 404 || string(fs.Response.Code) != string(gen.FailureCodeMissingEvidence) {
+		t.Errorf("missing evidence: %v", err)
+	}
+}
+
+// bearer is an HTTP client that adds a bearer token.
+type bearer struct{ token string }
+
+func (b bearer) Do(r *http.Request) (*http.Response, error) {
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultClient.Do(r)
+}
