@@ -401,3 +401,44 @@ func (b bearer) Do(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultClient.Do(r)
 }
+
+// TestViewerGzipArtifact checks that a gzip payload is served as stored: the bytes of the
+// corpus file, application/gzip, and no Content-Encoding a client would undo.
+func TestViewerGzipArtifact(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	src := filepath.Join(corpusDir(t), "speedscope__simple.pprof.gz")
+	want, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := newRuntime(nil, runtime.WithStoreDir(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	args, _ := json.Marshal(map[string]any{"sources": []any{map[string]any{"kind": "path", "path": src}}})
+	res, f := rt.Call(context.Background(), "rank_cpu_hotspots", args)
+	if f != nil {
+		t.Fatal(f)
+	}
+	p, f := rt.Preserve(res.(*runtime.Result).AnalysisID)
+	if f != nil {
+		t.Fatal(f)
+	}
+	sum := sha256.Sum256(want)
+	base := serveViewer(t, store, "")
+	req, _ := http.NewRequest("GET", base+"/api/artifacts/"+hex.EncodeToString(sum[:])+"?evidence_id="+p.EvidenceID, nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !bytes.Equal(got, want) {
+		t.Errorf("status %d, %d bytes; want 200 and the %d bytes of the corpus file", resp.StatusCode, len(got), len(want))
+	}
+	if ct, ce := resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"); ct != "application/gzip" || ce != "" {
+		t.Errorf("Content-Type %q, Content-Encoding %q; want application/gzip and none", ct, ce)
+	}
+}
