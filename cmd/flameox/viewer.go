@@ -133,6 +133,10 @@ func viewerHandler(rt *runtime.Runtime, token string) (http.Handler, error) {
 			}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxViewerRequestBytes)
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			v.servePage(w, r)
+			return
+		}
 		api.ServeHTTP(w, r)
 	}), nil
 }

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/flamegraph"
+	"github.com/flameox/flameox/runtime"
+)
+
+// viewerPage holds the page's assets: plain HTML, CSS and a small script that calls the
+// JSON API. Nothing is fetched from the network.
+//
+//go:embed viewerpage/index.html viewerpage/app.js viewerpage/app.css
+var viewerPage embed.FS
+
+// pageAssets maps each page route to its embedded file and content type. Only these exact
+// paths are served; anything else outside /api/ is a typed 404.
+var pageAssets = map[string][2]string{
+	"/":               {"viewerpage/index.html", "text/html; charset=utf-8"},
+	"/assets/app.js":  {"viewerpage/app.js", "text/javascript; charset=utf-8"},
+	"/assets/app.css": {"viewerpage/app.css", "text/css; charset=utf-8"},
+}
+
+// flameGraphRoute serves a CPU evidence's flame graph as SVG: /charts/flamegraph/{evidence_id}.
+const flameGraphRoute = "/charts/flamegraph/"
+
+// Bounds of the rows read for one flame graph: pages of rank_cpu_hotspots and
+// inspect_cpu_callers, each of flameGraphPageSize rows.
+const (
+	flameGraphPageSize = 100
+	flameGraphMaxPages = 200
+)
+
+// pageCSP keeps the page to its own origin: no inline script, no remote anything.
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// servePage answers the page routes (everything outside /api/).
+func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	asset, isAsset := pageAssets[path]
+	isChart := strings.HasPrefix(path, flameGraphRoute)
+	if !isAsset && !isChart {
+		httpFailure(w, http.StatusNotFound, failure.New(gen.FailureCodeInvalidInput, "there is no viewer page at this path").
+			Field(failure.Path("path"), nil))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		httpFailure(w, http.StatusMethodNotAllowed, failure.Invalid(failure.Path("method"), []string{"GET", "HEAD"},
+			"the viewer is read-only: this page accepts GET, HEAD"))
+		return
+	}
+	if r.URL.RawQuery != "" && isAsset {
+		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("query"), nil, "the viewer's pages take no query parameters"))
+		return
+	}
+	w.Header().Set("Content-Security-Policy", pageCSP)
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if isAsset {
+		b, err := viewerPage.ReadFile(asset[0])
+		if err != nil {
+			httpFailure(w, http.StatusInternalServerError, failure.Wrap(err, gen.FailureCodeInternalFailure, "the viewer page is missing"))
+			return
+		}
+		w.Header().Set("Content-Type", asset[1])
+		_, _ = w.Write(b)
+		return
+	}
+	id := strings.TrimPrefix(path, flameGraphRoute)
+	if !isSHA256(id) {
+		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("evidence_id"), nil,
+			"an evidence_id is 64 lowercase hexadecimal characters"))
+		return
+	}
+	svg, f := flameGraphSVG(r.Context(), v.rt, id)
+	if f != nil {
+		httpFailure(w, httpStatus(f.Code), f)
+		return
+	}
+	w.Header().Set("Content-Type", "image/svg+xml")
+	_, _ = w.Write(svg)
+}
+
+// flameGraphSVG lays out the flame graph of CPU evidence from the rows of
+// rank_cpu_hotspots (inclusive weights) and inspect_cpu_callers (edges) over its sources.
+func flameGraphSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte, *failure.Failure) {
+	sources, f := rt.EvidenceSources(id)
+	if f != nil {
+		return nil, f
+	}
+	functions, f := allRows(ctx, rt, "rank_cpu_hotspots", sources)
+	if f != nil {
+		return nil, f
+	}
+	edges, f := allRows(ctx, rt, "inspect_cpu_callers", sources)
+	if f != nil {
+		return nil, f
+	}
+	l := flamegraph.FromRows(functions, edges).Layout()
+	var b bytes.Buffer
+	if err := l.WriteSVG(&b, "Flame graph (icicle) of "+id[:12]); err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the flame graph could not be rendered")
+	}
+	return b.Bytes(), nil
+}
+
+// allRows pages through one analysis over sources and returns its table rows; more than
+// flameGraphMaxPages pages is LIMIT_EXCEEDED.
+func allRows(ctx context.Context, rt *runtime.Runtime, op string, sources []gen.EvidenceSource) ([]map[string]any, *failure.Failure) {
+	raw, _ := json.Marshal(map[string]any{"sources": sources, "page_size": flameGraphPageSize})
+	var rows []map[string]any
+	for range flameGraphMaxPages {
+		res, f := rt.AnalyzeEvidence(ctx, op, raw)
+		if f != nil {
+			return nil, f
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, failure.Unencodable(err)
+		}
+		var page struct {
+			Blocks []struct {
+				Type string           `json:"type"`
+				Rows []map[string]any `json:"rows"`
+			} `json:"blocks"`
+			NextPage *struct {
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"next_page"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the %s result could not be read", op)
+		}
+		for _, bl := range page.Blocks {
+			if bl.Type == "table" {
+				rows = append(rows, bl.Rows...)
+			}
+		}
+		if page.NextPage == nil {
+			return rows, nil
+		}
+		raw = page.NextPage.Arguments
+	}
+	return nil, failure.New(gen.FailureCodeLimitExceeded, "the profile has more than %d rows of %s: too large for a flame graph",
+		flameGraphPageSize*flameGraphMaxPages, op)
+}
