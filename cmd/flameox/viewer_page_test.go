@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +185,7 @@ func TestViewerBrowser(t *testing.T) {
 	out, err := exec.Command(py, "-c", `
 import pstats, sys
 s = pstats.Stats(sys.argv[1]).stats
-print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:3]))`,
+print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:10]))`,
 		filepath.Join(corpusDir(t), "gprof2dot__print1.pstats")).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +231,22 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:3]
 	step("read the rows", err)
 	evidenceShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	step("screenshot the evidence", err)
-	for name, b := range map[string][]byte{"viewer-list.png": listShot, "viewer-evidence.png": evidenceShot} {
+	// Rows paging: pages of 5, then "Next page"; its first row is pstats' sixth by self time.
+	loaded, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.rows`))
+	step("read the rows counter", err)
+	n, _ := strconv.Atoi(loaded)
+	step("page the rows", chromedp.Do(ctx,
+		chromedp.SetValue(`#analysis input[name="page_size"]`, "5"),
+		chromedp.Click(`#analysis button[type="submit"]`),
+		chromedp.WaitVisible(`body[data-rows="`+itoa(n+1)+`"]`),
+		chromedp.Click(`#rows-next`),
+		chromedp.WaitVisible(`body[data-rows="`+itoa(n+2)+`"]`)))
+	second, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("#rows-table tbody tr")].map(r => r.cells[0].textContent)`))
+	step("read the second page", err)
+	pageShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	step("screenshot the second page", err)
+	for name, b := range map[string][]byte{"viewer-list.png": listShot, "viewer-evidence.png": evidenceShot, "viewer-rows-page2.png": pageShot} {
 		if err := os.WriteFile(filepath.Join(shots, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +265,10 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:3]
 	if top != wantTop {
 		t.Errorf("flame graph top frame %q, want %q (python pstats)", top, wantTop)
 	}
-	if d := cmp.Diff(wantRows, firstRows); d != "" {
+	if d := cmp.Diff(wantRows[5:10], second); d != "" {
+		t.Errorf("second page of 5 rows by self time (-python pstats +page):\n%s", d)
+	}
+	if d := cmp.Diff(wantRows[:3], firstRows); d != "" {
 		t.Errorf("first rows by self time (-python pstats +page):\n%s", d)
 	}
 }

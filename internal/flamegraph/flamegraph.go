@@ -15,6 +15,8 @@
 //     on the path (recursion) is left out; children whose weights exceed w are scaled to w;
 //   - nodes narrower than MinFraction of the total, deeper than MaxDepth, or past MaxNodes
 //     are left out, and the graph says so (Elided).
+//
+// Functions reachable only through a cycle that no root enters have no box.
 package flamegraph
 
 import (

@@ -159,6 +159,7 @@ async function runAnalysis(request) {
   showError(null);
   const status = $("#rows-status");
   status.textContent = "analysing…";
+  document.body.dataset.rows = "loading";
   let res;
   try {
     res = await api("/api/analyze/" + encodeURIComponent(request.operation), request.args);
@@ -167,6 +168,7 @@ async function runAnalysis(request) {
     renderRows([]);
     $("#rows-next").disabled = true;
     showError(err);
+    document.body.dataset.rows = "failed";
     return;
   }
   const rows = [];
@@ -182,7 +184,10 @@ async function runAnalysis(request) {
   const next = $("#rows-next");
   next.disabled = !res.next_page;
   next.onclick = () => runAnalysis({ operation: res.next_page.tool, args: res.next_page.arguments });
+  document.body.dataset.rows = String(++rowsLoaded);
 }
+
+let rowsLoaded = 0;
 
 function renderRows(rows) {
   const cols = [];

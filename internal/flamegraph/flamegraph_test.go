@@ -1,0 +1,110 @@
+package flamegraph
+
+import (
+	"bytes"
+	"encoding/xml"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+type box struct {
+	Depth         int
+	Function      string
+	Start, Weight float64
+}
+
+func flatten(l *Layout) []box {
+	var out []box
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		out = append(out, box{n.Depth, n.Frame.Function, n.Start, n.Weight})
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(l.Root)
+	return out
+}
+
+// TestLayout checks the documented rules on small graphs whose layouts are worked out by
+// hand: roots heaviest first, children scaled to their parent, recursion cut, a callee's
+// weight shared by the paths to its caller, tiny boxes elided.
+func TestLayout(t *testing.T) {
+	f := func(name string) Frame { return Frame{Function: name, File: "m.py", Line: 1} }
+	cases := []struct {
+		name   string
+		build  func(g *Graph)
+		want   []box
+		elided bool
+	}{
+		{"roots heaviest first, ties by name", func(g *Graph) {
+			g.AddFunction(f("b"), 2)
+			g.AddFunction(f("a"), 2)
+			g.AddFunction(f("c"), 6)
+		}, []box{{0, "all", 0, 10}, {1, "c", 0, 6}, {1, "a", 6, 2}, {1, "b", 8, 2}}, false},
+		{"children heavier than the parent are scaled; recursion is cut", func(g *Graph) {
+			g.AddFunction(f("main"), 10)
+			g.AddEdge(f("main"), f("a"), 10)
+			g.AddFunction(f("a"), 10)
+			g.AddFunction(f("b"), 6)
+			g.AddFunction(f("c"), 6)
+			g.AddEdge(f("a"), f("b"), 6)
+			g.AddEdge(f("a"), f("c"), 6)
+			g.AddEdge(f("b"), f("a"), 4) // b calls back into a: a is on the path
+		}, []box{{0, "all", 0, 10}, {1, "main", 0, 10}, {2, "a", 0, 10}, {3, "b", 0, 5}, {3, "c", 5, 5}}, false},
+		{"a callee's weight is shared by the paths to its caller", func(g *Graph) {
+			g.AddFunction(f("r1"), 6)
+			g.AddFunction(f("r2"), 2)
+			g.AddFunction(f("s"), 8)
+			g.AddFunction(f("t"), 4)
+			g.AddEdge(f("r1"), f("s"), 6)
+			g.AddEdge(f("r2"), f("s"), 2)
+			g.AddEdge(f("s"), f("t"), 4)
+		}, []box{{0, "all", 0, 8}, {1, "r1", 0, 6}, {2, "s", 0, 6}, {3, "t", 0, 3},
+			{1, "r2", 6, 2}, {2, "s", 6, 2}, {3, "t", 6, 1}}, false},
+		{"boxes under 1/2400 of the total are elided", func(g *Graph) {
+			g.AddFunction(f("a"), 2400)
+			g.AddFunction(f("tiny"), 0.5)
+			g.AddEdge(f("a"), f("tiny"), 0.5)
+		}, []box{{0, "all", 0, 2400}, {1, "a", 0, 2400}}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := New("seconds")
+			c.build(g)
+			l := g.Layout()
+			if d := cmp.Diff(c.want, flatten(l), cmp.AllowUnexported(box{}), cmpopts.EquateApprox(0, 1e-9)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+			if l.Elided != c.elided {
+				t.Errorf("Elided %v, want %v", l.Elided, c.elided)
+			}
+		})
+	}
+}
+
+// TestSVGEscapes checks that names with markup survive as data, not as SVG.
+func TestSVGEscapes(t *testing.T) {
+	g := New("seconds")
+	name := `<script>alert("x")</script> & 'q'`
+	g.AddFunction(Frame{Function: name, File: "<f>", Line: 3}, 1)
+	var b bytes.Buffer
+	if err := g.Layout().WriteSVG(&b, "t<"); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		G []struct {
+			Function string `xml:"data-function,attr"`
+			File     string `xml:"data-file,attr"`
+			Script   []byte `xml:"script"`
+		} `xml:"g"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, b.String())
+	}
+	if len(doc.G) != 2 || doc.G[1].Function != name || doc.G[1].File != "<f>" || doc.G[1].Script != nil {
+		t.Errorf("frames %+v", doc.G)
+	}
+}
