@@ -123,10 +123,18 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.NoFields]) 
 }
 
 // nsysInput is the export an nsys source is read from (an nsys-rep report converted
-// with nsys export), the analysis that names its reader, and the function that removes
+// with nsys export, a parquetdir loaded into a scratch database), the analysis that names its reader, and the function that removes
 // a conversion's scratch directory.
 func nsysInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (nsysSource, *providers.Analysis, func(), error) {
-	if in.Format != gen.FormatNsysRep {
+	switch in.Format {
+	case gen.FormatNsysParquet:
+		conv, done, err := loadNsysParquet(ctx, in)
+		if err != nil {
+			return nsysSource{}, nil, nil, err
+		}
+		return nsysSource{in: conv}, &providers.Analysis{Provider: nsysParquetProvider()}, done, nil
+	case gen.FormatNsysRep:
+	default:
 		return nsysSource{in: in}, &providers.Analysis{Provider: nsysProvider()}, func() {}, nil
 	}
 	conv, nsys, done, err := convertNsysRep(ctx, in, limits)

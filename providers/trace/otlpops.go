@@ -265,7 +265,7 @@ const maxOperations = providers.MaxProjectionRows
 
 func summarizeOperations(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
-	if in.Format == gen.FormatNsysSqlite || in.Format == gen.FormatNsysRep {
+	if isNsys(in.Format) {
 		return nsysOperations(ctx, in, req.Limits)
 	}
 	type key struct {
@@ -385,7 +385,7 @@ func unanos(v uint64) any {
 
 func summarizeLifecycle(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
-	if in.Format == gen.FormatNsysSqlite || in.Format == gen.FormatNsysRep {
+	if isNsys(in.Format) {
 		return nsysLifecycle(ctx, in, req.Limits)
 	}
 	return &providers.Analysis{Provider: provider(), Rows: &ranked[transition]{less: byLifecycle,

@@ -15,7 +15,7 @@ import (
 // Register adds summarize_trace, inspect_trace_call_graph, summarize_pytorch_trace,
 // inspect_trace_window, summarize_trace_operations, summarize_trace_lifecycle and
 // inspect_gpu_launches and the detectors of the chrome-trace, pytorch, perfetto,
-// rocprof-pftrace, otlp, xctrace and nsys-sqlite formats.
+// rocprof-pftrace, otlp, xctrace, nsys-sqlite, nsys-rep and nsys-parquet formats.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTrace, summarize))
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectTraceCallGraph, callGraph))
@@ -63,6 +63,9 @@ var detectors = []providers.Detector{
 	{Format: gen.FormatNsysSqlite, Match: isNsysSQLiteHead},
 	// Nsight Systems' native report, converted with the installed nsys.
 	{Format: gen.FormatNsysRep, Suffixes: []string{".nsys-rep"}},
+	// Nsight Systems' parquetdir export (nsys export --type parquetdir): a directory of
+	// <TABLE>.parquet files holding StringIds and an export's marker tables.
+	{Format: gen.FormatNsysParquet, Directory: isNsysParquetNames},
 }
 
 func provider() gen.Provider { return gen.Provider{ID: "flameox-trace", Version: "native-1"} }

@@ -1,0 +1,344 @@
+package trace
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// An nsys-parquet source is the directory nsys export --type parquetdir writes: one
+// <TABLE>.parquet per table of the SQLite export (decision 0025, item 14). The tables the
+// SQL readers use are loaded into a scratch SQLite database, which the nsys-sqlite code
+// then reads unchanged.
+
+const parquetSuffix = ".parquet"
+
+// isNsysParquetNames is the directory detection: the top-level names hold StringIds and
+// one of the tables that mark an Nsight Systems export (nsysTables), as Parquet files.
+func isNsysParquetNames(names []string) bool {
+	have := map[string]bool{}
+	for _, n := range names {
+		if stem, ok := strings.CutSuffix(n, parquetSuffix); ok {
+			have[stem] = true
+		}
+	}
+	if !have["StringIds"] {
+		return false
+	}
+	for _, t := range nsysTables {
+		if have[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// nsysParquetTables are the tables the nsys-sqlite readers query (besides the marker
+// tables of nsysTables): the others are not loaded.
+var nsysParquetTables = []string{"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+	"CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "ENUM_CUDA_MEMCPY_OPER",
+	"ThreadNames", "PROCESSES", "TARGET_INFO_SESSION_START_TIME"}
+
+// nsysParquetIndexes index the columns the readers join on (the SQLite export's id
+// primary keys).
+var nsysParquetIndexes = map[string]string{"StringIds": "id", "ENUM_CUDA_MEMCPY_OPER": "id"}
+
+// maxParquetLoadBytes bounds the decoded bytes one parquetdir load may write (values
+// counted as 8 bytes, strings and blobs by length): compressed pages can expand far
+// beyond the input's size.
+const maxParquetLoadBytes = 64 << 30
+
+// nsysParquetProvider identifies the parquetdir reader (catalog §1.3).
+func nsysParquetProvider() gen.Provider {
+	return gen.Provider{ID: "nsight-systems-parquetdir", Version: "parquetdir-v1"}
+}
+
+// nsysParquetExport is the scratch database a parquetdir is loaded into.
+const nsysParquetExport = "parquetdir.sqlite"
+
+// loadNsysParquet loads the parquetdir's tables into a scratch SQLite database and returns
+// it as an nsys-sqlite input and the function that removes it.
+func loadNsysParquet(ctx context.Context, in providers.Input) (providers.Input, func(), error) {
+	if in.Members == nil {
+		return in, nil, &providers.UnsupportedError{Source: in.Index,
+			Message: fmt.Sprintf("source %d is not a directory; nsys-parquet is the directory nsys export --type parquetdir writes", in.Index)}
+	}
+	files := map[string]int64{}
+	var names []string
+	for _, m := range in.Members {
+		if !strings.Contains(m.Rel, "/") {
+			names = append(names, m.Rel)
+			files[m.Rel] = m.Size
+		}
+	}
+	if !isNsysParquetNames(names) {
+		return in, nil, &providers.UnsupportedError{Source: in.Index,
+			Message: fmt.Sprintf("source %d is a directory but not an Nsight Systems parquetdir export (no StringIds.parquet with CUPTI, NVTX, OSRT or export metadata tables)", in.Index)}
+	}
+	dir, err := os.MkdirTemp("", "flameox-nsys-parquet-")
+	if err != nil {
+		return in, nil, &providers.DecodeError{Source: in.Index, Message: "the Nsight Systems parquetdir could not be loaded: no scratch directory", Err: err}
+	}
+	var once sync.Once
+	done := func() { once.Do(func() { os.RemoveAll(dir) }) }
+	out := filepath.Join(dir, nsysParquetExport)
+	if err := writeNsysParquet(ctx, in, files, out); err != nil {
+		done()
+		return in, nil, err
+	}
+	conv := in
+	conv.Path, conv.Format, conv.Members = out, gen.FormatNsysSqlite, nil
+	return conv, done, nil
+}
+
+func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]int64, out string) error {
+	db, err := sql.Open("sqlite", "file:"+uriPath(out))
+	if err != nil {
+		return &providers.DecodeError{Source: in.Index, Message: "the Nsight Systems parquetdir could not be loaded", Err: err}
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	l := &parquetLoad{ctx: ctx, in: in, db: db}
+	for _, p := range []string{"PRAGMA journal_mode = OFF", "PRAGMA synchronous = OFF"} {
+		if _, err := db.ExecContext(ctx, p); err != nil {
+			return l.sqlErr(err)
+		}
+	}
+	for _, t := range append(append([]string{}, nsysParquetTables...), nsysTables...) {
+		size, ok := files[t+parquetSuffix]
+		if !ok || l.loaded[t] {
+			continue
+		}
+		if err := l.table(t, filepath.Join(in.Path, t+parquetSuffix), size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parquetLoad is one parquetdir being loaded.
+type parquetLoad struct {
+	ctx    context.Context
+	in     providers.Input
+	db     *sql.DB
+	bytes  int64
+	loaded map[string]bool
+}
+
+func (l *parquetLoad) sqlErr(err error) error {
+	if ctxErr := l.ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return &providers.DecodeError{Source: l.in.Index, Err: err,
+		Message: fmt.Sprintf("source %d could not be loaded: the scratch SQLite database refused a write", l.in.Index)}
+}
+
+func (l *parquetLoad) decodeErr(table string, err error) error {
+	if ctxErr := l.ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return &providers.DecodeError{Source: l.in.Index, Err: err,
+		Message: fmt.Sprintf("source %d: %s%s is not a readable Parquet file", l.in.Index, table, parquetSuffix)}
+}
+
+// sqlColumn is one top-level, non-repeated Parquet leaf column and its SQLite form.
+type sqlColumn struct {
+	name     string
+	index    int
+	affinity string
+	value    func(parquet.Value) any
+}
+
+// columnOf maps a Parquet leaf type to the SQLite affinity nsys's SQLite export declares
+// for it and the value SQLite stores: integers (signed, unsigned, boolean) INTEGER,
+// floating point REAL, UTF-8 (string, enum, JSON) TEXT, other bytes BLOB; null stays
+// null. An unsigned 64-bit value above 2^63-1 becomes REAL, as SQLite stores an integer
+// literal out of its range.
+func columnOf(t parquet.Type) (string, func(parquet.Value) any) {
+	unsigned := false
+	if lt := t.LogicalType(); lt != nil {
+		if it, ok := lt.Value.(*format.IntType); ok {
+			unsigned = !it.IsSigned
+		}
+	}
+	switch t.Kind() {
+	case parquet.Boolean:
+		return "INTEGER", func(v parquet.Value) any {
+			if v.Boolean() {
+				return int64(1)
+			}
+			return int64(0)
+		}
+	case parquet.Int32:
+		if unsigned {
+			return "INTEGER", func(v parquet.Value) any { return int64(v.Uint32()) }
+		}
+		return "INTEGER", func(v parquet.Value) any { return int64(v.Int32()) }
+	case parquet.Int64:
+		if unsigned {
+			return "INTEGER", func(v parquet.Value) any {
+				if u := v.Uint64(); u > math.MaxInt64 {
+					return float64(u)
+				}
+				return int64(v.Uint64())
+			}
+		}
+		return "INTEGER", func(v parquet.Value) any { return v.Int64() }
+	case parquet.Float:
+		return "REAL", func(v parquet.Value) any { return float64(v.Float()) }
+	case parquet.Double:
+		return "REAL", func(v parquet.Value) any { return v.Double() }
+	}
+	if isUTF8(t) {
+		return "TEXT", func(v parquet.Value) any { return string(v.ByteArray()) }
+	}
+	return "BLOB", func(v parquet.Value) any { return append([]byte{}, v.ByteArray()...) }
+}
+
+func isUTF8(t parquet.Type) bool {
+	if lt := t.LogicalType(); lt != nil {
+		switch lt.Value.(type) {
+		case *format.StringType, *format.EnumType, *format.JsonType:
+			return true
+		}
+	}
+	if ct := t.ConvertedType(); ct != nil {
+		return *ct == deprecated.UTF8 || *ct == deprecated.Enum || *ct == deprecated.Json
+	}
+	return false
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// table loads table's Parquet file row by row, in file order: a table without an integer
+// primary key thus keeps the export's rowids 1..n.
+func (l *parquetLoad) table(table, path string, size int64) (err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return &providers.InputError{Source: l.in.Index, Message: fmt.Sprintf("source %d: %s%s could not be read", l.in.Index, table, parquetSuffix), Err: err}
+	}
+	defer f.Close()
+	defer func() {
+		if p := recover(); p != nil { // parquet-go panics on some malformed files
+			err = l.decodeErr(table, fmt.Errorf("parquet: %v", p))
+		}
+	}()
+	pf, err := parquet.OpenFile(f, size)
+	if err != nil {
+		return l.decodeErr(table, err)
+	}
+	schema := pf.Schema()
+	var cols []sqlColumn
+	for i, path := range schema.Columns() {
+		leaf, ok := schema.Lookup(path...)
+		if len(path) != 1 || !ok || leaf.MaxRepetitionLevel > 0 {
+			continue // nested and repeated columns have no SQLite column
+		}
+		aff, val := columnOf(leaf.Node.Type())
+		cols = append(cols, sqlColumn{name: path[0], index: i, affinity: aff, value: val})
+	}
+	if len(cols) == 0 {
+		return l.decodeErr(table, errors.New("no flat columns"))
+	}
+	defs := make([]string, len(cols))
+	marks := make([]string, len(cols))
+	at := map[int]int{}
+	for i, c := range cols {
+		defs[i], marks[i], at[c.index] = quoteIdent(c.name)+" "+c.affinity, "?", i
+	}
+	if _, err := l.db.ExecContext(l.ctx, "CREATE TABLE "+quoteIdent(table)+" ("+strings.Join(defs, ", ")+")"); err != nil {
+		return l.sqlErr(err)
+	}
+	if l.loaded == nil {
+		l.loaded = map[string]bool{}
+	}
+	l.loaded[table] = true
+	tx, err := l.db.BeginTx(l.ctx, nil)
+	if err != nil {
+		return l.sqlErr(err)
+	}
+	defer tx.Rollback()
+	ins, err := tx.PrepareContext(l.ctx, "INSERT INTO "+quoteIdent(table)+" VALUES ("+strings.Join(marks, ", ")+")")
+	if err != nil {
+		return l.sqlErr(err)
+	}
+	defer ins.Close()
+	args := make([]any, len(cols))
+	buf := make([]parquet.Row, 256)
+	for _, rg := range pf.RowGroups() {
+		rows := rg.Rows()
+		for {
+			if err := l.ctx.Err(); err != nil {
+				rows.Close()
+				return err
+			}
+			n, rerr := rows.ReadRows(buf)
+			for _, row := range buf[:n] {
+				clear(args)
+				for _, v := range row {
+					i, ok := at[v.Column()]
+					if !ok || v.IsNull() {
+						continue
+					}
+					args[i] = cols[i].value(v)
+					switch x := args[i].(type) {
+					case string:
+						l.bytes += int64(len(x))
+					case []byte:
+						l.bytes += int64(len(x))
+					default:
+						l.bytes += 8
+					}
+				}
+				if l.bytes > maxParquetLoadBytes {
+					rows.Close()
+					return &providers.LimitError{Source: l.in.Index, Limit: maxParquetLoadBytes, Unit: "bytes",
+						Message: fmt.Sprintf("source %d's Parquet tables decode to more than %d bytes", l.in.Index, int64(maxParquetLoadBytes))}
+				}
+				if _, err := ins.ExecContext(l.ctx, args...); err != nil {
+					rows.Close()
+					return l.sqlErr(err)
+				}
+			}
+			if errors.Is(rerr, io.EOF) {
+				break
+			}
+			if rerr != nil {
+				rows.Close()
+				return l.decodeErr(table, rerr)
+			}
+		}
+		rows.Close()
+	}
+	if c, ok := nsysParquetIndexes[table]; ok {
+		for _, col := range cols {
+			if col.name == c {
+				if _, err := tx.ExecContext(l.ctx, "CREATE INDEX "+quoteIdent(table+"_"+c)+" ON "+quoteIdent(table)+" ("+quoteIdent(c)+")"); err != nil {
+					return l.sqlErr(err)
+				}
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return l.sqlErr(err)
+	}
+	return nil
+}
+
+// isNsys reports whether f is an Nsight Systems format, read through the SQLite readers.
+func isNsys(f gen.Format) bool {
+	return f == gen.FormatNsysSqlite || f == gen.FormatNsysRep || f == gen.FormatNsysParquet
+}
