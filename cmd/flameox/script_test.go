@@ -122,15 +122,16 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkparquet":  cmdMkparquet,
-			"follow":     cmdFollow,
-			"getjson":    cmdGetJSON,
-			"storedir":   cmdStoreDir,
-			"flipbyte":   cmdFlipByte,
-			"subst":      cmdSubst,
-			"mkfolded":   cmdMkFolded,
-			"mkproxy":    cmdMkProxy,
-			"pyspywheel": cmdPySpyWheel,
+			"mkparquet":   cmdMkparquet,
+			"nsysparquet": cmdNsysParquet,
+			"follow":      cmdFollow,
+			"getjson":     cmdGetJSON,
+			"storedir":    cmdStoreDir,
+			"flipbyte":    cmdFlipByte,
+			"subst":       cmdSubst,
+			"mkfolded":    cmdMkFolded,
+			"mkproxy":     cmdMkProxy,
+			"pyspywheel":  cmdPySpyWheel,
 		},
 	})
 }
@@ -164,6 +165,21 @@ func cmdMkparquet(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Check(w.Close())
 	ts.Check(f.Close())
+}
+
+// cmdNsysParquet converts an Nsight Systems SQLite export into the layout of an nsys
+// export --type parquetdir directory (testtool.NsysParquetDir: python3's sqlite3 reads
+// the tables, parquet-go writes <TABLE>.parquet each); a conversion, not nsys output:
+// nsysparquet EXPORT DIR.
+func cmdNsysParquet(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: nsysparquet EXPORT DIR")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		ts.Fatalf("nsysparquet needs python3: %v", err)
+	}
+	ts.Check(testtool.NsysParquetDir(py, ts.MkAbs(args[0]), ts.MkAbs(args[1])))
 }
 
 // cmdFollow executes the next_page.argv of the CLI result in FILE as a new process:
