@@ -224,3 +224,25 @@ func TestNsysParquetUnsupported(t *testing.T) {
 		})
 	}
 }
+
+// TestNsysParquetScratchRemoved: the scratch database is gone after an eager analysis
+// and after a lazy analysis's page.
+func TestNsysParquetScratchRemoved(t *testing.T) {
+	pq := parquetInput(t, corpusParquetDir(t))
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	req := &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{pq}}
+	if _, err := summarizeOperations(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	a, err := inspectLaunches(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Rows.Page(context.Background(), 0, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("scratch left behind: %v", left)
+	}
+}
