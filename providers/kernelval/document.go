@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/flameox/flameox/contracts"
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/validate"
 	"github.com/flameox/flameox/providers"
 )
@@ -81,18 +82,48 @@ type metric struct {
 	infinity string
 }
 
-// documentSchema is the published schema of the document.
-var documentSchema = sync.OnceValue(func() *validate.Schema {
+// schemas are the published document schema split for a streaming check (issue 21): the
+// document with its cases array unconstrained per item, and one case. Each case is
+// validated alone as it is read, so memory holds one case's decoded tree, not the whole
+// document's; failure paths are the same as the whole schema's.
+var schemas = sync.OnceValue(func() [2]*validate.Schema {
 	b, err := fs.ReadFile(contracts.FS, "formats/KernelValidationDocument.json")
 	if err != nil {
 		panic(err)
 	}
-	s, err := validate.Compile("kernel-validation.json", b)
-	if err != nil {
+	var whole map[string]any
+	if err := json.Unmarshal(b, &whole); err != nil {
 		panic(err)
 	}
-	return s
+	props := whole["properties"].(map[string]any)
+	cases := props["cases"].(map[string]any)
+	item := cases["items"].(map[string]any)
+	item["$schema"] = whole["$schema"]
+	delete(cases, "items")
+	compile := func(name string, v any) *validate.Schema {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			panic(err)
+		}
+		s, err := validate.Compile(name, raw)
+		if err != nil {
+			panic(err)
+		}
+		return s
+	}
+	return [2]*validate.Schema{compile("kernel-validation-head.json", whole), compile("kernel-validation-case.json", item)}
 })
+
+// schemaError is the DECODE_FAILURE of a schema check at a document field path.
+func schemaError(f *failure.Failure, prefix ...any) error {
+	path := append(append([]any{}, prefix...), f.FieldPath...)
+	details := map[string]any{"document_field_path": path}
+	if len(f.AcceptedValues) > 0 {
+		details["accepted_values"] = f.AcceptedValues
+	}
+	return &providers.DecodeError{Message: "the kernel-validation document does not match its schema: " +
+		strings.ReplaceAll(f.Message, "of this tool", "of the document"), Details: details}
+}
 
 // decodeError is a DECODE_FAILURE at a document field path.
 func decodeError(path []any, format string, args ...any) error {
@@ -133,23 +164,117 @@ func decode(b []byte) (*document, error) {
 			Message: fmt.Sprintf("the kernel-validation document's schema_version is %s; this reader accepts %s only", describe(head.SchemaVersion), SchemaVersion),
 			Details: map[string]any{"document_field_path": []any{"schema_version"}, "accepted_values": []string{SchemaVersion}}}
 	}
-	if _, f := documentSchema().Validate(b); f != nil {
-		details := map[string]any{"document_field_path": f.FieldPath}
-		if len(f.AcceptedValues) > 0 {
-			details["accepted_values"] = f.AcceptedValues
-		}
-		return nil, &providers.DecodeError{Message: "the kernel-validation document does not match its schema: " +
-			strings.ReplaceAll(f.Message, "of this tool", "of the document"), Details: details}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var doc document
-	if err := dec.Decode(&doc); err != nil {
-		return nil, &providers.DecodeError{Message: "the kernel-validation document cannot be decoded"}
-	}
-	if err := check(&doc); err != nil {
+	doc, err := stream(b)
+	if err != nil {
 		return nil, err
 	}
+	if err := check(doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// stream reads the document's top-level members, validating and decoding each case as it
+// comes and the rest against the head schema at the end.
+func stream(b []byte) (*document, error) {
+	notObject := &providers.DecodeError{Message: "the kernel-validation document is not a JSON object"}
+	undecodable := &providers.DecodeError{Message: "the kernel-validation document cannot be decoded"}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, notObject
+	}
+	s := schemas()
+	head := map[string]json.RawMessage{}
+	var cases []kcase
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, undecodable
+		}
+		key, _ := t.(string)
+		if key != "cases" {
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return nil, undecodable
+			}
+			head[key] = v
+			continue
+		}
+		t, err = dec.Token()
+		if err != nil {
+			return nil, undecodable
+		}
+		if t != json.Delim('[') {
+			// Not an array: the head schema names the type; skip what is left of it.
+			head[key] = json.RawMessage(`{}`)
+			if d, ok := t.(json.Delim); ok && d == '{' {
+				for depth := 1; depth > 0; {
+					t, err := dec.Token()
+					if err != nil {
+						return nil, undecodable
+					}
+					switch t {
+					case json.Delim('{'), json.Delim('['):
+						depth++
+					case json.Delim('}'), json.Delim(']'):
+						depth--
+					}
+				}
+			} else if raw, err := json.Marshal(t); err == nil {
+				head[key] = raw
+			}
+			continue
+		}
+		n := 0
+		for dec.More() {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, undecodable
+			}
+			n++
+			if n > MaxCases {
+				continue // the head schema's maxItems reports it; nothing more is kept
+			}
+			if _, f := s[1].Validate(raw); f != nil {
+				return nil, schemaError(f, "cases", n-1)
+			}
+			var c kcase
+			cd := json.NewDecoder(bytes.NewReader(raw))
+			cd.UseNumber()
+			if err := cd.Decode(&c); err != nil {
+				return nil, undecodable
+			}
+			cases = append(cases, c)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, undecodable
+		}
+		// Items stand in for the cases, already checked, so the head schema counts them.
+		head[key] = json.RawMessage("[" + strings.TrimSuffix(strings.Repeat("0,", min(n, MaxCases+1)), ",") + "]")
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, undecodable
+	}
+	if dec.More() {
+		return nil, notObject
+	}
+	raw, err := json.Marshal(head)
+	if err != nil {
+		return nil, undecodable
+	}
+	if _, f := s[0].Validate(raw); f != nil {
+		return nil, schemaError(f)
+	}
+	delete(head, "cases")
+	raw, _ = json.Marshal(head)
+	hd := json.NewDecoder(bytes.NewReader(raw))
+	hd.UseNumber()
+	var doc document
+	if err := hd.Decode(&doc); err != nil {
+		return nil, undecodable
+	}
+	doc.Cases = cases
 	return &doc, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -366,5 +368,42 @@ func TestDetect(t *testing.T) {
 		if (len(got) > 0 && got[0] == gen.FormatKernelValidation) != want {
 			t.Errorf("Detect(%s) = %v", head, got)
 		}
+	}
+}
+
+// TestLargeDocumentMemory (issue 21): a 45,000-case document (about 30 MB) is checked
+// case by case, so the peak heap stays near the document and its typed cases rather than
+// the whole document's schema tree (580 MiB before). The bound is generous: it catches a
+// return to whole-document validation, not a regression of a few percent.
+func TestLargeDocumentMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 30 MB document")
+	}
+	d := doc()
+	one := d["cases"].([]any)[0].(map[string]any)
+	cases := make([]any, 45_000)
+	for i := range cases {
+		c := map[string]any{}
+		for k, v := range one {
+			c[k] = v
+		}
+		c["case_id"] = fmt.Sprintf("case-%06d", i)
+		cases[i] = c
+	}
+	d["cases"], d["status"] = cases, "inconclusive"
+	in := write(t, d)
+	st, _ := os.Stat(in.Path)
+	in.Size = st.Size()
+	d, cases = nil, nil
+	var err error
+	peak := testtool.PeakHeap(func() {
+		_, err = read(context.Background(), in)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d MB document: peak heap %d MiB", st.Size()>>20, peak>>20)
+	if !testtool.Race && peak > 400<<20 {
+		t.Errorf("peak heap %d MiB for a %d MB document", peak>>20, st.Size()>>20)
 	}
 }
