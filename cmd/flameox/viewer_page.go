@@ -11,6 +11,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/flamegraph"
+	"github.com/flameox/flameox/internal/timeline"
 	"github.com/flameox/flameox/runtime"
 )
 
@@ -28,8 +29,15 @@ var pageAssets = map[string][2]string{
 	"/assets/app.css": {"viewerpage/app.css", "text/css; charset=utf-8"},
 }
 
-// flameGraphRoute serves a CPU evidence's flame graph as SVG: /charts/flamegraph/{evidence_id}.
-const flameGraphRoute = "/charts/flamegraph/"
+// chartRoutes serve an evidence's charts as SVG: /charts/<kind>/{evidence_id}.
+var chartRoutes = map[string]func(context.Context, *runtime.Runtime, string) ([]byte, *failure.Failure){
+	"/charts/flamegraph/": flameGraphSVG,
+	"/charts/timeline/":   timelineSVG,
+}
+
+// Bounds of the rows read for one timeline: pages of summarize_trace; a longer trace is
+// drawn from its first timelineMaxPages*flameGraphPageSize slices and says so.
+const timelineMaxPages = timeline.MaxSlices / flameGraphPageSize
 
 // Bounds of the rows read for one flame graph: pages of rank_cpu_hotspots and
 // inspect_cpu_callers, each of flameGraphPageSize rows.
@@ -45,7 +53,13 @@ const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-sr
 func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	asset, isAsset := pageAssets[path]
-	isChart := strings.HasPrefix(path, flameGraphRoute)
+	chartPrefix := ""
+	for prefix := range chartRoutes {
+		if strings.HasPrefix(path, prefix) {
+			chartPrefix = prefix
+		}
+	}
+	isChart := chartPrefix != ""
 	if !isAsset && !isChart {
 		httpFailure(w, http.StatusNotFound, failure.New(gen.FailureCodeInvalidInput, "there is no viewer page at this path").
 			Field(failure.Path("path"), nil))
@@ -73,13 +87,13 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(b)
 		return
 	}
-	id := strings.TrimPrefix(path, flameGraphRoute)
+	id := strings.TrimPrefix(path, chartPrefix)
 	if !isSHA256(id) {
 		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("evidence_id"), nil,
 			"an evidence_id is 64 lowercase hexadecimal characters"))
 		return
 	}
-	svg, f := flameGraphSVG(r.Context(), v.rt, id)
+	svg, f := chartRoutes[chartPrefix](r.Context(), v.rt, id)
 	if f != nil {
 		httpFailure(w, httpStatus(f.Code), f)
 		return
@@ -95,11 +109,17 @@ func flameGraphSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte,
 	if f != nil {
 		return nil, f
 	}
-	functions, f := allRows(ctx, rt, "rank_cpu_hotspots", sources)
+	functions, more, f := allRows(ctx, rt, "rank_cpu_hotspots", sources, flameGraphMaxPages)
+	if f == nil && more {
+		f = tooManyRows("rank_cpu_hotspots")
+	}
 	if f != nil {
 		return nil, f
 	}
-	edges, f := allRows(ctx, rt, "inspect_cpu_callers", sources)
+	edges, more, f := allRows(ctx, rt, "inspect_cpu_callers", sources, flameGraphMaxPages)
+	if f == nil && more {
+		f = tooManyRows("inspect_cpu_callers")
+	}
 	if f != nil {
 		return nil, f
 	}
@@ -111,19 +131,43 @@ func flameGraphSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte,
 	return b.Bytes(), nil
 }
 
-// allRows pages through one analysis over sources and returns its table rows; more than
-// flameGraphMaxPages pages is LIMIT_EXCEEDED.
-func allRows(ctx context.Context, rt *runtime.Runtime, op string, sources []gen.EvidenceSource) ([]map[string]any, *failure.Failure) {
+func tooManyRows(op string) *failure.Failure {
+	return failure.New(gen.FailureCodeLimitExceeded, "the profile has more than %d rows of %s: too large for a flame graph",
+		flameGraphPageSize*flameGraphMaxPages, op)
+}
+
+// timelineSVG lays out the slice timeline of trace evidence from summarize_trace's rows
+// over its sources (the first timeline.MaxSlices by start).
+func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte, *failure.Failure) {
+	sources, f := rt.EvidenceSources(id)
+	if f != nil {
+		return nil, f
+	}
+	rows, more, f := allRows(ctx, rt, "summarize_trace", sources, timelineMaxPages)
+	if f != nil {
+		return nil, f
+	}
+	l := timeline.New(timeline.FromRows(rows))
+	l.More = more
+	var b bytes.Buffer
+	if err := l.WriteSVG(&b, "Slice timeline of "+id[:12]); err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the timeline could not be rendered")
+	}
+	return b.Bytes(), nil
+}
+
+// allRows pages through one analysis over sources and returns its table rows, at most
+// maxPages pages; more reports that rows remain.
+func allRows(ctx context.Context, rt *runtime.Runtime, op string, sources []gen.EvidenceSource, maxPages int) (rows []map[string]any, more bool, _ *failure.Failure) {
 	raw, _ := json.Marshal(map[string]any{"sources": sources, "page_size": flameGraphPageSize})
-	var rows []map[string]any
-	for range flameGraphMaxPages {
+	for range maxPages {
 		res, f := rt.AnalyzeEvidence(ctx, op, raw)
 		if f != nil {
-			return nil, f
+			return nil, false, f
 		}
 		b, err := json.Marshal(res)
 		if err != nil {
-			return nil, failure.Unencodable(err)
+			return nil, false, failure.Unencodable(err)
 		}
 		var page struct {
 			Blocks []struct {
@@ -135,7 +179,7 @@ func allRows(ctx context.Context, rt *runtime.Runtime, op string, sources []gen.
 			} `json:"next_page"`
 		}
 		if err := json.Unmarshal(b, &page); err != nil {
-			return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the %s result could not be read", op)
+			return nil, false, failure.Wrap(err, gen.FailureCodeInternalFailure, "the %s result could not be read", op)
 		}
 		for _, bl := range page.Blocks {
 			if bl.Type == "table" {
@@ -143,10 +187,9 @@ func allRows(ctx context.Context, rt *runtime.Runtime, op string, sources []gen.
 			}
 		}
 		if page.NextPage == nil {
-			return rows, nil
+			return rows, false, nil
 		}
 		raw = page.NextPage.Arguments
 	}
-	return nil, failure.New(gen.FailureCodeLimitExceeded, "the profile has more than %d rows of %s: too large for a flame graph",
-		flameGraphPageSize*flameGraphMaxPages, op)
+	return rows, true, nil
 }

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/internal/timeline"
+	"github.com/flameox/flameox/runtime"
+)
+
+// preserveEvidence analyzes corpus files with op (explicit format) in a store and
+// preserves the result; it returns the evidence id.
+func preserveEvidence(t *testing.T, store, op, format string, files ...string) string {
+	t.Helper()
+	rt, err := newRuntime(nil, runtime.WithStoreDir(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var sources []any
+	for _, f := range files {
+		sources = append(sources, map[string]any{"kind": "path", "path": filepath.Join(corpusDir(t), f), "format": format})
+	}
+	args, _ := json.Marshal(map[string]any{"sources": sources, "page_size": 5})
+	res, f := rt.Call(context.Background(), op, args)
+	if f != nil {
+		t.Fatal(f)
+	}
+	p, f := rt.Preserve(res.(*runtime.Result).AnalysisID)
+	if f != nil {
+		t.Fatal(f)
+	}
+	return p.EvidenceID
+}
+
+// getSVG fetches a chart and checks its status and headers.
+func getSVG(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	svg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("%s: status %d, Content-Type %q, Cache-Control %q: %s", url, resp.StatusCode,
+			resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), svg)
+	}
+	return svg
+}
+
+// svgBar is one slice of the timeline SVG.
+type svgBar struct {
+	ID    int64   `xml:"data-id,attr" json:"id"`
+	Name  string  `xml:"data-name,attr" json:"name"`
+	Lane  string  `xml:"data-lane,attr" json:"lane"`
+	Depth int     `xml:"data-depth,attr" json:"depth"`
+	X     float64 `json:"x"`
+	Width float64 `json:"width"`
+	Rect  struct {
+		X     float64 `xml:"x,attr"`
+		Width float64 `xml:"width,attr"`
+	} `xml:"rect" json:"-"`
+}
+
+// pythonTimeline computes the timeline of docs/decisions/0029 from a Chrome/PyTorch trace
+// JSON with Python's json and decimal modules, without Flameox: the complete (X) events of
+// positive duration in file order (an event's id is its index), times converted exactly
+// from decimal microseconds to integer nanoseconds, lanes per (pid, tid) labelled from the
+// process_name and thread_name metadata and ordered by their first start, depth by time
+// containment on the same thread, and each bar's x and width in pixels.
+const pythonTimeline = `
+import json, sys
+from decimal import Decimal
+path, label, plot, min_w = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+doc = json.load(open(path), parse_float=Decimal, parse_int=Decimal)
+events = doc["traceEvents"] if isinstance(doc, dict) else doc
+procs, threads, slices = {}, {}, []
+for i, e in enumerate(events):
+    if e.get("ph") == "M" and e.get("name") == "process_name":
+        procs[e["pid"]] = e["args"]["name"]
+    if e.get("ph") == "M" and e.get("name") == "thread_name":
+        threads[(e["pid"], e["tid"])] = e["args"]["name"]
+    if e.get("ph") == "X" and int(Decimal(e.get("dur", 0)) * 1000) > 0:
+        slices.append({"id": i, "name": e["name"] or "<unnamed>", "key": (str(e["pid"]), str(e["tid"])),
+                       "pid": e["pid"], "tid": e["tid"],
+                       "ts": int(Decimal(e["ts"]) * 1000), "dur": int(Decimal(e["dur"]) * 1000)})
+def lane(s):
+    p, t = procs.get(s["pid"], ""), threads.get((s["pid"], s["tid"]), "")
+    if p and t: return p + " / " + t
+    return t or None  # a lane without a thread name is labelled by its track number
+by_key = {}
+for s in sorted(slices, key=lambda s: (s["ts"], -s["dur"], s["id"])):
+    stack = by_key.setdefault(s["key"], [])
+    while stack and stack[-1]["ts"] + stack[-1]["dur"] < s["ts"] + s["dur"]:
+        stack.pop()
+    s["depth"] = stack[-1]["depth"] + 1 if stack else 0
+    stack.append(s)
+t0 = min(s["ts"] for s in slices)
+t1 = max(s["ts"] + s["dur"] for s in slices)
+firsts = {}
+for s in slices:
+    firsts[s["key"]] = min(firsts.get(s["key"], s["ts"]), s["ts"])
+assert len(set(firsts.values())) == len(firsts), "two lanes start together: their order is Flameox's track id"
+lanes = sorted(firsts, key=lambda k: firsts[k])
+bars = [{"id": s["id"], "name": s["name"], "lane": lane(s), "depth": s["depth"],
+         "x": label + (s["ts"] - t0) / (t1 - t0) * plot, "width": max(s["dur"] / (t1 - t0) * plot, min_w)}
+        for s in sorted(slices, key=lambda s: s["id"])]
+json.dump({"bars": bars, "lanes": [lane({"pid": next(s["pid"] for s in slices if s["key"] == k),
+                                         "tid": next(s["tid"] for s in slices if s["key"] == k)}) for k in lanes]}, sys.stdout)
+`
+
+// TestViewerTimeline checks the slice timeline of preserved summarize_trace evidence of a
+// torch.profiler trace against Python reading the same JSON: every bar's id, name, lane,
+// depth, x and width (to the SVG's 0.001 px), and the lanes' order.
+func TestViewerTimeline(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	id := preserveEvidence(t, store, "summarize_trace", "pytorch", "h200__torch-mlp-train.pt.trace.json")
+	base := serveViewer(t, store, "")
+	py := testtool.Require(t, "python3")
+	out, err := exec.Command(py, "-c", pythonTimeline, filepath.Join(corpusDir(t), "h200__torch-mlp-train.pt.trace.json"),
+		jsonString(timeline.Label), jsonString(timeline.Plot), jsonString(timeline.MinBarWidth)).Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	var want struct {
+		Bars  []svgBar `json:"bars"`
+		Lanes []*string
+	}
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatal(err)
+	}
+	svg := getSVG(t, base+"/charts/timeline/"+id)
+	var doc struct {
+		G     []svgBar `xml:"g"`
+		Lanes []struct {
+			Title string `xml:"title"`
+			Track int    `xml:"data-track,attr"`
+			Class string `xml:"class,attr"`
+		} `xml:"text"`
+	}
+	if err := xml.Unmarshal(svg, &doc); err != nil {
+		t.Fatalf("the timeline is not XML: %v", err)
+	}
+	got := doc.G
+	for i := range got {
+		got[i].X, got[i].Width = got[i].Rect.X, got[i].Rect.Width
+	}
+	var lanes []string
+	for _, l := range doc.Lanes {
+		if l.Class == "lane" {
+			lanes = append(lanes, l.Title)
+		}
+	}
+	// Python labels a lane without a thread name null; Flameox names it "track N" by its
+	// track id, which only Flameox numbers: take that label from the SVG, once.
+	var wantLanes []string
+	unnamed := ""
+	for i, l := range want.Lanes {
+		switch {
+		case l != nil:
+			wantLanes = append(wantLanes, *l)
+		case unnamed == "" && i < len(lanes) && strings.HasPrefix(lanes[i], "track "):
+			unnamed = lanes[i]
+			wantLanes = append(wantLanes, unnamed)
+		default:
+			t.Fatalf("lane %d: no thread name, and the viewer's label is not a single \"track N\": %q", i, lanes)
+		}
+	}
+	for i := range want.Bars {
+		if want.Bars[i].Lane == "" {
+			want.Bars[i].Lane = unnamed
+		}
+	}
+	if d := cmp.Diff(wantLanes, lanes); d != "" {
+		t.Errorf("lanes (-python +viewer):\n%s", d)
+	}
+	gotByID := append([]svgBar{}, got...)
+	sortBars := cmpopts.SortSlices(func(a, b svgBar) bool { return a.ID < b.ID })
+	if d := cmp.Diff(want.Bars, gotByID, sortBars, cmpopts.IgnoreFields(svgBar{}, "Rect"), cmpopts.EquateApprox(0, 0.0011)); d != "" {
+		t.Errorf("timeline bars (-python +viewer):\n%s", d)
+	}
+	if len(got) != 296 {
+		t.Errorf("%d bars, want the trace's 296 complete events", len(got))
+	}
+}
