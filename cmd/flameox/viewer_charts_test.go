@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"math"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/flameox/flameox/internal/benchchart"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/internal/timeline"
 	"github.com/flameox/flameox/runtime"
@@ -193,5 +196,116 @@ func TestViewerTimeline(t *testing.T) {
 	}
 	if len(got) != 296 {
 		t.Errorf("%d bars, want the trace's 296 complete events", len(got))
+	}
+}
+
+// svgSeries is one series of the benchmark chart.
+type svgSeries struct {
+	Input     int      `xml:"data-input,attr" json:"input"`
+	Benchmark string   `xml:"data-benchmark,attr" json:"benchmark"`
+	Unit      string   `xml:"data-unit,attr" json:"unit"`
+	N         int      `xml:"data-n,attr" json:"n"`
+	Mean      float64  `xml:"data-mean,attr" json:"mean"`
+	Stdev     float64  `xml:"data-stdev,attr" json:"stdev"`
+	Low       float64  `xml:"data-low,attr" json:"low"`
+	High      float64  `xml:"data-high,attr" json:"high"`
+	Ratio     *float64 `json:"ratio"`
+	RatioAttr string   `xml:"data-ratio,attr" json:"-"`
+	Width     float64  `json:"width"`
+	Rect      struct {
+		Width float64 `xml:"width,attr"`
+	} `xml:"rect" json:"-"`
+}
+
+// pythonBenchmarks computes the chart's figures from pyperf JSON files with Python's
+// statistics module, without Flameox: per file and benchmark, the run values (warmups
+// excluded; seconds as nanoseconds), mean, sample stdev, mean ± NormalDist's 97.5%
+// quantile · stdev/√n, the ratio of means to the baseline file's same benchmark, and the
+// bar width: mean / the largest interval end among the benchmark's bars · plot.
+const pythonBenchmarks = `
+import json, math, statistics, sys
+baseline, plot, files = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+z = statistics.NormalDist().inv_cdf(0.975)
+out = []
+for i, path in enumerate(files):
+    doc = json.load(open(path))
+    for b in doc["benchmarks"]:
+        meta = dict(doc.get("metadata", {}), **b.get("metadata", {}))
+        unit = meta.get("unit", "second")
+        scale = 1e9 if unit == "second" else 1
+        vs = [v * scale for r in b["runs"] for v in r.get("values", [])]
+        m = statistics.mean(vs)
+        s = statistics.stdev(vs) if len(vs) > 1 else float("nan")
+        h = z * s / math.sqrt(len(vs)) if len(vs) > 1 else 0
+        out.append({"input": i, "benchmark": meta["name"], "unit": {"second": "ns", "byte": "bytes"}.get(unit, unit),
+                    "n": len(vs), "mean": m, "stdev": s, "low": m - h, "high": m + h})
+for o in out:
+    base = [b for b in out if b["input"] == baseline and b["benchmark"] == o["benchmark"]]
+    o["ratio"] = o["mean"] / base[0]["mean"] if base and base[0]["mean"] else None
+    o["width"] = o["mean"] / max(b["high"] for b in out if b["benchmark"] == o["benchmark"]) * plot
+out.sort(key=lambda o: (o["benchmark"], o["input"]))
+print(json.dumps(out).replace("NaN", "null"))
+`
+
+// TestViewerBenchmarkChart checks the benchmark chart of preserved pyperf evidence against
+// Python's statistics module over the same files: per input and benchmark the value count
+// (exact), mean, standard deviation, 95% interval and ratio (to 1e-6 relative: Flameox
+// keeps nanoseconds as integers) and the bar width (to 0.01 px).
+func TestViewerBenchmarkChart(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	cases := []struct {
+		name, op string
+		files    []string
+	}{
+		{"summary of two results", "summarize_benchmarks", []string{"pyperf__telco.json", "pyperf__track_memory.json"}},
+		{"comparison with itself", "compare_benchmarks", []string{"pyperf__telco.json", "pyperf__telco.json"}},
+	}
+	ids := map[string]string{}
+	for _, c := range cases {
+		ids[c.name] = preserveEvidence(t, store, c.op, "pyperf", c.files...)
+	}
+	base := serveViewer(t, store, "")
+	py := testtool.Require(t, "python3")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"-c", pythonBenchmarks, "0", jsonString(benchchart.Plot)}
+			for _, f := range c.files {
+				args = append(args, filepath.Join(corpusDir(t), f))
+			}
+			out, err := exec.Command(py, args...).Output()
+			if err != nil {
+				t.Fatalf("python3: %v", err)
+			}
+			var want []svgSeries
+			if err := json.Unmarshal(out, &want); err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				G []svgSeries `xml:"g"`
+			}
+			if err := xml.Unmarshal(getSVG(t, base+"/charts/benchmarks/"+ids[c.name]), &doc); err != nil {
+				t.Fatalf("the chart is not XML: %v", err)
+			}
+			for i := range doc.G {
+				g := &doc.G[i]
+				g.Width = g.Rect.Width
+				if g.RatioAttr != "" {
+					r, err := strconv.ParseFloat(g.RatioAttr, 64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					g.Ratio = &r
+				}
+			}
+			opts := cmp.Options{cmpopts.IgnoreFields(svgSeries{}, "Rect", "RatioAttr", "Width"), cmpopts.EquateApprox(1e-6, 0)}
+			if d := cmp.Diff(want, doc.G, opts); d != "" {
+				t.Errorf("series (-python statistics +viewer):\n%s", d)
+			}
+			for i := range min(len(want), len(doc.G)) {
+				if math.Abs(want[i].Width-doc.G[i].Width) > 0.01 {
+					t.Errorf("series %d: bar width %.3f, python %.3f", i, doc.G[i].Width, want[i].Width)
+				}
+			}
+		})
 	}
 }

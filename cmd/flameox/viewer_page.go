@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/benchchart"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/flamegraph"
 	"github.com/flameox/flameox/internal/timeline"
@@ -33,7 +34,12 @@ var pageAssets = map[string][2]string{
 var chartRoutes = map[string]func(context.Context, *runtime.Runtime, string) ([]byte, *failure.Failure){
 	"/charts/flamegraph/": flameGraphSVG,
 	"/charts/timeline/":   timelineSVG,
+	"/charts/benchmarks/": benchmarkSVG,
 }
+
+// benchmarkMaxPages bounds the summarize_benchmarks pages read for one chart; statistics
+// of a prefix would mislead, so more is LIMIT_EXCEEDED.
+const benchmarkMaxPages = 100
 
 // Bounds of the rows read for one timeline: pages of summarize_trace; a longer trace is
 // drawn from its first timelineMaxPages*flameGraphPageSize slices and says so.
@@ -152,6 +158,46 @@ func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte, *
 	var b bytes.Buffer
 	if err := l.WriteSVG(&b, "Slice timeline of "+id[:12]); err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the timeline could not be rendered")
+	}
+	return b.Bytes(), nil
+}
+
+// benchmarkSVG draws the series of benchmark evidence (summarize_benchmarks' measurement
+// rows over its sources) with 95% intervals and the ratio to the baseline input: the
+// evidence's own baseline_index when it has one (compare_benchmarks), else input 0.
+func benchmarkSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte, *failure.Failure) {
+	sources, f := rt.EvidenceSources(id)
+	if f != nil {
+		return nil, f
+	}
+	baseline := 0
+	raw, _ := json.Marshal(map[string]any{"evidence_id": id})
+	if res, f := rt.Call(ctx, "inspect_evidence", raw); f == nil {
+		var ev struct {
+			Body struct {
+				AnalysisRequest struct {
+					Arguments struct {
+						BaselineIndex *int `json:"baseline_index"`
+					} `json:"arguments"`
+				} `json:"analysis_request"`
+			} `json:"body"`
+		}
+		if b, err := json.Marshal(res); err == nil && json.Unmarshal(b, &ev) == nil && ev.Body.AnalysisRequest.Arguments.BaselineIndex != nil {
+			baseline = *ev.Body.AnalysisRequest.Arguments.BaselineIndex
+		}
+	}
+	rows, more, f := allRows(ctx, rt, "summarize_benchmarks", sources, benchmarkMaxPages)
+	if f == nil && more {
+		f = failure.New(gen.FailureCodeLimitExceeded, "the benchmark results have more than %d measurements: too many for a chart",
+			flameGraphPageSize*benchmarkMaxPages)
+	}
+	if f != nil {
+		return nil, f
+	}
+	c := benchchart.New(benchchart.FromRows(rows), baseline)
+	var b bytes.Buffer
+	if err := c.WriteSVG(&b, "Benchmarks of "+id[:12]); err != nil {
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the benchmark chart could not be rendered")
 	}
 	return b.Bytes(), nil
 }
