@@ -191,6 +191,25 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:10
 		t.Fatal(err)
 	}
 	wantRows := strings.Split(strings.TrimSpace(string(out)), "\n")
+	// The trace's slices as Python reads them, and the longest one's name.
+	out, err = exec.Command(py, "-c", pythonTimeline, filepath.Join(corpusDir(t), "h200__torch-mlp-train.pt.trace.json"),
+		"0", "1", "0").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tl struct {
+		Bars []svgBar `json:"bars"`
+	}
+	if err := json.Unmarshal(out, &tl); err != nil {
+		t.Fatal(err)
+	}
+	wantBars, wantLongest := tl.Bars, ""
+	widest := 0.0
+	for _, b := range tl.Bars {
+		if b.Width > widest {
+			widest, wantLongest = b.Width, b.Name
+		}
+	}
 
 	shots := os.Getenv("FLAMEOX_SCREENSHOT_DIR")
 	if shots == "" {
@@ -204,7 +223,7 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:10
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 
 	step := func(what string, err error) {
@@ -246,7 +265,34 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:10
 	step("read the second page", err)
 	pageShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	step("screenshot the second page", err)
-	for name, b := range map[string][]byte{"viewer-list.png": listShot, "viewer-evidence.png": evidenceShot, "viewer-rows-page2.png": pageShot} {
+	// A trace evidence shows its slice timeline; a benchmark comparison its chart.
+	traceID := preserveEvidence(t, fx.store, "summarize_trace", "pytorch", "h200__torch-mlp-train.pt.trace.json")
+	benchID := preserveEvidence(t, fx.store, "compare_benchmarks", "pyperf", "pyperf__telco.json", "pyperf__telco.json")
+	step("open the trace evidence", chromedp.Do(ctx, chromedp.Navigate(fx.base+"/#/evidence/"+traceID),
+		chromedp.WaitVisible(`#timeline svg g.slice`)))
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#timeline svg g.slice").length`))
+	step("count the timeline bars", err)
+	longest, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
+		`!!document.querySelector('#timeline svg g.slice[data-name="' + CSS.escape(`+jsonString(wantLongest)+`) + '"]')`))
+	step("find the longest slice", err)
+	flameHidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#flamegraph-section").hidden`))
+	step("read the flame graph section", err)
+	timelineShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	step("screenshot the timeline", err)
+	step("open the benchmark evidence", chromedp.Do(ctx, chromedp.Navigate(fx.base+"/#/evidence/"+benchID),
+		chromedp.WaitVisible(`#benchchart svg g.series`)))
+	series, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#benchchart svg g.series").length`))
+	step("count the benchmark series", err)
+	benchShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	step("screenshot the benchmark chart", err)
+	if bars != len(wantBars) || !longest || !flameHidden {
+		t.Errorf("timeline: %d bars (python: %d), longest slice %q shown %v, flame graph hidden %v", bars, len(wantBars), wantLongest, longest, flameHidden)
+	}
+	if series != 2 {
+		t.Errorf("benchmark chart: %d series, want telco of each input", series)
+	}
+	for name, b := range map[string][]byte{"viewer-list.png": listShot, "viewer-evidence.png": evidenceShot, "viewer-rows-page2.png": pageShot,
+		"viewer-timeline.png": timelineShot, "viewer-benchmarks.png": benchShot} {
 		if err := os.WriteFile(filepath.Join(shots, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -35,8 +35,8 @@ const MaxSeries = 256
 // SVG geometry.
 const (
 	Width     = 1200.0
-	Label     = 420.0
-	Plot      = Width - Label - 180
+	Label     = 320.0
+	Plot      = Width - Label - 270
 	BarHeight = 16.0
 	GroupGap  = 12.0
 	headerH   = 28.0
@@ -190,8 +190,8 @@ func (c *Chart) WriteSVG(w io.Writer, title string) error {
 		fmt.Fprintf(&b, `<title>%s, input %d: mean %s %s, 95%% [%s, %s], n=%d</title>`, esc(name), s.Input,
 			short(s.Mean), esc(s.Unit), short(s.Low), short(s.High), s.N)
 		label := fmt.Sprintf("%s · input %d", name, s.Input)
-		if r := []rune(label); len(r) > 62 {
-			label = string(r[:61]) + "…"
+		if r := []rune(label); len(r) > 46 {
+			label = string(r[:45]) + "…"
 		}
 		fmt.Fprintf(&b, `<text x="4" y="%.1f">%s</text>`, y+BarHeight-4, esc(label))
 		fmt.Fprintf(&b, `<rect class="bar" x="%g" y="%.1f" width="%.3f" height="%g" fill="%s"/>`,

@@ -10,6 +10,14 @@ const el = (tag, text, cls) => {
   return e;
 };
 const CPU_OPERATIONS = ["rank_cpu_hotspots", "inspect_cpu_callers"];
+// The chart of each operation family: its server-side SVG route and the page section.
+const CHARTS = [
+  { ops: CPU_OPERATIONS, route: "/charts/flamegraph/", box: "#flamegraph", section: "#flamegraph-section" },
+  { ops: ["summarize_trace", "inspect_trace_window", "inspect_trace_call_graph", "summarize_pytorch_trace"],
+    route: "/charts/timeline/", box: "#timeline", section: "#timeline-section" },
+  { ops: ["summarize_benchmarks", "compare_benchmarks", "analyze_benchmark_scaling"],
+    route: "/charts/benchmarks/", box: "#benchchart", section: "#benchchart-section" },
+];
 
 async function api(path, body) {
   const init = body === undefined ? {} :
@@ -118,29 +126,32 @@ async function loadEvidence(id) {
   lims.replaceChildren(...(b.limitations || []).map((l) => el("li", l)));
 
   const cpu = CPU_OPERATIONS.includes(b.operation);
-  $("#flamegraph-section").hidden = !cpu;
-  $("#flamegraph").replaceChildren();
+  const chart = CHARTS.find((c) => c.ops.includes(b.operation));
+  for (const c of CHARTS) {
+    $(c.section).hidden = c !== chart;
+    $(c.box).replaceChildren();
+  }
   const ops = $("#cpu-ops");
   ops.replaceChildren(...(cpu ? CPU_OPERATIONS : [b.operation]).map((o) => { const x = el("option"); x.value = o; return x; }));
   const form = $("#analysis");
   form.elements.operation.value = b.operation || "";
   const work = [runAnalysis(firstRequest())];
-  if (cpu) work.push(loadFlameGraph(ev.evidence_id));
+  if (chart) work.push(loadChart(chart, ev.evidence_id));
   await Promise.all(work);
 }
 
-async function loadFlameGraph(id) {
-  const resp = await fetch("/charts/flamegraph/" + encodeURIComponent(id));
+async function loadChart(chart, id) {
+  const resp = await fetch(chart.route + encodeURIComponent(id));
   const text = await resp.text();
   if (!resp.ok) {
     let msg = `HTTP ${resp.status}`;
     try { const d = JSON.parse(text); msg = `${d.code}: ${d.message}`; } catch (e) { /* keep the status */ }
-    $("#flamegraph").replaceChildren(el("p", "No flame graph: " + msg, "error"));
+    $(chart.box).replaceChildren(el("p", "No chart: " + msg, "error"));
     return;
   }
   // The SVG is built by the server with every name escaped; parse it as SVG, never as HTML.
   const doc = new DOMParser().parseFromString(text, "image/svg+xml");
-  $("#flamegraph").replaceChildren(document.importNode(doc.documentElement, true));
+  $(chart.box).replaceChildren(document.importNode(doc.documentElement, true));
 }
 
 // firstRequest is the analysis request of the form: the evidence's analysis_sources, and
