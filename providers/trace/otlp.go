@@ -12,7 +12,11 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/flameox/flameox/providers"
 )
@@ -120,6 +124,8 @@ type pbReader struct {
 	r   *bufio.Reader
 	off int64
 	d   *otlpDec
+	// buf holds the message being decoded, reused (nothing keeps it).
+	buf []byte
 }
 
 func (p *pbReader) ReadByte() (byte, error) {
@@ -150,7 +156,10 @@ func (p *pbReader) bytes(n uint64) ([]byte, error) {
 		return nil, &providers.LimitError{Source: p.d.source, Limit: maxOTLPMessageBytes, Unit: "bytes",
 			Message: fmt.Sprintf("source %d holds an OTLP message of %d bytes, more than the %d bytes one span, resource or scope may take", p.d.source, n, maxOTLPMessageBytes)}
 	}
-	b := make([]byte, n)
+	if uint64(cap(p.buf)) < n {
+		p.buf = make([]byte, n)
+	}
+	b := p.buf[:n]
 	if _, err := io.ReadFull(p.r, b); err != nil {
 		return nil, p.d.bad("the data ends inside a message")
 	}
@@ -233,8 +242,18 @@ func (p *pbReader) sub(typ protowire.Type) (int64, error) {
 	return p.off + int64(l), nil
 }
 
+// protobuf streams the framing with protowire (ExportTraceServiceRequest/TracesData:
+// resource_spans = 1; ResourceSpans: resource = 1, scope_spans = 2; ScopeSpans:
+// scope = 1, spans = 2; other fields skipped) and decodes each Resource,
+// InstrumentationScope and Span, one at a time, with proto.Unmarshal into the
+// OpenTelemetry project's generated types.
 func (d *otlpDec) protobuf(r *bufio.Reader) error {
 	p := &pbReader{r: r, d: d}
+	var (
+		res   resourcepb.Resource
+		scope commonpb.InstrumentationScope
+		span  tracepb.Span
+	)
 	return p.message(-1, func(num protowire.Number, typ protowire.Type) (bool, error) {
 		if num != 1 {
 			return true, nil
@@ -244,16 +263,14 @@ func (d *otlpDec) protobuf(r *bufio.Reader) error {
 			return false, err
 		}
 		d.beginResource()
-		// ResourceSpans: resource = 1, scope_spans = 2, schema_url = 3.
 		return false, p.message(end, func(num protowire.Number, typ protowire.Type) (bool, error) {
 			switch num {
 			case 1:
-				b, err := p.blob(typ)
-				if err != nil {
+				if err := p.unmarshal(typ, &res, "resource"); err != nil {
 					return false, err
 				}
 				d.resourceSeen = true
-				d.service = pbServiceName(b)
+				d.service = serviceName(&res)
 				return false, nil
 			case 2:
 				end, err := p.sub(typ)
@@ -261,19 +278,21 @@ func (d *otlpDec) protobuf(r *bufio.Reader) error {
 					return false, err
 				}
 				d.st.Scopes++
-				// ScopeSpans: scope = 1, spans = 2, schema_url = 3.
 				return false, p.message(end, func(num protowire.Number, typ protowire.Type) (bool, error) {
-					if num != 2 {
-						return true, nil
+					switch num {
+					case 1:
+						// The scope is not in the rows; decoding it checks it is well formed.
+						return false, p.unmarshal(typ, &scope, "scope")
+					case 2:
+						if err := p.unmarshal(typ, &span, "span"); err != nil {
+							return false, err
+						}
+						if err := d.pbSpan(&span); err != nil {
+							return false, err
+						}
+						return false, d.emit()
 					}
-					b, err := p.blob(typ)
-					if err != nil {
-						return false, err
-					}
-					if err := d.pbSpan(b); err != nil {
-						return false, err
-					}
-					return false, d.emit()
+					return true, nil
 				})
 			}
 			return true, nil
@@ -281,160 +300,61 @@ func (d *otlpDec) protobuf(r *bufio.Reader) error {
 	})
 }
 
-func (p *pbReader) blob(typ protowire.Type) ([]byte, error) {
+// pbUnmarshal ignores unknown fields (receivers must) rather than keeping them.
+var pbUnmarshal = proto.UnmarshalOptions{DiscardUnknown: true}
+
+// unmarshal reads one length-delimited message (bounded by maxOTLPMessageBytes) into m.
+// The generated code copies what it keeps, so the read buffer is reused.
+func (p *pbReader) unmarshal(typ protowire.Type, m proto.Message, what string) error {
 	if typ != protowire.BytesType {
-		return nil, p.d.bad("a message field has wire type %d", typ)
+		return p.d.bad("a %s field has wire type %d", what, typ)
 	}
 	l, err := p.varint()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return p.bytes(l)
+	b, err := p.bytes(l)
+	if err != nil {
+		return err
+	}
+	if err := pbUnmarshal.Unmarshal(b, m); err != nil {
+		return p.d.bad("a %s is malformed protobuf", what)
+	}
+	return nil
 }
 
-// pbFields walks the fields of a message held in b.
-func pbFields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte) bool) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return false
-		}
-		if !f(num, typ, b[:m]) {
-			return false
-		}
-		b = b[m:]
-	}
-	return true
-}
-
-// pbServiceName finds service.name among a Resource's attributes (1: KeyValue{1 key, 2 AnyValue{1 string_value}}).
-func pbServiceName(b []byte) *string {
+// serviceName is the last string-valued service.name among a Resource's attributes.
+func serviceName(res *resourcepb.Resource) *string {
 	var out *string
-	pbFields(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
-		if num != 1 || typ != protowire.BytesType {
-			return true
+	for _, kv := range res.GetAttributes() {
+		if sv, ok := kv.GetValue().GetValue().(*commonpb.AnyValue_StringValue); ok && kv.GetKey() == "service.name" {
+			v := sv.StringValue
+			out = &v
 		}
-		kv, _ := protowire.ConsumeBytes(v)
-		var key string
-		var val *string
-		pbFields(kv, func(num protowire.Number, typ protowire.Type, v []byte) bool {
-			if typ != protowire.BytesType {
-				return true
-			}
-			x, _ := protowire.ConsumeBytes(v)
-			switch num {
-			case 1:
-				key = string(x)
-			case 2:
-				pbFields(x, func(num protowire.Number, typ protowire.Type, v []byte) bool {
-					if num == 1 && typ == protowire.BytesType {
-						s, _ := protowire.ConsumeBytes(v)
-						str := string(s)
-						val = &str
-					}
-					return true
-				})
-			}
-			return true
-		})
-		if key == "service.name" && val != nil {
-			out = val
-		}
-		return true
-	})
+	}
 	return out
 }
 
-// pbSpan decodes a Span message (trace.proto field numbers).
-func (d *otlpDec) pbSpan(b []byte) error {
+// pbSpan maps a generated Span onto d.span. Ids are empty (absent) or of their
+// fixed length; an all-zero parent is none.
+func (d *otlpDec) pbSpan(sp *tracepb.Span) error {
 	s := &d.span
 	events := s.Events[:0]
-	*s = OTLPSpan{}
-	var bad string
-	ok := pbFields(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
-		want := protowire.BytesType
-		switch num {
-		case 6, 10, 12, 14:
-			want = protowire.VarintType
-		case 7, 8:
-			want = protowire.Fixed64Type
-		case 16:
-			want = protowire.Fixed32Type
-		case 1, 2, 3, 4, 5, 9, 11, 13, 15:
-		default:
-			return true
+	*s = OTLPSpan{Name: sp.GetName(), Kind: int32(sp.GetKind()), Start: sp.GetStartTimeUnixNano(),
+		End: sp.GetEndTimeUnixNano(), StatusCode: int32(sp.GetStatus().GetCode()), Links: len(sp.GetLinks())}
+	for _, id := range []struct {
+		dst  []byte
+		src  []byte
+		name string
+	}{{s.TraceID[:], sp.GetTraceId(), "trace_id"}, {s.SpanID[:], sp.GetSpanId(), "span_id"}, {s.ParentSpanID[:], sp.GetParentSpanId(), "parent_span_id"}} {
+		if len(id.src) != 0 && len(id.src) != len(id.dst) {
+			return d.bad("span %s is an id of %d bytes, not %d", id.name, len(id.src), len(id.dst))
 		}
-		if typ != want {
-			bad = fmt.Sprintf("span field %d has wire type %d", num, typ)
-			return false
-		}
-		switch num {
-		case 1, 2, 4:
-			x, _ := protowire.ConsumeBytes(v)
-			switch {
-			case num == 1 && len(x) == 16:
-				copy(s.TraceID[:], x)
-			case num == 2 && len(x) == 8:
-				copy(s.SpanID[:], x)
-			case num == 4 && len(x) == 8:
-				copy(s.ParentSpanID[:], x)
-				s.HasParent = s.ParentSpanID != [8]byte{}
-			case num == 4 && len(x) == 0:
-			default:
-				bad = fmt.Sprintf("span field %d is an id of %d bytes", num, len(x))
-				return false
-			}
-		case 5:
-			x, _ := protowire.ConsumeBytes(v)
-			s.Name = string(x)
-		case 6:
-			x, _ := protowire.ConsumeVarint(v)
-			s.Kind = int32(x)
-		case 7:
-			s.Start, _ = protowire.ConsumeFixed64(v)
-		case 8:
-			s.End, _ = protowire.ConsumeFixed64(v)
-		case 11:
-			x, _ := protowire.ConsumeBytes(v)
-			var e OTLPEvent
-			if !pbFields(x, func(num protowire.Number, typ protowire.Type, v []byte) bool {
-				switch {
-				case num == 1 && typ == protowire.Fixed64Type:
-					e.Time, _ = protowire.ConsumeFixed64(v)
-				case num == 2 && typ == protowire.BytesType:
-					y, _ := protowire.ConsumeBytes(v)
-					e.Name = string(y)
-				}
-				return true
-			}) {
-				bad = "a span event is malformed"
-				return false
-			}
-			events = append(events, e)
-		case 13:
-			s.Links++
-		case 15:
-			x, _ := protowire.ConsumeBytes(v)
-			pbFields(x, func(num protowire.Number, typ protowire.Type, v []byte) bool {
-				if num == 3 && typ == protowire.VarintType {
-					c, _ := protowire.ConsumeVarint(v)
-					s.StatusCode = int32(c)
-				}
-				return true
-			})
-		}
-		return true
-	})
-	if bad != "" {
-		return d.bad("%s", bad)
+		copy(id.dst, id.src)
 	}
-	if !ok {
-		return d.bad("a span is malformed protobuf")
+	s.HasParent = s.ParentSpanID != [8]byte{}
+	for _, e := range sp.GetEvents() {
+		events = append(events, OTLPEvent{Time: e.GetTimeUnixNano(), Name: e.GetName()})
 	}
 	s.Events = events
 	return nil
@@ -737,6 +657,26 @@ func (d *otlpDec) fixErr(err error) error {
 		return d.bad("resourceSpans, scopeSpans and spans must be arrays")
 	}
 	return d.jsonErr(err)
+}
+
+// pbFields walks the fields of a message held in b (for IsOTLPProto's sniffing).
+func pbFields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte) bool) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return false
+		}
+		if !f(num, typ, b[:m]) {
+			return false
+		}
+		b = b[m:]
+	}
+	return true
 }
 
 // IsOTLPProto sniffs the first bytes of a file for an OTLP protobuf

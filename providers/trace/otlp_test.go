@@ -539,11 +539,24 @@ func generatedOTLPProto() []byte {
 // source and no host path.
 func TestOTLPMalformed(t *testing.T) {
 	pb := generatedOTLPProto()
+	msg := func(num protowire.Number, body []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), body)
+	}
+	// request wraps a Resource and a Span body in ResourceSpans{resource, ScopeSpans{span}}.
+	request := func(res, span []byte) []byte {
+		return msg(1, append(msg(1, res), msg(2, msg(2, span))...))
+	}
+	traceID := msg(1, bytes.Repeat([]byte{1}, 16))
 	cases := []struct {
 		name, file string
 		data       []byte
 	}{
 		{"truncated protobuf", "t.binpb", pb[:len(pb)-7]},
+		// proto.Unmarshal rejects these; the generated types decode each message.
+		{"protobuf span id of 5 bytes", "t.binpb", request(nil, append(traceID, msg(2, []byte{1, 2, 3, 4, 5})...))},
+		{"protobuf span name not UTF-8", "t.binpb", request(nil, append(traceID, msg(5, []byte{0xff, 0xfe})...))},
+		{"protobuf span truncated inside", "t.binpb", request(nil, append(traceID, msg(11, []byte{0x12, 0x05, 'a'})...))},
+		{"protobuf resource attribute truncated", "t.binpb", request(msg(1, []byte{0x0a, 0x09, 's'}), traceID)},
 		{"bad hex id", "t.json", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"00f067aa0ba902b7"}]}]}]}`)},
 		{"short id", "t.json", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7","spanId":"00f067aa0ba902b7"}]}]}]}`)},
 		{"bad kind name", "t.json", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"kind":"SPAN_KIND_NOPE"}]}]}]}`)},
@@ -564,6 +577,7 @@ func TestOTLPMalformed(t *testing.T) {
 		if !errors.As(err, &de) || de.Source != 3 || strings.Contains(de.Message, dir) {
 			t.Errorf("%s: got %v, want a DecodeError for source 3", c.name, err)
 		}
+		t.Logf("%s: %v", c.name, err)
 	}
 }
 
