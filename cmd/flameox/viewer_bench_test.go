@@ -122,3 +122,85 @@ func BenchmarkViewerQuery(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkViewerArtifact downloads a preserved 256 MiB artifact through GET
+// /api/artifacts/{sha256} (the store's fail-closed check hashes it, then it is streamed)
+// beside reading the same payload file and hashing it once (issue 22: downloads at disk
+// speed). Figures are in docs/performance.md; nothing here asserts a time.
+func BenchmarkViewerArtifact(b *testing.B) {
+	dir := b.TempDir()
+	src := filepath.Join(dir, "big.bin")
+	f, err := os.Create(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	for i := range 256 {
+		chunk[0] = byte(i)
+		f.Write(chunk)
+	}
+	f.Close()
+	sum, size, err := sourcefile.Hash(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := filepath.Join(dir, "store")
+	s := repository.Open(repository.Location{Dir: store, Source: repository.SourceExplicit})
+	if _, f := s.Publish(&repository.Bundle{Kind: "analysis", Operation: gen.OperationNamePreviewArtifact,
+		Provider:        gen.StoredProvider{ID: "flameox", Version: "test"},
+		Sources:         []repository.SourceFile{{Path: src, SHA256: sum, Size: size, Format: gen.FormatText, Role: "input"}},
+		AnalysisSources: []int64{0},
+		AnalysisRequest: gen.AnalysisRequestRecord{Operation: gen.OperationNamePreviewArtifact,
+			Inputs: []gen.RecordedInput{{SHA256: sum, Format: gen.FormatText, Path: &src, Role: "input"}}, Arguments: map[string]any{"offset": 0}},
+		Coverage: gen.StoredCoverage{RowsReturned: 1, RowsObserved: 1, Complete: true}, Data: []byte(`{"status":"complete"}`),
+		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}); f != nil {
+		b.Fatal(f)
+	}
+	rt, err := newRuntime(nil, runtime.WithStoreDir(store))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	srv, ln, fl := startViewer(rt, "127.0.0.1:0", "")
+	if fl != nil {
+		b.Fatal(fl)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	b.Run("viewer_download_256MiB", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			resp, err := http.Get("http://" + ln.Addr().String() + "/api/artifacts/" + sum)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || n != size {
+				b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+			}
+		}
+	})
+	b.Run("read_and_hash_payload_256MiB", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			if got, _, err := sourcefile.Hash(s.PayloadPath(sum)); err != nil || got != sum {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("read_payload_256MiB", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			f, err := os.Open(s.PayloadPath(sum))
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, f)
+			f.Close()
+		}
+	})
+}
