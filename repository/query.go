@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -53,8 +52,15 @@ func (f Filter) Digest() string {
 
 // InventoryDigest is the SHA-256 of the newline-joined sorted evidence ids.
 func InventoryDigest(ids []string) string {
-	sum := sha256.Sum256([]byte(strings.Join(ids, "\n")))
-	return hex.EncodeToString(sum[:])
+	// The ids joined by newlines, hashed as they stream: no joined copy of the inventory.
+	h := sha256.New()
+	for i, id := range ids {
+		if i > 0 {
+			h.Write([]byte{'\n'})
+		}
+		io.WriteString(h, id)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Page is one page of a query.

@@ -411,7 +411,7 @@ func (s *Store) Inventory() ([]string, *failure.Failure) {
 		if !isHex(p.Name(), 2) || p.Type()&fs.ModeSymlink != 0 || !p.IsDir() {
 			return nil, s.corrupt("inventory_topology", "the evidence inventory holds an unexpected entry").With("entry", safeName(p.Name()))
 		}
-		bundles, err := os.ReadDir(base + "/" + p.Name())
+		bundles, err := readDirUnsorted(base + "/" + p.Name())
 		if err != nil {
 			return nil, s.ioFailure(err, "read")
 		}
@@ -424,6 +424,17 @@ func (s *Store) Inventory() ([]string, *failure.Failure) {
 	}
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// readDirUnsorted lists a directory's entries in directory order: the inventory sorts
+// all ids once, so the per-shard sort os.ReadDir does is wasted work.
+func readDirUnsorted(dir string) ([]fs.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // safeName returns an inventory entry name when it is short and plain, else its digest.

@@ -336,11 +336,19 @@ func isHex(s string, n int) bool {
 	if len(s) != n {
 		return false
 	}
+	var bad byte
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
+		bad |= notHex[s[i]]
+	}
+	return bad == 0
+}
+
+// notHex is 1 for every byte that is not a lowercase hexadecimal digit.
+var notHex = func() (t [256]byte) {
+	for i := range t {
+		if !(i >= '0' && i <= '9' || i >= 'a' && i <= 'f') {
+			t[i] = 1
 		}
 	}
-	return true
-}
+	return t
+}()
