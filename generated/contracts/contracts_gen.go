@@ -2269,7 +2269,7 @@ var Operations = []OperationDecl{
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
-		CaptureProviders: []string{},
+		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
 		Released:         true,
 		Limitations:      []string{"Ordered by time, span id, then span_started, span_event, span_ended (lifecycle order); absent timestamps produce no transition."},
