@@ -803,7 +803,7 @@ type Containment struct {
 	RssSamples   int64  `json:"rss_samples"`
 	// Whether the writable-growth check covered every writable root.
 	WritableCheck string `json:"writable_check"`
-	// The containment in force: subreaper (a per-invocation helper that every orphan of the tree reparents to, all of it killed when the invocation ends) or process_group (the process group and the sampled tree only, where the helper could not run). Absent when nothing started, and in records written before it was recorded.
+	// The containment in force: cgroup (a cgroup v2 scope created for the invocation holds everything it started, whatever its parent or session: the kernel lists the members and cgroup.kill ends them; the subreaper helper runs inside it), subreaper (a per-invocation helper that every orphan of the tree reparents to, all of it killed when the invocation ends; where no scope can be created) or process_group (the process group and the sampled tree only, where the helper could not run). Absent when nothing started, and in records written before it was recorded.
 	Mechanism *string `json:"mechanism,omitempty"`
 }
 

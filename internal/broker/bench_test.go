@@ -21,10 +21,20 @@ func BenchmarkExecTrue(b *testing.B) {
 	}
 }
 
-// BenchmarkBrokerTrue runs true through the broker as a capture does: process group,
-// console files, output bound, tree sampling, writable baseline and final check of a
-// small working directory, and tree termination.
+// BenchmarkBrokerTrue runs true through the broker as a capture does: containment (the
+// cgroup scope where one can be created, and the subreaper helper; subreaper_only without
+// the scope), console files, output bound, tree sampling, writable baseline and final
+// check of a small working directory, and tree termination.
 func BenchmarkBrokerTrue(b *testing.B) {
+	b.Run("default", benchBrokerTrue)
+	b.Run("subreaper_only", func(b *testing.B) {
+		scopesDisabled = true
+		defer func() { scopesDisabled = false }()
+		benchBrokerTrue(b)
+	})
+}
+
+func benchBrokerTrue(b *testing.B) {
 	path, err := exec.LookPath("true")
 	if err != nil {
 		b.Skip("no true")

@@ -93,10 +93,13 @@ type Result struct {
 	RSSSamples            int
 	// WritableComplete is false when a writable root was too large to measure completely.
 	WritableComplete bool
-	// Mechanism is the containment that was in force: subreaper (a per-invocation helper
-	// that every orphan of the tree reparents to, killed with all of it at the end) or
-	// process_group (the process group and the sampled tree only, where the helper could
-	// not run); empty when nothing started.
+	// Mechanism is the containment that was in force: cgroup (a cgroup v2 scope created
+	// for the invocation holds everything it started, whatever its parent or session; the
+	// kernel lists the members and cgroup.kill ends them; the subreaper helper runs inside
+	// it where it can), subreaper (a per-invocation helper that every orphan of the tree
+	// reparents to, killed with all of it at the end) or process_group (the process group
+	// and the sampled tree only, where the helper could not run); empty when nothing
+	// started.
 	Mechanism string
 }
 
@@ -148,21 +151,42 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	budget := &outputBudget{max: spec.MaxOutputBytes, exceeded: make(chan struct{})}
 
 	// The reaper helper contains the workload; where it cannot run, the workload is started
-	// directly in its own process group.
-	h, err := startReaper(spec, outW, errW)
+	// directly in its own process group. Either is cloned into a cgroup scope of its own
+	// where one can be created.
+	sc := newScope()
+	inScope := false
+	h, err := startReaper(spec, outW, errW, sc)
 	var cmd *exec.Cmd
 	if h != nil {
 		cmd = h.cmd
+		inScope = h.inScope
 		defer h.ctlW.Close()
 		res.Mechanism = "subreaper"
 	} else if err == nil {
-		cmd = &exec.Cmd{
-			Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
-			Stdout: outW, Stderr: errW,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-		}
-		err = cmd.Start()
+		inScope, err = startInScope(func() *exec.Cmd {
+			cmd = &exec.Cmd{
+				Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
+				Stdout: outW, Stderr: errW,
+				SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+			}
+			return cmd
+		}, sc)
 		res.Mechanism = "process_group"
+	}
+	if sc != nil {
+		// The scope is removed last: it ends whatever of the invocation is still in it.
+		defer sc.remove()
+		if inScope {
+			res.Mechanism = "cgroup"
+		}
+	}
+	// members returns the processes of the invocation: the scope's members, read from the
+	// kernel, or the tree by parent links and process group from a /proc scan.
+	members := func(root int) []procInfo {
+		if inScope {
+			return sc.members()
+		}
+		return tree(root)
 	}
 	start := time.Now()
 	if err != nil {
@@ -218,7 +242,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			case <-time.After(reaperGrace):
 			}
 		}
-		for _, p := range tree(pid) {
+		for _, p := range members(pid) {
 			tracked[p.pid] = p
 		}
 		res.DescendantsTerminated += terminate(pid, tracked)
@@ -250,7 +274,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		case <-ticker.C:
 			sample++
 			var total int64
-			for _, p := range tree(pid) {
+			for _, p := range members(pid) {
 				tracked[p.pid] = p
 				if h == nil || p.pid != pid { // the helper's own memory is not the workload's
 					total += rss(p.pid)
@@ -281,11 +305,16 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	// Whatever ended the run, nothing of the tree outlives it. An empty process group with
 	// nothing tracked needs no /proc scan.
 	if len(tracked) > 0 || syscall.Kill(-pid, 0) != syscall.ESRCH {
-		for _, p := range tree(pid) {
+		for _, p := range members(pid) {
 			tracked[p.pid] = p
 		}
 	}
 	res.DescendantsTerminated += terminate(pid, tracked)
+	if inScope {
+		// What is still in the scope left the tree (its helper was killed from outside, so
+		// it reparented to init): the kernel still knows it, and it ends here.
+		res.DescendantsTerminated += sc.kill()
+	}
 	if res.RSSSamples > 0 {
 		res.PeakRSS = &peak
 	}

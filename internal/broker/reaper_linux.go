@@ -198,13 +198,14 @@ type reaper struct {
 	statusR *os.File
 	br      *bufio.Reader
 	rep     reaperReport
+	inScope bool // the helper was cloned into the invocation's cgroup scope
 }
 
 // startReaper starts the helper for spec with the workload's output on outW and errW and
 // returns it once the workload has started. It returns nil and no error when the helper
 // cannot contain the workload here (the caller starts it directly), and an error when the
 // workload itself could not be started.
-func startReaper(spec Spec, outW, errW *os.File) (*reaper, error) {
+func startReaper(spec Spec, outW, errW *os.File, sc *scope) (*reaper, error) {
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, nil
@@ -219,14 +220,17 @@ func startReaper(spec Spec, outW, errW *os.File) (*reaper, error) {
 	if len(argv) == 0 {
 		argv = []string{spec.Path}
 	}
-	cmd := &exec.Cmd{
-		Path: "/proc/self/exe", Args: append([]string{reaperName, reaperArg, spec.Path}, argv...),
-		Dir: spec.Dir, Env: spec.Env, Stdout: outW, Stderr: errW, ExtraFiles: []*os.File{ctlR, statusW},
-		// The helper's own group holds the workload; SIGTERM on the broker's death makes it
-		// kill the tree (the control pipe's EOF does too).
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
-	}
-	startErr := cmd.Start()
+	var cmd *exec.Cmd
+	inScope, startErr := startInScope(func() *exec.Cmd {
+		cmd = &exec.Cmd{
+			Path: "/proc/self/exe", Args: append([]string{reaperName, reaperArg, spec.Path}, argv...),
+			Dir: spec.Dir, Env: spec.Env, Stdout: outW, Stderr: errW, ExtraFiles: []*os.File{ctlR, statusW},
+			// The helper's own group holds the workload; SIGTERM on the broker's death makes it
+			// kill the tree (the control pipe's EOF does too).
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
+		}
+		return cmd
+	}, sc)
 	ctlR.Close()
 	statusW.Close()
 	if startErr != nil {
@@ -237,7 +241,7 @@ func startReaper(spec Spec, outW, errW *os.File) (*reaper, error) {
 		}
 		return nil, nil
 	}
-	h := &reaper{cmd: cmd, ctlW: ctlW, statusR: statusR, br: bufio.NewReader(statusR)}
+	h := &reaper{cmd: cmd, ctlW: ctlW, statusR: statusR, br: bufio.NewReader(statusR), inScope: inScope}
 	h.rep.readStart(h.br)
 	if h.rep.workload > 0 {
 		return h, nil
@@ -249,4 +253,19 @@ func startReaper(spec Spec, outW, errW *os.File) (*reaper, error) {
 		return nil, nil
 	}
 	return nil, errors.New(h.rep.startErr)
+}
+
+// startInScope starts the command mk builds, cloned into the scope when there is one. A
+// clone into the scope that the kernel refuses (no cgroup.procs write access at the common
+// ancestor, a scope made threaded) is retried outside it with a fresh command.
+func startInScope(mk func() *exec.Cmd, sc *scope) (inScope bool, err error) {
+	if sc != nil {
+		cmd := mk()
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = sc.fd
+		if err := cmd.Start(); err == nil {
+			return true, nil
+		}
+	}
+	return false, mk().Start()
 }

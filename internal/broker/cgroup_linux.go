@@ -1,0 +1,231 @@
+package broker
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flameox/flameox/internal/owner"
+)
+
+// A scope is a cgroup v2 directory created for one invocation, below the cgroup this
+// process runs in. The helper (or the workload) is cloned straight into it
+// (CLONE_INTO_CGROUP), so everything the invocation starts is a member from its first
+// instruction, whatever its parent, session or process group: membership comes from the
+// kernel (cgroup.procs), and cgroup.kill ends all of it at once. A scope is created only
+// where the unified hierarchy is mounted, this process's cgroup is writable and the kernel
+// has cgroup.kill (5.14); elsewhere the broker keeps the subreaper alone.
+type scope struct {
+	dir string
+	fd  int // the directory, opened for clone3's CLONE_INTO_CGROUP
+}
+
+// scopePrefix names every scope directory: flameox-PID-START-RANDOM, the owner tag of
+// the process that created it.
+const scopePrefix = "flameox-"
+
+// scopesDisabled is set by tests to exercise the subreaper alone.
+var scopesDisabled bool
+
+var scopeSweep sync.Once
+
+// newScope creates the scope of one invocation, or returns nil where none can be created.
+func newScope() *scope {
+	if scopesDisabled {
+		return nil
+	}
+	parent, ok := ownCgroupDir()
+	if !ok {
+		return nil
+	}
+	scopeSweep.Do(func() { sweepScopes(parent) })
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil
+	}
+	dir := filepath.Join(parent, scopePrefix+owner.Tag()+"-"+hex.EncodeToString(rnd[:]))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+		_ = os.Remove(dir)
+		return nil
+	}
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil
+	}
+	return &scope{dir: dir, fd: fd}
+}
+
+// ownCgroupDir returns the directory of this process's cgroup in the unified hierarchy.
+func ownCgroupDir() (string, bool) {
+	mount, ok := unifiedMount("/proc/self/mountinfo")
+	if !ok {
+		return "", false
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", false
+	}
+	rel, ok := unifiedPath(string(b))
+	if !ok {
+		return "", false
+	}
+	return filepath.Join(mount, rel), true
+}
+
+// unifiedMount returns the mount point of the first cgroup2 filesystem in a mountinfo file.
+func unifiedMount(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if mp, ok := cgroup2MountPoint(sc.Text()); ok {
+			return mp, true
+		}
+	}
+	return "", false
+}
+
+// cgroup2MountPoint returns the mount point of one mountinfo line when its filesystem type
+// is cgroup2 and its root is the hierarchy's root (a bind mount of a subtree would put
+// this process's cgroup path elsewhere). Fields: id parent major:minor root mount-point
+// options [optional fields] - fstype source super-options.
+func cgroup2MountPoint(line string) (string, bool) {
+	f := strings.Fields(line)
+	sep := -1
+	for i, x := range f {
+		if x == "-" {
+			sep = i
+			break
+		}
+	}
+	if sep < 5 || sep+1 >= len(f) || f[sep+1] != "cgroup2" || f[3] != "/" {
+		return "", false
+	}
+	return unescapeMountinfo(f[4]), true
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space and the like).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unifiedPath returns this process's cgroup v2 path from /proc/self/cgroup: the "0::PATH"
+// line. A path of a cgroup that was removed, or outside this namespace's view, is refused.
+func unifiedPath(content string) (string, bool) {
+	for _, line := range strings.Split(content, "\n") {
+		rel, ok := strings.CutPrefix(line, "0::")
+		if !ok {
+			continue
+		}
+		if !strings.HasPrefix(rel, "/") || strings.Contains(rel, "(deleted)") || strings.Contains(rel, "/..") {
+			return "", false
+		}
+		return rel, true
+	}
+	return "", false
+}
+
+// members returns the processes in the scope, the helper included.
+func (s *scope) members() []procInfo {
+	b, err := os.ReadFile(filepath.Join(s.dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var out []procInfo
+	for _, line := range strings.Split(string(b), "\n") {
+		pid, err := strconv.Atoi(line)
+		if err != nil {
+			continue
+		}
+		if p, ok := readStat(pid); ok && p.state != 'Z' && p.state != 'X' {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// populated reports whether any process is still in the scope.
+func (s *scope) populated() bool {
+	b, err := os.ReadFile(filepath.Join(s.dir, "cgroup.events"))
+	if err != nil {
+		return false
+	}
+	return strings.Contains(string(b), "populated 1")
+}
+
+// kill ends every process in the scope and waits (boundedly) until the kernel reports it
+// empty. It returns how many members were alive when it was called.
+func (s *scope) kill() int {
+	n := len(s.members())
+	if n == 0 && !s.populated() {
+		return 0
+	}
+	_ = os.WriteFile(filepath.Join(s.dir, "cgroup.kill"), []byte("1"), 0)
+	deadline := time.Now().Add(2 * time.Second)
+	for s.populated() && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	return n
+}
+
+// remove kills what is left and removes the scope directory.
+func (s *scope) remove() {
+	s.kill()
+	_ = syscall.Close(s.fd)
+	for i := 0; i < 100; i++ {
+		err := os.Remove(s.dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sweepScopes removes the scopes of owners that are gone (a broker killed before it could
+// remove its own), killing what they still hold. Scopes of live owners are kept.
+func sweepScopes(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name, ok := strings.CutPrefix(e.Name(), scopePrefix)
+		if !ok || !e.IsDir() || !owner.Gone(name) {
+			continue
+		}
+		fd, err := syscall.Open(filepath.Join(parent, e.Name()), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		(&scope{dir: filepath.Join(parent, e.Name()), fd: fd}).remove()
+	}
+}
