@@ -399,7 +399,9 @@ func (s *Store) publishEvidence(id string, manifest, data []byte) (*Evidence, *f
 	if f := s.checkArtifacts(ev, false); f != nil {
 		return nil, f
 	}
-	if f := s.place(stage, rel, func() *failure.Failure { _, f := s.readBundle(id, LevelFull); return f }); f != nil {
+	f = s.place(stage, rel, func() *failure.Failure { _, f := s.readBundle(id, LevelFull); return f })
+	s.inv.forget(id[:2])
+	if f != nil {
 		return nil, f
 	}
 	return s.readBundle(id, LevelArtifacts)

@@ -2,9 +2,7 @@ package repository
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -50,19 +48,6 @@ func (f Filter) Digest() string {
 	return d
 }
 
-// InventoryDigest is the SHA-256 of the newline-joined sorted evidence ids.
-func InventoryDigest(ids []string) string {
-	// The ids joined by newlines, hashed as they stream: no joined copy of the inventory.
-	h := sha256.New()
-	for i, id := range ids {
-		if i > 0 {
-			h.Write([]byte{'\n'})
-		}
-		io.WriteString(h, id)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // Page is one page of a query.
 type Page struct {
 	Evidence        []gen.EvidenceSummary
@@ -92,11 +77,10 @@ func EncodeCursor(inventory, query string, offset int) string {
 // inventory from the position the cursor names (the start when it is empty). A cursor
 // from another filter or another inventory is INVALID_INPUT.
 func (s *Store) Query(f Filter, tok string, limit int) (*Page, *failure.Failure) {
-	ids, fail := s.Inventory()
+	ids, inv, fail := s.InventorySnapshot()
 	if fail != nil {
 		return nil, fail
 	}
-	inv := InventoryDigest(ids)
 	page := &Page{InventoryDigest: inv, InventorySize: len(ids), NextOffset: -1, Evidence: []gen.EvidenceSummary{}}
 	offset := 0
 	if tok != "" {

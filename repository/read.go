@@ -387,56 +387,6 @@ func (s *Store) checkArtifactDir(dir, sum string, size int64, hash bool) *failur
 	return nil
 }
 
-// Inventory returns the sorted evidence ids of the store, validating the inventory's
-// topology: two-hex prefix directories holding directories named by full ids with that
-// prefix. An absent or empty store has an empty inventory.
-func (s *Store) Inventory() ([]string, *failure.Failure) {
-	state, f := s.checkRoot()
-	if f != nil || state != rootReady {
-		return nil, f
-	}
-	base, f, err := s.realDir("evidence", "sha256")
-	if err != nil {
-		return nil, nil
-	}
-	if f != nil {
-		return nil, f
-	}
-	prefixes, err := os.ReadDir(base)
-	if err != nil {
-		return nil, s.ioFailure(err, "read")
-	}
-	var ids []string
-	for _, p := range prefixes {
-		if !isHex(p.Name(), 2) || p.Type()&fs.ModeSymlink != 0 || !p.IsDir() {
-			return nil, s.corrupt("inventory_topology", "the evidence inventory holds an unexpected entry").With("entry", safeName(p.Name()))
-		}
-		bundles, err := readDirUnsorted(base + "/" + p.Name())
-		if err != nil {
-			return nil, s.ioFailure(err, "read")
-		}
-		for _, b := range bundles {
-			if !isHex(b.Name(), 64) || b.Name()[:2] != p.Name() || b.Type()&fs.ModeSymlink != 0 || !b.IsDir() {
-				return nil, s.corrupt("inventory_topology", "the evidence inventory holds an unexpected entry").With("entry", safeName(b.Name()))
-			}
-			ids = append(ids, b.Name())
-		}
-	}
-	sort.Strings(ids)
-	return ids, nil
-}
-
-// readDirUnsorted lists a directory's entries in directory order: the inventory sorts
-// all ids once, so the per-shard sort os.ReadDir does is wasted work.
-func readDirUnsorted(dir string) ([]fs.DirEntry, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.ReadDir(-1)
-}
-
 // safeName returns an inventory entry name when it is short and plain, else its digest.
 func safeName(n string) string {
 	if len(n) <= 80 && !strings.ContainsAny(n, "/\\\x00") {

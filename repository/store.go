@@ -53,6 +53,8 @@ type Store struct {
 
 	mu      sync.Mutex // serializes publication in this process
 	cleaned bool
+
+	inv inventoryCache // shard listings, checked against the directory on every read
 }
 
 // Open returns the store at loc. It performs no I/O: a store that does not exist yet is
