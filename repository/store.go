@@ -9,8 +9,11 @@
 //	evidence/sha256/<2 hex>/<evidence id>/manifest.json, data/analysis.json
 //	.staging/<owner>/<kind>-<24 hex>/            publications in progress
 //
-// There is no catalog, database, lock or mutable index: the inventory is the sorted
-// directory listing, and a bundle is visible only once it is complete.
+// There is no catalog, database, lock or mutable index on disk: the inventory is the sorted
+// directory listing, and a bundle is visible only once it is complete. A Store keeps an
+// in-process cache of each shard directory's listing (inventory.go, decision 0031), derived
+// from the directory and checked against it on every call: a shard is relisted whenever its
+// status (device, inode, mtime, ctime) changed or was within the racy window of its listing.
 package repository
 
 import (
