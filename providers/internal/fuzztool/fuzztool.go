@@ -18,13 +18,19 @@ import (
 // MaxSeedBytes bounds a corpus file used as a seed: larger ones slow every mutation.
 const MaxSeedBytes = 256 << 10
 
+// corpusDir is the shared corpus beside the repository: this file is
+// <repo>/providers/internal/fuzztool/fuzztool.go, the corpus <repo>/../shared/corpus.
+func corpusDir() string {
+	_, file, _, _ := goruntime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "corpus")
+}
+
 // Corpus adds the named files of the shared corpus (../shared/corpus beside the
 // repository) as seeds; a missing or too large file is left out, so the targets run
 // without the corpus on their hand-written seeds.
 func Corpus(f *testing.F, names ...string) {
 	f.Helper()
-	_, file, _, _ := goruntime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "corpus")
+	dir := corpusDir()
 	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil || len(b) > MaxSeedBytes {
