@@ -113,6 +113,18 @@ func normalize(v float64, unit string) (float64, string, bool) {
 	return v, unit, false
 }
 
+// finite is nil for a finite value and otherwise the DecodeError of the value named by
+// format and args: a value that is not finite as written (Go benchmark text and NVBench
+// strings can spell NaN and Inf) or once converted to Flameox's unit (1e300 seconds in
+// nanoseconds). Summaries, fits and comparisons need finite values, and JSON has no NaN
+// or infinity.
+func finite(v float64, format string, args ...any) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return &providers.DecodeError{Message: fmt.Sprintf(format, args...) + fmt.Sprintf(" is %v, not a finite number", v)}
+	}
+	return nil
+}
+
 // samplesSchema is the published schema of the benchmark-samples document.
 var samplesSchema = sync.OnceValue(func() *validate.Schema {
 	b, err := fs.ReadFile(contracts.FS, "formats/BenchmarkSamplesDocument.json")
@@ -178,16 +190,24 @@ func DecodeSamples(r io.Reader, input int) ([]Measurement, []string, error) {
 		if loops <= 0 {
 			loops = 1
 		}
-		add := func(vals []float64, warmup bool) {
+		add := func(vals []float64, warmup bool) error {
 			for i, v := range vals {
 				nv, nu, isInt := normalize(v, s.Unit)
+				if err := finite(nv, "benchmark %q value %d in %s", s.Name, i, nu); err != nil {
+					return err
+				}
 				out = append(out, Measurement{Input: input, Benchmark: s.Name, Unit: nu, Value: nv, Integer: isInt,
 					Index: i, Loops: loops, Warmup: warmup, Dimensions: dims, Scope: s.Scope, Phase: s.Phase,
 					Worker: s.Worker, Variant: s.Variant, Trial: s.Trial, Block: s.Block})
 			}
+			return nil
 		}
-		add(s.WarmupSamples, true)
-		add(s.Samples, false)
+		if err := add(s.WarmupSamples, true); err != nil {
+			return nil, nil, err
+		}
+		if err := add(s.Samples, false); err != nil {
+			return nil, nil, err
+		}
 		if len(out) > MaxMeasurements {
 			return nil, nil, &providers.LimitError{Message: fmt.Sprintf("more than %d measurements", MaxMeasurements), Limit: MaxMeasurements}
 		}
@@ -224,6 +244,9 @@ func DecodeHyperfine(r io.Reader, input int) ([]Measurement, error) {
 		}
 		for i, t := range res.Times {
 			nv, nu, isInt := normalize(t, "seconds")
+			if err := finite(nv, "hyperfine result %d time %d in ns", ri, i); err != nil {
+				return nil, err
+			}
 			out = append(out, Measurement{Input: input, Benchmark: res.Command, Unit: nu, Value: nv, Integer: isInt,
 				Run: ri, Index: i, Loops: 1, Dimensions: dims})
 		}
@@ -286,6 +309,9 @@ func DecodeNVBench(r io.Reader, input int) ([]Measurement, error) {
 						unit = "seconds"
 					}
 					nv, nu, isInt := normalize(v, unit)
+					if err := finite(nv, "NVBench %s state %d summary %s", bm.Name, si, s.Tag); err != nil {
+						return nil, err
+					}
 					out = append(out, Measurement{Input: input, Benchmark: bm.Name + ":" + s.Tag, Unit: nu, Value: nv, Integer: isInt,
 						Run: si, Loops: 1, Dimensions: dims})
 				}
@@ -345,6 +371,9 @@ func decodeGoBench(r io.Reader, input int, emit emitter) error {
 				v, perr := strconv.ParseFloat(fields[i], 64)
 				if perr != nil {
 					return &providers.DecodeError{Message: fmt.Sprintf("line %d has a non-numeric value %q", lineNo, fields[i])}
+				}
+				if err := finite(v, "line %d value %d", lineNo, i/2+1); err != nil {
+					return err
 				}
 				unit := fields[i+1]
 				if u, ok := goBenchUnits[unit]; ok {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -195,11 +196,17 @@ func (doc *pyperfDoc) emit(input int, emit emitter) error {
 				if len(w) != 2 {
 					return &providers.DecodeError{Message: fmt.Sprintf("benchmark %q run %d warmup %d is not [loops, value]", name, ri, wi)}
 				}
+				if !(w[0] >= 0 && w[0] <= 1<<53 && w[0] == math.Trunc(w[0])) {
+					return &providers.DecodeError{Message: fmt.Sprintf("benchmark %q run %d warmup %d has loop count %v, not a whole number >= 0", name, ri, wi, w[0])}
+				}
 				v := w[1]
 				if !perLoopWarmups && w[0] > 0 {
 					v /= w[0] * float64(inner)
 				}
 				m.Value, m.Unit, m.Integer = normalize(v, unit)
+				if err := finite(m.Value, "benchmark %q run %d warmup %d in %s", name, ri, wi, m.Unit); err != nil {
+					return err
+				}
 				m.Index, m.Loops = wi, int64(w[0])
 				if err := emit(&m); err != nil {
 					return err
@@ -208,6 +215,9 @@ func (doc *pyperfDoc) emit(input int, emit emitter) error {
 			m.Warmup, m.Loops = false, loops*inner
 			for vi, v := range doc.values[values[0]:values[1]] {
 				m.Value, m.Unit, m.Integer = normalize(v, unit)
+				if err := finite(m.Value, "benchmark %q run %d value %d in %s", name, ri, vi, m.Unit); err != nil {
+					return err
+				}
 				m.Index = vi
 				if err := emit(&m); err != nil {
 					return err

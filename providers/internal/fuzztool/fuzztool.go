@@ -30,14 +30,21 @@ func corpusDir() string {
 // without the corpus on their hand-written seeds.
 func Corpus(f *testing.F, names ...string) {
 	f.Helper()
-	dir := corpusDir()
 	for _, n := range names {
-		b, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil || len(b) > MaxSeedBytes {
-			continue
+		if b := File(n); b != nil {
+			f.Add(b)
 		}
-		f.Add(b)
 	}
+}
+
+// File is the named file of the shared corpus, or nil when it is missing or larger than
+// MaxSeedBytes: for a target that adds a transformed seed (a gzip file decompressed).
+func File(name string) []byte {
+	b, err := os.ReadFile(filepath.Join(corpusDir(), name))
+	if err != nil || len(b) > MaxSeedBytes {
+		return nil
+	}
+	return b
 }
 
 // WriteInput writes b to a file named name in a fresh temporary directory and returns its path.
