@@ -1,7 +1,7 @@
 GO ?= go
 CUE := $(GO) tool cue
 
-.PHONY: all build generate check-generated test test-e2e bench e2e-deps update-golden
+.PHONY: all build generate check-generated test test-e2e bench fuzz e2e-deps update-golden
 
 all: build
 
@@ -31,6 +31,12 @@ test:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./...
+
+# fuzz runs every native fuzz target for FUZZTIME each, one worker, one target at a time
+# (tools/fuzz.sh). `make test` already runs their seeds; this is the longer run on demand.
+FUZZTIME ?= 30s
+fuzz:
+	GO="$(GO)" FUZZTIME="$(FUZZTIME)" tools/fuzz.sh
 
 update-golden:
 	$(GO) test ./cmd/flameox -run TestScripts -update
