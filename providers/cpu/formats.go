@@ -153,6 +153,9 @@ func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 				}
 				stack = append(stack, frames[fi])
 			}
+			if !(p.Weights[si] >= 0) {
+				return nil, 0, &providers.DecodeError{Message: fmt.Sprintf("Speedscope profile %d sample %d has weight %v; sampled weights are >= 0", pi, si, p.Weights[si])}
+			}
 			w := p.Weights[si] * scale
 			if p.Unit == "none" {
 				w = p.Weights[si]
