@@ -417,8 +417,10 @@ func splitBenchName(full string) (string, map[string]string) {
 		full = strings.TrimSuffix(full, m[0])
 	}
 	var parts []string
-	for _, p := range strings.Split(full, "/") {
-		if k, v, ok := strings.Cut(p, "="); ok && k != "" {
+	for i, p := range strings.Split(full, "/") {
+		// The first part is the benchmark function's name (Benchmark=1 names no
+		// dimension), so that a measurement always has a name.
+		if k, v, ok := strings.Cut(p, "="); ok && k != "" && i > 0 {
 			dims[k] = v
 			continue
 		}
