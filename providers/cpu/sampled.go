@@ -104,12 +104,15 @@ func (s *Sampled) Frame(f Frame) (int, error) {
 }
 
 // Add records count samples of total weight whose stack is frame indices from root to
-// leaf. Sample counts that overflow int64 (collapsed stacks and V8 hit counts are
+// leaf. A negative sample count is a DecodeError; counts that overflow int64 (collapsed stacks and V8 hit counts are
 // integers as written) are a LimitError, and a total weight that is no longer finite
 // (large Speedscope weights or V8 time deltas) a DecodeError: every sum stays exact or
 // finite, as the JSON result needs.
 func (s *Sampled) Add(stack []int, count int64, weight float64) error {
-	if count < 0 || count > math.MaxInt64-s.Samples {
+	if count < 0 {
+		return &providers.DecodeError{Message: fmt.Sprintf("a sample count of %d; counts are >= 0", count)}
+	}
+	if count > math.MaxInt64-s.Samples {
 		return &providers.LimitError{Message: "the profile holds more than 2^63-1 samples", Limit: math.MaxInt64, Unit: "samples"}
 	}
 	if total := s.TotalWeight + weight; math.IsNaN(total) || math.IsInf(total, 0) {
