@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flameox/flameox/internal/owner"
 	"github.com/flameox/flameox/internal/testtool"
 )
 
@@ -318,24 +317,28 @@ func TestDaemonThatLeftTheTreeDiesWithTheScope(t *testing.T) {
 	parent, _ := ownCgroupDir()
 	entries, _ := os.ReadDir(parent)
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), scopePrefix+owner.Tag()+"-") {
+		if strings.HasPrefix(e.Name(), ownerPrefix()) {
 			t.Errorf("scope %s was not removed", e.Name())
 		}
 	}
 }
 
 // TestScopesOfGoneOwnersAreSwept: a scope left by a broker that was killed (its owner
-// tag names no live process) is emptied and removed; one of a live owner is kept.
+// tag names no live process) is emptied and removed; one of a live owner is kept, and so
+// is one of another pid namespace, whose pids mean nothing here.
 func TestScopesOfGoneOwnersAreSwept(t *testing.T) {
 	withContainment(t, "cgroup")
 	parent, _ := ownCgroupDir()
-	gone := filepath.Join(parent, scopePrefix+"999999999-1-0a0b0c0d0e0f")
-	live := filepath.Join(parent, scopePrefix+owner.Tag()+"-ffffffffffff")
-	for _, d := range []string{gone, live} {
+	ns := scopePrefix + pidNamespace() + "-"
+	gone := filepath.Join(parent, ns+"999999999-1-0a0b0c0d0e0f")
+	live := filepath.Join(parent, ownerPrefix()+"ffffffffffff")
+	foreign := filepath.Join(parent, scopePrefix+"1-999999999-1-0a0b0c0d0e0f")
+	for _, d := range []string{gone, live, foreign} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
+	defer os.Remove(foreign)
 	defer os.Remove(live)
 	defer os.Remove(gone)
 	// A process in the abandoned scope, as a killed broker's workload would be.
@@ -361,8 +364,10 @@ func TestScopesOfGoneOwnersAreSwept(t *testing.T) {
 	if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("abandoned scope: %v", err)
 	}
-	if _, err := os.Stat(live); err != nil {
-		t.Errorf("live owner's scope: %v", err)
+	for _, kept := range []string{live, foreign} {
+		if _, err := os.Stat(kept); err != nil {
+			t.Errorf("scope %s: %v", filepath.Base(kept), err)
+		}
 	}
 }
 

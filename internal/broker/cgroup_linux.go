@@ -28,9 +28,31 @@ type scope struct {
 	fd  int // the directory, opened for clone3's CLONE_INTO_CGROUP
 }
 
-// scopePrefix names every scope directory: flameox-PID-START-RANDOM, the owner tag of
-// the process that created it.
+// scopePrefix names every scope directory: flameox-PIDNS-PID-START-RANDOM, the inode of
+// the creating process's pid namespace and its owner tag. Pids mean something only in
+// their namespace, and a cgroup directory may be shared with other containers: a sweep
+// judges only the scopes of its own pid namespace.
 const scopePrefix = "flameox-"
+
+// ownerPrefix is the name prefix of this process's scopes.
+func ownerPrefix() string { return scopePrefix + pidNamespace() + "-" + owner.Tag() + "-" }
+
+// pidNamespace is the inode number of this process's pid namespace, or "0".
+var pidNamespace = sync.OnceValue(func() string {
+	l, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "0"
+	}
+	ino, ok := strings.CutPrefix(l, "pid:[")
+	ino, ok2 := strings.CutSuffix(ino, "]")
+	if !ok || !ok2 {
+		return "0"
+	}
+	if _, err := strconv.ParseUint(ino, 10, 64); err != nil {
+		return "0"
+	}
+	return ino
+})
 
 // scopesDisabled is set by tests to exercise the subreaper alone.
 var scopesDisabled bool
@@ -51,7 +73,7 @@ func newScope() *scope {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil
 	}
-	dir := filepath.Join(parent, scopePrefix+owner.Tag()+"-"+hex.EncodeToString(rnd[:]))
+	dir := filepath.Join(parent, ownerPrefix()+hex.EncodeToString(rnd[:]))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil
 	}
@@ -211,14 +233,16 @@ func (s *scope) remove() {
 }
 
 // sweepScopes removes the scopes of owners that are gone (a broker killed before it could
-// remove its own), killing what they still hold. Scopes of live owners are kept.
+// remove its own), killing what they still hold. Scopes of live owners, and every scope
+// of another pid namespace (whose owners this process cannot judge), are kept.
 func sweepScopes(parent string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
+	ns := scopePrefix + pidNamespace() + "-"
 	for _, e := range entries {
-		name, ok := strings.CutPrefix(e.Name(), scopePrefix)
+		name, ok := strings.CutPrefix(e.Name(), ns)
 		if !ok || !e.IsDir() || !owner.Gone(name) {
 			continue
 		}
