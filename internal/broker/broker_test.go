@@ -333,11 +333,14 @@ func TestScopesOfGoneOwnersAreSwept(t *testing.T) {
 	gone := filepath.Join(parent, ns+"999999999-1-0a0b0c0d0e0f")
 	live := filepath.Join(parent, ownerPrefix()+"ffffffffffff")
 	foreign := filepath.Join(parent, scopePrefix+"1-999999999-1-0a0b0c0d0e0f")
-	for _, d := range []string{gone, live, foreign} {
+	// A name of another shape (an older naming without the namespace) is never judged.
+	odd := filepath.Join(parent, scopePrefix+"999999999-1-0a0b0c0d0e0f")
+	for _, d := range []string{gone, live, foreign, odd} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
+	defer os.Remove(odd)
 	defer os.Remove(foreign)
 	defer os.Remove(live)
 	defer os.Remove(gone)
@@ -364,7 +367,7 @@ func TestScopesOfGoneOwnersAreSwept(t *testing.T) {
 	if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("abandoned scope: %v", err)
 	}
-	for _, kept := range []string{live, foreign} {
+	for _, kept := range []string{live, foreign, odd} {
 		if _, err := os.Stat(kept); err != nil {
 			t.Errorf("scope %s: %v", filepath.Base(kept), err)
 		}

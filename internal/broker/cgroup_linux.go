@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,11 @@ type scope struct {
 // their namespace, and a cgroup directory may be shared with other containers: a sweep
 // judges only the scopes of its own pid namespace.
 const scopePrefix = "flameox-"
+
+// scopeName matches a whole scope name: the pid namespace, then the owner tag with the
+// random suffix (what owner.Gone judges). A name of any other shape, such as one written
+// by another version, is never judged, so never swept.
+var scopeName = regexp.MustCompile(`^flameox-([0-9]+)-([0-9]+-[0-9]+-[0-9a-f]{12})$`)
 
 // ownerPrefix is the name prefix of this process's scopes.
 func ownerPrefix() string { return scopePrefix + pidNamespace() + "-" + owner.Tag() + "-" }
@@ -240,10 +246,10 @@ func sweepScopes(parent string) {
 	if err != nil {
 		return
 	}
-	ns := scopePrefix + pidNamespace() + "-"
+	ns := pidNamespace()
 	for _, e := range entries {
-		name, ok := strings.CutPrefix(e.Name(), ns)
-		if !ok || !e.IsDir() || !owner.Gone(name) {
+		m := scopeName.FindStringSubmatch(e.Name())
+		if m == nil || m[1] != ns || !e.IsDir() || !owner.Gone(m[2]) {
 			continue
 		}
 		fd, err := syscall.Open(filepath.Join(parent, e.Name()), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
