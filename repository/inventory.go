@@ -8,10 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +35,10 @@ import (
 // listing to be reused: coarser than the timestamp granularity of any file system the
 // store may live on (2 s on FAT, 1 s on ext3 and some network file systems).
 const racyWindow = 2 * time.Second
+
+// listWorkers bounds the goroutines that list shards: the CPUs this process may use,
+// at most 4.
+func listWorkers() int { return min(goruntime.GOMAXPROCS(0), 4) }
 
 // inventoryNow is the clock the racy rule compares shard times with; tests move it.
 var inventoryNow = time.Now
@@ -129,33 +135,65 @@ func (s *Store) InventorySnapshot() ([]string, string, *failure.Failure) {
 	var next [256]shardEntry
 	var listed [256][]string // the ids of the shards listed afresh
 	total := 0
+	// Shards whose cached listing still holds are kept; the others are listed, on up to
+	// listWorkers goroutines (listing is mostly getdents, which runs in parallel). A
+	// failure is reported for the lowest shard that has one, as a sequential walk would.
+	var fails [256]*failure.Failure
+	var todo []int
 	for k := range 256 {
 		if !present[k] {
 			continue
 		}
-		name := shardName(k)
-		dir := base + "/" + name
 		if old := c.shards[k]; old.present && old.trusted {
-			st, f := s.lstatShard(dir, name)
+			name := shardName(k)
+			st, f := s.lstatShard(base+"/"+name, name)
 			if f != nil {
-				return nil, "", f
+				fails[k] = f
+				continue
 			}
 			if st == old.stat {
 				next[k] = old
-				total += old.n
 				continue
 			}
 		}
-		ids, st, f := s.listShard(dir, name)
+		todo = append(todo, k)
+	}
+	listOne := func(k int) {
+		name := shardName(k)
+		ids, st, f := s.listShard(base+"/"+name, name)
 		if f != nil {
-			return nil, "", f
+			fails[k] = f
+			return
 		}
-		c.relisted++
 		listed[k] = ids
 		next[k] = shardEntry{present: true, stat: st, trusted: st.mtime < racy && st.ctime < racy,
 			n: len(ids), digest: shardDigest(ids)}
-		total += len(ids)
 	}
+	if workers := min(listWorkers(), len(todo)/8); workers > 1 {
+		var wg sync.WaitGroup
+		var nextTodo atomic.Int64
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(nextTodo.Add(1)) - 1; i < len(todo); i = int(nextTodo.Add(1)) - 1 {
+					listOne(todo[i])
+				}
+			}()
+		}
+		wg.Wait()
+	} else {
+		for _, k := range todo {
+			listOne(k)
+		}
+	}
+	for k := range 256 {
+		if fails[k] != nil {
+			return nil, "", fails[k]
+		}
+		total += next[k].n
+	}
+	c.relisted += len(todo)
 
 	h := sha256.New()
 	for k := range 256 {

@@ -266,3 +266,51 @@ func TestInventoryDigest(t *testing.T) {
 		t.Errorf("empty inventory digest = %s", got)
 	}
 }
+
+// TestInventoryListsManyShards lists a store of 256 shards, which the inventory lists on
+// several goroutines: the ids are exactly the sorted names made, the digest is that of
+// the sorted ids, and with bad entries in two shards the failure names the lower shard's,
+// as a walk in shard order would, whatever the goroutines' timing.
+func TestInventoryListsManyShards(t *testing.T) {
+	s := Open(Location{Dir: filepath.Join(t.TempDir(), "store"), Source: SourceExplicit})
+	p := writeFile(t, filepath.Dir(s.loc.Dir), "seed", "seed\n")
+	if _, f := s.Publish(testBundle(p)); f != nil {
+		t.Fatal(f)
+	}
+	want, f := s.Inventory()
+	if f != nil {
+		t.Fatal(f)
+	}
+	base := s.path("evidence", "sha256")
+	for k := range 256 {
+		for j := range 3 {
+			id := fmt.Sprintf("%02x%062x", k, k*7+j)
+			if err := os.MkdirAll(filepath.Join(base, id[:2], id), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, id)
+		}
+	}
+	slices.Sort(want)
+	ids, digest, f := Open(s.loc).InventorySnapshot()
+	if f != nil {
+		t.Fatal(f)
+	}
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Fatalf("ids (-want +got):\n%s", diff)
+	}
+	if digest != InventoryDigest(want) {
+		t.Errorf("digest %s, want %s", digest, InventoryDigest(want))
+	}
+	for _, bad := range []string{"f0/not-an-id", "1a/also-not-an-id"} {
+		if err := os.Mkdir(filepath.Join(base, bad), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 20 {
+		_, _, f := Open(s.loc).InventorySnapshot()
+		if f == nil || f.Details["problem"] != "inventory_topology" || f.Details["entry"] != "also-not-an-id" {
+			t.Fatalf("failure = %v", f)
+		}
+	}
+}
