@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -112,15 +113,27 @@ for s in sorted(slices, key=lambda s: (s["ts"], -s["dur"], s["id"])):
     stack.append(s)
 t0 = min(s["ts"] for s in slices)
 t1 = max(s["ts"] + s["dur"] for s in slices)
+full = (t0, t1)
+if len(sys.argv) > 6:
+    # A window [w0, w1): the slices with something inside it, clipped to it; depths stay
+    # those of the whole trace (a parent holds its child, so it overlaps too).
+    t0, t1 = int(sys.argv[5]), int(sys.argv[6])
+    kept = []
+    for s in slices:
+        a, b = max(s["ts"], t0), min(s["ts"] + s["dur"], t1)
+        if b > a:
+            s["ts"], s["dur"] = a, b - a
+            kept.append(s)
+    slices = kept
 firsts = {}
 for s in slices:
     firsts[s["key"]] = min(firsts.get(s["key"], s["ts"]), s["ts"])
-assert len(set(firsts.values())) == len(firsts), "two lanes start together: their order is Flameox's track id"
+assert len(sys.argv) > 6 or len(set(firsts.values())) == len(firsts), "two lanes start together: their order is Flameox's track id"
 lanes = sorted(firsts, key=lambda k: firsts[k])
 bars = [{"id": s["id"], "name": s["name"], "lane": lane(s), "depth": s["depth"],
          "x": label + (s["ts"] - t0) / (t1 - t0) * plot, "width": max(s["dur"] / (t1 - t0) * plot, min_w)}
         for s in sorted(slices, key=lambda s: s["id"])]
-json.dump({"bars": bars, "lanes": [lane({"pid": next(s["pid"] for s in slices if s["key"] == k),
+json.dump({"t0": full[0], "t1": full[1], "bars": bars, "lanes": [lane({"pid": next(s["pid"] for s in slices if s["key"] == k),
                                          "tid": next(s["tid"] for s in slices if s["key"] == k)}) for k in lanes]}, sys.stdout)
 `
 
@@ -307,5 +320,93 @@ func TestViewerBenchmarkChart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestViewerTimelineWindow checks the timeline of a window chosen by the reader (the
+// middle third of the trace) against Python reading the same JSON: the slices with
+// something inside the window, clipped to it, each bar's id, name, depth, x and width on
+// an axis that spans exactly the window. Lanes are labelled by track there (the window's
+// rows carry no thread names), so labels are not compared. Malformed windows are typed 400s.
+func TestViewerTimelineWindow(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	id := preserveEvidence(t, store, "summarize_trace", "pytorch", "h200__torch-mlp-train.pt.trace.json")
+	base := serveViewer(t, store, "")
+	py := testtool.Require(t, "python3")
+	trace := filepath.Join(corpusDir(t), "h200__torch-mlp-train.pt.trace.json")
+	python := func(window ...string) (out struct {
+		T0, T1 int64
+		Bars   []svgBar `json:"bars"`
+	}) {
+		args := append([]string{"-c", pythonTimeline, trace,
+			jsonString(timeline.Label), jsonString(timeline.Plot), jsonString(timeline.MinBarWidth)}, window...)
+		b, err := exec.Command(py, args...).Output()
+		if err != nil {
+			t.Fatalf("python3: %v", err)
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	full := python()
+	w0 := full.T0 + (full.T1-full.T0)/3
+	w1 := full.T0 + 2*(full.T1-full.T0)/3
+	want := python(strconv.FormatInt(w0, 10), strconv.FormatInt(w1, 10))
+	if len(want.Bars) == 0 || len(want.Bars) >= len(python().Bars) {
+		t.Fatalf("the window holds %d of the trace's slices: choose another", len(want.Bars))
+	}
+	svg := getSVG(t, fmt.Sprintf("%s/charts/timeline/%s?start_ns=%d&end_ns=%d", base, id, w0, w1))
+	var doc struct {
+		G       []svgBar `xml:"g"`
+		Caption []struct {
+			Class string `xml:"class,attr"`
+			Text  string `xml:",chardata"`
+		} `xml:"text"`
+	}
+	if err := xml.Unmarshal(svg, &doc); err != nil {
+		t.Fatalf("the timeline is not XML: %v", err)
+	}
+	for i := range doc.G {
+		doc.G[i].X, doc.G[i].Width = doc.G[i].Rect.X, doc.G[i].Rect.Width
+	}
+	sortBars := cmpopts.SortSlices(func(a, b svgBar) bool { return a.ID < b.ID })
+	if d := cmp.Diff(want.Bars, doc.G, sortBars, cmpopts.IgnoreFields(svgBar{}, "Rect", "Lane"), cmpopts.EquateApprox(0, 0.0011)); d != "" {
+		t.Errorf("window bars (-python +viewer):\n%s", d)
+	}
+	wantCaption := fmt.Sprintf("in the window [%d, %d) ns", w0, w1)
+	if len(doc.Caption) == 0 || !strings.Contains(doc.Caption[0].Text, wantCaption) {
+		t.Errorf("caption %v does not name %q", doc.Caption, wantCaption)
+	}
+
+	for _, tc := range []struct{ query, field string }{
+		{"start_ns=1", "end_ns"},
+		{"start_ns=abc&end_ns=2", "start_ns"},
+		{"start_ns=1&start_ns=2&end_ns=3", "start_ns"},
+		{"start_ns=1&end_ns=2&zoom=3", "query"},
+		{"start_ns=5&end_ns=5", "end_ns"},
+	} {
+		resp, err := http.Get(base + "/charts/timeline/" + id + "?" + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var f struct {
+			Code      string `json:"code"`
+			FieldPath []any  `json:"field_path"`
+		}
+		if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(body, &f) != nil || f.Code != "INVALID_INPUT" ||
+			len(f.FieldPath) == 0 || f.FieldPath[0] != tc.field {
+			t.Errorf("%s: status %d: %s", tc.query, resp.StatusCode, body)
+		}
+	}
+	resp, err := http.Get(base + "/charts/flamegraph/" + id + "?start_ns=1&end_ns=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a flame graph with a query: status %d", resp.StatusCode)
 	}
 }

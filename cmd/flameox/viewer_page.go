@@ -6,6 +6,8 @@ import (
 	"embed"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -30,8 +32,9 @@ var pageAssets = map[string][2]string{
 	"/assets/app.css": {"viewerpage/app.css", "text/css; charset=utf-8"},
 }
 
-// chartRoutes serve an evidence's charts as SVG: /charts/<kind>/{evidence_id}.
-var chartRoutes = map[string]func(context.Context, *runtime.Runtime, string) ([]byte, *failure.Failure){
+// chartRoutes serve an evidence's charts as SVG: /charts/<kind>/{evidence_id}. Only the
+// timeline takes query parameters (start_ns and end_ns: a window).
+var chartRoutes = map[string]func(context.Context, *runtime.Runtime, string, url.Values) ([]byte, *failure.Failure){
 	"/charts/flamegraph/": flameGraphSVG,
 	"/charts/timeline/":   timelineSVG,
 	"/charts/benchmarks/": benchmarkSVG,
@@ -77,8 +80,9 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 			"the viewer is read-only: this page accepts GET, HEAD"))
 		return
 	}
-	if r.URL.RawQuery != "" && isAsset {
-		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("query"), nil, "the viewer's pages take no query parameters"))
+	if r.URL.RawQuery != "" && chartPrefix != "/charts/timeline/" {
+		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("query"), nil,
+			"this viewer page takes no query parameters (only /charts/timeline/ takes start_ns and end_ns)"))
 		return
 	}
 	w.Header().Set("Content-Security-Policy", pageCSP)
@@ -99,7 +103,12 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 			"an evidence_id is 64 lowercase hexadecimal characters"))
 		return
 	}
-	svg, f := chartRoutes[chartPrefix](r.Context(), v.rt, id)
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("query"), nil, "the query string is not URL-encoded"))
+		return
+	}
+	svg, f := chartRoutes[chartPrefix](r.Context(), v.rt, id, query)
 	if f != nil {
 		httpFailure(w, httpStatus(f.Code), f)
 		return
@@ -110,7 +119,7 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 
 // flameGraphSVG lays out the flame graph of CPU evidence from the rows of
 // rank_cpu_hotspots (inclusive weights) and inspect_cpu_callers (edges) over its sources.
-func flameGraphSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte, *failure.Failure) {
+func flameGraphSVG(ctx context.Context, rt *runtime.Runtime, id string, _ url.Values) ([]byte, *failure.Failure) {
 	sources, f := rt.EvidenceSources(id)
 	if f != nil {
 		return nil, f
@@ -143,17 +152,49 @@ func tooManyRows(op string) *failure.Failure {
 }
 
 // timelineSVG lays out the slice timeline of trace evidence from summarize_trace's rows
-// over its sources (the first timeline.MaxSlices by start).
-func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte, *failure.Failure) {
+// over its sources (the first timeline.MaxSlices by start). With start_ns and end_ns
+// (decimal nanoseconds, both or neither) it lays out the window instead: the rows of
+// inspect_trace_window over the same sources, each slice clipped to the window. Those
+// rows carry no thread or process names, so lanes are labelled by track.
+func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string, q url.Values) ([]byte, *failure.Failure) {
+	bounds := map[string]int64{}
+	for _, k := range []string{"start_ns", "end_ns"} {
+		if v, ok := q[k]; ok {
+			n, err := strconv.ParseInt(strings.Join(v, ","), 10, 64)
+			if err != nil || len(v) != 1 {
+				return nil, failure.Invalid(failure.Path(k), nil, "%s is one decimal integer of nanoseconds", k)
+			}
+			bounds[k] = n
+		}
+	}
+	for k := range q {
+		if k != "start_ns" && k != "end_ns" {
+			return nil, failure.Invalid(failure.Path("query"), []string{"start_ns", "end_ns"}, "the timeline takes start_ns and end_ns only")
+		}
+	}
+	if len(bounds) == 1 {
+		return nil, failure.Invalid(failure.Path("end_ns"), nil, "a window needs both start_ns and end_ns")
+	}
 	sources, f := rt.EvidenceSources(id)
 	if f != nil {
 		return nil, f
 	}
-	rows, more, f := allRows(ctx, rt, "summarize_trace", sources, timelineMaxPages)
+	op, extra := "summarize_trace", map[string]any{}
+	if len(bounds) == 2 {
+		op = "inspect_trace_window"
+		extra["start_ns"] = strconv.FormatInt(bounds["start_ns"], 10)
+		extra["end_ns"] = strconv.FormatInt(bounds["end_ns"], 10)
+	}
+	rows, more, f := allRows(ctx, rt, op, sources, timelineMaxPages, extra)
 	if f != nil {
 		return nil, f
 	}
-	l := timeline.New(timeline.FromRows(rows))
+	var l *timeline.Layout
+	if len(bounds) == 2 {
+		l = timeline.NewWindow(timeline.FromRows(rows), bounds["start_ns"], bounds["end_ns"])
+	} else {
+		l = timeline.New(timeline.FromRows(rows))
+	}
 	l.More = more
 	var b bytes.Buffer
 	if err := l.WriteSVG(&b, "Slice timeline of "+id[:12]); err != nil {
@@ -165,7 +206,7 @@ func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte, *
 // benchmarkSVG draws the series of benchmark evidence (summarize_benchmarks' measurement
 // rows over its sources) with 95% intervals and the ratio to the baseline input: the
 // evidence's own baseline_index when it has one (compare_benchmarks), else input 0.
-func benchmarkSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte, *failure.Failure) {
+func benchmarkSVG(ctx context.Context, rt *runtime.Runtime, id string, _ url.Values) ([]byte, *failure.Failure) {
 	sources, f := rt.EvidenceSources(id)
 	if f != nil {
 		return nil, f
@@ -204,8 +245,14 @@ func benchmarkSVG(ctx context.Context, rt *runtime.Runtime, id string) ([]byte, 
 
 // allRows pages through one analysis over sources and returns its table rows, at most
 // maxPages pages; more reports that rows remain.
-func allRows(ctx context.Context, rt *runtime.Runtime, op string, sources []gen.EvidenceSource, maxPages int) (rows []map[string]any, more bool, _ *failure.Failure) {
-	raw, _ := json.Marshal(map[string]any{"sources": sources, "page_size": flameGraphPageSize})
+func allRows(ctx context.Context, rt *runtime.Runtime, op string, sources []gen.EvidenceSource, maxPages int, extra ...map[string]any) (rows []map[string]any, more bool, _ *failure.Failure) {
+	args := map[string]any{"sources": sources, "page_size": flameGraphPageSize}
+	for _, e := range extra {
+		for k, v := range e {
+			args[k] = v
+		}
+	}
+	raw, _ := json.Marshal(args)
 	for range maxPages {
 		res, f := rt.AnalyzeEvidence(ctx, op, raw)
 		if f != nil {

@@ -279,6 +279,30 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:10
 	step("read the flame graph section", err)
 	timelineShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	step("screenshot the timeline", err)
+	// A window of the middle third (nanoseconds beyond 2^53: BigInt) draws fewer bars,
+	// clipped to it, under a caption that names it.
+	window, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const s = [...document.querySelectorAll("#timeline svg g.slice")].map(g => [BigInt(g.dataset.ts), BigInt(g.dataset.ts) + BigInt(g.dataset.dur)]);
+		const t0 = s.reduce((m, x) => x[0] < m ? x[0] : m, s[0][0]), t1 = s.reduce((m, x) => x[1] > m ? x[1] : m, s[0][1]);
+		return [String(t0 + (t1 - t0) / 3n), String(t0 + 2n * (t1 - t0) / 3n)];
+	})()`))
+	step("choose a window", err)
+	if len(window) != 2 {
+		t.Fatalf("window = %v", window)
+	}
+	step("show the window", chromedp.Do(ctx,
+		chromedp.SetValue(`#timeline-window input[name="start_ns"]`, window[0]),
+		chromedp.SetValue(`#timeline-window input[name="end_ns"]`, window[1]),
+		chromedp.Click(`#timeline-window button[type="submit"]`)))
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelector("#timeline svg text.caption")?.textContent ?? "").includes("in the window [`+window[0]+`, `+window[1]+`)")`))
+	step("wait for the window's timeline", err)
+	windowBars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#timeline svg g.slice").length`))
+	step("count the window's bars", err)
+	windowShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	step("screenshot the window", err)
+	if windowBars == 0 || windowBars >= bars {
+		t.Errorf("the window shows %d bars of the trace's %d", windowBars, bars)
+	}
 	step("open the benchmark evidence", chromedp.Do(ctx, chromedp.Navigate(fx.base+"/#/evidence/"+benchID),
 		chromedp.WaitVisible(`#benchchart svg g.series`)))
 	series, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#benchchart svg g.series").length`))
@@ -292,7 +316,7 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:10
 		t.Errorf("benchmark chart: %d series, want telco of each input", series)
 	}
 	for name, b := range map[string][]byte{"viewer-list.png": listShot, "viewer-evidence.png": evidenceShot, "viewer-rows-page2.png": pageShot,
-		"viewer-timeline.png": timelineShot, "viewer-benchmarks.png": benchShot} {
+		"viewer-timeline.png": timelineShot, "viewer-timeline-window.png": windowShot, "viewer-benchmarks.png": benchShot} {
 		if err := os.WriteFile(filepath.Join(shots, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,8 @@
 //     lanes past MaxLanes are left out with their slices;
 //   - a slice's row inside its lane is its depth: its parent's depth + 1 when its parent
 //     is among the slices, else 0; rows deeper than MaxDepth are left out;
-//   - the time axis spans the earliest start to the latest end of the drawn slices; a bar
+//   - the time axis spans the earliest start to the latest end of the drawn slices (or,
+//     with NewWindow, exactly the window chosen, each bar clipped to it); a bar
 //     starts at Label + (ts - t0) / (t1 - t0) * Plot pixels and is
 //     max(dur / (t1 - t0) * Plot, MinBarWidth) wide.
 //
@@ -83,6 +84,25 @@ type Layout struct {
 	LeftOutDeep    int // slices deeper than MaxDepth
 	Height         float64
 	More           bool // the caller read only a prefix of the trace's slices
+	Window         bool // the axis is a window [T0, T1) chosen by the caller (NewWindow)
+}
+
+// NewWindow lays out the slices (in row order, by start) that overlap the window [t0, t1)
+// clipped to it: a bar starts at max(ts, t0) and ends at min(ts+dur, t1), and the axis
+// spans exactly the window. A slice with nothing inside the window is not drawn.
+func NewWindow(in []Slice, t0, t1 int64) *Layout {
+	clipped := make([]Slice, 0, len(in))
+	for _, s := range in {
+		start, end := max(s.Start, t0), min(s.Start+max(s.Dur, 0), t1)
+		if end <= start {
+			continue
+		}
+		s.Start, s.Dur = start, end-start
+		clipped = append(clipped, s)
+	}
+	l := New(clipped)
+	l.T0, l.T1, l.Window = t0, t1, true
+	return l
 }
 
 // New lays out slices (in row order, by start).
@@ -176,6 +196,9 @@ func (l *Layout) frac(ns int64) float64 {
 // Caption is the chart's one-line summary, naming what was left out.
 func (l *Layout) Caption() string {
 	s := fmt.Sprintf("%d slices on %d lanes over %s", len(l.Bars), len(l.Lanes), Duration(l.T1-l.T0))
+	if l.Window {
+		s = fmt.Sprintf("%d slices on %d lanes in the window [%d, %d) ns, clipped to it", len(l.Bars), len(l.Lanes), l.T0, l.T1)
+	}
 	var out []string
 	if l.LeftOutSlices > 0 {
 		out = append(out, fmt.Sprintf("%d slices after the first %d by start", l.LeftOutSlices, MaxSlices))

@@ -135,13 +135,15 @@ async function loadEvidence(id) {
   ops.replaceChildren(...(cpu ? CPU_OPERATIONS : [b.operation]).map((o) => { const x = el("option"); x.value = o; return x; }));
   const form = $("#analysis");
   form.elements.operation.value = b.operation || "";
+  const win = $("#timeline-window").elements;
+  win.start_ns.value = win.end_ns.value = "";
   const work = [runAnalysis(firstRequest())];
   if (chart) work.push(loadChart(chart, ev.evidence_id));
   await Promise.all(work);
 }
 
-async function loadChart(chart, id) {
-  const resp = await fetch(chart.route + encodeURIComponent(id));
+async function loadChart(chart, id, query) {
+  const resp = await fetch(chart.route + encodeURIComponent(id) + (query ? "?" + query : ""));
   const text = await resp.text();
   if (!resp.ok) {
     let msg = `HTTP ${resp.status}`;
@@ -243,6 +245,17 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#list-first").addEventListener("click", () => loadList(filterArgs()).catch(showError));
   $("#analysis").addEventListener("submit", (e) => { e.preventDefault(); runAnalysis(firstRequest()); });
   $("#rows-first").addEventListener("click", () => runAnalysis(firstRequest()));
+  // The timeline of a window: the server validates the bounds and answers a typed failure.
+  const timelineChart = CHARTS.find((c) => c.box === "#timeline");
+  $("#timeline-window").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    const q = new URLSearchParams({ start_ns: String(f.get("start_ns")).trim(), end_ns: String(f.get("end_ns")).trim() });
+    loadChart(timelineChart, current.evidence_id, q.toString()).catch(showError);
+  });
+  $("#timeline-window").addEventListener("reset", () => {
+    loadChart(timelineChart, current.evidence_id).catch(showError);
+  });
   window.addEventListener("hashchange", route);
   route();
 });
