@@ -27,6 +27,12 @@ import (
 // preserves the result; it returns the evidence id.
 func preserveEvidence(t *testing.T, store, op, format string, files ...string) string {
 	t.Helper()
+	return preserveEvidenceWith(t, store, op, format, nil, files...)
+}
+
+// preserveEvidenceWith is preserveEvidence with more operation arguments.
+func preserveEvidenceWith(t *testing.T, store, op, format string, extra map[string]any, files ...string) string {
+	t.Helper()
 	rt, err := newRuntime(nil, runtime.WithStoreDir(store))
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +42,11 @@ func preserveEvidence(t *testing.T, store, op, format string, files ...string) s
 	for _, f := range files {
 		sources = append(sources, map[string]any{"kind": "path", "path": filepath.Join(corpusDir(t), f), "format": format})
 	}
-	args, _ := json.Marshal(map[string]any{"sources": sources, "page_size": 5})
+	fields := map[string]any{"sources": sources, "page_size": 5}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	args, _ := json.Marshal(fields)
 	res, f := rt.Call(context.Background(), op, args)
 	if f != nil {
 		t.Fatal(f)

@@ -303,6 +303,17 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:10
 	if windowBars == 0 || windowBars >= bars {
 		t.Errorf("the window shows %d bars of the trace's %d", windowBars, bars)
 	}
+	// inspect_trace_window evidence opens on its own preserved window.
+	windowID := preserveEvidenceWith(t, fx.store, "inspect_trace_window", "pytorch",
+		map[string]any{"start_ns": window[0], "end_ns": window[1]}, "h200__torch-mlp-train.pt.trace.json")
+	step("open the window evidence", chromedp.Do(ctx, chromedp.Navigate(fx.base+"/#/evidence/"+windowID)))
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelector("#timeline svg text.caption")?.textContent ?? "").includes("in the window [`+window[0]+`, `+window[1]+`)")`))
+	step("wait for the preserved window's timeline", err)
+	preservedBars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#timeline svg g.slice").length`))
+	step("count the preserved window's bars", err)
+	if preservedBars != windowBars {
+		t.Errorf("the preserved window shows %d bars, the same window typed in %d", preservedBars, windowBars)
+	}
 	step("open the benchmark evidence", chromedp.Do(ctx, chromedp.Navigate(fx.base+"/#/evidence/"+benchID),
 		chromedp.WaitVisible(`#benchchart svg g.series`)))
 	series, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#benchchart svg g.series").length`))

@@ -135,10 +135,19 @@ async function loadEvidence(id) {
   ops.replaceChildren(...(cpu ? CPU_OPERATIONS : [b.operation]).map((o) => { const x = el("option"); x.value = o; return x; }));
   const form = $("#analysis");
   form.elements.operation.value = b.operation || "";
+  // inspect_trace_window evidence opens on its preserved window, when its bounds are exact
+  // here (decimal strings, the canonical {"$flameox.integer": ...} form, or safe integers).
+  const exact = (v) => typeof v === "string" ? v : Number.isSafeInteger(v) ? String(v) :
+    v && typeof v["$flameox.integer"] === "string" ? v["$flameox.integer"] : "";
+  const a = (b.analysis_request && b.analysis_request.arguments) || {};
   const win = $("#timeline-window").elements;
-  win.start_ns.value = win.end_ns.value = "";
+  const own = b.operation === "inspect_trace_window";
+  win.start_ns.value = own ? exact(a.start_ns) : "";
+  win.end_ns.value = own ? exact(a.end_ns) : "";
+  const windowQuery = win.start_ns.value && win.end_ns.value ?
+    new URLSearchParams({ start_ns: win.start_ns.value, end_ns: win.end_ns.value }).toString() : undefined;
   const work = [runAnalysis(firstRequest())];
-  if (chart) work.push(loadChart(chart, ev.evidence_id));
+  if (chart) work.push(loadChart(chart, ev.evidence_id, chart.box === "#timeline" ? windowQuery : undefined));
   await Promise.all(work);
 }
 
