@@ -306,6 +306,10 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:10
 	// inspect_trace_window evidence opens on its own preserved window.
 	windowID := preserveEvidenceWith(t, fx.store, "inspect_trace_window", "pytorch",
 		map[string]any{"start_ns": window[0], "end_ns": window[1]}, "h200__torch-mlp-train.pt.trace.json")
+	// The typed window's timeline has the same caption: clear it first, so that only the
+	// new evidence's timeline can satisfy the wait.
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#timeline").replaceChildren(), true`))
+	step("clear the timeline", err)
 	step("open the window evidence", chromedp.Do(ctx, chromedp.Navigate(fx.base+"/#/evidence/"+windowID)))
 	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelector("#timeline svg text.caption")?.textContent ?? "").includes("in the window [`+window[0]+`, `+window[1]+`)")`))
 	step("wait for the preserved window's timeline", err)
