@@ -159,13 +159,15 @@ func tooManyRows(op string) *failure.Failure {
 func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string, q url.Values) ([]byte, *failure.Failure) {
 	bounds := map[string]int64{}
 	for _, k := range []string{"start_ns", "end_ns"} {
-		if v, ok := q[k]; ok {
-			n, err := strconv.ParseInt(strings.Join(v, ","), 10, 64)
-			if err != nil || len(v) != 1 {
-				return nil, failure.Invalid(failure.Path(k), nil, "%s is one decimal integer of nanoseconds", k)
-			}
-			bounds[k] = n
+		v, ok := q[k]
+		if !ok {
+			continue
 		}
+		n, err := strconv.ParseInt(v[0], 10, 64)
+		if err != nil || len(v) != 1 {
+			return nil, failure.Invalid(failure.Path(k), nil, "%s is one decimal integer of nanoseconds", k)
+		}
+		bounds[k] = n
 	}
 	for k := range q {
 		if k != "start_ns" && k != "end_ns" {

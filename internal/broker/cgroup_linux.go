@@ -95,8 +95,11 @@ func newScope() *scope {
 	return &scope{dir: dir, fd: fd}
 }
 
-// ownCgroupDir returns the directory of this process's cgroup in the unified hierarchy.
-func ownCgroupDir() (string, bool) {
+// ownCgroupDir returns the directory of this process's cgroup in the unified hierarchy,
+// found once per process: every invocation's scope goes below it.
+var ownCgroupDir = sync.OnceValues(findOwnCgroupDir)
+
+func findOwnCgroupDir() (string, bool) {
 	mount, ok := unifiedMount("/proc/self/mountinfo")
 	if !ok {
 		return "", false
@@ -213,10 +216,10 @@ func (s *scope) populated() bool {
 // kill ends every process in the scope and waits (boundedly) until the kernel reports it
 // empty. It returns how many members were alive when it was called.
 func (s *scope) kill() int {
-	n := len(s.members())
-	if n == 0 && !s.populated() {
+	if !s.populated() {
 		return 0
 	}
+	n := len(s.members())
 	_ = os.WriteFile(filepath.Join(s.dir, "cgroup.kill"), []byte("1"), 0)
 	deadline := time.Now().Add(2 * time.Second)
 	for s.populated() && time.Now().Before(deadline) {

@@ -22,6 +22,7 @@ package flamegraph
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"html"
 	"io"
 	"math"
@@ -253,9 +254,8 @@ func color(n *Node) string {
 	if n.Depth == 0 {
 		return "#c8c8c8"
 	}
-	h := uint32(2166136261)
-	for _, c := range []byte(n.Frame.Function) {
-		h = (h ^ uint32(c)) * 16777619
-	}
+	f := fnv.New32a()
+	io.WriteString(f, n.Frame.Function)
+	h := f.Sum32()
 	return fmt.Sprintf("rgb(%d,%d,%d)", 205+h%50, 80+(h>>8)%120, 40+(h>>16)%40)
 }

@@ -20,6 +20,7 @@ package timeline
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"html"
 	"io"
 	"math"
@@ -281,9 +282,8 @@ func esc(s string) string { return html.EscapeString(s) }
 
 // color is a cool hue picked from the slice name, so a name keeps its colour.
 func color(name string) string {
-	h := uint32(2166136261)
-	for _, c := range []byte(name) {
-		h = (h ^ uint32(c)) * 16777619
-	}
+	f := fnv.New32a()
+	io.WriteString(f, name)
+	h := f.Sum32()
 	return fmt.Sprintf("rgb(%d,%d,%d)", 70+h%60, 120+(h>>8)%80, 170+(h>>16)%70)
 }
