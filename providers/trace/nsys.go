@@ -130,18 +130,6 @@ func openNsys(ctx context.Context, in providers.Input) (*nsysDB, error) {
 	return d, nil
 }
 
-// count returns the rows of table, 0 when the export does not hold it.
-func (d *nsysDB) count(ctx context.Context, table string) (int64, error) {
-	if !d.tables[table] {
-		return 0, nil
-	}
-	var n int64
-	if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM "`+table+`"`).Scan(&n); err != nil {
-		return 0, d.sqlErr(ctx, err)
-	}
-	return n, nil
-}
-
 // nsysProvider identifies the native SQLite reader.
 func nsysProvider() gen.Provider {
 	return gen.Provider{ID: "nsight-systems-sqlite", Version: "native-1"}
