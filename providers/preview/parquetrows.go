@@ -1,14 +1,12 @@
 package preview
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"time"
-	"unicode/utf8"
 
+	"github.com/flameox/flameox/providers/internal/jsonvalue"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -90,7 +88,7 @@ func (p *parquetReader) next() (row json.RawMessage, err error) {
 	}
 	for _, c := range p.cols {
 		fields.key(c)
-		fields.b = appendNative(fields.b, m[c])
+		fields.b = jsonvalue.Append(fields.b, m[c])
 	}
 	if !nested {
 		fields.str("input_sha256", p.digest)
@@ -101,68 +99,4 @@ func (p *parquetReader) next() (row json.RawMessage, err error) {
 	o.raw("value", fields.done())
 	o.str("input_sha256", p.digest)
 	return o.done(), nil
-}
-
-// appendNative renders one decoded Parquet value with the canonical value projection.
-func appendNative(dst []byte, v any) []byte {
-	switch x := v.(type) {
-	case nil:
-		return append(dst, "null"...)
-	case bool:
-		if x {
-			return append(dst, "true"...)
-		}
-		return append(dst, "false"...)
-	case int:
-		return intValue(dst, int64(x))
-	case int8:
-		return intValue(dst, int64(x))
-	case int16:
-		return intValue(dst, int64(x))
-	case int32:
-		return intValue(dst, int64(x))
-	case int64:
-		return intValue(dst, x)
-	case uint8:
-		return intValue(dst, int64(x))
-	case uint16:
-		return intValue(dst, int64(x))
-	case uint32:
-		return intValue(dst, int64(x))
-	case uint64:
-		if x > maxSafe {
-			return appendString(dst, fmt.Sprint(x))
-		}
-		return intValue(dst, int64(x))
-	case float32:
-		return floatValue(dst, float64(x))
-	case float64:
-		return floatValue(dst, x)
-	case string:
-		return appendString(dst, x)
-	case []byte:
-		if utf8.Valid(x) {
-			return appendString(dst, string(x))
-		}
-		return appendString(dst, base64.StdEncoding.EncodeToString(x))
-	case time.Time:
-		return appendString(dst, x.UTC().Format(time.RFC3339Nano))
-	case []any:
-		dst = append(dst, '[')
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendNative(dst, e)
-		}
-		return append(dst, ']')
-	case map[string]any:
-		o := &object{b: append(dst, '{')}
-		for _, k := range sortedKeys(x) {
-			o.key(k)
-			o.b = appendNative(o.b, x[k])
-		}
-		return append(o.b, '}')
-	}
-	return appendString(dst, fmt.Sprint(v))
 }

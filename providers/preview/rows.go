@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/flameox/flameox/providers/internal/jsonvalue"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -21,11 +20,11 @@ func (o *object) key(k string) {
 	if len(o.b) > 1 {
 		o.b = append(o.b, ',')
 	}
-	o.b = appendString(o.b, k)
+	o.b = jsonvalue.AppendString(o.b, k)
 	o.b = append(o.b, ':')
 }
 
-func (o *object) str(k, v string) { o.key(k); o.b = appendString(o.b, v) }
+func (o *object) str(k, v string) { o.key(k); o.b = jsonvalue.AppendString(o.b, v) }
 func (o *object) int(k string, v int64) {
 	o.key(k)
 	o.b = strconv.AppendInt(o.b, v, 10)
@@ -49,37 +48,6 @@ func (o *object) members(obj []byte) {
 }
 
 func (o *object) done() json.RawMessage { return append(o.b, '}') }
-
-// appendString appends s as a JSON string, replacing each invalid UTF-8 byte with U+FFFD.
-func appendString(dst []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		s = replaceInvalid(s)
-	}
-	out, err := jsontext.AppendQuote(dst, s)
-	if err != nil {
-		panic(err) // unreachable: s is valid UTF-8
-	}
-	return out
-}
-
-// replaceInvalid decodes s as UTF-8, replacing every invalid byte with U+FFFD as Python's
-// "replace" error handler does.
-func replaceInvalid(s string) string {
-	var b []byte
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = utf8.AppendRune(b, utf8.RuneError)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return string(b)
-}
-
-// maxSafe is 2^53-1: integers beyond it become decimal strings.
-const maxSafe = 1<<53 - 1
 
 // projectValue returns the compact canonical projection of one native JSON value:
 // integers outside +-(2^53-1) and numbers that overflow float64 become strings. It scans
@@ -106,7 +74,7 @@ func projectValue(v jsontext.Value) (jsontext.Value, error) {
 		if end-i > 15 || bytes.ContainsAny(v[i:end], "eE") {
 			if s, wide := wideNumber(string(v[i:end])); wide {
 				out = append(out, v[last:i]...)
-				out = appendString(out, s)
+				out = jsonvalue.AppendString(out, s)
 				last = end
 			}
 		}
@@ -129,7 +97,7 @@ func wideNumber(lit string) (string, bool) {
 	}
 	if isInt {
 		n, err := strconv.ParseInt(lit, 10, 64)
-		if err != nil || n > maxSafe || n < -maxSafe {
+		if err != nil || n > jsonvalue.MaxSafe || n < -jsonvalue.MaxSafe {
 			return lit, true
 		}
 		return "", false
@@ -204,36 +172,4 @@ func recordRow(v jsontext.Value, digest string, reserved []string, prefix func(*
 	o.raw("value", v)
 	o.str("input_sha256", digest)
 	return o.done(), nil
-}
-
-// floatValue renders a native float, carrying non-finite values as strings.
-func floatValue(dst []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(dst, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(dst, `"-Infinity"`...)
-	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
-}
-
-// intValue renders a native integer, carrying wide values as strings.
-func intValue(dst []byte, n int64) []byte {
-	if n > maxSafe || n < -maxSafe {
-		dst = append(dst, '"')
-		dst = strconv.AppendInt(dst, n, 10)
-		return append(dst, '"')
-	}
-	return strconv.AppendInt(dst, n, 10)
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

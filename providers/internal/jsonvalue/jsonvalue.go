@@ -1,0 +1,143 @@
+// Package jsonvalue renders native values (decoded Parquet values, SQLite columns) as
+// JSON with the canonical value projection the providers share: integers beyond
+// ±(2^53-1) and non-finite floats become strings, invalid UTF-8 is replaced with U+FFFD,
+// and bytes that are not UTF-8 become base64.
+package jsonvalue
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// MaxSafe is 2^53-1: integers beyond it become decimal strings.
+const MaxSafe = 1<<53 - 1
+
+// AppendString appends s as a JSON string, replacing each invalid UTF-8 byte with U+FFFD.
+func AppendString(dst []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		s = ReplaceInvalid(s)
+	}
+	out, err := jsontext.AppendQuote(dst, s)
+	if err != nil {
+		panic(err) // unreachable: s is valid UTF-8
+	}
+	return out
+}
+
+// ReplaceInvalid decodes s as UTF-8, replacing every invalid byte with U+FFFD as Python's
+// "replace" error handler does.
+func ReplaceInvalid(s string) string {
+	var b []byte
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return string(b)
+}
+
+// AppendFloat appends a native float, carrying non-finite values as strings.
+func AppendFloat(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(dst, `"-Infinity"`...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
+// AppendInt appends a native integer, carrying wide values as strings.
+func AppendInt(dst []byte, n int64) []byte {
+	if n > MaxSafe || n < -MaxSafe {
+		dst = append(dst, '"')
+		dst = strconv.AppendInt(dst, n, 10)
+		return append(dst, '"')
+	}
+	return strconv.AppendInt(dst, n, 10)
+}
+
+// Append appends one native value: nil, booleans, Go's integer and float kinds, strings,
+// bytes, times (RFC 3339 in UTC), and lists and string-keyed maps of these (keys sorted).
+// Any other value is rendered as its fmt form, as a string.
+func Append(dst []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...)
+	case bool:
+		return strconv.AppendBool(dst, x)
+	case int:
+		return AppendInt(dst, int64(x))
+	case int8:
+		return AppendInt(dst, int64(x))
+	case int16:
+		return AppendInt(dst, int64(x))
+	case int32:
+		return AppendInt(dst, int64(x))
+	case int64:
+		return AppendInt(dst, x)
+	case uint8:
+		return AppendInt(dst, int64(x))
+	case uint16:
+		return AppendInt(dst, int64(x))
+	case uint32:
+		return AppendInt(dst, int64(x))
+	case uint64:
+		if x > MaxSafe {
+			return AppendString(dst, strconv.FormatUint(x, 10))
+		}
+		return AppendInt(dst, int64(x))
+	case float32:
+		return AppendFloat(dst, float64(x))
+	case float64:
+		return AppendFloat(dst, x)
+	case string:
+		return AppendString(dst, x)
+	case []byte:
+		if utf8.Valid(x) {
+			return AppendString(dst, string(x))
+		}
+		return AppendString(dst, base64.StdEncoding.EncodeToString(x))
+	case time.Time:
+		return AppendString(dst, x.UTC().Format(time.RFC3339Nano))
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = Append(dst, e)
+		}
+		return append(dst, ']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendString(dst, k)
+			dst = append(dst, ':')
+			dst = Append(dst, x[k])
+		}
+		return append(dst, '}')
+	}
+	return AppendString(dst, fmt.Sprint(v))
+}
