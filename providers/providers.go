@@ -60,6 +60,10 @@ type Analysis struct {
 	Rows Rows
 	// Limitations are dynamic limitations, after the static ones.
 	Limitations []string
+	// OwnLimitations is set when the rows are another view than the operation's own
+	// (an Nsight Systems export's raw tables): the operation's and its formats' static
+	// limitations describe rows that are not returned, so Limitations are the whole list.
+	OwnLimitations bool
 	// Implementation names external decoder executables (name -> SHA-256) bound into
 	// the request identity, so a continuation fails when the decoder changes.
 	Implementation map[string]string

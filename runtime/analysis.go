@@ -202,12 +202,15 @@ func (rt *Runtime) envelope(req *request, in []resolved, a *providers.Analysis, 
 		}
 		res.Inputs = append(res.Inputs, in)
 	}
-	res.Limitations = append([]string{}, op.Limitations...)
-	seen := map[gen.Format]bool{}
-	for _, r := range in {
-		if !seen[r.format] {
-			seen[r.format] = true
-			res.Limitations = append(res.Limitations, op.FormatLimitations[r.format]...)
+	res.Limitations = []string{}
+	if !a.OwnLimitations {
+		res.Limitations = append(res.Limitations, op.Limitations...)
+		seen := map[gen.Format]bool{}
+		for _, r := range in {
+			if !seen[r.format] {
+				seen[r.format] = true
+				res.Limitations = append(res.Limitations, op.FormatLimitations[r.format]...)
+			}
 		}
 	}
 	res.Limitations = append(append(res.Limitations, a.Limitations...), page.Limitations...)

@@ -972,6 +972,22 @@ func (x *InferenceCompareFields) ApplyDefaults() {
 type NoFields struct {
 }
 
+// NsysTableFields are the fields of the operations whose catalog rows for Nsight Systems
+// exports are the export's tables (catalog §1.3 and §1.4, decision 0032).
+type NsysTableFields struct {
+	// Nsight Systems sources only: "tables" pages the export's raw table rows, {table, ...columns}, instead of the operation's rows.
+	View string `json:"view,omitempty"`
+	// With view "tables": table name prefixes (case-insensitive); omitted or []: the catalog's tables for this operation (summarize_trace: all).
+	Tables []string `json:"tables,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *NsysTableFields) ApplyDefaults() {
+	if isZero(x.View) {
+		x.View = "operation"
+	}
+}
+
 // PreviewFields are preview_artifact's fields.
 type PreviewFields struct {
 	// Zero-based logical row (line, fragment, record or JSON entry).
@@ -1048,6 +1064,14 @@ type TraceSliceRow struct {
 	CorrelationID *int64 `json:"correlation_id"`
 	Device        *int64 `json:"device"`
 	Stream        *int64 `json:"stream"`
+}
+
+// NsysTableRow is one row of an Nsight Systems export's table (view "tables"): the
+// table's name, then its columns in the table's order, values as stored (integers beyond
+// 2^53-1 as decimal strings, bytes that are not UTF-8 as base64). A table with a column
+// of its own named table has its columns nested under value.
+type NsysTableRow struct {
+	Table string `json:"table"`
 }
 
 // TraceCallEdgeRow aggregates the slices named child whose parent slice is named parent.
@@ -2182,7 +2206,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatXctrace, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NoFields",
+		FieldsDefinition: "NsysTableFields",
 		CaptureProviders: []string{"torch-profiler", "rocprofv3", "xctrace", "nsight-systems"},
 		Experiment:       false,
 		Released:         true,
@@ -2198,7 +2222,7 @@ var Operations = []OperationDecl{
 			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
 			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
 		},
-		Rows: []string{"TraceSliceRow"},
+		Rows: []string{"TraceSliceRow", "NsysTableRow"},
 	},
 	{
 		Name:             OperationNameInspectTraceCallGraph,
@@ -2249,7 +2273,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatOtlp, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NoFields",
+		FieldsDefinition: "NsysTableFields",
 		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
 		Released:         true,
@@ -2260,7 +2284,7 @@ var Operations = []OperationDecl{
 			FormatNsysSqlite:  []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
 			FormatOtlp:        []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
 		},
-		Rows: []string{"TraceOperationRow"},
+		Rows: []string{"TraceOperationRow", "NsysTableRow"},
 	},
 	{
 		Name:             OperationNameSummarizeTraceLifecycle,
@@ -2268,7 +2292,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatOtlp, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NoFields",
+		FieldsDefinition: "NsysTableFields",
 		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
 		Released:         true,
@@ -2279,7 +2303,7 @@ var Operations = []OperationDecl{
 			FormatNsysSqlite:  []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Spans are CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY and _MEMSET records, CUPTI_ACTIVITY_KIND_RUNTIME calls and NVTX ranges, each with span_started and span_ended at its start and end (time_unix_nano adds the session start, TARGET_INFO_SESSION_START_TIME); span_id is summarize_trace's slice id, trace_id the process id, parent_span_id the CUDA API call of GPU activity (null otherwise); no span_event rows."},
 			FormatOtlp:        []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
 		},
-		Rows: []string{"TraceLifecycleRow"},
+		Rows: []string{"TraceLifecycleRow", "NsysTableRow"},
 	},
 	{
 		Name:             OperationNameInspectTraceWindow,
@@ -2466,7 +2490,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NoFields",
+		FieldsDefinition: "NsysTableFields",
 		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
 		Released:         true,
@@ -2476,7 +2500,7 @@ var Operations = []OperationDecl{
 			FormatNsysRep:     []string{"The report was converted with this machine's nsys (nsys export --type sqlite); the nsys executable's digest is bound into the result. Table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
 			FormatNsysSqlite:  []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
 		},
-		Rows: []string{"GpuLaunchRow"},
+		Rows: []string{"GpuLaunchRow", "NsysTableRow"},
 	},
 	{
 		Name:             OperationNameInspectGPUKernelMetrics,

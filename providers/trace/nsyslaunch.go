@@ -93,7 +93,10 @@ func (d *nsysDB) launchFigures(ctx context.Context) (map[string]any, int64, erro
 	return m, total, nil
 }
 
-func inspectLaunches(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+func inspectLaunches(ctx context.Context, req *providers.Request[gen.NsysTableFields]) (*providers.Analysis, error) {
+	if a, ok, err := tablesView(ctx, gen.OperationNameInspectGPULaunches, req); ok || err != nil {
+		return a, err
+	}
 	src, a, done, err := nsysInput(ctx, req.Inputs[0], req.Limits)
 	if err != nil {
 		return nil, err
@@ -128,7 +131,7 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.NoFields]) 
 func nsysInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (nsysSource, *providers.Analysis, func(), error) {
 	switch in.Format {
 	case gen.FormatNsysParquet:
-		conv, done, err := loadNsysParquet(ctx, in)
+		conv, done, err := loadNsysParquet(ctx, in, nil)
 		if err != nil {
 			return nsysSource{}, nil, nil, err
 		}
@@ -157,55 +160,62 @@ type sqlPages struct {
 }
 
 func (r *sqlPages) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
-	reach := min(r.total, int64(providers.MaxProjectionRows))
-	if offset > 0 && offset >= reach {
-		return nil, &providers.OffsetError{Offset: offset, Available: reach}
-	}
-	defer r.done()
-	end := min(offset+limit, reach)
-	page := &providers.Page{}
-	stop := offset
-	if end > offset {
-		err := r.src.withNsys(ctx, func(d *nsysDB) error {
-			q, err := r.query(ctx, d)
+	return pageExport(ctx, r.src, r.done, r.total, offset, limit, func(d *nsysDB, end int64, page *providers.Page) error {
+		q, err := r.query(ctx, d)
+		if err != nil {
+			return err
+		}
+		rows, err := d.sql.QueryContext(ctx, q+` LIMIT ? OFFSET ?`, end-offset, offset)
+		if err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			row, err := r.scan(rows)
+			if err != nil {
+				return d.sqlErr(ctx, err)
+			}
+			b, err := providers.EncodeRow(row)
 			if err != nil {
 				return err
 			}
-			rows, err := d.sql.QueryContext(ctx, q+` LIMIT ? OFFSET ?`, end-offset, offset)
-			if err != nil {
-				return d.sqlErr(ctx, err)
+			if fits != nil && !fits(b) {
+				break
 			}
-			defer rows.Close()
-			for rows.Next() {
-				row, err := r.scan(rows)
-				if err != nil {
-					return d.sqlErr(ctx, err)
-				}
-				b, err := providers.EncodeRow(row)
-				if err != nil {
-					return err
-				}
-				if fits != nil && !fits(b) {
-					break
-				}
-				page.Rows = append(page.Rows, b)
-				stop++
-			}
-			if err := rows.Err(); err != nil {
-				return d.sqlErr(ctx, err)
-			}
-			return nil
-		})
-		if err != nil {
+			page.Rows = append(page.Rows, b)
+		}
+		if err := rows.Err(); err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		return nil
+	})
+}
+
+// pageExport reads one page of a population of total rows from the export: read appends
+// the rows from offset up to end (offset+limit, bounded by MaxProjectionRows) to page, and
+// may end early when a row does not fit. An offset at or past that bound (but the first)
+// is refused. done removes a converted export's scratch once the page is read.
+func pageExport(ctx context.Context, src nsysSource, done func(), total, offset, limit int64,
+	read func(d *nsysDB, end int64, page *providers.Page) error) (*providers.Page, error) {
+	reach := min(total, int64(providers.MaxProjectionRows))
+	if offset > 0 && offset >= reach {
+		return nil, &providers.OffsetError{Offset: offset, Available: reach}
+	}
+	defer done()
+	end := min(offset+limit, reach)
+	page := &providers.Page{}
+	if end > offset {
+		if err := src.withNsys(ctx, func(d *nsysDB) error { return read(d, end, page) }); err != nil {
 			return nil, err
 		}
 	}
+	stop := offset + int64(len(page.Rows))
 	page.More = stop < reach
 	page.Observed = stop
 	if page.More {
 		page.Observed++
 	}
-	page.Limited = !page.More && r.total > int64(providers.MaxProjectionRows)
+	page.Limited = !page.More && total > int64(providers.MaxProjectionRows)
 	return page, nil
 }
 

@@ -70,8 +70,9 @@ func nsysParquetProvider() gen.Provider {
 const nsysParquetExport = "parquetdir.sqlite"
 
 // loadNsysParquet loads the parquetdir's tables into a scratch SQLite database and returns
-// it as an nsys-sqlite input and the function that removes it.
-func loadNsysParquet(ctx context.Context, in providers.Input) (providers.Input, func(), error) {
+// it as an nsys-sqlite input and the function that removes it. pick selects the tables by
+// name; nil loads the tables the SQL readers use.
+func loadNsysParquet(ctx context.Context, in providers.Input, pick func(table string) bool) (providers.Input, func(), error) {
 	if in.Members == nil {
 		return in, nil, &providers.UnsupportedError{Source: in.Index,
 			Message: fmt.Sprintf("source %d is not a directory; nsys-parquet is the directory nsys export --type parquetdir writes", in.Index)}
@@ -95,7 +96,16 @@ func loadNsysParquet(ctx context.Context, in providers.Input) (providers.Input, 
 	var once sync.Once
 	done := func() { once.Do(func() { os.RemoveAll(dir) }) }
 	out := filepath.Join(dir, nsysParquetExport)
-	if err := writeNsysParquet(ctx, in, files, out); err != nil {
+	tables := append(append([]string{}, nsysParquetTables...), nsysTables...)
+	if pick != nil {
+		tables = tables[:0]
+		for _, n := range names {
+			if stem, ok := strings.CutSuffix(n, parquetSuffix); ok && pick(stem) {
+				tables = append(tables, stem)
+			}
+		}
+	}
+	if err := writeNsysParquet(ctx, in, files, tables, out); err != nil {
 		done()
 		return in, nil, err
 	}
@@ -104,7 +114,7 @@ func loadNsysParquet(ctx context.Context, in providers.Input) (providers.Input, 
 	return conv, done, nil
 }
 
-func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]int64, out string) error {
+func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]int64, tables []string, out string) error {
 	db, err := sql.Open("sqlite", "file:"+uriPath(out))
 	if err != nil {
 		return &providers.DecodeError{Source: in.Index, Message: "the Nsight Systems parquetdir could not be loaded", Err: err}
@@ -117,7 +127,7 @@ func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]
 			return l.sqlErr(err)
 		}
 	}
-	for _, t := range append(append([]string{}, nsysParquetTables...), nsysTables...) {
+	for _, t := range tables {
 		size, ok := files[t+parquetSuffix]
 		if !ok || l.loaded[t] {
 			continue

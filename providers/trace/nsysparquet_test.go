@@ -95,25 +95,27 @@ func pageJSON(t *testing.T, a *providers.Analysis, offset, limit int64) string {
 func TestNsysParquetEqualsSQLite(t *testing.T) {
 	sqlite := providers.Input{Path: corpusFile(t, nsysCorpus), Format: gen.FormatNsysSqlite}
 	pq := parquetInput(t, corpusParquetDir(t))
-	noFields := func(f func(context.Context, *providers.Request[gen.NoFields]) (*providers.Analysis, error)) func(providers.Input) (*providers.Analysis, error) {
-		return func(in providers.Input) (*providers.Analysis, error) {
-			return f(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{in}})
-		}
-	}
 	ops := []struct {
 		name    string
 		analyze func(providers.Input) (*providers.Analysis, error)
 		offset  int64
 	}{
-		{"summarize_trace", noFields(summarize), 5000},
-		{"summarize_trace_operations", noFields(summarizeOperations), 20},
-		{"summarize_trace_lifecycle", noFields(summarizeLifecycle), 12000},
-		{"inspect_trace_call_graph", noFields(callGraph), 10},
-		{"inspect_gpu_launches", noFields(inspectLaunches), 2000},
+		{"summarize_trace", withFields(summarize), 5000},
+		{"summarize_trace_operations", withFields(summarizeOperations), 20},
+		{"summarize_trace_lifecycle", withFields(summarizeLifecycle), 12000},
+		{"inspect_trace_call_graph", withFields(callGraph), 10},
+		{"inspect_gpu_launches", withFields(inspectLaunches), 2000},
 		{"inspect_trace_window", func(in providers.Input) (*providers.Analysis, error) {
 			return window(context.Background(), &providers.Request[gen.WindowFields]{Inputs: []providers.Input{in},
 				Fields: &gen.WindowFields{StartNS: json.Number("400000000"), EndNS: json.Number("9223372036854775807")}})
 		}, 3000},
+		// View "tables": all 52 tables, and the operation's own filter.
+		{"summarize_trace tables", func(in providers.Input) (*providers.Analysis, error) {
+			return summarize(context.Background(), tablesReq(in))
+		}, 9000},
+		{"summarize_trace_operations tables", func(in providers.Input) (*providers.Analysis, error) {
+			return summarizeOperations(context.Background(), tablesReq(in))
+		}, 7500},
 	}
 	for _, op := range ops {
 		t.Run(op.name, func(t *testing.T) {
@@ -214,7 +216,7 @@ func TestNsysParquetUnsupported(t *testing.T) {
 		{"truncated_table", parquetInput(t, broken), decode},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := inspectLaunches(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{c.in}})
+			_, err := inspectLaunches(context.Background(), &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{c.in}})
 			if !c.want(err) {
 				t.Fatalf("got %T %v", err, err)
 			}
@@ -231,7 +233,7 @@ func TestNsysParquetScratchRemoved(t *testing.T) {
 	pq := parquetInput(t, corpusParquetDir(t))
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	req := &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{pq}}
+	req := &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{pq}}
 	if _, err := summarizeOperations(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -244,5 +246,12 @@ func TestNsysParquetScratchRemoved(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("scratch left behind: %v", left)
+	}
+}
+
+// withFields runs an analyzer on one input with its fields' zero value.
+func withFields[F any](f func(context.Context, *providers.Request[F]) (*providers.Analysis, error)) func(providers.Input) (*providers.Analysis, error) {
+	return func(in providers.Input) (*providers.Analysis, error) {
+		return f(context.Background(), &providers.Request[F]{Fields: new(F), Inputs: []providers.Input{in}})
 	}
 }

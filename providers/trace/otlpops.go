@@ -263,7 +263,10 @@ func cmpU(a, b uint64) int {
 // maxOperations bounds the distinct operations one read aggregates.
 const maxOperations = providers.MaxProjectionRows
 
-func summarizeOperations(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+func summarizeOperations(ctx context.Context, req *providers.Request[gen.NsysTableFields]) (*providers.Analysis, error) {
+	if a, ok, err := tablesView(ctx, gen.OperationNameSummarizeTraceOperations, req); ok || err != nil {
+		return a, err
+	}
 	in := req.Inputs[0]
 	if isNsys(in.Format) {
 		return nsysOperations(ctx, in, req.Limits)
@@ -383,7 +386,10 @@ func unanos(v uint64) any {
 	return int64(v)
 }
 
-func summarizeLifecycle(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+func summarizeLifecycle(ctx context.Context, req *providers.Request[gen.NsysTableFields]) (*providers.Analysis, error) {
+	if a, ok, err := tablesView(ctx, gen.OperationNameSummarizeTraceLifecycle, req); ok || err != nil {
+		return a, err
+	}
 	in := req.Inputs[0]
 	if isNsys(in.Format) {
 		return nsysLifecycle(ctx, in, req.Limits)

@@ -1,0 +1,211 @@
+package trace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers"
+)
+
+// nsysTablesTruth is python3's own reading of an export's tables with its sqlite3 module:
+// every table whose name starts with one of the comma-separated prefixes
+// (case-insensitive; none: every table but SQLite's own), in name order, each read with
+// "select * from t" in rowid order (a WITHOUT ROWID table in key order), each row
+// {table, ...columns} or {table, value: {...columns}} when a column is named table.
+// Integers beyond 2^53-1 become decimal strings, bytes base64 unless UTF-8, infinities
+// "Infinity". It prints the rows and the table counts as JSON.
+const nsysTablesTruth = `
+import sys, json, sqlite3, base64, math
+db = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro&immutable=1', uri=True)
+prefixes = [p.lower() for p in sys.argv[2].split(',') if p]
+names = sorted(r[0] for r in db.execute("select name from sqlite_master where type='table'") if not r[0].startswith('sqlite_'))
+names = [n for n in names if not prefixes or any(n.lower().startswith(p) for p in prefixes)]
+def value(v):
+    if isinstance(v, int) and abs(v) > 2**53 - 1:
+        return str(v)
+    if isinstance(v, float) and math.isinf(v):
+        return 'Infinity' if v > 0 else '-Infinity'
+    if isinstance(v, bytes):
+        try:
+            return v.decode('utf-8')
+        except UnicodeDecodeError:
+            return base64.b64encode(v).decode()
+    return v
+rows, counts = [], []
+for n in names:
+    sql = db.execute("select sql from sqlite_master where name = ?", (n,)).fetchone()[0]
+    order = '' if 'WITHOUT ROWID' in sql.upper() else ' order by _rowid_'
+    cur = db.execute('select * from "%s"%s' % (n.replace('"', '""'), order))
+    cols = [c[0] for c in cur.description]
+    k = 0
+    for r in cur:
+        vals = {c: value(v) for c, v in zip(cols, r)}
+        rows.append(dict(table=n, value=vals) if 'table' in cols else dict(table=n, **vals))
+        k += 1
+    counts.append(dict(table=n, row_count=k))
+json.dump(dict(rows=rows, tables=counts), sys.stdout)
+`
+
+// nsysTablesVariant adds to a copy of the corpus export tables the corpus lacks (a
+// modified copy, not nsys output): one with a column named table, a WITHOUT ROWID table
+// whose keys were inserted out of order, one whose column rowid shadows the rowid (rows
+// inserted against its order), and values beyond JSON's reach (a wide integer, a
+// non-UTF-8 blob, an infinity).
+const nsysTablesVariant = `
+import sys, shutil, sqlite3
+shutil.copy(sys.argv[1], sys.argv[2])
+db = sqlite3.connect(sys.argv[2])
+db.execute('CREATE TABLE MPI_TABLE_COLUMN ("table" TEXT, id INTEGER)')
+db.executemany('insert into MPI_TABLE_COLUMN values (?, ?)', [('b', 2), ('a', 1)])
+db.execute('CREATE TABLE MPI_WITHOUT_ROWID (k INTEGER PRIMARY KEY, v TEXT) WITHOUT ROWID')
+db.executemany('insert into MPI_WITHOUT_ROWID values (?, ?)', [(3, 'c'), (1, 'a'), (2, 'b')])
+db.execute('CREATE TABLE MPI_SHADOW (rowid INTEGER, wide INTEGER, raw BLOB, real REAL)')
+db.executemany('insert into MPI_SHADOW values (?, ?, ?, ?)', [(9, 2**60, b'\xff\x00\xfe', float('inf')), (1, -2**53, 'text'.encode(), 1.5), (5, None, None, -float('inf'))])
+db.commit()
+`
+
+// tableTruth runs nsysTablesTruth over path with the prefixes.
+func tableTruth(t *testing.T, path string, prefixes ...string) (rows []map[string]any, tables []any) {
+	t.Helper()
+	var tr struct {
+		Rows   []map[string]any `json:"rows"`
+		Tables []any            `json:"tables"`
+	}
+	if err := json.Unmarshal(python3(t, nsysTablesTruth, path, strings.Join(prefixes, ",")), &tr); err != nil {
+		t.Fatal(err)
+	}
+	return tr.Rows, tr.Tables
+}
+
+func tablesReq(in providers.Input, tables ...string) *providers.Request[gen.NsysTableFields] {
+	return &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{View: "tables", Tables: tables}, Inputs: []providers.Input{in}}
+}
+
+// TestNsysTablesAgainstPython pages view "tables" of every operation over the corpus
+// export and a variant and compares every row, the table list and the counts with
+// python3's reading of the same file.
+func TestNsysTablesAgainstPython(t *testing.T) {
+	corpus := corpusFile(t, nsysCorpus)
+	variant := filepath.Join(t.TempDir(), "variant.sqlite")
+	python3(t, nsysTablesVariant, corpus, variant)
+	type analyzer = func(context.Context, *providers.Request[gen.NsysTableFields]) (*providers.Analysis, error)
+	for _, c := range []struct {
+		name     string
+		path     string
+		analyze  analyzer
+		tables   []string // the request's prefixes
+		prefixes []string // the truth's: the request's, else the operation's filter
+		metric   string
+		limit    int64
+	}{
+		{"summarize_trace corpus", corpus, summarize, nil, nil, "accelerator_activity_observed", 997},
+		{"inspect_gpu_launches corpus", corpus, inspectLaunches, nil, launchTablePrefixes, "accelerator_activity_observed", 400},
+		{"summarize_trace_operations corpus", corpus, summarizeOperations, nil, operationTablePrefixes, "operation_row_count", 3000},
+		{"summarize_trace_lifecycle corpus", corpus, summarizeLifecycle, nil, lifecycleTablePrefixes, "lifecycle_row_count", 3},
+		{"prefixes in any case", corpus, summarize, []string{"stringids", "cupti_activity_kind_mem", "TARGET_INFO_GPU"},
+			[]string{"stringids", "cupti_activity_kind_mem", "TARGET_INFO_GPU"}, "accelerator_activity_observed", 50},
+		{"variant", variant, summarize, []string{"MPI_"}, []string{"MPI_"}, "accelerator_activity_observed", 2},
+		{"variant operations", variant, summarizeOperations, []string{"MPI_", "CUPTI_ACTIVITY_KIND_SYNC"},
+			[]string{"MPI_", "CUPTI_ACTIVITY_KIND_SYNC"}, "operation_row_count", 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wantRows, wantTables := tableTruth(t, c.path, c.prefixes...)
+			a, err := c.analyze(context.Background(), tablesReq(providers.Input{Path: c.path, Format: gen.FormatNsysSqlite}, c.tables...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := pageAll[map[string]any](t, a.Rows, c.limit)
+			if diff := cmp.Diff(testtool.JSONValue(t, wantRows), testtool.JSONValue(t, got)); diff != "" {
+				t.Fatalf("rows (-python +flameox):\n%s", diff)
+			}
+			if diff := cmp.Diff(testtool.JSONValue(t, wantTables), testtool.JSONValue(t, a.Metrics["tables"])); diff != "" {
+				t.Fatalf("tables (-python +flameox):\n%s", diff)
+			}
+			if a.Metrics["table_count"] != int64(len(wantTables)) || a.Metrics["row_count"] != int64(len(wantRows)) {
+				t.Fatalf("counts %v, %v; python %d tables, %d rows", a.Metrics["table_count"], a.Metrics["row_count"], len(wantTables), len(wantRows))
+			}
+			// The operation's own figure counts the rows of its catalog tables among those selected.
+			var counted int64
+			for _, r := range wantRows {
+				if matchesAny(r["table"].(string), tableViews[gen.OperationNameSummarizeTrace].counted) && c.metric == "accelerator_activity_observed" ||
+					c.metric == "operation_row_count" && matchesAny(r["table"].(string), operationTablePrefixes) ||
+					c.metric == "lifecycle_row_count" && matchesAny(r["table"].(string), lifecycleTablePrefixes) {
+					counted++
+				}
+			}
+			want := any(counted)
+			if c.metric == "accelerator_activity_observed" {
+				want = counted > 0
+			}
+			if a.Metrics[c.metric] != want {
+				t.Fatalf("%s = %v, want %v", c.metric, a.Metrics[c.metric], want)
+			}
+			if !a.OwnLimitations || len(a.Limitations) < len(tableViewLimitations) {
+				t.Fatalf("limitations %q", a.Limitations)
+			}
+		})
+	}
+}
+
+// TestNsysTablesSentinels: an export whose selected tables hold no GPU activity says so,
+// and prefixes that match nothing give an empty, complete page.
+func TestNsysTablesSentinels(t *testing.T) {
+	in := providers.Input{Path: corpusFile(t, nsysCorpus), Format: gen.FormatNsysSqlite}
+	a, err := summarize(context.Background(), tablesReq(in, "StringIds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Metrics["accelerator_activity_observed"] != false || !strings.HasPrefix(a.Limitations[len(a.Limitations)-1], "no_accelerator_activity_observed") {
+		t.Fatalf("metrics %v, limitations %q", a.Metrics, a.Limitations)
+	}
+	a, err = summarizeLifecycle(context.Background(), tablesReq(in, "NO_SUCH_TABLE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Rows.Page(context.Background(), 0, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Rows) != 0 || p.More || a.Metrics["table_count"] != int64(0) || a.Metrics["lifecycle_row_count"] != int64(0) {
+		t.Fatalf("page %+v, metrics %v", p, a.Metrics)
+	}
+	if !strings.Contains(strings.Join(a.Limitations, "\n"), "no_lifecycle_activity_observed") {
+		t.Fatalf("limitations %q", a.Limitations)
+	}
+}
+
+// TestNsysTablesFieldErrors: view "tables" on a format that is not an Nsight Systems
+// export, and tables without view "tables", are field errors naming view and what it
+// accepts.
+func TestNsysTablesFieldErrors(t *testing.T) {
+	chrome := providers.Input{Path: corpusFile(t, "speedscope__trace_event_multiprocess.json"), Format: gen.FormatChromeTrace}
+	nsys := providers.Input{Path: corpusFile(t, nsysCorpus), Format: gen.FormatNsysSqlite}
+	for _, c := range []struct {
+		name   string
+		in     providers.Input
+		fields gen.NsysTableFields
+		accept string
+	}{
+		{"tables view of a chrome trace", chrome, gen.NsysTableFields{View: "tables"}, "operation"},
+		{"tables without the view", nsys, gen.NsysTableFields{View: "operation", Tables: []string{"NVTX"}}, "tables"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := summarize(context.Background(), &providers.Request[gen.NsysTableFields]{Fields: &c.fields, Inputs: []providers.Input{c.in}})
+			var fe *providers.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("err = %v, want a field error", err)
+			}
+			if diff := cmp.Diff([]any{"view"}, fe.Field); diff != "" || len(fe.Accepted) != 1 || fe.Accepted[0] != c.accept {
+				t.Fatalf("field %v accepted %v", fe.Field, fe.Accepted)
+			}
+		})
+	}
+}
