@@ -972,22 +972,6 @@ func (x *InferenceCompareFields) ApplyDefaults() {
 type NoFields struct {
 }
 
-// NsysTableFields are the fields of the operations whose catalog rows for Nsight Systems
-// exports are the export's tables (catalog §1.3 and §1.4, decision 0032).
-type NsysTableFields struct {
-	// Nsight Systems sources only: "tables" pages the export's raw table rows, {table, ...columns}, instead of the operation's rows.
-	View string `json:"view,omitempty"`
-	// With view "tables": table name prefixes (case-insensitive); omitted or []: the catalog's tables for this operation (summarize_trace: all).
-	Tables []string `json:"tables,omitempty"`
-}
-
-// ApplyDefaults sets every omitted field of x to its contract default.
-func (x *NsysTableFields) ApplyDefaults() {
-	if isZero(x.View) {
-		x.View = "operation"
-	}
-}
-
 // PreviewFields are preview_artifact's fields.
 type PreviewFields struct {
 	// Zero-based logical row (line, fragment, record or JSON entry).
@@ -1025,6 +1009,23 @@ type StaticFields struct {
 	IncludePaths []string `json:"include_paths,omitempty"`
 	// Path globs to exclude, applied after includes and the built-in excludes.
 	ExcludePaths []string `json:"exclude_paths,omitempty"`
+}
+
+// TableViewFields are the fields of the operations whose catalog rows for Nsight Systems
+// exports (and, for summarize_trace, OTLP traces) are the source's tables (catalog §1.3
+// and §1.4, decision 0032).
+type TableViewFields struct {
+	// Nsight Systems sources (and OTLP for summarize_trace): "tables" pages the source's raw table rows, {table, ...columns}, instead of the operation's rows.
+	View string `json:"view,omitempty"`
+	// With view "tables": table name prefixes (case-insensitive); omitted or []: the catalog's tables for this operation (summarize_trace: all).
+	Tables []string `json:"tables,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *TableViewFields) ApplyDefaults() {
+	if isZero(x.View) {
+		x.View = "operation"
+	}
 }
 
 // WindowFields are inspect_trace_window's fields.
@@ -1066,11 +1067,12 @@ type TraceSliceRow struct {
 	Stream        *int64 `json:"stream"`
 }
 
-// NsysTableRow is one row of an Nsight Systems export's table (view "tables"): the
-// table's name, then its columns in the table's order, values as stored (integers beyond
-// 2^53-1 as decimal strings, bytes that are not UTF-8 as base64). A table with a column
-// of its own named table has its columns nested under value.
-type NsysTableRow struct {
+// SourceTableRow is one row of a source's own table (view "tables"): the table's name,
+// then its columns in the table's order. Nsight Systems exports: values as stored
+// (integers beyond 2^53-1 as decimal strings, bytes that are not UTF-8 as base64), and a
+// table with a column of its own named table has its columns nested under value. OTLP
+// traces: resources, scopes, spans, events and links with every field of the export.
+type SourceTableRow struct {
 	Table string `json:"table"`
 }
 
@@ -2206,7 +2208,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatXctrace, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NsysTableFields",
+		FieldsDefinition: "TableViewFields",
 		CaptureProviders: []string{"torch-profiler", "rocprofv3", "xctrace", "nsight-systems"},
 		Experiment:       false,
 		Released:         true,
@@ -2222,7 +2224,7 @@ var Operations = []OperationDecl{
 			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
 			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
 		},
-		Rows: []string{"TraceSliceRow", "NsysTableRow"},
+		Rows: []string{"TraceSliceRow", "SourceTableRow"},
 	},
 	{
 		Name:             OperationNameInspectTraceCallGraph,
@@ -2273,7 +2275,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatOtlp, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NsysTableFields",
+		FieldsDefinition: "TableViewFields",
 		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
 		Released:         true,
@@ -2284,7 +2286,7 @@ var Operations = []OperationDecl{
 			FormatNsysSqlite:  []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
 			FormatOtlp:        []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
 		},
-		Rows: []string{"TraceOperationRow", "NsysTableRow"},
+		Rows: []string{"TraceOperationRow", "SourceTableRow"},
 	},
 	{
 		Name:             OperationNameSummarizeTraceLifecycle,
@@ -2292,7 +2294,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatOtlp, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NsysTableFields",
+		FieldsDefinition: "TableViewFields",
 		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
 		Released:         true,
@@ -2303,7 +2305,7 @@ var Operations = []OperationDecl{
 			FormatNsysSqlite:  []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Spans are CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY and _MEMSET records, CUPTI_ACTIVITY_KIND_RUNTIME calls and NVTX ranges, each with span_started and span_ended at its start and end (time_unix_nano adds the session start, TARGET_INFO_SESSION_START_TIME); span_id is summarize_trace's slice id, trace_id the process id, parent_span_id the CUDA API call of GPU activity (null otherwise); no span_event rows."},
 			FormatOtlp:        []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
 		},
-		Rows: []string{"TraceLifecycleRow", "NsysTableRow"},
+		Rows: []string{"TraceLifecycleRow", "SourceTableRow"},
 	},
 	{
 		Name:             OperationNameInspectTraceWindow,
@@ -2490,7 +2492,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NsysTableFields",
+		FieldsDefinition: "TableViewFields",
 		CaptureProviders: []string{"nsight-systems"},
 		Experiment:       false,
 		Released:         true,
@@ -2500,7 +2502,7 @@ var Operations = []OperationDecl{
 			FormatNsysRep:     []string{"The report was converted with this machine's nsys (nsys export --type sqlite); the nsys executable's digest is bound into the result. Table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
 			FormatNsysSqlite:  []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read."},
 		},
-		Rows: []string{"GpuLaunchRow", "NsysTableRow"},
+		Rows: []string{"GpuLaunchRow", "SourceTableRow"},
 	},
 	{
 		Name:             OperationNameInspectGPUKernelMetrics,

@@ -71,7 +71,7 @@ func TestSummarizeAndWindowAgainstPython(t *testing.T) {
 	}
 	in := providers.Input{Path: path, Format: gen.FormatChromeTrace}
 
-	a, err := summarize(context.Background(), &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{in}})
+	a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -230,8 +230,8 @@ func benchAnalysis(b *testing.B, analyze func(context.Context) (*providers.Analy
 	testtool.ReportLoad(b)
 }
 
-func noFields(in providers.Input) *providers.Request[gen.NsysTableFields] {
-	return &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{in}}
+func noFields(in providers.Input) *providers.Request[gen.TableViewFields] {
+	return &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}}
 }
 
 func benchOTLPSummary(b *testing.B, proto bool) {

@@ -109,8 +109,8 @@ func python3(t *testing.T, script string, args ...string) []byte {
 	return out
 }
 
-func nsysReq(path string) *providers.Request[gen.NsysTableFields] {
-	return &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{},
+func nsysReq(path string) *providers.Request[gen.TableViewFields] {
+	return &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{},
 		Inputs: []providers.Input{{Path: path, Format: gen.FormatNsysSqlite}}}
 }
 

@@ -93,7 +93,7 @@ func (d *nsysDB) launchFigures(ctx context.Context) (map[string]any, int64, erro
 	return m, total, nil
 }
 
-func inspectLaunches(ctx context.Context, req *providers.Request[gen.NsysTableFields]) (*providers.Analysis, error) {
+func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFields]) (*providers.Analysis, error) {
 	if a, ok, err := tablesView(ctx, gen.OperationNameInspectGPULaunches, req); ok || err != nil {
 		return a, err
 	}

@@ -216,7 +216,7 @@ func TestNsysParquetUnsupported(t *testing.T) {
 		{"truncated_table", parquetInput(t, broken), decode},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := inspectLaunches(context.Background(), &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{c.in}})
+			_, err := inspectLaunches(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{c.in}})
 			if !c.want(err) {
 				t.Fatalf("got %T %v", err, err)
 			}
@@ -233,7 +233,7 @@ func TestNsysParquetScratchRemoved(t *testing.T) {
 	pq := parquetInput(t, corpusParquetDir(t))
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	req := &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{pq}}
+	req := &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{pq}}
 	if _, err := summarizeOperations(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ import (
 
 // View "tables" (decision 0032): the rows catalog §1.3 gives for Nsight Systems exports,
 // {table, ...columns}, from the tables §1.4's prefix filter selects for the operation, or
-// the caller's prefixes. The operations' own rows stay the default.
+// the caller's prefixes (OTLP traces' tables are in otlptables.go). The operations' own
+// rows stay the default.
 
 // launchTablePrefixes are §1.4's tables of GPU activity.
 var launchTablePrefixes = []string{"CUDA_GPU_", "CUDA_KERNEL", "CUDA_MEM", "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -76,9 +77,18 @@ func matchesAny(name string, prefixes []string) bool {
 	return false
 }
 
-// checkView refuses view "tables" for a source that is not an Nsight Systems export, and
-// tables without view "tables". It returns whether the request asks for the table view.
-func checkView(f *gen.NsysTableFields, in providers.Input) (bool, error) {
+// tableFormats are the formats with a table view for op: Nsight Systems exports, and OTLP
+// traces for summarize_trace (catalog §1.3).
+func tableFormats(op gen.OperationName) []string {
+	if op == gen.OperationNameSummarizeTrace {
+		return []string{"nsys-sqlite", "nsys-rep", "nsys-parquet", "otlp"}
+	}
+	return []string{"nsys-sqlite", "nsys-rep", "nsys-parquet"}
+}
+
+// checkView refuses view "tables" for a source whose format has none for op, and tables
+// without view "tables". It returns whether the request asks for the table view.
+func checkView(op gen.OperationName, f *gen.TableViewFields, in providers.Input) (bool, error) {
 	if f == nil {
 		return false, nil
 	}
@@ -90,20 +100,29 @@ func checkView(f *gen.NsysTableFields, in providers.Input) (bool, error) {
 		}
 		return false, nil
 	}
-	if !isNsys(in.Format) {
+	formats := tableFormats(op)
+	if !slices.Contains(formats, string(in.Format)) {
 		return false, &providers.FieldError{Field: []any{"view"}, Accepted: []string{"operation"},
-			Message: fmt.Sprintf(`view "tables" reads the tables of Nsight Systems exports (nsys-sqlite, nsys-rep, nsys-parquet); source %d is %s: omit view`, in.Index, in.Format),
-			Details: map[string]any{"option": "view", "accepted_formats": []string{"nsys-sqlite", "nsys-rep", "nsys-parquet"}, "source_index": in.Index}}
+			Message: fmt.Sprintf(`view "tables" of %s reads %s sources; source %d is %s: omit view`, op, strings.Join(formats, ", "), in.Index, in.Format),
+			Details: map[string]any{"option": "view", "accepted_formats": formats, "source_index": in.Index}}
 	}
 	return true, nil
 }
 
 // tablesView answers view "tables" when the fields ask for it (ok), or refuses the
 // fields; otherwise the operation reads its own rows.
-func tablesView(ctx context.Context, op gen.OperationName, req *providers.Request[gen.NsysTableFields]) (a *providers.Analysis, ok bool, err error) {
+func tablesView(ctx context.Context, op gen.OperationName, req *providers.Request[gen.TableViewFields]) (a *providers.Analysis, ok bool, err error) {
 	in := req.Inputs[0]
-	if ok, err = checkView(req.Fields, in); !ok || err != nil {
+	if ok, err = checkView(op, req.Fields, in); !ok || err != nil {
 		return nil, ok, err
+	}
+	if in.Format == gen.FormatOtlp {
+		var prefixes []string
+		if len(req.Fields.Tables) > 0 {
+			prefixes = req.Fields.Tables
+		}
+		a, err = otlpTablesAnalysis(ctx, in, prefixes)
+		return a, true, err
 	}
 	a, err = tablesAnalysis(ctx, op, req.Fields, in, req.Limits)
 	return a, true, err
@@ -111,7 +130,7 @@ func tablesView(ctx context.Context, op gen.OperationName, req *providers.Reques
 
 // tablesAnalysis answers view "tables" for op: the selected tables' names, counts and
 // the rows, paged by name then rowid.
-func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.NsysTableFields, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewFields, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {
 	v := tableViews[op]
 	prefixes := v.filter
 	if len(f.Tables) > 0 {

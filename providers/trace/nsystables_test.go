@@ -85,8 +85,8 @@ func tableTruth(t *testing.T, path string, prefixes ...string) (rows []map[strin
 	return tr.Rows, tr.Tables
 }
 
-func tablesReq(in providers.Input, tables ...string) *providers.Request[gen.NsysTableFields] {
-	return &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{View: "tables", Tables: tables}, Inputs: []providers.Input{in}}
+func tablesReq(in providers.Input, tables ...string) *providers.Request[gen.TableViewFields] {
+	return &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{View: "tables", Tables: tables}, Inputs: []providers.Input{in}}
 }
 
 // TestNsysTablesAgainstPython pages view "tables" of every operation over the corpus
@@ -96,7 +96,7 @@ func TestNsysTablesAgainstPython(t *testing.T) {
 	corpus := corpusFile(t, nsysCorpus)
 	variant := filepath.Join(t.TempDir(), "variant.sqlite")
 	python3(t, nsysTablesVariant, corpus, variant)
-	type analyzer = func(context.Context, *providers.Request[gen.NsysTableFields]) (*providers.Analysis, error)
+	type analyzer = func(context.Context, *providers.Request[gen.TableViewFields]) (*providers.Analysis, error)
 	for _, c := range []struct {
 		name     string
 		path     string
@@ -182,23 +182,30 @@ func TestNsysTablesSentinels(t *testing.T) {
 	}
 }
 
-// TestNsysTablesFieldErrors: view "tables" on a format that is not an Nsight Systems
-// export, and tables without view "tables", are field errors naming view and what it
-// accepts.
+// TestNsysTablesFieldErrors: view "tables" on a format without one for the operation
+// (a Chrome trace; OTLP for summarize_trace_operations), and tables without view "tables",
+// are field errors naming view and what it accepts.
 func TestNsysTablesFieldErrors(t *testing.T) {
 	chrome := providers.Input{Path: corpusFile(t, "speedscope__trace_event_multiprocess.json"), Format: gen.FormatChromeTrace}
 	nsys := providers.Input{Path: corpusFile(t, nsysCorpus), Format: gen.FormatNsysSqlite}
+	otlp := providers.Input{Path: corpusFile(t, "otlp__trace.json"), Format: gen.FormatOtlp}
 	for _, c := range []struct {
 		name   string
 		in     providers.Input
-		fields gen.NsysTableFields
+		fields gen.TableViewFields
 		accept string
 	}{
-		{"tables view of a chrome trace", chrome, gen.NsysTableFields{View: "tables"}, "operation"},
-		{"tables without the view", nsys, gen.NsysTableFields{View: "operation", Tables: []string{"NVTX"}}, "tables"},
+		{"tables view of a chrome trace", chrome, gen.TableViewFields{View: "tables"}, "operation"},
+		{"tables without the view", nsys, gen.TableViewFields{View: "operation", Tables: []string{"NVTX"}}, "tables"},
+		{"tables view of OTLP operations", otlp, gen.TableViewFields{View: "tables"}, "operation"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := summarize(context.Background(), &providers.Request[gen.NsysTableFields]{Fields: &c.fields, Inputs: []providers.Input{c.in}})
+			analyze := summarize
+			if c.in.Format == gen.FormatOtlp {
+				// OTLP has a table view for summarize_trace only (catalog §1.3).
+				analyze = summarizeOperations
+			}
+			_, err := analyze(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &c.fields, Inputs: []providers.Input{c.in}})
 			var fe *providers.FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want a field error", err)

@@ -66,7 +66,12 @@ type OTLPStats struct {
 // DecodeOTLP reads an OTLP trace export (protobuf when proto, else the JSON encoding,
 // one or more concatenated top-level objects) and calls visit for every span in file order.
 func DecodeOTLP(ctx context.Context, r io.Reader, source int, proto bool, visit func(*OTLPSpan) error) (*OTLPStats, error) {
-	d := &otlpDec{ctx: ctx, source: source, visit: visit, st: &OTLPStats{}}
+	return decodeOTLP(ctx, r, source, proto, visit, nil)
+}
+
+// decodeOTLP is DecodeOTLP, also passing every record whole to tables when it is set.
+func decodeOTLP(ctx context.Context, r io.Reader, source int, proto bool, visit func(*OTLPSpan) error, tables otlpTableSink) (*OTLPStats, error) {
+	d := &otlpDec{ctx: ctx, source: source, visit: visit, st: &OTLPStats{}, tables: tables}
 	var err error
 	if proto {
 		err = d.protobuf(bufio.NewReaderSize(r, 64<<10))
@@ -88,6 +93,12 @@ type otlpDec struct {
 	service *string
 	// resourceSeen says the current resource_spans' resource has been read.
 	resourceSeen bool
+	// tables, when set, receives every resource, scope and span as a complete message
+	// (view "tables"); res, scope and full hold the current ones.
+	tables otlpTableSink
+	res    resourcepb.Resource
+	scope  commonpb.InstrumentationScope
+	full   tracepb.Span
 }
 
 func (d *otlpDec) bad(format string, a ...any) error {
@@ -109,12 +120,39 @@ func (d *otlpDec) emit() error {
 	d.st.Spans++
 	d.st.Events += int64(len(s.Events))
 	d.st.Links += int64(s.Links)
+	if d.tables != nil {
+		if err := d.tables.span(d.st.Resources-1, d.st.Scopes-1, s.Ordinal, &d.full); err != nil {
+			return err
+		}
+	}
 	return d.visit(s)
 }
 
 func (d *otlpDec) beginResource() {
 	d.st.Resources++
 	d.service, d.resourceSeen = nil, false
+	d.res.Reset()
+}
+
+// endResource passes a complete resource_spans' resource to the table sink.
+func (d *otlpDec) endResource(err error) error {
+	if err != nil || d.tables == nil {
+		return err
+	}
+	return d.tables.resource(d.st.Resources-1, &d.res)
+}
+
+func (d *otlpDec) beginScope() {
+	d.st.Scopes++
+	d.scope.Reset()
+}
+
+// endScope passes a complete scope_spans' scope to the table sink.
+func (d *otlpDec) endScope(err error) error {
+	if err != nil || d.tables == nil {
+		return err
+	}
+	return d.tables.scope(d.st.Resources-1, d.st.Scopes-1, &d.scope)
 }
 
 // ---- protobuf ----
@@ -251,11 +289,7 @@ func (p *pbReader) sub(typ protowire.Type) (int64, error) {
 // OpenTelemetry project's generated types.
 func (d *otlpDec) protobuf(r *bufio.Reader) error {
 	p := &pbReader{r: r, d: d}
-	var (
-		res   resourcepb.Resource
-		scope commonpb.InstrumentationScope
-		span  tracepb.Span
-	)
+	var span tracepb.Span
 	return p.message(-1, func(num protowire.Number, typ protowire.Type) (bool, error) {
 		if num != 1 {
 			return true, nil
@@ -265,40 +299,52 @@ func (d *otlpDec) protobuf(r *bufio.Reader) error {
 			return false, err
 		}
 		d.beginResource()
-		return false, p.message(end, func(num protowire.Number, typ protowire.Type) (bool, error) {
+		err = p.message(end, func(num protowire.Number, typ protowire.Type) (bool, error) {
 			switch num {
 			case 1:
-				if err := p.unmarshal(typ, &res, "resource"); err != nil {
+				if err := p.unmarshal(typ, &d.res, "resource"); err != nil {
 					return false, err
 				}
 				d.resourceSeen = true
-				d.service = serviceName(&res)
+				d.service = serviceName(&d.res)
 				return false, nil
 			case 2:
 				end, err := p.sub(typ)
 				if err != nil {
 					return false, err
 				}
-				d.st.Scopes++
-				return false, p.message(end, func(num protowire.Number, typ protowire.Type) (bool, error) {
+				d.beginScope()
+				err = p.message(end, func(num protowire.Number, typ protowire.Type) (bool, error) {
 					switch num {
 					case 1:
-						// The scope is not in the rows; decoding it checks it is well formed.
-						return false, p.unmarshal(typ, &scope, "scope")
+						// Decoding the scope checks it is well formed; only view "tables" shows it.
+						return false, p.unmarshal(typ, &d.scope, "scope")
 					case 2:
-						if err := p.unmarshalSpan(typ, &span); err != nil {
-							return false, err
-						}
-						if err := d.pbSpan(&span); err != nil {
-							return false, err
+						if d.tables != nil {
+							// View "tables" shows every field: the span is decoded whole.
+							if err := p.unmarshal(typ, &d.full, "span"); err != nil {
+								return false, err
+							}
+							if err := d.pbSpan(&d.full); err != nil {
+								return false, err
+							}
+						} else {
+							if err := p.unmarshalSpan(typ, &span); err != nil {
+								return false, err
+							}
+							if err := d.pbSpan(&span); err != nil {
+								return false, err
+							}
 						}
 						return false, d.emit()
 					}
 					return true, nil
 				})
+				return false, d.endScope(err)
 			}
 			return true, nil
 		})
+		return false, d.endResource(err)
 	})
 }
 
@@ -644,7 +690,7 @@ func (d *otlpDec) json(r io.Reader) error {
 			}
 			return elements(dec, func() error {
 				d.beginResource()
-				return members(dec, func(name string) error {
+				return d.endResource(members(dec, func(name string) error {
 					switch name {
 					case "resource":
 						v, err := d.value(dec)
@@ -661,11 +707,21 @@ func (d *otlpDec) json(r io.Reader) error {
 								d.service = kv.Value.StringValue
 							}
 						}
+						if d.tables != nil {
+							return d.jsonMessage(v, &d.res, "resource")
+						}
 						return nil
 					case "scopeSpans":
 						return elements(dec, func() error {
-							d.st.Scopes++
-							return members(dec, func(name string) error {
+							d.beginScope()
+							return d.endScope(members(dec, func(name string) error {
+								if name == "scope" && d.tables != nil {
+									v, err := d.value(dec)
+									if err != nil {
+										return err
+									}
+									return d.jsonMessage(v, &d.scope, "scope")
+								}
 								if name != "spans" {
 									return dec.SkipValue()
 								}
@@ -677,13 +733,18 @@ func (d *otlpDec) json(r io.Reader) error {
 									if err := d.jsonSpan(v); err != nil {
 										return err
 									}
+									if d.tables != nil {
+										if err := d.jsonFullSpan(v); err != nil {
+											return err
+										}
+									}
 									return d.emit()
 								})
-							})
+							}))
 						})
 					}
 					return dec.SkipValue()
-				})
+				}))
 			})
 		})
 		if err != nil {
@@ -694,6 +755,8 @@ func (d *otlpDec) json(r io.Reader) error {
 
 func (d *otlpDec) fixErr(err error) error {
 	switch {
+	case errors.Is(err, errPageRead):
+		return err
 	case errors.Is(err, errNotObject):
 		return d.bad("expected a JSON object (ExportTraceServiceRequest, resource_spans element, scope_spans element)")
 	case errors.Is(err, errNotArray):

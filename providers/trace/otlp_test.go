@@ -356,7 +356,7 @@ func TestOTLPOperationsAgainstPython(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tr := truthFor(t, c)
 			in := providers.Input{Path: c.path, Format: gen.FormatOtlp}
-			req := &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{in}}
+			req := &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}}
 
 			a, err := summarize(context.Background(), req)
 			if err != nil {

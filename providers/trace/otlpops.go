@@ -22,6 +22,11 @@ const maxOTLPTraces = 1 << 22
 // ending .json is the JSON encoding (the catalog's rule); otherwise the content decides:
 // protobuf when it starts like an ExportTraceServiceRequest (IsOTLPProto), else JSON.
 func readOTLP(ctx context.Context, in providers.Input, visit func(*OTLPSpan) error) (*OTLPStats, error) {
+	return readOTLPTables(ctx, in, visit, nil)
+}
+
+// readOTLPTables is readOTLP, also passing every record whole to tables when it is set.
+func readOTLPTables(ctx context.Context, in providers.Input, visit func(*OTLPSpan) error, tables otlpTableSink) (*OTLPStats, error) {
 	r, err := providers.OpenBounded(ctx, in, maxTraceBytes)
 	if err != nil {
 		return nil, err
@@ -30,7 +35,7 @@ func readOTLP(ctx context.Context, in providers.Input, visit func(*OTLPSpan) err
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4096)
 	proto := !strings.HasSuffix(strings.ToLower(in.Path), ".json") && IsOTLPProto(head)
-	return DecodeOTLP(ctx, br, in.Index, proto, visit)
+	return decodeOTLP(ctx, br, in.Index, proto, visit, tables)
 }
 
 // timing is a span's start and duration, when both timestamps are present, the end is
@@ -263,7 +268,7 @@ func cmpU(a, b uint64) int {
 // maxOperations bounds the distinct operations one read aggregates.
 const maxOperations = providers.MaxProjectionRows
 
-func summarizeOperations(ctx context.Context, req *providers.Request[gen.NsysTableFields]) (*providers.Analysis, error) {
+func summarizeOperations(ctx context.Context, req *providers.Request[gen.TableViewFields]) (*providers.Analysis, error) {
 	if a, ok, err := tablesView(ctx, gen.OperationNameSummarizeTraceOperations, req); ok || err != nil {
 		return a, err
 	}
@@ -386,7 +391,7 @@ func unanos(v uint64) any {
 	return int64(v)
 }
 
-func summarizeLifecycle(ctx context.Context, req *providers.Request[gen.NsysTableFields]) (*providers.Analysis, error) {
+func summarizeLifecycle(ctx context.Context, req *providers.Request[gen.TableViewFields]) (*providers.Analysis, error) {
 	if a, ok, err := tablesView(ctx, gen.OperationNameSummarizeTraceLifecycle, req); ok || err != nil {
 		return a, err
 	}

@@ -100,7 +100,7 @@ func byStart(a, b *slice) bool {
 	return a.ID < b.ID
 }
 
-func summarize(ctx context.Context, req *providers.Request[gen.NsysTableFields]) (*providers.Analysis, error) {
+func summarize(ctx context.Context, req *providers.Request[gen.TableViewFields]) (*providers.Analysis, error) {
 	if a, ok, err := tablesView(ctx, gen.OperationNameSummarizeTrace, req); ok || err != nil {
 		return a, err
 	}

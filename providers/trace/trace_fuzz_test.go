@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/flameox/flameox/providers/internal/fuzztool"
@@ -136,6 +138,27 @@ func fuzzOTLP(t *testing.T, b []byte, proto bool) {
 	}
 	if st.SpansBeforeResource > st.Spans {
 		t.Fatalf("SpansBeforeResource %d > Spans %d", st.SpansBeforeResource, st.Spans)
+	}
+	// View "tables" decodes every record whole (stricter: attributes are read): when it
+	// succeeds, each table has one valid JSON row per record it counted.
+	rg := &otlpRange{need: -1}
+	for i := range rg.last {
+		rg.last[i] = math.MaxInt64
+	}
+	st, err = decodeOTLP(context.Background(), bytes.NewReader(b), 0, proto, func(*OTLPSpan) error { return nil }, rg)
+	fuzztool.CheckError(t, err)
+	if err != nil {
+		return
+	}
+	for i, n := range [...]int64{st.Resources, st.Scopes, st.Spans, st.Events, st.Links} {
+		if int64(len(rg.rows[i])) != n {
+			t.Fatalf("%d %s rows, counted %d", len(rg.rows[i]), otlpTableNames[i], n)
+		}
+		for _, r := range rg.rows[i] {
+			if !json.Valid(r) {
+				t.Fatalf("invalid %s row %s", otlpTableNames[i], r)
+			}
+		}
 	}
 }
 

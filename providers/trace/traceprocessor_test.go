@@ -133,7 +133,7 @@ func TestTraceProcessorFallback(t *testing.T) {
 		{ID: 1, ParentID: p(0), Name: "inner", Ts: 1200, Dur: 300, TrackID: 0, Category: s("cf"), ThreadName: s("worker"), ProcessName: s("app"), Phase: "X"},
 	}
 
-	a, err := summarize(ctx, &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{in}, Limits: limits})
+	a, err := summarize(ctx, &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestTraceProcessorFallback(t *testing.T) {
 
 	// Output trace_processor did not print for this query is refused typed.
 	t.Setenv("FLAMEOX_TRACE_PROCESSOR", writeFake(t, trace, malformedOutput))
-	a, err = summarize(ctx, &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{in}, Limits: limits})
+	a, err = summarize(ctx, &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestTraceProcessorFallback(t *testing.T) {
 
 	// Without trace_processor_shell: the typed unavailable state.
 	t.Setenv("FLAMEOX_TRACE_PROCESSOR", filepath.Join(t.TempDir(), "missing"))
-	a, err = summarize(ctx, &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{in}, Limits: limits})
+	a, err = summarize(ctx, &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestTraceProcessorFallback(t *testing.T) {
 func TestTraceProcessorNotForNativeTraces(t *testing.T) {
 	t.Setenv("FLAMEOX_TRACE_PROCESSOR", writeFake(t, "/nowhere", ""))
 	in := providers.Input{Path: corpusFile(t, "perfetto-mcp-rs__basic.perfetto-trace"), Format: gen.FormatPerfetto}
-	a, err := summarize(context.Background(), &providers.Request[gen.NsysTableFields]{Fields: &gen.NsysTableFields{}, Inputs: []providers.Input{in}})
+	a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
 	if err != nil {
 		t.Fatal(err)
 	}

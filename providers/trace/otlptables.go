@@ -1,0 +1,385 @@
+package trace
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/jsonvalue"
+)
+
+// View "tables" of an OTLP trace (decision 0032): catalog §1.3's rows {table: resources |
+// scopes | spans | events | links, ...columns}, every field of the export (attributes
+// included) in the same rows for the JSON and the protobuf encoding.
+
+// otlpTableSink receives an OTLP file's records as complete generated messages: each
+// resource and scope when its resource_spans or scope_spans ends, each span when read.
+// The messages are reused after the call.
+type otlpTableSink interface {
+	resource(index int64, r *resourcepb.Resource) error
+	scope(resource, index int64, s *commonpb.InstrumentationScope) error
+	span(resource, scope, index int64, s *tracepb.Span) error
+}
+
+// otlpTableNames are the tables in their order (the catalog's).
+var otlpTableNames = [...]string{"resources", "scopes", "spans", "events", "links"}
+
+// jsonMessage reads one OTLP/JSON message into m with protojson: the OTLP JSON mapping
+// is proto3's JSON mapping but for hex trace and span ids, which only spans and links hold.
+func (d *otlpDec) jsonMessage(v jsontext.Value, m proto.Message, what string) error {
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(v, m); err != nil {
+		return d.bad("a %s does not follow the OTLP JSON mapping", what)
+	}
+	return nil
+}
+
+// jsonFullSpan reads the span v into d.full, its hex ids rewritten as the base64 that
+// proto3's JSON mapping expects.
+func (d *otlpDec) jsonFullSpan(v jsontext.Value) error {
+	var span map[string]json.RawMessage
+	if err := json.Unmarshal(v, &span); err != nil {
+		return d.bad("a span does not follow the OTLP JSON mapping")
+	}
+	if err := d.base64IDs(span); err != nil {
+		return err
+	}
+	for _, key := range []string{"links"} {
+		raw, ok := span[key]
+		if !ok {
+			continue
+		}
+		var links []map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &links); err != nil {
+			return d.bad("a span's links do not follow the OTLP JSON mapping")
+		}
+		for _, l := range links {
+			if err := d.base64IDs(l); err != nil {
+				return err
+			}
+		}
+		b, err := json.Marshal(links)
+		if err != nil {
+			return d.bad("a span's links do not follow the OTLP JSON mapping")
+		}
+		span[key] = b
+	}
+	b, err := json.Marshal(span)
+	if err != nil {
+		return d.bad("a span does not follow the OTLP JSON mapping")
+	}
+	return d.jsonMessage(b, &d.full, "span")
+}
+
+// base64IDs rewrites the hex id members of one span or link object as base64.
+func (d *otlpDec) base64IDs(m map[string]json.RawMessage) error {
+	for _, key := range []string{"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"} {
+		raw, ok := m[key]
+		if !ok {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return d.bad("%s is not a string", key)
+		}
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			return d.bad("%s %q is not hex", key, s)
+		}
+		m[key], _ = json.Marshal(base64.StdEncoding.EncodeToString(b))
+	}
+	return nil
+}
+
+// otlpRange collects one page's rows: for each table, the rows from first up to last
+// (exclusive) in the table's own order.
+type otlpRange struct {
+	first, last [len(otlpTableNames)]int64
+	rows        [len(otlpTableNames)][]json.RawMessage
+	seen        [len(otlpTableNames)]int64
+	need        int64
+}
+
+// errPageRead ends a read once the page's rows are collected.
+var errPageRead = errors.New("page read")
+
+// take reports whether the next row of table t is in the range, counting it.
+func (r *otlpRange) take(t int) bool {
+	i := r.seen[t]
+	r.seen[t]++
+	return i >= r.first[t] && i < r.last[t]
+}
+
+func (r *otlpRange) add(t int, row []byte) error {
+	r.rows[t] = append(r.rows[t], row)
+	r.need--
+	if r.need == 0 {
+		return errPageRead
+	}
+	return nil
+}
+
+func (r *otlpRange) resource(index int64, res *resourcepb.Resource) error {
+	if !r.take(0) {
+		return nil
+	}
+	o := newRow("resources")
+	o.int("resource_index", index)
+	o.value("attributes", attributes(res.GetAttributes()))
+	o.int("dropped_attributes_count", int64(res.GetDroppedAttributesCount()))
+	return r.add(0, o.done())
+}
+
+func (r *otlpRange) scope(resource, index int64, s *commonpb.InstrumentationScope) error {
+	if !r.take(1) {
+		return nil
+	}
+	o := newRow("scopes")
+	o.int("resource_index", resource)
+	o.int("scope_index", index)
+	o.value("name", s.GetName())
+	o.value("version", s.GetVersion())
+	o.value("attributes", attributes(s.GetAttributes()))
+	o.int("dropped_attributes_count", int64(s.GetDroppedAttributesCount()))
+	return r.add(1, o.done())
+}
+
+func (r *otlpRange) span(resource, scope, index int64, s *tracepb.Span) error {
+	if r.take(2) {
+		o := newRow("spans")
+		o.int("resource_index", resource)
+		o.int("scope_index", scope)
+		o.int("span_index", index)
+		o.value("trace_id", hexID(s.GetTraceId()))
+		o.value("span_id", hexID(s.GetSpanId()))
+		o.value("parent_span_id", hexID(s.GetParentSpanId()))
+		o.value("trace_state", s.GetTraceState())
+		o.value("name", s.GetName())
+		o.value("kind", enumName(spanKinds, "SPAN_KIND_", int32(s.GetKind())))
+		o.value("start_time_unix_nano", unixNanos(s.GetStartTimeUnixNano()))
+		o.value("end_time_unix_nano", unixNanos(s.GetEndTimeUnixNano()))
+		o.value("status_code", enumName(statusCodes, "STATUS_CODE_", int32(s.GetStatus().GetCode())))
+		o.value("status_message", s.GetStatus().GetMessage())
+		o.value("attributes", attributes(s.GetAttributes()))
+		o.int("dropped_attributes_count", int64(s.GetDroppedAttributesCount()))
+		o.int("dropped_events_count", int64(s.GetDroppedEventsCount()))
+		o.int("dropped_links_count", int64(s.GetDroppedLinksCount()))
+		if err := r.add(2, o.done()); err != nil {
+			return err
+		}
+	}
+	for i, e := range s.GetEvents() {
+		if !r.take(3) {
+			continue
+		}
+		o := newRow("events")
+		o.int("span_index", index)
+		o.int("event_index", int64(i))
+		o.value("time_unix_nano", unixNanos(e.GetTimeUnixNano()))
+		o.value("name", e.GetName())
+		o.value("attributes", attributes(e.GetAttributes()))
+		o.int("dropped_attributes_count", int64(e.GetDroppedAttributesCount()))
+		if err := r.add(3, o.done()); err != nil {
+			return err
+		}
+	}
+	for i, l := range s.GetLinks() {
+		if !r.take(4) {
+			continue
+		}
+		o := newRow("links")
+		o.int("span_index", index)
+		o.int("link_index", int64(i))
+		o.value("trace_id", hexID(l.GetTraceId()))
+		o.value("span_id", hexID(l.GetSpanId()))
+		o.value("trace_state", l.GetTraceState())
+		o.value("attributes", attributes(l.GetAttributes()))
+		o.int("dropped_attributes_count", int64(l.GetDroppedAttributesCount()))
+		if err := r.add(4, o.done()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hexID is an id as the OTLP JSON mapping writes it; null when absent or all zero.
+func hexID(b []byte) any {
+	for _, c := range b {
+		if c != 0 {
+			return hex.EncodeToString(b)
+		}
+	}
+	return nil
+}
+
+// unixNanos is a timestamp, null when absent (0).
+func unixNanos(t uint64) any {
+	if t == 0 {
+		return nil
+	}
+	return t
+}
+
+// attributes are an object of the attributes' values, keys sorted (the last of a
+// repeated key wins).
+func attributes(kvs []*commonpb.KeyValue) map[string]any {
+	m := make(map[string]any, len(kvs))
+	for _, kv := range kvs {
+		m[kv.GetKey()] = anyValue(kv.GetValue())
+	}
+	return m
+}
+
+// anyValue is an AnyValue as a native value: strings, booleans, integers, doubles, bytes
+// (base64), arrays and key-value lists (objects); an empty AnyValue is null.
+func anyValue(v *commonpb.AnyValue) any {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_BoolValue:
+		return x.BoolValue
+	case *commonpb.AnyValue_IntValue:
+		return x.IntValue
+	case *commonpb.AnyValue_DoubleValue:
+		return x.DoubleValue
+	case *commonpb.AnyValue_BytesValue:
+		return base64.StdEncoding.EncodeToString(x.BytesValue)
+	case *commonpb.AnyValue_ArrayValue:
+		out := make([]any, len(x.ArrayValue.GetValues()))
+		for i, e := range x.ArrayValue.GetValues() {
+			out[i] = anyValue(e)
+		}
+		return out
+	case *commonpb.AnyValue_KvlistValue:
+		return attributes(x.KvlistValue.GetValues())
+	}
+	return nil
+}
+
+// row builds one ordered table row.
+type row struct{ b []byte }
+
+func newRow(table string) *row {
+	r := &row{b: append(make([]byte, 0, 256), `{"table":`...)}
+	r.b = jsonvalue.AppendString(r.b, table)
+	return r
+}
+
+func (r *row) key(k string) {
+	r.b = append(r.b, ',')
+	r.b = jsonvalue.AppendString(r.b, k)
+	r.b = append(r.b, ':')
+}
+
+func (r *row) int(k string, v int64) { r.key(k); r.b = jsonvalue.AppendInt(r.b, v) }
+func (r *row) value(k string, v any) { r.key(k); r.b = jsonvalue.Append(r.b, v) }
+func (r *row) done() json.RawMessage { return append(r.b, '}') }
+
+// otlpTablesAnalysis answers view "tables" of an OTLP trace: one read counts the tables,
+// each page reads the file again for its rows.
+func otlpTablesAnalysis(ctx context.Context, in providers.Input, prefixes []string) (*providers.Analysis, error) {
+	st, err := readOTLP(ctx, in, func(*OTLPSpan) error { return nil })
+	if err != nil {
+		return nil, err
+	}
+	counts := [len(otlpTableNames)]int64{st.Resources, st.Scopes, st.Spans, st.Events, st.Links}
+	r := &otlpTablePages{in: in}
+	type listedTable struct {
+		Table    string `json:"table"`
+		RowCount int64  `json:"row_count"`
+	}
+	var listed []listedTable
+	for t, name := range otlpTableNames {
+		if prefixes == nil || matchesAny(name, prefixes) {
+			r.selected[t] = true
+			r.counts[t] = counts[t]
+			r.total += counts[t]
+			listed = append(listed, listedTable{name, counts[t]})
+		}
+	}
+	a := &providers.Analysis{Provider: provider(), Rows: r, OwnLimitations: true}
+	a.Metrics = otlpTables(st, map[string]any{"table_count": int64(len(listed)), "row_count": r.total, "tables": listed})
+	a.Limitations = []string{
+		"Rows are the export's records as OTLP defines them, {table, ...columns}: resources, scopes, spans, events and links in that order, each in file order; the same rows for OTLP/JSON and OTLP/protobuf.",
+		"Ids are hex (null when absent or zero), enums their OTLP names, timestamps Unix nanoseconds (decimal strings beyond 2^53-1, null when absent); attributes are objects with sorted keys, the last of a repeated key kept, bytes as base64; resource_index and scope_index are file ordinals.",
+	}
+	if len(listed) == 0 {
+		a.Limitations = append(a.Limitations, "No table of the export matches the table prefixes (resources, scopes, spans, events, links).")
+	}
+	if st.Spans == 0 {
+		a.Limitations = append(a.Limitations, "no_spans_observed: the export holds no span.")
+	}
+	return a, nil
+}
+
+// otlpTablePages pages the selected OTLP tables, in their order.
+type otlpTablePages struct {
+	in       providers.Input
+	selected [len(otlpTableNames)]bool
+	counts   [len(otlpTableNames)]int64
+	total    int64
+}
+
+func (r *otlpTablePages) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
+	reach := min(r.total, int64(providers.MaxProjectionRows))
+	if offset > 0 && offset >= reach {
+		return nil, &providers.OffsetError{Offset: offset, Available: reach}
+	}
+	end := min(offset+limit, reach)
+	rg := &otlpRange{need: end - offset}
+	var at int64 // the population index of a table's first row
+	for t := range otlpTableNames {
+		if !r.selected[t] {
+			continue
+		}
+		rg.first[t] = min(max(offset-at, 0), r.counts[t])
+		rg.last[t] = min(max(end-at, 0), r.counts[t])
+		at += r.counts[t]
+	}
+	page := &providers.Page{}
+	if rg.need > 0 {
+		if err := r.read(ctx, rg); err != nil {
+			return nil, err
+		}
+	pages:
+		for t := range otlpTableNames {
+			if int64(len(rg.rows[t])) != rg.last[t]-rg.first[t] {
+				return nil, &providers.DecodeError{Source: r.in.Index,
+					Message: fmt.Sprintf("source %d changed while it was read: its %s are not those counted", r.in.Index, otlpTableNames[t])}
+			}
+			for _, b := range rg.rows[t] {
+				if fits != nil && !fits(b) {
+					break pages
+				}
+				page.Rows = append(page.Rows, b)
+			}
+		}
+	}
+	stop := offset + int64(len(page.Rows))
+	page.More = stop < reach
+	page.Observed = stop
+	if page.More {
+		page.Observed++
+	}
+	page.Limited = !page.More && r.total > int64(providers.MaxProjectionRows)
+	return page, nil
+}
+
+// read decodes the file with rg as the table sink until rg has its rows.
+func (r *otlpTablePages) read(ctx context.Context, rg *otlpRange) error {
+	_, err := readOTLPTables(ctx, r.in, func(*OTLPSpan) error { return nil }, rg)
+	if errors.Is(err, errPageRead) {
+		return nil
+	}
+	return err
+}
