@@ -385,3 +385,26 @@ func BenchmarkGPULaunches1MFirstPage(b *testing.B) { benchLaunchPage(b, nsysBenc
 func BenchmarkGPULaunches1MDeepPage(b *testing.B) {
 	benchLaunchPage(b, nsysBenchInput(b), providers.MaxProjectionRows-100)
 }
+
+// benchTablesPage is a page of view "tables" of summarize_trace (every table).
+func benchTablesPage(b *testing.B, in providers.Input, offset int64) {
+	req := tablesReq(in)
+	benchAnalysis(b, func(ctx context.Context) (*providers.Analysis, error) { return summarize(ctx, req) }, offset, 100)
+}
+
+// BenchmarkNsysTables1MFirstPage and ...DeepPage page the generated export's own tables
+// (StringIds, the enum table, 1,000,000 activity records and their runtime calls).
+func BenchmarkNsysTables1MFirstPage(b *testing.B) { benchTablesPage(b, nsysBenchInput(b), 0) }
+func BenchmarkNsysTables1MDeepPage(b *testing.B) {
+	benchTablesPage(b, nsysBenchInput(b), providers.MaxProjectionRows-100)
+}
+
+// BenchmarkOTLPTables1MJSON and ...Proto: the first page of view "tables" (one resource,
+// one scope, 98 spans) of the 1,000,000-span export: a counting read, then a read that
+// stops once the page's rows are in.
+func BenchmarkOTLPTables1MJSON(b *testing.B)  { benchTablesPage(b, otlpBenchInput(b, false), 0) }
+func BenchmarkOTLPTables1MProto(b *testing.B) { benchTablesPage(b, otlpBenchInput(b, true), 0) }
+
+// BenchmarkOTLPTables1MSpanPage is the page after the resources and scopes: spans 0-99,
+// decoded whole, early in the file.
+func BenchmarkOTLPTables1MSpanPage(b *testing.B) { benchTablesPage(b, otlpBenchInput(b, true), 200) }

@@ -94,11 +94,21 @@ type otlpDec struct {
 	// resourceSeen says the current resource_spans' resource has been read.
 	resourceSeen bool
 	// tables, when set, receives every resource, scope and span as a complete message
-	// (view "tables"); res, scope and full hold the current ones.
-	tables otlpTableSink
-	res    resourcepb.Resource
-	scope  commonpb.InstrumentationScope
-	full   tracepb.Span
+	// (view "tables"); res, scope and full hold the current ones, and resSent and
+	// scopeSent say the current resource and scope went to the sink.
+	tables             otlpTableSink
+	res                resourcepb.Resource
+	scope              commonpb.InstrumentationScope
+	full               tracepb.Span
+	resSent, scopeSent bool
+	// whole says full holds the current span, decoded whole for the sink.
+	whole bool
+}
+
+// wantsSpan reports whether the table sink collects a row of the span just decoded (in
+// d.span): only then is it decoded whole.
+func (d *otlpDec) wantsSpan() bool {
+	return d.tables != nil && d.tables.wants(len(d.span.Events), d.span.Links)
 }
 
 func (d *otlpDec) bad(format string, a ...any) error {
@@ -120,39 +130,63 @@ func (d *otlpDec) emit() error {
 	d.st.Spans++
 	d.st.Events += int64(len(s.Events))
 	d.st.Links += int64(s.Links)
-	if d.tables != nil {
+	if d.whole {
+		d.whole = false
 		if err := d.tables.span(d.st.Resources-1, d.st.Scopes-1, s.Ordinal, &d.full); err != nil {
 			return err
 		}
+	} else if d.tables != nil {
+		d.tables.skip(len(s.Events), s.Links)
 	}
 	return d.visit(s)
 }
 
 func (d *otlpDec) beginResource() {
 	d.st.Resources++
-	d.service, d.resourceSeen = nil, false
+	d.service, d.resourceSeen, d.resSent = nil, false, false
 	d.res.Reset()
 }
 
-// endResource passes a complete resource_spans' resource to the table sink.
+// sendResource passes the current resource to the table sink, once: when it is read, or
+// when its resource_spans ends without one.
+func (d *otlpDec) sendResource() error {
+	if d.tables == nil || d.resSent {
+		return nil
+	}
+	d.resSent = true
+	return d.tables.resource(d.st.Resources-1, &d.res)
+}
+
+// endResource ends a resource_spans.
 func (d *otlpDec) endResource(err error) error {
-	if err != nil || d.tables == nil {
+	if err != nil {
 		return err
 	}
-	return d.tables.resource(d.st.Resources-1, &d.res)
+	return d.sendResource()
 }
 
 func (d *otlpDec) beginScope() {
 	d.st.Scopes++
+	d.scopeSent = false
 	d.scope.Reset()
 }
 
-// endScope passes a complete scope_spans' scope to the table sink.
+// sendScope passes the current scope to the table sink, once: when it is read, or when
+// its scope_spans ends without one.
+func (d *otlpDec) sendScope() error {
+	if d.tables == nil || d.scopeSent {
+		return nil
+	}
+	d.scopeSent = true
+	return d.tables.scope(d.st.Resources-1, d.st.Scopes-1, &d.scope)
+}
+
+// endScope ends a scope_spans.
 func (d *otlpDec) endScope(err error) error {
-	if err != nil || d.tables == nil {
+	if err != nil {
 		return err
 	}
-	return d.tables.scope(d.st.Resources-1, d.st.Scopes-1, &d.scope)
+	return d.sendScope()
 }
 
 // ---- protobuf ----
@@ -307,7 +341,7 @@ func (d *otlpDec) protobuf(r *bufio.Reader) error {
 				}
 				d.resourceSeen = true
 				d.service = serviceName(&d.res)
-				return false, nil
+				return false, d.sendResource()
 			case 2:
 				end, err := p.sub(typ)
 				if err != nil {
@@ -318,23 +352,28 @@ func (d *otlpDec) protobuf(r *bufio.Reader) error {
 					switch num {
 					case 1:
 						// Decoding the scope checks it is well formed; only view "tables" shows it.
-						return false, p.unmarshal(typ, &d.scope, "scope")
+						if err := p.unmarshal(typ, &d.scope, "scope"); err != nil {
+							return false, err
+						}
+						return false, d.sendScope()
 					case 2:
-						if d.tables != nil {
-							// View "tables" shows every field: the span is decoded whole.
-							if err := p.unmarshal(typ, &d.full, "span"); err != nil {
-								return false, err
+						b, err := p.blob(typ, "span")
+						if err != nil {
+							return false, err
+						}
+						if err := p.unmarshalSpan(b, &span); err != nil {
+							return false, err
+						}
+						if err := d.pbSpan(&span); err != nil {
+							return false, err
+						}
+						// View "tables" shows every field of a span whose rows it collects:
+						// that span is decoded again, whole.
+						if d.wantsSpan() {
+							if err := pbUnmarshal.Unmarshal(b, &d.full); err != nil {
+								return false, d.bad("a span is malformed protobuf")
 							}
-							if err := d.pbSpan(&d.full); err != nil {
-								return false, err
-							}
-						} else {
-							if err := p.unmarshalSpan(typ, &span); err != nil {
-								return false, err
-							}
-							if err := d.pbSpan(&span); err != nil {
-								return false, err
-							}
+							d.whole = true
 						}
 						return false, d.emit()
 					}
@@ -376,15 +415,11 @@ func (p *pbReader) unmarshal(typ protowire.Type, m proto.Message, what string) e
 	return nil
 }
 
-// unmarshalSpan reads one Span into sp. Its attributes (field 9) are in no row, so they
-// are dropped from the wire bytes first: decoding them would allocate five objects per
-// attribute (KeyValue, AnyValue, its oneof wrapper, key and value) and tripled the
-// read time of a span with three attributes (docs/performance.md).
-func (p *pbReader) unmarshalSpan(typ protowire.Type, sp *tracepb.Span) error {
-	b, err := p.blob(typ, "span")
-	if err != nil {
-		return err
-	}
+// unmarshalSpan reads the Span b into sp. Its attributes (field 9) are in no row of the
+// operations, so they are dropped from the wire bytes first: decoding them would allocate
+// five objects per attribute (KeyValue, AnyValue, its oneof wrapper, key and value) and
+// tripled the read time of a span with three attributes (docs/performance.md).
+func (p *pbReader) unmarshalSpan(b []byte, sp *tracepb.Span) error {
 	p.kept = withoutField(p.kept[:0], b, 9)
 	if err := pbUnmarshal.Unmarshal(p.kept, sp); err != nil {
 		return p.d.bad("a span is malformed protobuf")
@@ -708,9 +743,11 @@ func (d *otlpDec) json(r io.Reader) error {
 							}
 						}
 						if d.tables != nil {
-							return d.jsonMessage(v, &d.res, "resource")
+							if err := d.jsonMessage(v, &d.res, "resource"); err != nil {
+								return err
+							}
 						}
-						return nil
+						return d.sendResource()
 					case "scopeSpans":
 						return elements(dec, func() error {
 							d.beginScope()
@@ -720,7 +757,10 @@ func (d *otlpDec) json(r io.Reader) error {
 									if err != nil {
 										return err
 									}
-									return d.jsonMessage(v, &d.scope, "scope")
+									if err := d.jsonMessage(v, &d.scope, "scope"); err != nil {
+										return err
+									}
+									return d.sendScope()
 								}
 								if name != "spans" {
 									return dec.SkipValue()
@@ -733,10 +773,11 @@ func (d *otlpDec) json(r io.Reader) error {
 									if err := d.jsonSpan(v); err != nil {
 										return err
 									}
-									if d.tables != nil {
+									if d.wantsSpan() {
 										if err := d.jsonFullSpan(v); err != nil {
 											return err
 										}
+										d.whole = true
 									}
 									return d.emit()
 								})

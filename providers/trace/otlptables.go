@@ -23,13 +23,17 @@ import (
 // scopes | spans | events | links, ...columns}, every field of the export (attributes
 // included) in the same rows for the JSON and the protobuf encoding.
 
-// otlpTableSink receives an OTLP file's records as complete generated messages: each
-// resource and scope when its resource_spans or scope_spans ends, each span when read.
+// otlpTableSink receives an OTLP file's records as complete generated messages, each
+// when read (a resource or scope its resource_spans or scope_spans lacks when that ends).
 // The messages are reused after the call.
 type otlpTableSink interface {
 	resource(index int64, r *resourcepb.Resource) error
 	scope(resource, index int64, s *commonpb.InstrumentationScope) error
+	// wants says whether the next span, with this many events and links, gives a row the
+	// sink collects: span then receives it whole, else skip counts it.
+	wants(events, links int) bool
 	span(resource, scope, index int64, s *tracepb.Span) error
+	skip(events, links int)
 }
 
 // otlpTableNames are the tables in their order (the catalog's).
@@ -152,6 +156,21 @@ func (r *otlpRange) scope(resource, index int64, s *commonpb.InstrumentationScop
 	o.value("attributes", attributes(s.GetAttributes()))
 	o.int("dropped_attributes_count", int64(s.GetDroppedAttributesCount()))
 	return r.add(1, o.done())
+}
+
+// overlaps reports whether n rows of table t from the next one reach its range.
+func (r *otlpRange) overlaps(t int, n int64) bool {
+	return n > 0 && r.seen[t] < r.last[t] && r.seen[t]+n > r.first[t]
+}
+
+func (r *otlpRange) wants(events, links int) bool {
+	return r.overlaps(2, 1) || r.overlaps(3, int64(events)) || r.overlaps(4, int64(links))
+}
+
+func (r *otlpRange) skip(events, links int) {
+	r.seen[2]++
+	r.seen[3] += int64(events)
+	r.seen[4] += int64(links)
 }
 
 func (r *otlpRange) span(resource, scope, index int64, s *tracepb.Span) error {
