@@ -63,6 +63,12 @@ var tableViewLimitations = []string{
 // maxListedTables bounds the tables the metrics name.
 const maxListedTables = 256
 
+// listedTable is one entry of the tables metric of view "tables".
+type listedTable struct {
+	Table    string `json:"table"`
+	RowCount int64  `json:"row_count"`
+}
+
 // hasPrefixFold reports whether name starts with prefix, ASCII case-insensitively.
 func hasPrefixFold(name, prefix string) bool {
 	return len(name) >= len(prefix) && strings.EqualFold(name[:len(prefix)], prefix)
@@ -117,11 +123,7 @@ func tablesView(ctx context.Context, op gen.OperationName, req *providers.Reques
 		return nil, ok, err
 	}
 	if in.Format == gen.FormatOtlp {
-		var prefixes []string
-		if len(req.Fields.Tables) > 0 {
-			prefixes = req.Fields.Tables
-		}
-		a, err = otlpTablesAnalysis(ctx, in, prefixes)
+		a, err = otlpTablesAnalysis(ctx, in, req.Fields.Tables)
 		return a, true, err
 	}
 	a, err = tablesAnalysis(ctx, op, req.Fields, in, req.Limits)
@@ -162,10 +164,6 @@ func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewF
 		return nil, err
 	}
 	var counted int64
-	type listedTable struct {
-		Table    string `json:"table"`
-		RowCount int64  `json:"row_count"`
-	}
 	listed := make([]listedTable, 0, min(len(r.tables), maxListedTables))
 	for _, t := range r.tables {
 		if matchesAny(t.name, v.counted) {

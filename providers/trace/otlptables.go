@@ -58,11 +58,7 @@ func (d *otlpDec) jsonFullSpan(v jsontext.Value) error {
 	if err := d.base64IDs(span); err != nil {
 		return err
 	}
-	for _, key := range []string{"links"} {
-		raw, ok := span[key]
-		if !ok {
-			continue
-		}
+	if raw, ok := span["links"]; ok {
 		var links []map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &links); err != nil {
 			return d.bad("a span's links do not follow the OTLP JSON mapping")
@@ -76,7 +72,7 @@ func (d *otlpDec) jsonFullSpan(v jsontext.Value) error {
 		if err != nil {
 			return d.bad("a span's links do not follow the OTLP JSON mapping")
 		}
-		span[key] = b
+		span["links"] = b
 	}
 	b, err := json.Marshal(span)
 	if err != nil {
@@ -304,8 +300,9 @@ func (r *row) int(k string, v int64) { r.key(k); r.b = jsonvalue.AppendInt(r.b, 
 func (r *row) value(k string, v any) { r.key(k); r.b = jsonvalue.Append(r.b, v) }
 func (r *row) done() json.RawMessage { return append(r.b, '}') }
 
-// otlpTablesAnalysis answers view "tables" of an OTLP trace: one read counts the tables,
-// each page reads the file again for its rows.
+// otlpTablesAnalysis answers view "tables" of an OTLP trace for the tables the prefixes
+// select (none: all five): one read counts the tables, each page reads the file again
+// for its rows.
 func otlpTablesAnalysis(ctx context.Context, in providers.Input, prefixes []string) (*providers.Analysis, error) {
 	st, err := readOTLP(ctx, in, func(*OTLPSpan) error { return nil })
 	if err != nil {
@@ -313,13 +310,9 @@ func otlpTablesAnalysis(ctx context.Context, in providers.Input, prefixes []stri
 	}
 	counts := [len(otlpTableNames)]int64{st.Resources, st.Scopes, st.Spans, st.Events, st.Links}
 	r := &otlpTablePages{in: in}
-	type listedTable struct {
-		Table    string `json:"table"`
-		RowCount int64  `json:"row_count"`
-	}
 	var listed []listedTable
 	for t, name := range otlpTableNames {
-		if prefixes == nil || matchesAny(name, prefixes) {
+		if len(prefixes) == 0 || matchesAny(name, prefixes) {
 			r.selected[t] = true
 			r.counts[t] = counts[t]
 			r.total += counts[t]
