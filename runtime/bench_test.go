@@ -8,16 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/flameox/flameox/providers/all"
 
 	"github.com/flameox/flameox/internal/sourcefile"
+	"github.com/flameox/flameox/internal/testtool"
 )
 
 // largeFile writes (once per process) a file of about size bytes made of numbered lines.
@@ -86,32 +84,6 @@ func writeChromeTrace(w *bufio.Writer, size int64) int64 {
 	return total + int64(k)
 }
 
-// peakHeap samples HeapInuse while f runs and returns the maximum seen.
-func peakHeap(f func()) uint64 {
-	goruntime.GC()
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	go func() {
-		var ms goruntime.MemStats
-		t := time.NewTicker(2 * time.Millisecond)
-		defer t.Stop()
-		for {
-			goruntime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	f()
-	close(done)
-	return peak.Load()
-}
-
 const benchSize = 1 << 30
 
 func benchPage(b *testing.B, kind string, offset int64) {
@@ -124,7 +96,7 @@ func benchPage(b *testing.B, kind string, offset int64) {
 	var peak uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p := peakHeap(func() {
+		p := testtool.PeakHeapInuse(func() {
 			if _, f := rt.Call(context.Background(), "preview_artifact", []byte(args)); f != nil {
 				b.Fatal(f)
 			}
@@ -150,7 +122,7 @@ func benchTrace(b *testing.B, op, fields string) {
 	var peak uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p := peakHeap(func() {
+		p := testtool.PeakHeapInuse(func() {
 			if _, f := rt.Call(context.Background(), op, []byte(args)); f != nil {
 				b.Fatal(f)
 			}
@@ -248,7 +220,7 @@ func benchTool(b *testing.B, tool string, args map[string]any) {
 	b.ResetTimer()
 	var peak uint64
 	for i := 0; i < b.N; i++ {
-		peak = max(peak, peakHeap(func() {
+		peak = max(peak, testtool.PeakHeapInuse(func() {
 			if _, f := rt.Call(context.Background(), tool, raw); f != nil {
 				b.Fatal(f)
 			}
