@@ -415,6 +415,10 @@ func TestMalformedInputsFailTyped(t *testing.T) {
 		{"wrong schema version", sqlite("schema6.coverage", schema+"INSERT INTO coverage_schema VALUES (6);"), &unsupported},
 		{"unknown context", sqlite("ctx.coverage", schema+"INSERT INTO coverage_schema VALUES (7); INSERT INTO meta VALUES ('has_arcs', '1'); INSERT INTO file VALUES (1, '/a.py'); INSERT INTO arc VALUES (1, 9, 1, 2);"), &decode},
 		{"bad has_arcs", sqlite("hasarcs.coverage", schema+"INSERT INTO coverage_schema VALUES (7); INSERT INTO meta VALUES ('has_arcs', 'yes');"), &decode},
+		// A numbits column SQLite would compute on read (400 MB per row) is refused before
+		// any query reads it.
+		{"computed numbits", sqlite("computed.coverage", strings.Replace(schema, "numbits blob,", "numbits blob AS (zeroblob(400000000)),", 1)+
+			"INSERT INTO coverage_schema VALUES (7); INSERT INTO meta VALUES ('has_arcs', '0'); INSERT INTO file VALUES (1, '/a.py'); INSERT INTO context VALUES (1, ''); INSERT INTO line_bits (file_id, context_id) VALUES (1, 1);"), &unsupported},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := analyze(t, tt.path)

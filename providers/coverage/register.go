@@ -15,6 +15,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sqlitefile"
 )
 
 // Register adds summarize_coverage, the coverage format's detector and the coverage
@@ -29,7 +30,7 @@ func Register(r *providers.Registry) {
 // .coverage.<host>.<pid>.<random>, or any *.coverage name, holding SQLite.
 var detector = providers.Detector{Format: gen.FormatCoverage, Suffixes: []string{".coverage"},
 	Match: func(name string, head []byte) bool {
-		return bytes.HasPrefix(head, sqliteMagic) && (strings.HasSuffix(name, ".coverage") || strings.HasPrefix(name, ".coverage."))
+		return bytes.HasPrefix(head, sqlitefile.Magic) && (strings.HasSuffix(name, ".coverage") || strings.HasPrefix(name, ".coverage."))
 	}}
 
 func provider() gen.Provider { return gen.Provider{ID: "flameox-coverage", Version: "native-1"} }

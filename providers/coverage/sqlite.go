@@ -11,11 +11,9 @@ import (
 	"strings"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sqlitefile"
 	_ "modernc.org/sqlite" // pure-Go SQLite, driver "sqlite"
 )
-
-// sqliteMagic opens every SQLite 3 database file.
-var sqliteMagic = []byte("SQLite format 3\x00")
 
 // schemaVersion is the coverage_schema version coverage.py 5.0 and later write.
 const schemaVersion = 7
@@ -37,7 +35,7 @@ const (
 
 // db is an open, validated coverage.py data file.
 type db struct {
-	sql   *sql.DB
+	sql   *sqlitefile.DB
 	index int
 }
 
@@ -67,7 +65,7 @@ func sniff(in providers.Input) error {
 		return &providers.InputError{Source: in.Index, Message: fmt.Sprintf("source %d could not be read", in.Index), Err: err}
 	}
 	switch {
-	case bytes.HasPrefix(head, sqliteMagic) && n == 100:
+	case bytes.HasPrefix(head, sqlitefile.Magic) && n == 100:
 		return nil
 	case n == 0:
 		return decodeErr(in.Index, nil, "source %d is empty, not a coverage.py data file", in.Index)
@@ -82,23 +80,22 @@ func sniff(in providers.Input) error {
 	}
 }
 
-// uriPath escapes the characters an SQLite URI filename treats specially.
-func uriPath(p string) string {
-	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
-}
-
-// open opens in read-only and immutable, so that SQLite neither locks nor writes the
-// file (a preserved payload is never changed, no journal is created), and checks that it
-// holds coverage.py data of the supported schema.
+// open opens the file as an untrusted SQLite input (sqlitefile.Open: read only and
+// immutable, so a preserved payload is never changed and no journal is created) and
+// checks that it holds coverage.py data of the supported schema.
 func open(ctx context.Context, in providers.Input) (*db, error) {
 	if err := sniff(in); err != nil {
 		return nil, err
 	}
-	s, err := sql.Open("sqlite", "file:"+uriPath(in.Path)+"?mode=ro&immutable=1")
+	s, err := sqlitefile.Open(ctx, in.Path)
 	if err != nil {
+		var ce *sqlitefile.ComputedError
+		if errors.As(err, &ce) {
+			return nil, &providers.UnsupportedError{Source: in.Index,
+				Message: fmt.Sprintf("source %d is not a coverage.py data file: %s, whose values SQLite would compute on read (coverage.py writes plain tables)", in.Index, ce)}
+		}
 		return nil, decodeErr(in.Index, err, "source %d could not be opened as SQLite", in.Index)
 	}
-	s.SetMaxOpenConns(1)
 	d := &db{sql: s, index: in.Index}
 	if err := d.checkSchema(ctx); err != nil {
 		s.Close()

@@ -17,6 +17,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sqlitefile"
 )
 
 // benchSpans is the size of the generated OTLP exports, and benchLaunches that of the
@@ -256,7 +257,7 @@ func BenchmarkOTLPOperations1MProto(b *testing.B) { benchOTLPOperations(b, true)
 // with its correlation id on one of 8 threads of one process. A generated file, not
 // nsys output.
 func writeNsysExport(corpus, path string, n int) (err error) {
-	src, err := sql.Open("sqlite", "file:"+uriPath(corpus)+"?mode=ro&immutable=1")
+	src, err := sql.Open("sqlite", "file:"+sqlitefile.URIPath(corpus)+"?mode=ro&immutable=1")
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package trace
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -12,17 +11,15 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sqlitefile"
 	_ "modernc.org/sqlite" // pure-Go SQLite, driver "sqlite"
 )
-
-// sqliteMagic opens every SQLite 3 database file.
-var sqliteMagic = []byte("SQLite format 3\x00")
 
 // isNsysSQLiteHead is the head-based detection of an Nsight Systems SQLite export: a
 // SQLite database named *.sqlite (coverage.py's data files are named .coverage). The
 // tables are checked when the export is opened.
 func isNsysSQLiteHead(name string, head []byte) bool {
-	return bytes.HasPrefix(head, sqliteMagic) && strings.HasSuffix(name, ".sqlite") && !strings.Contains(name, ".coverage")
+	return bytes.HasPrefix(head, sqlitefile.Magic) && strings.HasSuffix(name, ".sqlite") && !strings.Contains(name, ".coverage")
 }
 
 // nsysTables are tables of which an Nsight Systems export holds at least one besides
@@ -32,7 +29,7 @@ var nsysTables = []string{"META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", 
 
 // nsysDB is an open Nsight Systems SQLite export and the tables it holds.
 type nsysDB struct {
-	sql    *sql.DB
+	sql    *sqlitefile.DB
 	index  int
 	tables map[string]bool
 }
@@ -61,7 +58,7 @@ func sniffSQLite(in providers.Input) error {
 		return &providers.InputError{Source: in.Index, Message: fmt.Sprintf("source %d could not be read", in.Index), Err: err}
 	}
 	switch {
-	case bytes.HasPrefix(head[:n], sqliteMagic) && n == 100:
+	case bytes.HasPrefix(head[:n], sqlitefile.Magic) && n == 100:
 		return nil
 	case bytes.HasPrefix(head[:n], []byte{0x1f, 0x8b}):
 		return &providers.UnsupportedError{Source: in.Index,
@@ -70,11 +67,6 @@ func sniffSQLite(in providers.Input) error {
 		return &providers.DecodeError{Source: in.Index,
 			Message: fmt.Sprintf("source %d is not a SQLite database (nsys export --type sqlite writes SQLite 3)", in.Index)}
 	}
-}
-
-// uriPath escapes the characters an SQLite URI filename treats specially.
-func uriPath(p string) string {
-	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
 }
 
 // maxNsysTables bounds the table names one export may list.
@@ -87,11 +79,15 @@ func openNsys(ctx context.Context, in providers.Input, check bool) (*nsysDB, err
 	if err := sniffSQLite(in); err != nil {
 		return nil, err
 	}
-	s, err := sql.Open("sqlite", "file:"+uriPath(in.Path)+"?mode=ro&immutable=1")
+	s, err := sqlitefile.Open(ctx, in.Path)
 	if err != nil {
+		var ce *sqlitefile.ComputedError
+		if errors.As(err, &ce) {
+			return nil, &providers.UnsupportedError{Source: in.Index,
+				Message: fmt.Sprintf("source %d is not an Nsight Systems export: %s, whose values SQLite would compute on read (nsys writes plain tables)", in.Index, ce)}
+		}
 		return nil, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d could not be opened as SQLite", in.Index), Err: err}
 	}
-	s.SetMaxOpenConns(1)
 	d := &nsysDB{sql: s, index: in.Index, tables: map[string]bool{}}
 	rows, err := s.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table'")
 	if err != nil {

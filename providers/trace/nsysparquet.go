@@ -14,6 +14,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sqlitefile"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
@@ -115,7 +116,7 @@ func loadNsysParquet(ctx context.Context, in providers.Input, pick func(table st
 }
 
 func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]int64, tables []string, out string) error {
-	db, err := sql.Open("sqlite", "file:"+uriPath(out))
+	db, err := sql.Open("sqlite", "file:"+sqlitefile.URIPath(out))
 	if err != nil {
 		return &providers.DecodeError{Source: in.Index, Message: "the Nsight Systems parquetdir could not be loaded", Err: err}
 	}

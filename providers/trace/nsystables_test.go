@@ -216,3 +216,29 @@ func TestNsysTablesFieldErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestNsysComputedColumnsRefused: a 12 KiB file whose NVTX_EVENTS declares a generated
+// column of 400 MB made view "tables" allocate about 10 GB; every reader of the export now
+// refuses it typed before a query reads it (providers/internal/sqlitefile).
+func TestNsysComputedColumnsRefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "crafted.sqlite")
+	python3(t, `
+import sys, sqlite3
+db = sqlite3.connect(sys.argv[1])
+db.execute('CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)')
+db.execute('CREATE TABLE NVTX_EVENTS (start INTEGER, "end" INTEGER, text TEXT, big BLOB AS (zeroblob(400000000)))')
+db.execute('INSERT INTO NVTX_EVENTS (start, "end", text) VALUES (1, 2, ?)', ('x',))
+db.commit()
+`, p)
+	in := providers.Input{Path: p, Format: gen.FormatNsysSqlite}
+	for name, analyze := range map[string]func() (*providers.Analysis, error){
+		"view tables":                func() (*providers.Analysis, error) { return summarize(context.Background(), tablesReq(in)) },
+		"summarize_trace_operations": func() (*providers.Analysis, error) { return summarizeOperations(context.Background(), nsysReq(p)) },
+	} {
+		_, err := analyze()
+		var ue *providers.UnsupportedError
+		if !errors.As(err, &ue) || !strings.Contains(ue.Message, `"NVTX_EVENTS" has generated virtual columns`) {
+			t.Fatalf("%s: err = %v, want an unsupported format naming the table", name, err)
+		}
+	}
+}
