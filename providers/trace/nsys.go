@@ -72,10 +72,9 @@ func sniffSQLite(in providers.Input) error {
 // maxNsysTables bounds the table names one export may list.
 const maxNsysTables = 10_000
 
-// openNsys opens in read-only and immutable (SQLite neither locks nor writes the file)
-// and, when check is set, checks that it is an Nsight Systems export: StringIds and one
-// of nsysTables.
-func openNsys(ctx context.Context, in providers.Input, check bool) (*nsysDB, error) {
+// openNsys opens in as an untrusted SQLite file (sqlitefile.Open) and checks that it is
+// an Nsight Systems export: StringIds and one of nsysTables.
+func openNsys(ctx context.Context, in providers.Input) (*nsysDB, error) {
 	if err := sniffSQLite(in); err != nil {
 		return nil, err
 	}
@@ -119,7 +118,7 @@ func openNsys(ctx context.Context, in providers.Input, check bool) (*nsysDB, err
 	for _, t := range nsysTables {
 		ok = ok || d.tables[t]
 	}
-	if check && (!d.tables["StringIds"] || !ok) {
+	if !d.tables["StringIds"] || !ok {
 		s.Close()
 		return nil, &providers.UnsupportedError{Source: in.Index,
 			Message: fmt.Sprintf("source %d is a SQLite database but not an Nsight Systems export (no StringIds table with CUPTI, NVTX, OSRT or export metadata tables)", in.Index)}
@@ -135,14 +134,11 @@ func nsysProvider() gen.Provider {
 // nsysSource is an nsys-sqlite source; a later conversion step supplies it for nsys-rep.
 type nsysSource struct {
 	in providers.Input
-	// partial is a scratch database loaded with some of a parquetdir's tables, whose
-	// directory passed the export check: the check is not repeated on it.
-	partial bool
 }
 
 // withNsys opens the export for one use.
 func (s nsysSource) withNsys(ctx context.Context, f func(d *nsysDB) error) error {
-	d, err := openNsys(ctx, s.in, !s.partial)
+	d, err := openNsys(ctx, s.in)
 	if err != nil {
 		return err
 	}

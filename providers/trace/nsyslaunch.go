@@ -131,7 +131,7 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFi
 func nsysInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (nsysSource, *providers.Analysis, func(), error) {
 	switch in.Format {
 	case gen.FormatNsysParquet:
-		conv, done, err := loadNsysParquet(ctx, in, nil)
+		conv, done, err := loadNsysParquet(ctx, in)
 		if err != nil {
 			return nsysSource{}, nil, nil, err
 		}
@@ -191,21 +191,28 @@ func (r *sqlPages) Page(ctx context.Context, offset, limit int64, fits func(json
 	})
 }
 
-// pageExport reads one page of a population of total rows from the export: read appends
-// the rows from offset up to end (offset+limit, bounded by MaxProjectionRows) to page, and
-// may end early when a row does not fit. An offset at or past that bound (but the first)
-// is refused. done removes a converted export's scratch once the page is read.
+// pageExport reads one page of an export's population of total rows (pageOf) through one
+// open of the export; done removes a converted export's scratch once the page is read.
 func pageExport(ctx context.Context, src nsysSource, done func(), total, offset, limit int64,
 	read func(d *nsysDB, end int64, page *providers.Page) error) (*providers.Page, error) {
+	defer done()
+	return pageOf(total, offset, limit, func(end int64, page *providers.Page) error {
+		return src.withNsys(ctx, func(d *nsysDB) error { return read(d, end, page) })
+	})
+}
+
+// pageOf reads one page of a population of total rows: read appends the rows from offset
+// up to end (offset+limit, bounded by MaxProjectionRows) to page, and may end early when a
+// row does not fit. An offset at or past that bound (but the first) is refused.
+func pageOf(total, offset, limit int64, read func(end int64, page *providers.Page) error) (*providers.Page, error) {
 	reach := min(total, int64(providers.MaxProjectionRows))
 	if offset > 0 && offset >= reach {
 		return nil, &providers.OffsetError{Offset: offset, Available: reach}
 	}
-	defer done()
 	end := min(offset+limit, reach)
 	page := &providers.Page{}
 	if end > offset {
-		if err := src.withNsys(ctx, func(d *nsysDB) error { return read(d, end, page) }); err != nil {
+		if err := read(end, page); err != nil {
 			return nil, err
 		}
 	}

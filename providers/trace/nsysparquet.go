@@ -70,12 +70,11 @@ func nsysParquetProvider() gen.Provider {
 // nsysParquetExport is the scratch database a parquetdir is loaded into.
 const nsysParquetExport = "parquetdir.sqlite"
 
-// loadNsysParquet loads the parquetdir's tables into a scratch SQLite database and returns
-// it as an nsys-sqlite input and the function that removes it. pick selects the tables by
-// name; nil loads the tables the SQL readers use.
-func loadNsysParquet(ctx context.Context, in providers.Input, pick func(table string) bool) (providers.Input, func(), error) {
+// parquetFiles are the parquetdir's top-level files by name, with their sizes, once the
+// directory passes the export check.
+func parquetFiles(in providers.Input) (map[string]int64, error) {
 	if in.Members == nil {
-		return in, nil, &providers.UnsupportedError{Source: in.Index,
+		return nil, &providers.UnsupportedError{Source: in.Index,
 			Message: fmt.Sprintf("source %d is not a directory; nsys-parquet is the directory nsys export --type parquetdir writes", in.Index)}
 	}
 	files := map[string]int64{}
@@ -87,8 +86,18 @@ func loadNsysParquet(ctx context.Context, in providers.Input, pick func(table st
 		}
 	}
 	if !isNsysParquetNames(names) {
-		return in, nil, &providers.UnsupportedError{Source: in.Index,
+		return nil, &providers.UnsupportedError{Source: in.Index,
 			Message: fmt.Sprintf("source %d is a directory but not an Nsight Systems parquetdir export (no StringIds.parquet with CUPTI, NVTX, OSRT or export metadata tables)", in.Index)}
+	}
+	return files, nil
+}
+
+// loadNsysParquet loads the tables the SQL readers use from the parquetdir into a scratch
+// SQLite database and returns it as an nsys-sqlite input and the function that removes it.
+func loadNsysParquet(ctx context.Context, in providers.Input) (providers.Input, func(), error) {
+	files, err := parquetFiles(in)
+	if err != nil {
+		return in, nil, err
 	}
 	dir, err := os.MkdirTemp("", "flameox-nsys-parquet-")
 	if err != nil {
@@ -97,16 +106,7 @@ func loadNsysParquet(ctx context.Context, in providers.Input, pick func(table st
 	var once sync.Once
 	done := func() { once.Do(func() { os.RemoveAll(dir) }) }
 	out := filepath.Join(dir, nsysParquetExport)
-	tables := append(append([]string{}, nsysParquetTables...), nsysTables...)
-	if pick != nil {
-		tables = tables[:0]
-		for _, n := range names {
-			if stem, ok := strings.CutSuffix(n, parquetSuffix); ok && pick(stem) {
-				tables = append(tables, stem)
-			}
-		}
-	}
-	if err := writeNsysParquet(ctx, in, files, tables, out); err != nil {
+	if err := writeNsysParquet(ctx, in, files, out); err != nil {
 		done()
 		return in, nil, err
 	}
@@ -115,7 +115,7 @@ func loadNsysParquet(ctx context.Context, in providers.Input, pick func(table st
 	return conv, done, nil
 }
 
-func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]int64, tables []string, out string) error {
+func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]int64, out string) error {
 	db, err := sql.Open("sqlite", "file:"+sqlitefile.URIPath(out))
 	if err != nil {
 		return &providers.DecodeError{Source: in.Index, Message: "the Nsight Systems parquetdir could not be loaded", Err: err}
@@ -128,7 +128,7 @@ func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]
 			return l.sqlErr(err)
 		}
 	}
-	for _, t := range tables {
+	for _, t := range append(append([]string{}, nsysParquetTables...), nsysTables...) {
 		size, ok := files[t+parquetSuffix]
 		if !ok || l.loaded[t] {
 			continue
@@ -171,6 +171,21 @@ type sqlColumn struct {
 	index    int
 	affinity string
 	value    func(parquet.Value) any
+}
+
+// flatColumns are a Parquet schema's top-level, non-repeated leaf columns in schema order:
+// nested and repeated columns have no SQLite column.
+func flatColumns(schema *parquet.Schema) []sqlColumn {
+	var cols []sqlColumn
+	for i, path := range schema.Columns() {
+		leaf, ok := schema.Lookup(path...)
+		if len(path) != 1 || !ok || leaf.MaxRepetitionLevel > 0 {
+			continue
+		}
+		aff, val := columnOf(leaf.Node.Type())
+		cols = append(cols, sqlColumn{name: path[0], index: i, affinity: aff, value: val})
+	}
+	return cols
 }
 
 // columnOf maps a Parquet leaf type to the SQLite affinity nsys's SQLite export declares
@@ -251,16 +266,7 @@ func (l *parquetLoad) table(table, path string, size int64) (err error) {
 	if err != nil {
 		return l.decodeErr(table, err)
 	}
-	schema := pf.Schema()
-	var cols []sqlColumn
-	for i, path := range schema.Columns() {
-		leaf, ok := schema.Lookup(path...)
-		if len(path) != 1 || !ok || leaf.MaxRepetitionLevel > 0 {
-			continue // nested and repeated columns have no SQLite column
-		}
-		aff, val := columnOf(leaf.Node.Type())
-		cols = append(cols, sqlColumn{name: path[0], index: i, affinity: aff, value: val})
-	}
+	cols := flatColumns(pf.Schema())
 	if len(cols) == 0 {
 		return l.decodeErr(table, errors.New("no flat columns"))
 	}

@@ -142,30 +142,44 @@ func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewF
 		return !strings.HasPrefix(table, "sqlite_") && (prefixes == nil || matchesAny(table, prefixes))
 	}
 	var (
-		src  nsysSource
-		a    *providers.Analysis
-		done func()
-		err  error
+		r   providers.Rows
+		a   *providers.Analysis
+		all []table
 	)
 	if in.Format == gen.FormatNsysParquet {
-		var conv providers.Input
-		conv, done, err = loadNsysParquet(ctx, in, pick)
-		src, a = nsysSource{in: conv, partial: true}, &providers.Analysis{Provider: nsysParquetProvider()}
+		// A parquetdir's tables are read natively: no scratch database.
+		files, err := parquetFiles(in)
+		if err != nil {
+			return nil, err
+		}
+		if all, err = parquetTableList(in, pick); err != nil {
+			return nil, err
+		}
+		p := &parquetTablePages{in: in, files: files, tables: all}
+		for _, t := range all {
+			p.total += t.rows
+		}
+		r, a = p, &providers.Analysis{Provider: nsysParquetProvider()}
 	} else {
-		src, a, done, err = nsysInput(ctx, in, limits)
+		src, an, done, err := nsysInput(ctx, in, limits)
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, done)
+		p := &tablePages{src: src, done: done}
+		if err := src.withNsys(ctx, func(d *nsysDB) error { return p.count(ctx, d, pick) }); err != nil {
+			done()
+			return nil, err
+		}
+		r, a, all = p, an, p.tables
 	}
-	if err != nil {
-		return nil, err
-	}
-	context.AfterFunc(ctx, done)
-	r := &tablePages{src: src, done: done}
-	if err := src.withNsys(ctx, func(d *nsysDB) error { return r.count(ctx, d, pick) }); err != nil {
-		done()
-		return nil, err
+	var total int64
+	for _, t := range all {
+		total += t.rows
 	}
 	var counted int64
-	listed := make([]listedTable, 0, min(len(r.tables), maxListedTables))
-	for _, t := range r.tables {
+	listed := make([]listedTable, 0, min(len(all), maxListedTables))
+	for _, t := range all {
 		if matchesAny(t.name, v.counted) {
 			counted += t.rows
 		}
@@ -173,7 +187,7 @@ func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewF
 			listed = append(listed, listedTable{t.name, t.rows})
 		}
 	}
-	a.Metrics = map[string]any{"table_count": int64(len(r.tables)), "row_count": r.total, "tables": listed}
+	a.Metrics = map[string]any{"table_count": int64(len(all)), "row_count": total, "tables": listed}
 	if v.metric == "accelerator_activity_observed" {
 		a.Metrics[v.metric] = counted > 0
 	} else {
@@ -181,10 +195,10 @@ func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewF
 	}
 	a.OwnLimitations = true
 	a.Limitations = append(a.Limitations, tableViewLimitations...)
-	if len(r.tables) > maxListedTables {
-		a.Limitations = append(a.Limitations, fmt.Sprintf("The tables metric names the first %d of %d tables.", maxListedTables, len(r.tables)))
+	if len(all) > maxListedTables {
+		a.Limitations = append(a.Limitations, fmt.Sprintf("The tables metric names the first %d of %d tables.", maxListedTables, len(all)))
 	}
-	if len(r.tables) == 0 {
+	if len(all) == 0 {
 		a.Limitations = append(a.Limitations, "No table of the export matches the table prefixes.")
 	}
 	if counted == 0 {
@@ -262,29 +276,41 @@ func columnsOf(ctx context.Context, d *nsysDB, name string) ([]string, error) {
 
 func (r *tablePages) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
 	return pageExport(ctx, r.src, r.done, r.total, offset, limit, func(d *nsysDB, end int64, page *providers.Page) error {
-		stop := offset
-		var first int64 // the population index of the current table's first row
-		for _, t := range r.tables {
-			if stop >= end {
-				break
-			}
-			if first+t.rows <= stop {
-				first += t.rows
-				continue
-			}
-			full, err := r.read(ctx, d, t, stop-first, end-stop, fits, page)
-			stop = offset + int64(len(page.Rows))
-			if err != nil || !full {
-				return err
-			}
-			first += t.rows
-			if stop < min(first, end) {
+		return readTables(r.tables, offset, end, page,
+			func(t table, skip, limit int64) (bool, error) { return r.read(ctx, d, t, skip, limit, fits, page) },
+			func(t table) error {
 				return &providers.DecodeError{Source: r.src.in.Index,
 					Message: fmt.Sprintf("source %d: table %s holds fewer rows than it counted", r.src.in.Index, t.name)}
-			}
-		}
-		return nil
+			})
 	})
+}
+
+// readTables appends to page the rows from offset up to end of tables laid end to end:
+// read appends up to limit rows of t from its row skip and says whether every one fit the
+// page; a table that yields fewer rows than it counted is short's error.
+func readTables(tables []table, offset, end int64, page *providers.Page,
+	read func(t table, skip, limit int64) (bool, error), short func(t table) error) error {
+	stop := offset
+	var first int64 // the population index of the current table's first row
+	for _, t := range tables {
+		if stop >= end {
+			break
+		}
+		if first+t.rows <= stop {
+			first += t.rows
+			continue
+		}
+		full, err := read(t, stop-first, end-stop)
+		stop = offset + int64(len(page.Rows))
+		if err != nil || !full {
+			return err
+		}
+		first += t.rows
+		if stop < min(first, end) {
+			return short(t)
+		}
+	}
+	return nil
 }
 
 // read appends up to limit rows of t from its row skip; full is false when a row did not

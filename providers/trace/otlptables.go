@@ -343,48 +343,34 @@ type otlpTablePages struct {
 }
 
 func (r *otlpTablePages) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
-	reach := min(r.total, int64(providers.MaxProjectionRows))
-	if offset > 0 && offset >= reach {
-		return nil, &providers.OffsetError{Offset: offset, Available: reach}
-	}
-	end := min(offset+limit, reach)
-	rg := &otlpRange{need: end - offset}
-	var at int64 // the population index of a table's first row
-	for t := range otlpTableNames {
-		if !r.selected[t] {
-			continue
+	return pageOf(r.total, offset, limit, func(end int64, page *providers.Page) error {
+		rg := &otlpRange{need: end - offset}
+		var at int64 // the population index of a table's first row
+		for t := range otlpTableNames {
+			if !r.selected[t] {
+				continue
+			}
+			rg.first[t] = min(max(offset-at, 0), r.counts[t])
+			rg.last[t] = min(max(end-at, 0), r.counts[t])
+			at += r.counts[t]
 		}
-		rg.first[t] = min(max(offset-at, 0), r.counts[t])
-		rg.last[t] = min(max(end-at, 0), r.counts[t])
-		at += r.counts[t]
-	}
-	page := &providers.Page{}
-	if rg.need > 0 {
 		if err := r.read(ctx, rg); err != nil {
-			return nil, err
+			return err
 		}
-	pages:
 		for t := range otlpTableNames {
 			if int64(len(rg.rows[t])) != rg.last[t]-rg.first[t] {
-				return nil, &providers.DecodeError{Source: r.in.Index,
+				return &providers.DecodeError{Source: r.in.Index,
 					Message: fmt.Sprintf("source %d changed while it was read: its %s are not those counted", r.in.Index, otlpTableNames[t])}
 			}
 			for _, b := range rg.rows[t] {
 				if fits != nil && !fits(b) {
-					break pages
+					return nil
 				}
 				page.Rows = append(page.Rows, b)
 			}
 		}
-	}
-	stop := offset + int64(len(page.Rows))
-	page.More = stop < reach
-	page.Observed = stop
-	if page.More {
-		page.Observed++
-	}
-	page.Limited = !page.More && r.total > int64(providers.MaxProjectionRows)
-	return page, nil
+		return nil
+	})
 }
 
 // read decodes the file with rg as the table sink until rg has its rows.
