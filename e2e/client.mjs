@@ -5,12 +5,15 @@
 // structuredContent against the advertised outputSchema, failures included.
 // FLAMEOX_DATA_DIR is passed through to the server.
 //
-// usage: node client.mjs FLAMEOX_BINARY FILE
+// With an OTLP/JSON TRACE it also pages summarize_trace's view "tables" (the export's own
+// resources, scopes, spans, events and links) by submitting next_page unchanged.
+//
+// usage: node client.mjs FLAMEOX_BINARY FILE [TRACE]
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const [bin, file] = process.argv.slice(2);
+const [bin, file, trace] = process.argv.slice(2);
 const transport = new StdioClientTransport({
   command: bin,
   args: ["mcp", "serve"],
@@ -76,6 +79,20 @@ report.capture = {
   next_field: captured.next_action.field_path,
   workload_failure: [captured.workload_failure.code, captured.workload_failure.returncode],
 };
+
+if (trace) {
+  let targs = { sources: [{ kind: "path", path: trace, format: "otlp" }], view: "tables", page_size: 2 };
+  const tables = [];
+  let metrics;
+  for (let i = 0; i < 10; i++) {
+    const sc = await call("summarize_trace", targs);
+    metrics ??= sc.blocks[0].values;
+    tables.push(sc.blocks[sc.blocks.length - 1].rows.map((r) => r.table));
+    if (!sc.next_page) break;
+    targs = sc.next_page.arguments;
+  }
+  report.tables = { pages: tables, table_count: metrics.table_count, row_count: metrics.row_count };
+}
 
 const bad = await client.callTool({
   name: "preview_artifact",
