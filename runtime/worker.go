@@ -125,27 +125,29 @@ func (w *workerFailure) failure() *failure.Failure {
 }
 
 // inProcess reports whether the resolved inputs are small enough to analyze in the server
-// process: their bytes together are below inProcessBytes and none is gzip-compressed.
+// process: their bytes together are below inProcessBytes and none is compressed (gzip,
+// Parquet, whose pages may declare any decompressed size) or a directory (a parquetdir).
 func inProcess(in []resolved) bool {
 	var total int64
 	for _, r := range in {
 		total += r.size
-		if total > inProcessBytes || gzipped(r.path) {
+		if total > inProcessBytes || r.members != nil || compressed(r.path) {
 			return false
 		}
 	}
 	return true
 }
 
-func gzipped(path string) bool {
+// compressed reports whether a file opens with the gzip or the Parquet magic.
+func compressed(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	var magic [2]byte
+	var magic [4]byte
 	n, _ := io.ReadFull(f, magic[:])
-	return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b
+	return n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b || n == 4 && string(magic[:]) == "PAR1"
 }
 
 // replySlack is what a worker's reply may hold beyond max_result_bytes: the envelope

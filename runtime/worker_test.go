@@ -12,6 +12,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers/all"
 	"github.com/flameox/flameox/repository"
@@ -161,5 +162,37 @@ func TestWorkerCancellation(t *testing.T) {
 	_, f := rt.Analyze(ctx, "summarize_inference", raw)
 	if f == nil || f.Code != gen.FailureCodeCancelled {
 		t.Fatalf("failure = %v", f)
+	}
+}
+
+// TestInProcess: small plain files are analysed in the server process; gzip and Parquet
+// files (compressed pages that declare their own expanded size), directories and inputs
+// over inProcessBytes together go to a worker.
+func TestInProcess(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string, b []byte) resolved {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return resolved{path: p, size: int64(len(b))}
+	}
+	text := file("a.txt", []byte("hello\n"))
+	big := resolved{path: text.path, size: inProcessBytes/2 + 1}
+	for _, c := range []struct {
+		name string
+		in   []resolved
+		want bool
+	}{
+		{"small text", []resolved{text}, true},
+		{"two halves over the bound", []resolved{big, big}, false},
+		{"gzip", []resolved{file("a.gz", []byte{0x1f, 0x8b, 8, 0})}, false},
+		{"parquet", []resolved{file("a.parquet", []byte("PAR1\x15\x00"))}, false},
+		{"PAR1 after the start", []resolved{file("b.txt", []byte(" PAR1"))}, true},
+		{"directory", []resolved{{path: dir, members: []sourcefile.Member{{Rel: "a.txt", Size: 6}}}}, false},
+	} {
+		if got := inProcess(c.in); got != c.want {
+			t.Errorf("%s: inProcess = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
