@@ -242,3 +242,52 @@ db.commit()
 		}
 	}
 }
+
+// TestTablesPageEndsAtTheByteBudget: when a row does not fit, every table view's page ends
+// before it, with more to follow from that row (the OTLP export, the nsys SQLite export
+// and its parquetdir, a page crossing from one table into the next).
+func TestTablesPageEndsAtTheByteBudget(t *testing.T) {
+	nsys := providers.Input{Path: corpusFile(t, nsysCorpus), Format: gen.FormatNsysSqlite}
+	for _, c := range []struct {
+		name   string
+		in     providers.Input
+		tables []string
+		offset int64
+	}{
+		{"otlp", providers.Input{Path: corpusFile(t, "local__otel_js_otlp_http_json_trace.json"), Format: gen.FormatOtlp}, nil, 1},
+		{"nsys-sqlite", nsys, []string{"TARGET_INFO_CUDA"}, 0},
+		{"nsys-parquet", parquetInput(t, corpusParquetDir(t)), []string{"TARGET_INFO_CUDA"}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			full := func() []json.RawMessage {
+				a, err := summarize(context.Background(), tablesReq(c.in, c.tables...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := a.Rows.Page(context.Background(), c.offset, 100, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p.Rows
+			}()
+			if len(full) < 4 {
+				t.Fatalf("%d rows", len(full))
+			}
+			a, err := summarize(context.Background(), tablesReq(c.in, c.tables...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			admitted := 0
+			p, err := a.Rows.Page(context.Background(), c.offset, 100, func(json.RawMessage) bool {
+				admitted++
+				return admitted <= 3
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(full[:3], p.Rows); diff != "" || !p.More || p.Observed != c.offset+4 {
+				t.Fatalf("more %v observed %d, rows (-want +got):\n%s", p.More, p.Observed, diff)
+			}
+		})
+	}
+}
