@@ -310,7 +310,7 @@ func otlpTablesAnalysis(ctx context.Context, in providers.Input, prefixes []stri
 	}
 	counts := [len(otlpTableNames)]int64{st.Resources, st.Scopes, st.Spans, st.Events, st.Links}
 	r := &otlpTablePages{in: in}
-	var listed []listedTable
+	listed := []listedTable{}
 	for t, name := range otlpTableNames {
 		if len(prefixes) == 0 || matchesAny(name, prefixes) {
 			r.selected[t] = true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -370,5 +371,23 @@ func TestOTLPTablesProtobufCorpus(t *testing.T) {
 		if a.Metrics[k] != tr.Tables[k] {
 			t.Fatalf("%s = %v, protoc %v", k, a.Metrics[k], tr.Tables[k])
 		}
+	}
+}
+
+// TestOTLPTablesNoMatch: prefixes that match no OTLP table give an empty, complete page,
+// an empty tables list and a limitation naming the five tables.
+func TestOTLPTablesNoMatch(t *testing.T) {
+	a, err := summarize(context.Background(), tablesReq(providers.Input{Path: testtool.Corpus(t, "otlp__trace.json"), Format: gen.FormatOtlp}, "nothing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Rows.Page(context.Background(), 0, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(a.Metrics["tables"])
+	if len(p.Rows) != 0 || p.More || string(b) != "[]" || a.Metrics["row_count"] != int64(0) ||
+		!strings.Contains(a.Limitations[len(a.Limitations)-1], "resources, scopes, spans, events, links") {
+		t.Fatalf("page %+v, tables %s, metrics %v, limitations %q", p, b, a.Metrics, a.Limitations)
 	}
 }
