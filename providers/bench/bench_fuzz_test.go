@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"compress/gzip"
+	"io"
 	"math"
 	"testing"
 
@@ -54,6 +55,20 @@ func checkMeasurements(t *testing.T, ms []Measurement) {
 	}
 }
 
+// fuzzMeasurements fuzzes one benchmark decoder: under fuzztool's bounds, a typed error
+// or measurements that pass checkMeasurements.
+func fuzzMeasurements(f *testing.F, decode func(r io.Reader, input int) ([]Measurement, error)) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzztool.Bounded(t, func() {
+			ms, err := decode(bytes.NewReader(b), fuzzInput)
+			fuzztool.CheckError(t, err)
+			if err == nil {
+				checkMeasurements(t, ms)
+			}
+		})
+	})
+}
+
 // FuzzDecodePyperf: go test ./providers/bench -run '^$' -fuzz FuzzDecodePyperf -fuzztime 1m
 func FuzzDecodePyperf(f *testing.F) {
 	fuzztool.Corpus(f, "pyperf__telco.json", "pyperf__track_memory.json")
@@ -68,15 +83,7 @@ func FuzzDecodePyperf(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzztool.Bounded(t, func() {
-			ms, err := DecodePyperf(bytes.NewReader(b), fuzzInput)
-			fuzztool.CheckError(t, err)
-			if err == nil {
-				checkMeasurements(t, ms)
-			}
-		})
-	})
+	fuzzMeasurements(f, DecodePyperf)
 }
 
 // FuzzDecodeGoBench: go test ./providers/bench -run '^$' -fuzz FuzzDecodeGoBench -fuzztime 1m
@@ -90,15 +97,7 @@ func FuzzDecodeGoBench(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzztool.Bounded(t, func() {
-			ms, err := DecodeGoBench(bytes.NewReader(b), fuzzInput)
-			fuzztool.CheckError(t, err)
-			if err == nil {
-				checkMeasurements(t, ms)
-			}
-		})
-	})
+	fuzzMeasurements(f, DecodeGoBench)
 }
 
 // FuzzDecodeHyperfine: go test ./providers/bench -run '^$' -fuzz FuzzDecodeHyperfine -fuzztime 1m
@@ -112,15 +111,7 @@ func FuzzDecodeHyperfine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Add(gzipBytes([]byte(`{"results":[{"command":"z","times":[2e-9]}]}`)))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzztool.Bounded(t, func() {
-			ms, err := DecodeHyperfine(bytes.NewReader(b), fuzzInput)
-			fuzztool.CheckError(t, err)
-			if err == nil {
-				checkMeasurements(t, ms)
-			}
-		})
-	})
+	fuzzMeasurements(f, DecodeHyperfine)
 }
 
 // FuzzDecodeSamples: go test ./providers/bench -run '^$' -fuzz FuzzDecodeSamples -fuzztime 1m
@@ -134,14 +125,9 @@ func FuzzDecodeSamples(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzztool.Bounded(t, func() {
-			ms, _, err := DecodeSamples(bytes.NewReader(b), fuzzInput)
-			fuzztool.CheckError(t, err)
-			if err == nil {
-				checkMeasurements(t, ms)
-			}
-		})
+	fuzzMeasurements(f, func(r io.Reader, input int) ([]Measurement, error) {
+		ms, _, err := DecodeSamples(r, input)
+		return ms, err
 	})
 }
 
@@ -162,15 +148,7 @@ func FuzzDecodeNVBench(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzztool.Bounded(t, func() {
-			ms, err := DecodeNVBench(bytes.NewReader(b), fuzzInput)
-			fuzztool.CheckError(t, err)
-			if err == nil {
-				checkMeasurements(t, ms)
-			}
-		})
-	})
+	fuzzMeasurements(f, DecodeNVBench)
 }
 
 // gzipBytes is b in one gzip layer.

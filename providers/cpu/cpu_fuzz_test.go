@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/hex"
+	"io"
 	"math"
 	"slices"
 	"testing"
@@ -257,14 +258,23 @@ func FuzzDecodeCPUProfile(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	fuzzSampled(f, DecodeCPUProfile, nil)
+}
+
+// fuzzSampled fuzzes one sampled-profile decoder (edges on): under fuzztool's bounds, a
+// typed error or a profile that passes checkSampled and check, when given.
+func fuzzSampled(f *testing.F, decode func(io.Reader, Options) (*Sampled, error), check func(*testing.T, *Sampled)) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzztool.Bounded(t, func() {
-			s, err := DecodeCPUProfile(bytes.NewReader(b), Options{Edges: true})
+			s, err := decode(bytes.NewReader(b), Options{Edges: true})
 			fuzztool.CheckError(t, err)
 			if err != nil {
 				return
 			}
 			checkSampled(t, s, false)
+			if check != nil {
+				check(t, s)
+			}
 		})
 	})
 }
@@ -280,19 +290,11 @@ func FuzzDecodePerfScript(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzztool.Bounded(t, func() {
-			s, err := DecodePerfScript(bytes.NewReader(b), Options{Edges: true})
-			fuzztool.CheckError(t, err)
-			if err != nil {
-				return
-			}
-			checkSampled(t, s, false)
-			// Every sample weighs 1.
-			if s.TotalWeight != float64(s.Samples) {
-				t.Fatalf("TotalWeight %v for %d samples", s.TotalWeight, s.Samples)
-			}
-		})
+	fuzzSampled(f, DecodePerfScript, func(t *testing.T, s *Sampled) {
+		// Every sample weighs 1.
+		if s.TotalWeight != float64(s.Samples) {
+			t.Fatalf("TotalWeight %v for %d samples", s.TotalWeight, s.Samples)
+		}
 	})
 }
 
@@ -308,14 +310,5 @@ func FuzzDecodeCollapsed(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzztool.Bounded(t, func() {
-			s, err := DecodeCollapsed(bytes.NewReader(b), Options{Edges: true})
-			fuzztool.CheckError(t, err)
-			if err != nil {
-				return
-			}
-			checkSampled(t, s, false)
-		})
-	})
+	fuzzSampled(f, DecodeCollapsed, nil)
 }
