@@ -21,12 +21,9 @@ import (
 // seeks to its first row in the files it reaches. Values take the SQLite affinities of the
 // loader (columnOf), so a page equals the SQLite export's.
 
-// parquetTableList lists the selected tables of a parquetdir with their row counts.
-func parquetTableList(in providers.Input, pick func(string) bool) ([]table, error) {
-	files, err := parquetFiles(in)
-	if err != nil {
-		return nil, err
-	}
+// parquetTableList lists the selected tables of a parquetdir (its top-level files, from
+// parquetFiles) with their row counts.
+func parquetTableList(in providers.Input, files map[string]int64, pick func(string) bool) ([]table, error) {
 	var names []string
 	for n := range files {
 		if stem, ok := strings.CutSuffix(n, parquetSuffix); ok && pick(stem) {

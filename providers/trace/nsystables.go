@@ -152,14 +152,10 @@ func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewF
 		if err != nil {
 			return nil, err
 		}
-		if all, err = parquetTableList(in, pick); err != nil {
+		if all, err = parquetTableList(in, files, pick); err != nil {
 			return nil, err
 		}
-		p := &parquetTablePages{in: in, files: files, tables: all}
-		for _, t := range all {
-			p.total += t.rows
-		}
-		r, a = p, &providers.Analysis{Provider: nsysParquetProvider()}
+		r, a = &parquetTablePages{in: in, files: files, tables: all, total: rowTotal(all)}, &providers.Analysis{Provider: nsysParquetProvider()}
 	} else {
 		src, an, done, err := nsysInput(ctx, in, limits)
 		if err != nil {
@@ -173,11 +169,7 @@ func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewF
 		}
 		r, a, all = p, an, p.tables
 	}
-	var total int64
-	for _, t := range all {
-		total += t.rows
-	}
-	var counted int64
+	total, counted := rowTotal(all), int64(0)
 	listed := make([]listedTable, 0, min(len(all), maxListedTables))
 	for _, t := range all {
 		if matchesAny(t.name, v.counted) {
@@ -206,6 +198,15 @@ func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewF
 	}
 	a.Rows = r
 	return a, nil
+}
+
+// rowTotal is the rows of the tables together.
+func rowTotal(tables []table) int64 {
+	var n int64
+	for _, t := range tables {
+		n += t.rows
+	}
+	return n
 }
 
 // table is one selected table: its name, row count and the expression that orders its
@@ -256,8 +257,8 @@ func (r *tablePages) count(ctx context.Context, d *nsysDB, pick func(string) boo
 			}
 		}
 		r.tables = append(r.tables, t)
-		r.total += t.rows
 	}
+	r.total = rowTotal(r.tables)
 	return nil
 }
 
