@@ -120,7 +120,7 @@ func normalize(v float64, unit string) (float64, string, bool) {
 // or infinity.
 func finite(v float64, format string, args ...any) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return &providers.DecodeError{Message: fmt.Sprintf(format, args...) + fmt.Sprintf(" is %v, not a finite number (it overflows float64): correct or remove that value", v)}
+		return &providers.DecodeError{Message: fmt.Sprintf(format, args...) + fmt.Sprintf(" is %v, not a finite number (NaN or infinity as written, or it overflows float64 once converted to the unit): correct or remove that value", v)}
 	}
 	return nil
 }
