@@ -121,6 +121,7 @@ func DecodeChrome(ctx context.Context, r io.Reader, source int, lim ChromeLimits
 		idx:     -1,
 	}
 	d.opener, _ = sink.(Opener)
+	d.packed, _ = sink.(packedSink)
 	if err := d.run(); err != nil {
 		return nil, d.classify(err)
 	}
@@ -224,6 +225,14 @@ func (p *packedArgs) fill(q *packedArgs) {
 	p.set |= q.set
 }
 
+// packedSink is implemented by the package's own sinks (the Nester and the pipeline's
+// recorder), which keep a slice's arguments packed: a decoder that finds it passes them
+// as they are instead of expanding them into Args for Slice to pack again. It is
+// otherwise Slice.
+type packedSink interface {
+	slice(id, ts, dur, track int64, name, cat, phase string, args *packedArgs) error
+}
+
 // openSlice is a begun B or b slice.
 type openSlice struct {
 	id, ts    int64
@@ -242,6 +251,7 @@ type chromeDecoder struct {
 	lim    ChromeLimits
 	sink   Sink
 	opener Opener
+	packed packedSink
 	st     Stats
 
 	// idx is the ordinal of the event being read, -1 outside the events.
@@ -266,6 +276,8 @@ type chromeDecoder struct {
 
 	ev       Event
 	argStore packedArgs
+	// packScratch holds the packed arguments of the event being dispatched.
+	packScratch packedArgs
 }
 
 // internLimit bounds the bytes of interned strings; later strings are allocated.
@@ -622,30 +634,16 @@ func (d *chromeDecoder) members(depth int, value func(c int) error) error {
 		if d.key, err = s.readString(d.key[:0], d.lim.MaxStringBytes); err != nil {
 			return err
 		}
-		if !s.skip(':') {
-			if c = s.peek(); c != ':' {
-				return syntaxOrEOF(c)
-			}
-			s.pos++
-		}
-		if err := value(s.peek()); err != nil {
+		if err = s.colon(); err != nil {
 			return err
 		}
-		if s.skip(',') {
-			c = s.peek()
-			continue
+		if err = value(s.peek()); err != nil {
+			return err
 		}
-		c = s.peek()
-		if c == ',' {
-			s.pos++
-			c = s.peek()
-			continue
+		var more bool
+		if c, more, err = s.next(); !more {
+			return err
 		}
-		if c == '}' {
-			s.pos++
-			return nil
-		}
-		return syntaxOrEOF(c)
 	}
 }
 
@@ -681,45 +679,190 @@ func (d *chromeDecoder) args(c int) error {
 	if c != '{' {
 		return s.skipValue(depth, d.lim.MaxDepth, nil)
 	}
-	return d.members(depth, func(c int) error {
-		var err error
-		switch string(d.key) {
-		case "File", "file", "filename", "fileName":
-			if c != '"' {
-				return s.skipValue(depth+1, d.lim.MaxDepth, nil)
-			}
-			d.argFile, err = s.readString(d.argFile[:0], d.lim.MaxStringBytes)
-			d.argSet |= argFile
-		case "Line", "line", "lineNumber":
-			err = d.intArg(c, valLine, depth+1)
-		case "Input Dims":
-			d.argShapes = d.argShapes[:0]
-			err = s.skipValue(depth+1, d.lim.MaxDepth, &d.argShapes)
-			if err == nil && len(d.argShapes) > d.lim.MaxStringBytes {
-				err = errStringLong
-			}
-			d.argSet |= argShapes
-		case "Bytes":
-			err = d.intArg(c, valBytes, depth+1)
-		case "correlation", "correlation_id":
-			err = d.intArg(c, valCorr, depth+1)
-		case "device", "device_id":
-			err = d.intArg(c, valDevice, depth+1)
-		case "stream":
-			err = d.intArg(c, valStream, depth+1)
-		case "External id":
-			err = d.intArg(c, valExternal, depth+1)
-		case "name":
-			if c != '"' {
-				return s.skipValue(depth+1, d.lim.MaxDepth, nil)
-			}
-			d.argName, err = s.readString(d.argName[:0], d.lim.MaxStringBytes)
-			d.argSet |= argName
-		default:
-			err = s.skipValue(depth+1, d.lim.MaxDepth, nil)
+	if depth > d.lim.MaxDepth {
+		return errDepth
+	}
+	s.pos++
+	if c = s.peek(); c == '}' {
+		s.pos++
+		return nil
+	}
+	for {
+		if c != '"' {
+			return syntaxOrEOF(c)
 		}
-		return err
-	})
+		k, err := d.readKey(true)
+		if err != nil {
+			return err
+		}
+		if err = s.colon(); err != nil {
+			return err
+		}
+		if err = d.arg(k, s.peek(), depth+1); err != nil {
+			return err
+		}
+		var more bool
+		if c, more, err = s.next(); !more {
+			return err
+		}
+	}
+}
+
+// arg reads the value of the argument k, whose first byte is c, at nesting depth depth.
+func (d *chromeDecoder) arg(k keyCode, c, depth int) error {
+	s := d.s
+	var err error
+	switch k {
+	case argKeyFile:
+		if c != '"' {
+			return s.skipValue(depth, d.lim.MaxDepth, nil)
+		}
+		d.argFile, err = s.readString(d.argFile[:0], d.lim.MaxStringBytes)
+		d.argSet |= argFile
+	case argKeyLine:
+		err = d.intArg(c, valLine, depth)
+	case argKeyShapes:
+		var ok bool
+		if c == '[' {
+			d.argShapes, ok = s.captureIntArrays(d.argShapes[:0], depth, d.lim.MaxDepth)
+		}
+		if !ok {
+			d.argShapes = d.argShapes[:0]
+			err = s.skipValue(depth, d.lim.MaxDepth, &d.argShapes)
+		}
+		if err == nil && len(d.argShapes) > d.lim.MaxStringBytes {
+			err = errStringLong
+		}
+		d.argSet |= argShapes
+	case argKeyBytes:
+		err = d.intArg(c, valBytes, depth)
+	case argKeyCorr:
+		err = d.intArg(c, valCorr, depth)
+	case argKeyDevice:
+		err = d.intArg(c, valDevice, depth)
+	case argKeyStream:
+		err = d.intArg(c, valStream, depth)
+	case argKeyExternal:
+		err = d.intArg(c, valExternal, depth)
+	case argKeyName:
+		if c != '"' {
+			return s.skipValue(depth, d.lim.MaxDepth, nil)
+		}
+		d.argName, err = s.readString(d.argName[:0], d.lim.MaxStringBytes)
+		d.argSet |= argName
+	default:
+		err = s.skipValue(depth, d.lim.MaxDepth, nil)
+	}
+	return err
+}
+
+// keyCode names an object key the decoder acts on: the event members (key...) and the
+// arguments (argKey...) it reads; keyOther is any other key.
+type keyCode uint8
+
+const (
+	keyOther keyCode = iota
+	keyPh
+	keyName
+	keyCat
+	keyTS
+	keyDur
+	keyPid
+	keyTid
+	keyID
+	keyID2
+	keyScope
+	keyArgs
+	argKeyFile
+	argKeyLine
+	argKeyShapes
+	argKeyBytes
+	argKeyCorr
+	argKeyDevice
+	argKeyStream
+	argKeyExternal
+	argKeyName
+)
+
+func eventKey(k []byte) keyCode {
+	switch string(k) {
+	case "ph":
+		return keyPh
+	case "name":
+		return keyName
+	case "cat":
+		return keyCat
+	case "ts":
+		return keyTS
+	case "dur":
+		return keyDur
+	case "pid":
+		return keyPid
+	case "tid":
+		return keyTid
+	case "id":
+		return keyID
+	case "id2":
+		return keyID2
+	case "scope":
+		return keyScope
+	case "args":
+		return keyArgs
+	}
+	return keyOther
+}
+
+func argKey(k []byte) keyCode {
+	switch string(k) {
+	case "File", "file", "filename", "fileName":
+		return argKeyFile
+	case "Line", "line", "lineNumber":
+		return argKeyLine
+	case "Input Dims":
+		return argKeyShapes
+	case "Bytes":
+		return argKeyBytes
+	case "correlation", "correlation_id":
+		return argKeyCorr
+	case "device", "device_id":
+		return argKeyDevice
+	case "stream":
+		return argKeyStream
+	case "External id":
+		return argKeyExternal
+	case "name":
+		return argKeyName
+	}
+	return keyOther
+}
+
+// readKey reads the object key at pos (buf[pos] == '"') and returns its code among the
+// event's members, or among the arguments when args is set. A short key without
+// escapes is matched where it lies in the buffer; any other is decoded into d.key first.
+func (d *chromeDecoder) readKey(args bool) (keyCode, error) {
+	s := d.s
+	for i, end := s.pos+1, min(s.end, s.pos+34); i < end; i++ {
+		c := s.buf[i]
+		if c == '"' {
+			k := s.buf[s.pos+1 : i]
+			s.pos = i + 1
+			if args {
+				return argKey(k), nil
+			}
+			return eventKey(k), nil
+		}
+		if c == '\\' {
+			break
+		}
+	}
+	var err error
+	if d.key, err = s.readString(d.key[:0], d.lim.MaxStringBytes); err != nil {
+		return keyOther, err
+	}
+	if args {
+		return argKey(d.key), nil
+	}
+	return eventKey(d.key), nil
 }
 
 // event reads the event object at pos and acts on it.
@@ -740,40 +883,37 @@ func (d *chromeDecoder) event() error {
 		if c != '"' {
 			return syntaxOrEOF(c)
 		}
-		var err error
-		if d.key, err = s.readString(d.key[:0], d.lim.MaxStringBytes); err != nil {
+		k, err := d.readKey(false)
+		if err != nil {
 			return err
 		}
-		if !s.skip(':') {
-			if c = s.peek(); c != ':' {
-				return syntaxOrEOF(c)
-			}
-			s.pos++
+		if err = s.colon(); err != nil {
+			return err
 		}
 		c = s.peek()
-		switch string(d.key) {
-		case "ph":
+		switch k {
+		case keyPh:
 			err = d.readStr(&d.ph, c)
-		case "name":
+		case keyName:
 			err = d.readStr(&d.name, c)
-		case "cat":
+		case keyCat:
 			err = d.readStr(&d.cat, c)
-		case "ts":
+		case keyTS:
 			d.ts, err = d.micros(c, "ts")
 			d.hasTS = true
-		case "dur":
+		case keyDur:
 			d.dur, err = d.micros(c, "dur")
-		case "pid":
+		case keyPid:
 			d.pid, err = d.ident(c)
-		case "tid":
+		case keyTid:
 			d.tid, err = d.ident(c)
-		case "id":
+		case keyID:
 			err = d.idText(c, 'i')
-		case "id2":
+		case keyID2:
 			err = d.id2(c)
-		case "scope":
+		case keyScope:
 			err = d.readStr(&d.scope, c)
-		case "args":
+		case keyArgs:
 			err = d.args(c)
 		default:
 			err = s.skipValue(d.evDepth+1, d.lim.MaxDepth, nil)
@@ -781,21 +921,13 @@ func (d *chromeDecoder) event() error {
 		if err != nil {
 			return err
 		}
-		if s.skip(',') {
-			c = s.peek()
-			continue
+		var more bool
+		if c, more, err = s.next(); err != nil {
+			return err
 		}
-		c = s.peek()
-		if c == ',' {
-			s.pos++
-			c = s.peek()
-			continue
-		}
-		if c == '}' {
-			s.pos++
+		if !more {
 			return d.dispatch()
 		}
-		return syntaxOrEOF(c)
 	}
 }
 
@@ -831,9 +963,9 @@ func (d *chromeDecoder) dispatch() error {
 		if err != nil {
 			return err
 		}
-		var p packedArgs
-		d.packArgs(&p)
-		return d.emit(d.idx, d.ts, d.dur, t, d.str(d.name), d.str(d.cat), "X", &p)
+		p := &d.packScratch
+		d.packArgs(p)
+		return d.emit(d.idx, d.ts, d.dur, t, d.str(d.name), d.str(d.cat), "X", p)
 	case 'B', 'b':
 		if !d.hasTS {
 			return d.decodeError("event %d (ph %c) has no ts", d.idx, ph)
@@ -880,9 +1012,9 @@ func (d *chromeDecoder) dispatch() error {
 		if d.ts < o.ts {
 			return d.decodeError("event %d (ph %c) ends before its begin, event %d", d.idx, ph, o.id)
 		}
-		var p packedArgs
-		d.packArgs(&p)
-		o.args.fill(&p)
+		p := &d.packScratch
+		d.packArgs(p)
+		o.args.fill(p)
 		phase := "B"
 		if ph == 'e' {
 			phase = "b"
@@ -915,9 +1047,12 @@ func (d *chromeDecoder) dispatch() error {
 }
 
 func (d *chromeDecoder) emit(id, ts, dur int64, track int32, name, cat, phase string, p *packedArgs) error {
+	d.st.Slices++
+	if d.packed != nil {
+		return d.packed.slice(id, ts, dur, int64(track), name, cat, phase, p)
+	}
 	d.ev = Event{ID: id, TS: ts, Dur: dur, Track: int64(track), Name: name, Category: cat, Phase: phase,
 		Args: p.expand(&d.argStore)}
-	d.st.Slices++
 	return d.sink.Slice(&d.ev)
 }
 

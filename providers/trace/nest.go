@@ -60,11 +60,14 @@ type Nester struct {
 
 	slab []slot
 	free []int32
-	heap []heapEntry
+	heap reorderQueue
 
 	opens   []openMark // a min-heap by (ts, id), with stale marks removed lazily
 	openSet map[int64]int64
 
+	// dense holds the tracks whose IDs are below maxDenseTrack (decoders number their
+	// tracks from 0 or 1), tracks the others.
+	dense  []nestTrack
 	tracks map[int64]*nestTrack
 
 	unordered, overlaps, released int64
@@ -230,22 +233,20 @@ func (n *Nester) slice(id, ts, dur, track int64, name, cat, phase string, args *
 	s := &n.slab[i]
 	*s = slot{id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phase, args: *args}
 	k := slotKey{ts, dur, id}
-	if len(n.heap) >= n.opts.Window && len(n.heap) > 0 {
+	if n.heap.len() >= n.opts.Window && n.heap.len() > 0 {
 		// The buffer is full: pushing the slice would release the earliest of it and
 		// the buffer. Do both in one step when nothing open holds the release back (the
 		// common case): release the slice itself when it is the earliest, else replace
 		// the root with it.
-		first := k.less(n.heap[0].slotKey)
-		at := n.heap[0].ts
+		root := n.heap.min()
+		first := k.less(root.slotKey)
+		at := root.ts
 		if first {
 			at = ts
 		}
-		if len(n.heap)+1 > n.opts.MaxHeld || !n.heldBack(at) {
+		if n.heap.len()+1 > n.opts.MaxHeld || !n.heldBack(at) {
 			if !first {
-				top := n.heap[0].slot
-				n.heap[0] = heapEntry{k, i}
-				n.down(0)
-				i = top
+				i = n.heap.replaceMin(heapEntry{k, i})
 			}
 			if err := n.release(i); err != nil {
 				return err
@@ -253,7 +254,7 @@ func (n *Nester) slice(id, ts, dur, track int64, name, cat, phase string, args *
 			return n.drain()
 		}
 	}
-	n.push(i)
+	n.heap.push(heapEntry{k, i})
 	return n.drain()
 }
 
@@ -270,11 +271,11 @@ func (n *Nester) heldBack(ts int64) bool {
 
 // drain releases the earliest slices beyond the window.
 func (n *Nester) drain() error {
-	for len(n.heap) > n.opts.Window {
-		if len(n.heap) <= n.opts.MaxHeld && n.heldBack(n.heap[0].ts) {
+	for n.heap.len() > n.opts.Window {
+		if n.heap.len() <= n.opts.MaxHeld && n.heldBack(n.heap.min().ts) {
 			break
 		}
-		if err := n.release(n.pop()); err != nil {
+		if err := n.release(n.heap.pop()); err != nil {
 			return err
 		}
 	}
@@ -283,24 +284,138 @@ func (n *Nester) drain() error {
 
 // Flush releases every slice held. Call it once the decoder has returned.
 func (n *Nester) Flush() error {
-	for len(n.heap) > 0 && n.err == nil {
-		if err := n.release(n.pop()); err != nil {
+	for n.heap.len() > 0 && n.err == nil {
+		if err := n.release(n.heap.pop()); err != nil {
 			return err
 		}
 	}
 	return n.err
 }
 
-// The buffer is a 4-ary min-heap: half the levels of a binary one, and the children
-// of an entry share a cache line or two.
-func (n *Nester) push(i int32) {
-	s := &n.slab[i]
-	n.heap = append(n.heap, heapEntry{slotKey{s.ts, s.dur, s.id}, i})
-	h := n.heap
+// reorderQueue is the reorder buffer: a priority queue of entries by key, made for
+// slices that arrive nearly in start order. Entries that arrive after the latest held
+// one, or shortly before it (within maxShift entries), go into a sorted run, kept in
+// order by insertion; the others go into a heap. The earliest entry is the earlier of the
+// run's first and the heap's root, so most arrivals cost an append or a short move,
+// and only far-disordered ones a heap operation.
+type reorderQueue struct {
+	run  []heapEntry // sorted by key; run[head:] are held
+	head int
+	side slotHeap
+	// shift bounds how far back in the run an arriving entry is inserted (0:
+	// maxShift).
+	shift int
+}
+
+// maxShift is reorderQueue.shift's default.
+const maxShift = 256
+
+func (q *reorderQueue) len() int { return len(q.run) - q.head + q.side.len() }
+
+// min is the earliest entry; the queue is not empty.
+func (q *reorderQueue) min() *heapEntry {
+	if q.head == len(q.run) {
+		return q.side.min()
+	}
+	r := &q.run[q.head]
+	if q.side.len() > 0 {
+		if m := q.side.min(); m.less(r.slotKey) {
+			return m
+		}
+	}
+	return r
+}
+
+func (q *reorderQueue) push(e heapEntry) {
+	if len(q.run) == cap(q.run) && q.head > 0 && q.head >= len(q.run)/2 {
+		// More than half of the run has been released: reuse its space.
+		n := copy(q.run, q.run[q.head:])
+		q.run = q.run[:n]
+		q.head = 0
+	}
+	run := q.run
+	n := len(run)
+	if n == q.head || !e.less(run[n-1].slotKey) {
+		q.run = append(run, e)
+		return
+	}
+	shift := q.shift
+	if shift <= 0 {
+		shift = maxShift
+	}
+	lo := max(q.head, n-shift)
+	if e.less(run[lo].slotKey) {
+		if lo > q.head {
+			q.side.push(e)
+			return
+		}
+	}
+	// The first entry of run[lo:n] after e: e goes before it.
+	i, j := lo, n-1
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if e.less(run[m].slotKey) {
+			j = m
+		} else {
+			i = m + 1
+		}
+	}
+	run = append(run, heapEntry{})
+	copy(run[i+1:], run[i:n])
+	run[i] = e
+	q.run = run
+}
+
+// pop removes the earliest entry and returns its slot.
+func (q *reorderQueue) pop() int32 {
+	if q.head == len(q.run) || (q.side.len() > 0 && q.side.min().less(q.run[q.head].slotKey)) {
+		return q.side.pop()
+	}
+	s := q.run[q.head].slot
+	q.head++
+	if q.head == len(q.run) {
+		q.run, q.head = q.run[:0], 0
+	}
+	return s
+}
+
+// replaceMin adds e, which is not earlier than the earliest entry, and removes the
+// earliest entry, returning its slot.
+func (q *reorderQueue) replaceMin(e heapEntry) int32 {
+	q.push(e)
+	return q.pop()
+}
+
+// slotHeap is the reorder buffer: a 4-ary min-heap of entries by key, with half the
+// levels of a binary one. Its storage begins with heapPad unused entries so that the
+// four children of an entry start at a multiple of four entries (128 bytes): a step down
+// reads two cache lines instead of three.
+type slotHeap struct {
+	h []heapEntry
+}
+
+// heapPad is the index of the root in slotHeap.h.
+const heapPad = 3
+
+func (q *slotHeap) len() int {
+	if len(q.h) == 0 {
+		return 0
+	}
+	return len(q.h) - heapPad
+}
+
+// min is the earliest entry; the heap is not empty.
+func (q *slotHeap) min() *heapEntry { return &q.h[heapPad] }
+
+func (q *slotHeap) push(e heapEntry) {
+	if len(q.h) == 0 {
+		q.h = make([]heapEntry, heapPad, 1024)
+	}
+	q.h = append(q.h, e)
+	h := q.h
 	j := len(h) - 1
-	e := h[j]
-	for j > 0 {
-		p := (j - 1) / 4
+	for j > heapPad {
+		p := j/4 + 2 // the parent of physical index j
 		if !e.less(h[p].slotKey) {
 			break
 		}
@@ -310,24 +425,33 @@ func (n *Nester) push(i int32) {
 	h[j] = e
 }
 
-func (n *Nester) pop() int32 {
-	h := n.heap
-	top := h[0].slot
+// pop removes the earliest entry and returns its slot.
+func (q *slotHeap) pop() int32 {
+	h := q.h
+	top := h[heapPad].slot
 	last := len(h) - 1
-	h[0] = h[last]
-	n.heap = h[:last]
-	if last > 0 {
-		n.down(0)
+	h[heapPad] = h[last]
+	q.h = h[:last]
+	if last > heapPad {
+		q.down(heapPad)
 	}
 	return top
 }
 
-// down moves entry j down to its place.
-func (n *Nester) down(j int) {
-	h := n.heap
+// replaceMin puts e in place of the earliest entry and returns that entry's slot.
+func (q *slotHeap) replaceMin(e heapEntry) int32 {
+	top := q.h[heapPad].slot
+	q.h[heapPad] = e
+	q.down(heapPad)
+	return top
+}
+
+// down moves the entry at physical index j down to its place.
+func (q *slotHeap) down(j int) {
+	h := q.h
 	e := h[j]
 	for {
-		c := 4*j + 1
+		c := 4*j - 8 // the first child of physical index j
 		if c >= len(h) {
 			break
 		}
@@ -346,14 +470,29 @@ func (n *Nester) down(j int) {
 	h[j] = e
 }
 
+// maxDenseTrack bounds the track IDs a Nester keeps in a slice rather than a map.
+const maxDenseTrack = 1 << 17
+
+// track returns the state of the track with this ID.
+func (n *Nester) track(id int64) *nestTrack {
+	if id >= 0 && id < maxDenseTrack {
+		if id >= int64(len(n.dense)) {
+			n.dense = append(n.dense, make([]nestTrack, id+1-int64(len(n.dense)))...)
+		}
+		return &n.dense[id]
+	}
+	tr := n.tracks[id]
+	if tr == nil {
+		tr = &nestTrack{}
+		n.tracks[id] = tr
+	}
+	return tr
+}
+
 // release places slot i on its track and hands it to the callback.
 func (n *Nester) release(i int32) error {
 	s := &n.slab[i]
-	tr := n.tracks[s.track]
-	if tr == nil {
-		tr = &nestTrack{}
-		n.tracks[s.track] = tr
-	}
+	tr := n.track(s.track)
 	parent, depth := int64(-1), int32(0)
 	k := slotKey{s.ts, s.dur, s.id}
 	if tr.hasLast && k.less(tr.last) {

@@ -287,6 +287,11 @@ func (nopSink) Track(Track)                     {}
 func (nopSink) ThreadName(int64, int64, string) {}
 func (nopSink) ProcessName(int64, string)       {}
 
+// slice makes nopSink a packedSink, as the pipeline's recorder is.
+func (nopSink) slice(int64, int64, int64, int64, string, string, string, *packedArgs) error {
+	return nil
+}
+
 // BenchmarkDecodeChrome decodes (and nests) a generated ~64 MiB Chrome trace in memory.
 func BenchmarkDecodeChrome(b *testing.B) {
 	if benchTrace == nil {
@@ -348,5 +353,52 @@ func benchDecode(b *testing.B, benchTrace []byte) {
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			runtime.GC()
 		})
+	}
+}
+
+type recordSink struct{ recs []pipeRec }
+
+func (r *recordSink) Slice(e *Event) error {
+	var p packedArgs
+	p.pack(&e.Args)
+	return r.slice(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &p)
+}
+func (r *recordSink) slice(id, ts, dur, track int64, name, cat, phase string, args *packedArgs) error {
+	r.recs = append(r.recs, pipeRec{kind: recSlice, id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phase, args: *args})
+	return nil
+}
+func (r *recordSink) Open(id, track, ts int64) {
+	r.recs = append(r.recs, pipeRec{kind: recOpen, id: id, track: track, ts: ts})
+}
+func (r *recordSink) Track(t Track) {
+	r.recs = append(r.recs, pipeRec{kind: recTrack, id: t.ID, pid: t.PID, tid: t.TID, name: t.Name, async: t.Async})
+}
+func (r *recordSink) ThreadName(int64, int64, string) {}
+func (r *recordSink) ProcessName(int64, string)       {}
+
+// BenchmarkNestSteps nests the slices of BenchmarkDecodeChromeSteps's trace, decoded
+// once beforehand: the Nester's share of the pipeline's work.
+func BenchmarkNestSteps(b *testing.B) {
+	var buf bytes.Buffer
+	if err := writeStepTrace(&buf, 64<<20); err != nil {
+		b.Fatal(err)
+	}
+	rec := &recordSink{}
+	if _, err := DecodeChrome(context.Background(), bytes.NewReader(buf.Bytes()), 0, ChromeLimits{}, rec); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := NewNester(NesterOptions{}, nil, func(*Nested) error { return nil })
+		for j := 0; j < len(rec.recs); j += pipeBatch {
+			if err := replay(n, rec.recs[j:min(j+pipeBatch, len(rec.recs))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := n.Flush(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -191,6 +192,10 @@ func TestNesterMatchesReference(t *testing.T) {
 			got = append(got, retain(s))
 			return nil
 		})
+		if round%2 == 1 {
+			// A short run sends more arrivals to the reorder queue's heap.
+			nest.heap.shift = 1 + rng.Intn(8)
+		}
 		for i := range evs {
 			if m, ok := opens[i]; ok {
 				nest.Open(m.id, 0, m.ts)
@@ -213,6 +218,56 @@ func TestNesterMatchesReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReorderQueue checks the reorder queue (sorted run and heap) against a sort, on
+// keys arriving in order, slightly and far out of order, with releases in between.
+func TestReorderQueue(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for round := 0; round < 200; round++ {
+		q := reorderQueue{shift: 1 + rng.Intn(300)}
+		var held []slotKey
+		var clock int64
+		spread := []int64{0, 3, 50, 10_000}[round%4]
+		for i := 0; i < 2000; i++ {
+			if rng.Intn(3) > 0 || len(held) == 0 {
+				clock += int64(rng.Intn(4))
+				k := slotKey{ts: clock - rng.Int63n(spread+1), dur: int64(rng.Intn(3)), id: int64(i)}
+				held = append(held, k)
+				q.push(heapEntry{k, int32(i)})
+				if m := q.min(); m.slotKey != minKey(held) {
+					t.Fatalf("round %d: min %+v after push, want %+v", round, m.slotKey, minKey(held))
+				}
+				continue
+			}
+			want := minKey(held)
+			got := q.pop()
+			if int64(got) != want.id {
+				t.Fatalf("round %d: popped slot %d, want %d", round, got, want.id)
+			}
+			held = slices.DeleteFunc(held, func(k slotKey) bool { return k == want })
+			if q.len() != len(held) {
+				t.Fatalf("round %d: len %d, want %d", round, q.len(), len(held))
+			}
+		}
+		for len(held) > 0 {
+			want := minKey(held)
+			if got := q.pop(); int64(got) != want.id {
+				t.Fatalf("round %d: draining popped slot %d, want %d", round, got, want.id)
+			}
+			held = slices.DeleteFunc(held, func(k slotKey) bool { return k == want })
+		}
+	}
+}
+
+func minKey(ks []slotKey) slotKey {
+	m := ks[0]
+	for _, k := range ks[1:] {
+		if k.less(m) {
+			m = k
+		}
+	}
+	return m
 }
 
 // pipelineRun nests a generated trace directly or through decodePipelined, recording

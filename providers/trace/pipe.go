@@ -85,6 +85,16 @@ func (p *pipeSink) Slice(e *Event) error {
 	return nil
 }
 
+// slice is Slice with the arguments packed (packedSink).
+func (p *pipeSink) slice(id, ts, dur, track int64, name, cat, phase string, args *packedArgs) error {
+	r, err := p.add()
+	if err != nil {
+		return err
+	}
+	*r = pipeRec{kind: recSlice, id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phase, args: *args}
+	return nil
+}
+
 // The calls that return nothing record what they can; a failed hand-over (the caller
 // has stopped) surfaces at the decoder's next Slice or at the end.
 func (p *pipeSink) Open(id, track, ts int64) {

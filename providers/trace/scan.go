@@ -111,6 +111,35 @@ func (s *scanner) skip(b byte) bool {
 	return false
 }
 
+// colon consumes the ':' after an object key.
+func (s *scanner) colon() error {
+	if s.skip(':') {
+		return nil
+	}
+	if c := s.peek(); c != ':' {
+		return syntaxOrEOF(c)
+	}
+	s.pos++
+	return nil
+}
+
+// next consumes what follows the value of an object member: a ',' (more is set, and c
+// is the first byte of the next key) or the object's closing '}'.
+func (s *scanner) next() (c int, more bool, err error) {
+	if s.skip(',') {
+		return s.peek(), true, nil
+	}
+	switch c = s.peek(); c {
+	case ',':
+		s.pos++
+		return s.peek(), true, nil
+	case '}':
+		s.pos++
+		return c, false, nil
+	}
+	return c, false, syntaxOrEOF(c)
+}
+
 func (s *scanner) peekSlow() int {
 	for {
 		for s.pos < s.end {
@@ -573,4 +602,87 @@ func syntaxOrEOF(c int) error {
 		return errEOF
 	}
 	return errSyntax
+}
+
+// captureIntArrays reads the array at pos (buf[pos] == '[') when it holds only integers
+// and arrays of them (Kineto's "Input Dims") and lies whole in the buffer: it appends the
+// array's compact text to dst, as skipValue would capture it, and consumes it. depth is
+// the array's nesting depth. ok is false, with dst as it was and nothing consumed, for
+// any other value, one the buffer does not hold, or one nested deeper than maxDepth:
+// skipValue then reads it and reports its errors.
+func (s *scanner) captureIntArrays(dst []byte, depth, maxDepth int) (out []byte, ok bool) {
+	b := s.buf[:s.end]
+	base := len(dst)
+	// want is what may come next: a value (after "," or at the start), a value or "]"
+	// (after "["), or "," or "]" (after a value).
+	const (
+		wantValue = iota
+		wantValueOrClose
+		wantCommaOrClose
+	)
+	want, level := wantValue, 0
+	for i := s.pos; i < len(b); {
+		switch c := b[i]; {
+		case c == ' ' || c == '\n' || c == '\r' || c == '\t':
+			i++
+		case c == '[':
+			if want == wantCommaOrClose || depth+level > maxDepth {
+				return dst[:base], false
+			}
+			level++
+			dst = append(dst, c)
+			i++
+			want = wantValueOrClose
+		case c == ']':
+			if want == wantValue {
+				return dst[:base], false
+			}
+			level--
+			dst = append(dst, c)
+			i++
+			if level == 0 {
+				s.pos = i
+				return dst, true
+			}
+			want = wantCommaOrClose
+		case c == ',':
+			if want != wantCommaOrClose {
+				return dst[:base], false
+			}
+			dst = append(dst, c)
+			i++
+			want = wantValue
+		case c == '-' || c-'0' <= 9:
+			if want == wantCommaOrClose {
+				return dst[:base], false
+			}
+			j := i
+			if c == '-' {
+				j++
+			}
+			if j >= len(b) || b[j]-'0' > 9 {
+				return dst[:base], false
+			}
+			if b[j] == '0' {
+				j++
+			} else {
+				for j < len(b) && b[j]-'0' <= 9 {
+					j++
+				}
+			}
+			// The byte after the number must be in the buffer and end it as an integer.
+			if j >= len(b) {
+				return dst[:base], false
+			}
+			if n := b[j]; n == '.' || n == 'e' || n == 'E' || n-'0' <= 9 {
+				return dst[:base], false
+			}
+			dst = append(dst, b[i:j]...)
+			i = j
+			want = wantCommaOrClose
+		default:
+			return dst[:base], false
+		}
+	}
+	return dst[:base], false
 }
