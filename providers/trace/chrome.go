@@ -3,9 +3,11 @@ package trace
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 
@@ -110,15 +112,16 @@ type Opener interface {
 // not control characters inside strings.
 func DecodeChrome(ctx context.Context, r io.Reader, source int, lim ChromeLimits, sink Sink) (*Stats, error) {
 	d := &chromeDecoder{
-		ctx:     ctx,
-		s:       newScanner(r),
-		src:     source,
-		lim:     lim.withDefaults(),
-		sink:    sink,
-		intern:  make(map[string]string),
-		threads: make(map[[2]int64]int32),
-		asyncs:  make(map[string]int32),
-		idx:     -1,
+		ctx:        ctx,
+		s:          newScanner(r),
+		src:        source,
+		lim:        lim.withDefaults(),
+		sink:       sink,
+		intern:     make(map[string]string),
+		threads:    make(map[[2]int64]int32),
+		asyncs:     make(map[string]int32),
+		idx:        -1,
+		lastThread: -1,
 	}
 	d.opener, _ = sink.(Opener)
 	d.packed, _ = sink.(packedSink)
@@ -268,11 +271,16 @@ type chromeDecoder struct {
 	argVals                            [6]int64
 
 	digits    []byte
+	recent    [1 << recentBits]recentString
 	intern    map[string]string
 	internLen int
 	threads   map[[2]int64]int32
-	asyncs    map[string]int32
-	tracks    []trackState
+	// lastKey's track is lastThread (-1: none yet): consecutive events are often on
+	// one thread.
+	lastKey    [2]int64
+	lastThread int32
+	asyncs     map[string]int32
+	tracks     []trackState
 
 	ev       Event
 	argStore packedArgs
@@ -283,23 +291,56 @@ type chromeDecoder struct {
 // internLimit bounds the bytes of interned strings; later strings are allocated.
 const internLimit = 32 << 20
 
-// str returns b as a string, interned, with invalid UTF-8 replaced.
+// str returns b as a string, interned, with invalid UTF-8 replaced. The strings met
+// most recently are found in a small direct-mapped cache before the map.
 func (d *chromeDecoder) str(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	if s, ok := d.intern[string(b)]; ok {
-		return s
+	e := &d.recent[recentIndex(b)]
+	if string(b) == e.raw {
+		return e.s
 	}
-	s := string(b)
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
+	s, ok := d.intern[string(b)]
+	if !ok {
+		s = string(b)
+		if !utf8.ValidString(s) {
+			s = strings.ToValidUTF8(s, "\uFFFD")
+		}
+		if d.internLen+len(b) <= internLimit {
+			d.internLen += len(b)
+			d.intern[string(b)] = s
+		}
 	}
-	if d.internLen+len(b) <= internLimit {
-		d.internLen += len(b)
-		d.intern[string(b)] = s
+	if len(b) <= maxRecentBytes {
+		e.raw, e.s = string(b), s
 	}
 	return s
+}
+
+// recentString is an entry of chromeDecoder.recent: the string interned for raw.
+type recentString struct{ raw, s string }
+
+const (
+	recentBits = 10
+	// maxRecentBytes bounds the strings the cache keeps.
+	maxRecentBytes = 256
+)
+
+// recentIndex hashes b's length and its first and last eight bytes (fewer when it is
+// shorter) into an index of chromeDecoder.recent.
+func recentIndex(b []byte) uint64 {
+	var lo, hi uint64
+	if len(b) >= 8 {
+		lo = binary.LittleEndian.Uint64(b)
+		hi = binary.LittleEndian.Uint64(b[len(b)-8:])
+	} else {
+		for i, c := range b {
+			lo |= uint64(c) << (8 * i)
+		}
+	}
+	h := (lo ^ bits.RotateLeft64(hi, 29) ^ uint64(len(b))) * 0x9E3779B97F4A7C15
+	return h >> (64 - recentBits)
 }
 
 func (d *chromeDecoder) decodeError(format string, a ...any) error {
@@ -784,29 +825,43 @@ const (
 	argKeyName
 )
 
+// eventKey is the code of an event member's key.
 func eventKey(k []byte) keyCode {
-	switch string(k) {
-	case "ph":
+	if len(k) > 7 {
+		return keyOther
+	}
+	var w uint64
+	for i, c := range k {
+		w |= uint64(c) << (8 * i)
+	}
+	return eventKeyWord(w, len(k))
+}
+
+// eventKeyWord is the code of the key of n (at most 7) bytes held in w's low bytes,
+// the first in the lowest, the others zero.
+func eventKeyWord(w uint64, n int) keyCode {
+	switch w | uint64(n)<<56 {
+	case 'p' | 'h'<<8 | 2<<56:
 		return keyPh
-	case "name":
+	case 'n' | 'a'<<8 | 'm'<<16 | 'e'<<24 | 4<<56:
 		return keyName
-	case "cat":
+	case 'c' | 'a'<<8 | 't'<<16 | 3<<56:
 		return keyCat
-	case "ts":
+	case 't' | 's'<<8 | 2<<56:
 		return keyTS
-	case "dur":
+	case 'd' | 'u'<<8 | 'r'<<16 | 3<<56:
 		return keyDur
-	case "pid":
+	case 'p' | 'i'<<8 | 'd'<<16 | 3<<56:
 		return keyPid
-	case "tid":
+	case 't' | 'i'<<8 | 'd'<<16 | 3<<56:
 		return keyTid
-	case "id":
+	case 'i' | 'd'<<8 | 2<<56:
 		return keyID
-	case "id2":
+	case 'i' | 'd'<<8 | '2'<<16 | 3<<56:
 		return keyID2
-	case "scope":
+	case 's' | 'c'<<8 | 'o'<<16 | 'p'<<24 | 'e'<<32 | 5<<56:
 		return keyScope
-	case "args":
+	case 'a' | 'r'<<8 | 'g'<<16 | 's'<<24 | 4<<56:
 		return keyArgs
 	}
 	return keyOther
@@ -841,18 +896,32 @@ func argKey(k []byte) keyCode {
 // escapes is matched where it lies in the buffer; any other is decoded into d.key first.
 func (d *chromeDecoder) readKey(args bool) (keyCode, error) {
 	s := d.s
-	for i, end := s.pos+1, min(s.end, s.pos+34); i < end; i++ {
-		c := s.buf[i]
-		if c == '"' {
-			k := s.buf[s.pos+1 : i]
-			s.pos = i + 1
-			if args {
-				return argKey(k), nil
+	if p := s.pos + 1; p+16 <= s.end {
+		// Find the closing quote in the next 16 bytes, eight at a time; a backslash
+		// before it takes the general path.
+		n := -1
+		w := binary.LittleEndian.Uint64(s.buf[p:])
+		if m := byteMask(w, '"') | byteMask(w, '\\'); m != 0 {
+			if at := bits.TrailingZeros64(m) >> 3; s.buf[p+at] == '"' {
+				n = at
 			}
-			return eventKey(k), nil
+		} else {
+			w2 := binary.LittleEndian.Uint64(s.buf[p+8:])
+			if m := byteMask(w2, '"') | byteMask(w2, '\\'); m != 0 {
+				if at := 8 + bits.TrailingZeros64(m)>>3; s.buf[p+at] == '"' {
+					n = at
+				}
+			}
 		}
-		if c == '\\' {
-			break
+		if n >= 0 {
+			s.pos = p + n + 1
+			if args {
+				return argKey(s.buf[p : p+n]), nil
+			}
+			if n > 7 {
+				return keyOther, nil
+			}
+			return eventKeyWord(w&(1<<(8*n)-1), n), nil
 		}
 	}
 	var err error
@@ -863,6 +932,14 @@ func (d *chromeDecoder) readKey(args bool) (keyCode, error) {
 		return argKey(d.key), nil
 	}
 	return eventKey(d.key), nil
+}
+
+// byteMask sets the top bit of the bytes of w that equal c. Borrows only cross from a
+// byte that equals c, so the lowest bit set is exact (bytes above it may be flagged
+// wrongly).
+func byteMask(w uint64, c byte) uint64 {
+	x := w ^ (0x0101010101010101 * uint64(c))
+	return (x - 0x0101010101010101) &^ x & 0x8080808080808080
 }
 
 // event reads the event object at pos and acts on it.
@@ -959,7 +1036,7 @@ func (d *chromeDecoder) dispatch() error {
 		if d.ts > 0 && d.dur > (1<<63-1)-d.ts {
 			return d.decodeError("event %d ends outside the int64 nanosecond range", d.idx)
 		}
-		t, err := d.threadTrack()
+		t, err := d.threadTrack(true)
 		if err != nil {
 			return err
 		}
@@ -973,7 +1050,7 @@ func (d *chromeDecoder) dispatch() error {
 		var t int32
 		var err error
 		if ph == 'B' {
-			t, err = d.threadTrack()
+			t, err = d.threadTrack(true)
 		} else {
 			t, err = d.asyncTrack(true)
 		}
@@ -995,11 +1072,9 @@ func (d *chromeDecoder) dispatch() error {
 		if !d.hasTS {
 			return d.decodeError("event %d (ph %c) has no ts", d.idx, ph)
 		}
-		t := int32(-1)
+		var t int32
 		if ph == 'E' {
-			if i, ok := d.threads[[2]int64{d.pid, d.tid}]; ok {
-				t = i
-			}
+			t, _ = d.threadTrack(false)
 		} else {
 			t, _ = d.asyncTrack(false)
 		}
@@ -1066,17 +1141,25 @@ func (d *chromeDecoder) newTrack(t Track) (int32, error) {
 	return int32(t.ID), nil
 }
 
-// threadTrack returns the track of the event's (pid, tid), announcing a new one.
-func (d *chromeDecoder) threadTrack() (int32, error) {
+// threadTrack returns the track of the event's (pid, tid), announcing a new one; -1
+// when there is none and create is false.
+func (d *chromeDecoder) threadTrack(create bool) (int32, error) {
 	k := [2]int64{d.pid, d.tid}
-	if t, ok := d.threads[k]; ok {
-		return t, nil
+	if d.lastThread >= 0 && k == d.lastKey {
+		return d.lastThread, nil
 	}
-	t, err := d.newTrack(Track{PID: d.pid, TID: d.tid})
-	if err != nil {
-		return -1, err
+	t, ok := d.threads[k]
+	if !ok {
+		if !create {
+			return -1, nil
+		}
+		var err error
+		if t, err = d.newTrack(Track{PID: d.pid, TID: d.tid}); err != nil {
+			return -1, err
+		}
+		d.threads[k] = t
 	}
-	d.threads[k] = t
+	d.lastKey, d.lastThread = k, t
 	return t, nil
 }
 

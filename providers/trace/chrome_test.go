@@ -451,3 +451,39 @@ func TestDecodeChromeReadErrors(t *testing.T) {
 		t.Errorf("%#v, want a DecodeError without the library text", err)
 	}
 }
+
+// TestDecodeChromeKeySpellings checks that keys are matched by their decoded text,
+// whichever path reads them: escaped keys are the same keys, and keys that only share
+// a prefix or bytes with one (a NUL after "ph", a longer name) are other keys.
+func TestDecodeChromeKeySpellings(t *testing.T) {
+	plain := `[{"ph":"X","name":"n","cat":"c","pid":1,"tid":2,"ts":5,"dur":3,"args":{"External id":4,"Input Dims":[[1, 2]],"correlation":6}},
+{"ph":"X","name":"m","pid":1,"tid":2,"ts":9,"dur":1}]`
+	escaped := `[{"\u0070h":"X","nam\u0065":"n","\u0063at":"c","pid":1,"t\u0069d":2,"ts":5,"du\u0072":3,"args":{"External\u0020id":4,"Input Dims":[[1,2]],"correlatio\u006e":6}},
+{"ph" : "X", "name" : "m", "pid" : 1, "tid" : 2, "ts" : 9, "dur" : 1, "a_key_longer_than_sixteen_bytes": {"ph": "B"}}]`
+	want, wantSt, err := decodeString(t, plain, ChromeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gotSt, err := decodeString(t, escaped, ChromeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.slices, got.slices); diff != "" {
+		t.Errorf("escaped keys (-plain +escaped):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantSt, gotSt); diff != "" {
+		t.Errorf("escaped keys' stats (-plain +escaped):\n%s", diff)
+	}
+	if len(want.slices) != 2 || want.slices[0].Args.CorrelationID == nil || *want.slices[0].Args.InputShapes != "[[1,2]]" {
+		t.Fatalf("plain trace read as %+v", want.slices)
+	}
+	lookalikes := `[{"ph\u0000":"X","ph ":"X","phx":"X","name":"n","pid":1,"tid":2,"ts":5,"dur":3},
+{"PH":"X","ts":1},{"p":"X","ts":1},{"tsx":1,"ph":"X","ts":2,"args":{"External id ":4,"correlation_idx":5}}]`
+	rec, st, err := decodeString(t, lookalikes, ChromeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ignored != 3 || st.Slices != 1 || rec.slices[0].TS != 2000 || rec.slices[0].Args != (Args{}) {
+		t.Errorf("lookalike keys: stats %+v, slices %+v", st, rec.slices)
+	}
+}

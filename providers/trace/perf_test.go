@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,7 +47,7 @@ func TestScaledNumberMatchesScaleDecimal(t *testing.T) {
 	}
 	for _, text := range texts {
 		for _, scale := range []int{0, 3} {
-			for _, tail := range []string{",", "}", " ", ""} {
+			for _, tail := range []string{",", "}", " ", "", `,"dur":2.5}`, "\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0", "/:/:/:/:/:"} {
 				in := text + tail
 				s := &scanner{buf: []byte(in), end: len(in), eof: true}
 				v, ok := s.scaledNumber(scale)
@@ -388,6 +389,29 @@ func TestOverlapsMatchesBig(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestStrCache checks the decoder's interning, cache first, on strings that collide in
+// the cache, repeat in random order, are invalid UTF-8, or are too long to be cached.
+func TestStrCache(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	var words [][]byte
+	for i := 0; i < 5000; i++ {
+		w := make([]byte, 1+rng.Intn([]int{7, 20, 300}[i%3]))
+		for j := range w {
+			w[j] = "ab\xff:"[rng.Intn(4)]
+		}
+		words = append(words, w)
+	}
+	d := &chromeDecoder{intern: map[string]string{}}
+	for i := 0; i < 50000; i++ {
+		w := words[rng.Intn(len(words))]
+		in := string(w)
+		got := d.str(append([]byte(nil), w...))
+		if want := strings.ToValidUTF8(in, "\uFFFD"); got != want {
+			t.Fatalf("str(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

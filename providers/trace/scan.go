@@ -2,9 +2,11 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math"
+	"math/bits"
 )
 
 // scanner is a byte scanner over an io.Reader with its own buffer, made for reading one
@@ -362,10 +364,7 @@ func (s *scanner) scaledNumber(scale int) (v int64, ok bool) {
 	}
 	start := i
 	var m uint64
-	for i < len(b) && b[i]-'0' <= 9 {
-		m = m*10 + uint64(b[i]-'0')
-		i++
-	}
+	i, m = digits(b, i, 0)
 	n := i - start
 	if n == 0 || (n > 1 && b[start] == '0') {
 		return 0, false
@@ -374,10 +373,7 @@ func (s *scanner) scaledNumber(scale int) (v int64, ok bool) {
 	if i < len(b) && b[i] == '.' {
 		i++
 		f := i
-		for i < len(b) && b[i]-'0' <= 9 {
-			m = m*10 + uint64(b[i]-'0')
-			i++
-		}
+		i, m = digits(b, i, m)
 		frac = i - f
 		if frac == 0 {
 			return 0, false
@@ -407,6 +403,47 @@ func (s *scanner) scaledNumber(scale int) (v int64, ok bool) {
 	}
 	s.pos = i
 	return int64(m), true
+}
+
+// digits reads the ASCII digits of b from i, returning the index after them and m with
+// them appended as decimal digits (m*10^k + their value, wrapping past 20 digits, which
+// callers refuse). It reads eight bytes at a time while eight are left.
+func digits(b []byte, i int, m uint64) (int, uint64) {
+	for i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		// A byte is not a digit when adding 0x46 sets its top bit (above '9') or
+		// subtracting 0x30 does (below '0'). Carries and borrows only cross from a byte
+		// that is not a digit, so the lowest flagged byte is exact.
+		nd := ((w + 0x4646464646464646) | (w - 0x3030303030303030)) & 0x8080808080808080
+		k := 8
+		if nd != 0 {
+			k = bits.TrailingZeros64(nd) >> 3
+			if k == 0 {
+				return i, m
+			}
+		}
+		m = m*pow10[k] + eightDigits(w<<(64-8*k))
+		i += k
+		if k < 8 {
+			return i, m
+		}
+	}
+	for i < len(b) && b[i]-'0' <= 9 {
+		m = m*10 + uint64(b[i]-'0')
+		i++
+	}
+	return i, m
+}
+
+var pow10 = [9]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000}
+
+// eightDigits is the value of the eight ASCII digits in w, the first in its lowest byte;
+// zero bytes (above a shorter number shifted up) count as leading zeros.
+func eightDigits(w uint64) uint64 {
+	w &= 0x0F0F0F0F0F0F0F0F
+	w = (w * (10<<8 + 1)) >> 8
+	w = ((w & 0x00FF00FF00FF00FF) * (100<<16 + 1)) >> 16
+	return ((w & 0x0000FFFF0000FFFF) * (10000<<32 + 1)) >> 32
 }
 
 // readNumber reads the number at pos and returns its text, checked against the JSON
