@@ -572,14 +572,7 @@ func (d *chromeDecoder) ident(c int) (int64, error) {
 		if d.tmp, err = s.readString(d.tmp[:0], d.lim.MaxStringBytes); err != nil {
 			return 0, err
 		}
-		if validNumber(d.tmp) {
-			v, exact, ok, digits := scaleDecimal(d.tmp, 0, d.digits)
-			d.digits = digits
-			if ok && exact && bytes.IndexAny(d.tmp, ".eE") < 0 {
-				return v, nil
-			}
-		}
-		return hashIdent(d.tmp), nil
+		return d.identText(d.tmp), nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		if v, ok := s.scaledNumber(0); ok {
 			return v, nil
@@ -603,6 +596,18 @@ func (d *chromeDecoder) ident(c int) (int64, error) {
 		}
 		return 0, d.decodeError("event %d: pid or tid is neither a number nor a string", d.idx)
 	}
+}
+
+// identText is the pid or tid written as the string t.
+func (d *chromeDecoder) identText(t []byte) int64 {
+	if validNumber(t) {
+		v, exact, ok, digits := scaleDecimal(t, 0, d.digits)
+		d.digits = digits
+		if ok && exact && bytes.IndexAny(t, ".eE") < 0 {
+			return v
+		}
+	}
+	return hashIdent(t)
 }
 
 func hashIdent(b []byte) int64 {
@@ -944,6 +949,9 @@ func byteMask(w uint64, c byte) uint64 {
 
 // event reads the event object at pos and acts on it.
 func (d *chromeDecoder) event() error {
+	if fastEvents && d.eventFast() {
+		return d.dispatch()
+	}
 	s := d.s
 	d.ph, d.name, d.cat, d.scope, d.id = d.ph[:0], d.name[:0], d.cat[:0], d.scope[:0], d.id[:0]
 	d.idKind, d.hasTS, d.ts, d.dur, d.pid, d.tid, d.argSet = 0, false, 0, 0, 0, 0, 0

@@ -487,3 +487,95 @@ func TestDecodeChromeKeySpellings(t *testing.T) {
 		t.Errorf("lookalike keys: stats %+v, slices %+v", st, rec.slices)
 	}
 }
+
+// decodeBothPaths decodes b with and without the fast event path and fails on any
+// difference in slices, tracks, names, counts or error.
+func decodeBothPaths(t *testing.T, b []byte, lim ChromeLimits) {
+	t.Helper()
+	run := func(fast bool) (*recorder, *Stats, string) {
+		defer func(old bool) { fastEvents = old }(fastEvents)
+		fastEvents = fast
+		rec := newRecorder()
+		st, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, lim, rec)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+			if de, ok := err.(*providers.DecodeError); ok {
+				msg += fmt.Sprint(de.Details)
+			}
+		}
+		return rec, st, msg
+	}
+	fr, fs, fe := run(true)
+	sr, ss, se := run(false)
+	if fe != se {
+		t.Fatalf("error: fast path %q, slow path %q", fe, se)
+	}
+	if diff := cmp.Diff(sr.slices, fr.slices); diff != "" {
+		t.Fatalf("slices (-slow +fast):\n%s", diff)
+	}
+	if diff := cmp.Diff(sr.tracks, fr.tracks); diff != "" {
+		t.Fatalf("tracks (-slow +fast):\n%s", diff)
+	}
+	if diff := cmp.Diff([]any{sr.threads, sr.procs, ss}, []any{fr.threads, fr.procs, fs}); diff != "" {
+		t.Fatalf("names and stats (-slow +fast):\n%s", diff)
+	}
+}
+
+// TestChromeFastPathMatchesSlow checks the decoder's fast event path against the
+// general one on the corpus traces, a generated one, and edge cases of each field.
+func TestChromeFastPathMatchesSlow(t *testing.T) {
+	for _, name := range corpusTraces {
+		b, err := io.ReadAll(openCorpus(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) { decodeBothPaths(t, b, ChromeLimits{}) })
+	}
+	var gen bytes.Buffer
+	if err := writeStepTrace(&gen, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	decodeBothPaths(t, gen.Bytes(), ChromeLimits{})
+	for i, src := range []string{
+		`[{"ph":"X","name":"a\"b","cat":"c\\d","pid":"12","tid":"x\u0041","ts":1.5,"dur":2}]`,
+		`[{"ph":"X","name":1,"cat":[1,{"a":null}],"pid":null,"tid":-3,"ts":1e3,"dur":0.0015,"id":"7","scope":"s"}]`,
+		`[{"ph":"X","ts":1.23456,"dur":1E2,"pid":1.0,"tid":"1.5","args":{"line":4.0,"Line":4.5,"Bytes":"9","File":7,"name":{"x":1}}}]`,
+		`[{"ph":"X","ts":5,"args":{"Input Dims":[[1, 2], [ ]],"correlation":-9223372036854775808,"device":9223372036854775808}}]`,
+		`[{"ph":"X","ts":5,"args":{"Input Dims":[[1.5]],"stream":01}}]`,
+		`[{"ph":"X","ts":5,"args":{"Input Dims":"abc"}}]`,
+		`[{"ph":"X","ts":5,"args":{"Input Dims":[[1],]}}]`,
+		`[{"ph":"X","ts":5,"args":[1,2]},{"ph":"X","ts":6,"args":{}},{}]`,
+		`[{"ph":"b","cat":"c","id":12,"pid":1,"tid":1,"ts":1},{"ph":"e","cat":"c","id":12,"pid":1,"tid":1,"ts":2}]`,
+		`[{"ph":"b","cat":"c","id2":{"global":"0x1"},"pid":1,"tid":1,"ts":1},{"ph":"e","cat":"c","id2":{"global":"0x1"},"pid":2,"tid":1,"ts":3}]`,
+		"[ {\n \"ph\" : \"X\" ,\t\"ts\" :\r 5 , \"dur\": 1 , \"x\": [ true , false , null , \"s\\\"\" , { } , [ ] ] } ]",
+		`[{"ph":"X","ts":5,"x":tru}]`,
+		`[{"ph":"X","ts":5,"x":[1,]}]`,
+		`[{"ph":"X","ts":5,"x":{"a":1,}}]`,
+		`[{"ph":"X","ts":5,"x":{"a" 1}}]`,
+		`[{"ph":"X","ts":5,"x":-}]`,
+		`[{"ph":"X","ts":5,"dur":-1}]`,
+		`[{"ph":"X","ts":"5"}]`,
+		`[{"ph":"X","ts":5 "dur":1}]`,
+		`[{"ph":"X","ts":5,}]`,
+		`[{"ph":"X","ts":5]`,
+		`[{"ph":"X","ts":5,"args":{"a":1]"b":2}}]`,
+		`[{"ph":"X","ts":5,"args":{"a":1,}}]`,
+		`[{"ph":"X","ts":5,"args":{"a" 1}}]`,
+		`[{"ph":"X","ts":5,"args":{"line":1 "b":2}}]`,
+		`[{"ph":"X","ts":5,"args":{"a":1}]`,
+		`[{"ph":"X","ts":5,"args":{1:2}}]`,
+		`[{"ph":"X","ts":5,"x":[[[[[[1]]]]]]}]`,
+		`[{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"t"}},{"ph":"M","name":"process_name","pid":1,"args":{"name":"p\u00e9"}}]`,
+		`[{"ph":"X","name":"\xff\xfe","ts":1}]`,
+		`[{"ph":"X","ts":9223372036854775.807,"dur":0.001}]`,
+		`[{"ph":"X","ts":5,"args":{"External id":1,"External id":2,"Input Dims":[[1]],"Input Dims":[[2]]},"args":{"line":3}}]`,
+	} {
+		decodeBothPaths(t, []byte(src), ChromeLimits{})
+		// Small bounds: the paths must agree on which bound fails and where.
+		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4, MaxStringBytes: 2})
+		if t.Failed() {
+			t.Fatalf("case %d", i)
+		}
+	}
+}

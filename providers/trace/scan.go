@@ -355,8 +355,15 @@ func (s *scanner) skipString(capture *[]byte) error {
 // fraction digits than scale, within int64. ok is false for any other number, and
 // nothing is consumed; readNumber and scaleDecimal then read it (and report its errors).
 func (s *scanner) scaledNumber(scale int) (v int64, ok bool) {
-	b := s.buf[:s.end]
-	i := s.pos
+	v, end, ok := scaled(s.buf[:s.end], s.pos, scale)
+	if ok {
+		s.pos = end
+	}
+	return v, ok
+}
+
+// scaled is scaledNumber over b from i; end is the index after the number.
+func scaled(b []byte, i, scale int) (v int64, end int, ok bool) {
 	neg := false
 	if i < len(b) && b[i] == '-' {
 		neg = true
@@ -367,7 +374,7 @@ func (s *scanner) scaledNumber(scale int) (v int64, ok bool) {
 	i, m = digits(b, i, 0)
 	n := i - start
 	if n == 0 || (n > 1 && b[start] == '0') {
-		return 0, false
+		return 0, 0, false
 	}
 	frac := 0
 	if i < len(b) && b[i] == '.' {
@@ -376,39 +383,46 @@ func (s *scanner) scaledNumber(scale int) (v int64, ok bool) {
 		i, m = digits(b, i, m)
 		frac = i - f
 		if frac == 0 {
-			return 0, false
+			return 0, 0, false
 		}
 	}
 	if i >= len(b) || n+frac > 19 || frac > scale {
-		return 0, false
+		return 0, 0, false
 	}
 	if c := b[i]; c == 'e' || c == 'E' || c == '.' || c == '-' || c == '+' {
-		return 0, false
+		return 0, 0, false
 	}
 	for e := scale - frac; e > 0; e-- {
 		if m > math.MaxInt64/10 {
-			return 0, false
+			return 0, 0, false
 		}
 		m *= 10
 	}
 	if neg {
 		if m > 1<<63 {
-			return 0, false
+			return 0, 0, false
 		}
-		s.pos = i
-		return int64(-m), true
+		return int64(-m), i, true
 	}
 	if m > math.MaxInt64 {
-		return 0, false
+		return 0, 0, false
 	}
-	s.pos = i
-	return int64(m), true
+	return int64(m), i, true
 }
 
 // digits reads the ASCII digits of b from i, returning the index after them and m with
 // them appended as decimal digits (m*10^k + their value, wrapping past 20 digits, which
-// callers refuse). It reads eight bytes at a time while eight are left.
+// callers refuse). Past the first three it reads eight bytes at a time while eight are
+// left.
 func digits(b []byte, i int, m uint64) (int, uint64) {
+	// Short runs (ids, small counts) end within a few bytes: read those one by one.
+	for k := 0; k < 3; k++ {
+		if i >= len(b) || b[i]-'0' > 9 {
+			return i, m
+		}
+		m = m*10 + uint64(b[i]-'0')
+		i++
+	}
 	for i+8 <= len(b) {
 		w := binary.LittleEndian.Uint64(b[i:])
 		// A byte is not a digit when adding 0x46 sets its top bit (above '9') or
@@ -648,7 +662,15 @@ func syntaxOrEOF(c int) error {
 // any other value, one the buffer does not hold, or one nested deeper than maxDepth:
 // skipValue then reads it and reports its errors.
 func (s *scanner) captureIntArrays(dst []byte, depth, maxDepth int) (out []byte, ok bool) {
-	b := s.buf[:s.end]
+	out, end, ok := intArrays(s.buf[:s.end], s.pos, dst, depth, maxDepth)
+	if ok {
+		s.pos = end
+	}
+	return out, ok
+}
+
+// intArrays is captureIntArrays over b from i; end is the index after the array.
+func intArrays(b []byte, i int, dst []byte, depth, maxDepth int) (out []byte, end int, ok bool) {
 	base := len(dst)
 	// want is what may come next: a value (after "," or at the start), a value or "]"
 	// (after "["), or "," or "]" (after a value).
@@ -658,13 +680,13 @@ func (s *scanner) captureIntArrays(dst []byte, depth, maxDepth int) (out []byte,
 		wantCommaOrClose
 	)
 	want, level := wantValue, 0
-	for i := s.pos; i < len(b); {
+	for i < len(b) {
 		switch c := b[i]; {
 		case c == ' ' || c == '\n' || c == '\r' || c == '\t':
 			i++
 		case c == '[':
 			if want == wantCommaOrClose || depth+level > maxDepth {
-				return dst[:base], false
+				return dst[:base], 0, false
 			}
 			level++
 			dst = append(dst, c)
@@ -672,33 +694,32 @@ func (s *scanner) captureIntArrays(dst []byte, depth, maxDepth int) (out []byte,
 			want = wantValueOrClose
 		case c == ']':
 			if want == wantValue {
-				return dst[:base], false
+				return dst[:base], 0, false
 			}
 			level--
 			dst = append(dst, c)
 			i++
 			if level == 0 {
-				s.pos = i
-				return dst, true
+				return dst, i, true
 			}
 			want = wantCommaOrClose
 		case c == ',':
 			if want != wantCommaOrClose {
-				return dst[:base], false
+				return dst[:base], 0, false
 			}
 			dst = append(dst, c)
 			i++
 			want = wantValue
 		case c == '-' || c-'0' <= 9:
 			if want == wantCommaOrClose {
-				return dst[:base], false
+				return dst[:base], 0, false
 			}
 			j := i
 			if c == '-' {
 				j++
 			}
 			if j >= len(b) || b[j]-'0' > 9 {
-				return dst[:base], false
+				return dst[:base], 0, false
 			}
 			if b[j] == '0' {
 				j++
@@ -709,17 +730,17 @@ func (s *scanner) captureIntArrays(dst []byte, depth, maxDepth int) (out []byte,
 			}
 			// The byte after the number must be in the buffer and end it as an integer.
 			if j >= len(b) {
-				return dst[:base], false
+				return dst[:base], 0, false
 			}
 			if n := b[j]; n == '.' || n == 'e' || n == 'E' || n-'0' <= 9 {
-				return dst[:base], false
+				return dst[:base], 0, false
 			}
 			dst = append(dst, b[i:j]...)
 			i = j
 			want = wantCommaOrClose
 		default:
-			return dst[:base], false
+			return dst[:base], 0, false
 		}
 	}
-	return dst[:base], false
+	return dst[:base], 0, false
 }

@@ -1,0 +1,386 @@
+package trace
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// fastEvents enables chromeDecoder.eventFast; tests turn it off to compare the paths.
+var fastEvents = true
+
+// eventFast reads the event object at pos (buf[pos] == '{') in one pass over the
+// buffer, with the position in a local variable: the common case of event. It applies
+// when the event lies whole in the buffer and holds only what this path reads: keys
+// and string values without escapes, ts and dur of at most 19 digits and three
+// decimals without exponent, integer pid, tid and argument values, "Input Dims" of
+// integer arrays, no id2, and skipped values of valid JSON. It then sets the event's
+// fields as event does, consumes the event and returns true. Otherwise it returns
+// false having consumed nothing, and event reads the event from its start (it resets
+// every field this path sets), reporting its errors.
+func (d *chromeDecoder) eventFast() bool {
+	s := d.s
+	b := s.buf[:s.end]
+	lim := d.lim.MaxStringBytes
+	maxDepth := d.lim.MaxDepth
+	if d.evDepth > maxDepth {
+		return false
+	}
+	d.ph, d.name, d.cat, d.scope, d.id = d.ph[:0], d.name[:0], d.cat[:0], d.scope[:0], d.id[:0]
+	d.idKind, d.hasTS, d.ts, d.dur, d.pid, d.tid, d.argSet = 0, false, 0, 0, 0, 0, 0
+	i := skipSpace(b, s.pos+1)
+	if i < len(b) && b[i] == '}' {
+		s.pos = i + 1
+		return true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		ke := plainString(b, i+1)
+		if ke < 0 || ke-(i+1) > lim {
+			return false
+		}
+		k := keyOther
+		if n := ke - (i + 1); n <= 7 {
+			if i+9 <= len(b) {
+				k = eventKeyWord(binary.LittleEndian.Uint64(b[i+1:])&(1<<(8*n)-1), n)
+			} else {
+				k = eventKey(b[i+1 : ke])
+			}
+		}
+		i = skipSpace(b, ke+1)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return false
+		}
+		var ok bool
+		switch k {
+		case keyPh:
+			d.ph, i, ok = fastStr(b, i, d.ph, lim, d.evDepth+1, maxDepth)
+		case keyName:
+			d.name, i, ok = fastStr(b, i, d.name, lim, d.evDepth+1, maxDepth)
+		case keyCat:
+			d.cat, i, ok = fastStr(b, i, d.cat, lim, d.evDepth+1, maxDepth)
+		case keyScope:
+			d.scope, i, ok = fastStr(b, i, d.scope, lim, d.evDepth+1, maxDepth)
+		case keyTS:
+			d.ts, i, ok = scaled(b, i, 3)
+			d.hasTS = true
+		case keyDur:
+			d.dur, i, ok = scaled(b, i, 3)
+		case keyPid:
+			d.pid, i, ok = d.fastIdent(b, i, lim)
+		case keyTid:
+			d.tid, i, ok = d.fastIdent(b, i, lim)
+		case keyID:
+			i, ok = d.fastID(b, i, lim)
+		case keyArgs:
+			i, ok = d.fastArgs(b, i, lim, d.evDepth+1, maxDepth)
+		case keyID2:
+			return false
+		default:
+			i, ok = skipJSON(b, i, d.evDepth+1, maxDepth)
+		}
+		if !ok {
+			return false
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+			continue
+		case '}':
+			s.pos = i + 1
+			return true
+		}
+		return false
+	}
+}
+
+// fastStr reads a string value at i into dst[:0] as readStr does: a value of another
+// kind is skipped and leaves dst empty.
+func fastStr(b []byte, i int, dst []byte, lim, depth, maxDepth int) ([]byte, int, bool) {
+	if b[i] != '"' {
+		j, ok := skipJSON(b, i, depth, maxDepth)
+		return dst[:0], j, ok
+	}
+	e := plainString(b, i+1)
+	if e < 0 || e-(i+1) > lim {
+		return dst, 0, false
+	}
+	return append(dst[:0], b[i+1:e]...), e + 1, true
+}
+
+// fastIdent reads a pid or tid as ident does, for integers, null and plain strings.
+func (d *chromeDecoder) fastIdent(b []byte, i, lim int) (int64, int, bool) {
+	switch c := b[i]; {
+	case c == '"':
+		e := plainString(b, i+1)
+		if e < 0 || e-(i+1) > lim {
+			return 0, 0, false
+		}
+		return d.identText(b[i+1 : e]), e + 1, true
+	case c == 'n':
+		if i+4 < len(b) && string(b[i:i+4]) == "null" {
+			return 0, i + 4, true
+		}
+		return 0, 0, false
+	}
+	return scaled(b, i, 0)
+}
+
+// fastID reads an async id as idText does, for numbers and plain strings.
+func (d *chromeDecoder) fastID(b []byte, i, lim int) (int, bool) {
+	d.idKind = 'i'
+	d.id = d.id[:0]
+	switch c := b[i]; {
+	case c == '"':
+		e := plainString(b, i+1)
+		if e < 0 || e-(i+1) > lim {
+			return 0, false
+		}
+		d.id = append(append(d.id, 's'), b[i+1:e]...)
+		return e + 1, true
+	case c == '-' || c-'0' <= 9:
+		e := numberEnd(b, i)
+		if e < 0 {
+			return 0, false
+		}
+		d.id = append(append(d.id, 'n'), b[i:e]...)
+		return e, true
+	}
+	return skipJSON(b, i, d.evDepth+1, d.lim.MaxDepth)
+}
+
+// fastArgs reads the event's "args" at i (at nesting depth depth) as args does.
+func (d *chromeDecoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bool) {
+	if b[i] != '{' {
+		return skipJSON(b, i, depth, maxDepth)
+	}
+	if depth > maxDepth {
+		return 0, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, false
+		}
+		ke := plainString(b, i+1)
+		if ke < 0 || ke-(i+1) > lim {
+			return 0, false
+		}
+		k := argKey(b[i+1 : ke])
+		i = skipSpace(b, ke+1)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return 0, false
+		}
+		var ok bool
+		switch k {
+		case argKeyFile:
+			if b[i] != '"' {
+				i, ok = skipJSON(b, i, depth+1, maxDepth)
+				break
+			}
+			d.argFile, i, ok = fastStr(b, i, d.argFile, lim, depth+1, maxDepth)
+			d.argSet |= argFile
+		case argKeyName:
+			if b[i] != '"' {
+				i, ok = skipJSON(b, i, depth+1, maxDepth)
+				break
+			}
+			d.argName, i, ok = fastStr(b, i, d.argName, lim, depth+1, maxDepth)
+			d.argSet |= argName
+		case argKeyShapes:
+			if b[i] != '[' {
+				return 0, false
+			}
+			d.argShapes, i, ok = intArrays(b, i, d.argShapes[:0], depth+1, maxDepth)
+			if len(d.argShapes) > lim {
+				return 0, false
+			}
+			d.argSet |= argShapes
+		case argKeyLine, argKeyBytes, argKeyCorr, argKeyDevice, argKeyStream, argKeyExternal:
+			if c := b[i]; c != '-' && c-'0' > 9 {
+				i, ok = skipJSON(b, i, depth+1, maxDepth)
+				break
+			}
+			var v int64
+			if v, i, ok = scaled(b, i, 0); ok {
+				slot := argSlot[k]
+				d.argVals[slot] = v
+				d.argSet |= valBits[slot]
+			}
+		default:
+			i, ok = skipJSON(b, i, depth+1, maxDepth)
+		}
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+			continue
+		case '}':
+			return i + 1, true
+		}
+		return 0, false
+	}
+}
+
+// argSlot maps an integer argument's key code to its index in packedArgs.vals.
+var argSlot = [...]int{argKeyLine: valLine, argKeyBytes: valBytes, argKeyCorr: valCorr,
+	argKeyDevice: valDevice, argKeyStream: valStream, argKeyExternal: valExternal}
+
+// skipSpace returns the index of the first byte at or after i that is not JSON
+// whitespace.
+func skipSpace(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\n', '\r', '\t':
+			i++
+			continue
+		}
+		return i
+	}
+	return i
+}
+
+// plainString returns the index of the quote that closes the string whose text starts
+// at i, or -1 when a backslash comes first or the buffer ends before it. It reads
+// eight bytes at a time while eight are left.
+func plainString(b []byte, i int) int {
+	for i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := byteMask(w, '"'), byteMask(w, '\\')
+		if q|bs != 0 {
+			at := bits.TrailingZeros64(q | bs)
+			if q>>at&1 == 0 {
+				return -1
+			}
+			return i + at>>3
+		}
+		i += 8
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			return i
+		case '\\':
+			return -1
+		}
+	}
+	return -1
+}
+
+// numberEnd returns the index after the JSON number at i, or -1 when it is not one or
+// the buffer ends before the byte after it.
+func numberEnd(b []byte, i int) int {
+	j := i
+	for j < len(b) {
+		c := b[j]
+		if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E' {
+			j++
+			continue
+		}
+		if !validNumber(b[i:j]) {
+			return -1
+		}
+		return j
+	}
+	return -1
+}
+
+// skipJSON returns the index after the JSON value at i, which sits at nesting depth
+// depth, as skipValue reads it; ok is false for a value that is not valid JSON, is
+// nested deeper than maxDepth, or runs past the buffer (skipValue then reads it).
+func skipJSON(b []byte, i, depth, maxDepth int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				return j + 1, true
+			case '\\':
+				j++
+			}
+		}
+		return 0, false
+	case c == '-' || c-'0' <= 9:
+		e := numberEnd(b, i)
+		return e, e >= 0
+	case c == 't':
+		return i + 4, i+4 < len(b) && string(b[i:i+4]) == "true"
+	case c == 'f':
+		return i + 5, i+5 < len(b) && string(b[i:i+5]) == "false"
+	case c == 'n':
+		return i + 4, i+4 < len(b) && string(b[i:i+4]) == "null"
+	case c == '[' || c == '{':
+		if depth > maxDepth {
+			return 0, false
+		}
+		closer := byte(']')
+		if c == '{' {
+			closer = '}'
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == closer {
+			return i + 1, true
+		}
+		for {
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return 0, false
+				}
+				var ok bool
+				if i, ok = skipJSON(b, i, depth+1, maxDepth); !ok {
+					return 0, false
+				}
+				i = skipSpace(b, i)
+				if i >= len(b) || b[i] != ':' {
+					return 0, false
+				}
+				i = skipSpace(b, i+1)
+			}
+			var ok bool
+			if i, ok = skipJSON(b, i, depth+1, maxDepth); !ok {
+				return 0, false
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			if b[i] == ',' {
+				i = skipSpace(b, i+1)
+				continue
+			}
+			if b[i] == closer {
+				return i + 1, true
+			}
+			return 0, false
+		}
+	}
+	return 0, false
+}
