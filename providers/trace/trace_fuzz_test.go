@@ -72,6 +72,25 @@ func FuzzDecodeChrome(f *testing.F) {
 	})
 }
 
+// FuzzChromeFastPath: go test ./providers/trace -run '^$' -fuzz FuzzChromeFastPath -fuzztime 1m
+// decodes each input with and without the fast event path and requires the same result.
+func FuzzChromeFastPath(f *testing.F) {
+	fuzztool.Corpus(f, "speedscope__trace_event_multiprocess.json", "speedscope__chrome116-devtools-trace.json")
+	for _, s := range []string{
+		`[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":2,"ts":1700000000000000.125,"dur":8.5,"args":{"External id":3,"Input Dims":[[8, 16], []],"File":"a.py","line":4}}]`,
+		`[{"ph":"b","cat":"c","id":"0x1","name":"x","pid":"p","tid":"t","ts":1,"scope":"s"},{"ph":"e","cat":"c","id":"0x1","pid":"p","tid":"t","ts":2}]`,
+		`[{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"main","x":[true,false,null,{"y":-1.5e3}]}}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzztool.Bounded(t, func() {
+			decodeBothPaths(t, b, ChromeLimits{MaxOpenPerTrack: 64, MaxTracks: 64, MaxEvents: 1 << 16})
+			decodeBothPaths(t, b, ChromeLimits{MaxDepth: 5, MaxStringBytes: 16, MaxEvents: 1 << 16})
+		})
+	})
+}
+
 // FuzzDecodePerfetto: go test ./providers/trace -run '^$' -fuzz FuzzDecodePerfetto -fuzztime 1m
 func FuzzDecodePerfetto(f *testing.F) {
 	fuzztool.Corpus(f, "perfetto-mcp-rs__basic.perfetto-trace", "local__chromium156_trace_startup_proto.pftrace")
