@@ -288,8 +288,11 @@ type chromeDecoder struct {
 	packScratch packedArgs
 }
 
-// internLimit bounds the bytes of interned strings; later strings are allocated.
-const internLimit = 32 << 20
+// internLimit bounds the bytes of interned strings; later strings are allocated. Names
+// that repeat (operators, categories, shapes) are few; a trace whose names are all
+// distinct (a step number in each) stops growing the map at this bound instead of
+// paying an insertion into an ever larger map for every name.
+const internLimit = 1 << 20
 
 // str returns b as a string, interned, with invalid UTF-8 replaced. The strings met
 // most recently are found in a small direct-mapped cache before the map.

@@ -364,14 +364,14 @@ func (r *recordSink) Slice(e *Event) error {
 	return r.slice(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &p)
 }
 func (r *recordSink) slice(id, ts, dur, track int64, name, cat, phase string, args *packedArgs) error {
-	r.recs = append(r.recs, pipeRec{kind: recSlice, id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phase, args: *args})
+	r.recs = append(r.recs, pipeRec{kind: recSlice, id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phaseByte(phase), args: *args})
 	return nil
 }
 func (r *recordSink) Open(id, track, ts int64) {
 	r.recs = append(r.recs, pipeRec{kind: recOpen, id: id, track: track, ts: ts})
 }
 func (r *recordSink) Track(t Track) {
-	r.recs = append(r.recs, pipeRec{kind: recTrack, id: t.ID, pid: t.PID, tid: t.TID, name: t.Name, async: t.Async})
+	r.recs = append(r.recs, pipeRec{kind: recTrack, id: t.ID, ts: t.PID, dur: t.TID, name: t.Name, async: t.Async})
 }
 func (r *recordSink) ThreadName(int64, int64, string) {}
 func (r *recordSink) ProcessName(int64, string)       {}

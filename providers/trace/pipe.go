@@ -27,15 +27,20 @@ const (
 	recProcess
 )
 
-// pipeRec is one call the decoder made on its sink.
+// pipeRec is one call the decoder made on its sink (160 bytes, copied once on each
+// side).
+// Thread and process records keep the pid and tid in ts and dur.
 type pipeRec struct {
 	kind               recKind
-	id, ts, dur, track int64
-	name, cat, phase   string
-	args               packedArgs
-	pid, tid           int64
 	async              bool
+	phase              byte // a slice's phase: 'X', 'B' or 'b'
+	id, ts, dur, track int64
+	name, cat          string
+	args               packedArgs
 }
+
+// phases are the Event.Phase strings of pipeRec.phase.
+var phases = [256]string{'X': "X", 'B': "B", 'b': "b"}
 
 // pipeSink is the decoder side: a Sink and Opener that records calls into batches.
 type pipeSink struct {
@@ -80,7 +85,7 @@ func (p *pipeSink) Slice(e *Event) error {
 	if err != nil {
 		return err
 	}
-	*r = pipeRec{kind: recSlice, id: e.ID, ts: e.TS, dur: e.Dur, track: e.Track, name: e.Name, cat: e.Category, phase: e.Phase}
+	*r = pipeRec{kind: recSlice, id: e.ID, ts: e.TS, dur: e.Dur, track: e.Track, name: e.Name, cat: e.Category, phase: phaseByte(e.Phase)}
 	r.args.pack(&e.Args)
 	return nil
 }
@@ -91,7 +96,7 @@ func (p *pipeSink) slice(id, ts, dur, track int64, name, cat, phase string, args
 	if err != nil {
 		return err
 	}
-	*r = pipeRec{kind: recSlice, id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phase, args: *args}
+	*r = pipeRec{kind: recSlice, id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phaseByte(phase), args: *args}
 	return nil
 }
 
@@ -105,19 +110,19 @@ func (p *pipeSink) Open(id, track, ts int64) {
 
 func (p *pipeSink) Track(t Track) {
 	if r, err := p.add(); err == nil {
-		*r = pipeRec{kind: recTrack, id: t.ID, pid: t.PID, tid: t.TID, name: t.Name, async: t.Async}
+		*r = pipeRec{kind: recTrack, id: t.ID, ts: t.PID, dur: t.TID, name: t.Name, async: t.Async}
 	}
 }
 
 func (p *pipeSink) ThreadName(pid, tid int64, name string) {
 	if r, err := p.add(); err == nil {
-		*r = pipeRec{kind: recThread, pid: pid, tid: tid, name: name}
+		*r = pipeRec{kind: recThread, ts: pid, dur: tid, name: name}
 	}
 }
 
 func (p *pipeSink) ProcessName(pid int64, name string) {
 	if r, err := p.add(); err == nil {
-		*r = pipeRec{kind: recProcess, pid: pid, name: name}
+		*r = pipeRec{kind: recProcess, ts: pid, name: name}
 	}
 }
 
@@ -171,22 +176,30 @@ func decodePipelined(ctx context.Context, nest *Nester, decode func(ctx context.
 	return derr
 }
 
+// phaseByte is phase's pipeRec.phase; decoders only deliver the phases of phases.
+func phaseByte(phase string) byte {
+	if len(phase) != 1 || phases[phase[0]] == "" {
+		panic("trace: slice phase " + phase)
+	}
+	return phase[0]
+}
+
 func replay(nest *Nester, batch []pipeRec) error {
 	for i := range batch {
 		r := &batch[i]
 		switch r.kind {
 		case recSlice:
-			if err := nest.slice(r.id, r.ts, r.dur, r.track, r.name, r.cat, r.phase, &r.args); err != nil {
+			if err := nest.slice(r.id, r.ts, r.dur, r.track, r.name, r.cat, phases[r.phase], &r.args); err != nil {
 				return err
 			}
 		case recOpen:
 			nest.Open(r.id, r.track, r.ts)
 		case recTrack:
-			nest.Track(Track{ID: r.id, PID: r.pid, TID: r.tid, Name: r.name, Async: r.async})
+			nest.Track(Track{ID: r.id, PID: r.ts, TID: r.dur, Name: r.name, Async: r.async})
 		case recThread:
-			nest.ThreadName(r.pid, r.tid, r.name)
+			nest.ThreadName(r.ts, r.dur, r.name)
 		case recProcess:
-			nest.ProcessName(r.pid, r.name)
+			nest.ProcessName(r.ts, r.name)
 		}
 	}
 	return nil
