@@ -42,8 +42,8 @@ var DefaultNesterOptions = NesterOptions{Window: 1 << 16, MaxHeld: 1 << 18}
 //
 // Producers write slices out of start order (Chrome writes X events when they end,
 // children first; B/E slices arrive at their E). The Nester holds Window slices in a
-// heap keyed by (TS, -Dur, ID) and releases the earliest once it holds more; it holds
-// longer (up to MaxHeld) while a slice the decoder announced through Open has not
+// reorder buffer ordered by (TS, -Dur, ID) and releases the earliest once it holds more;
+// it holds longer (up to MaxHeld) while a slice the decoder announced through Open has not
 // arrived and the earliest held slice starts at or after it, so that a long-open B root
 // comes out before its children. A slice released after a slice of its track with a
 // later key (disorder beyond the window) still comes out, with ParentID -1 and Depth 0,
@@ -60,7 +60,7 @@ type Nester struct {
 
 	slab []slot
 	free []int32
-	heap reorderQueue
+	buf  reorderQueue
 
 	opens   []openMark // a min-heap by (ts, id), with stale marks removed lazily
 	openSet map[int64]int64
@@ -97,8 +97,8 @@ type nestOpen struct {
 
 type slotKey struct{ ts, dur, id int64 }
 
-// heapEntry keeps a slot's key beside its index, so that the heap compares without
-// touching the slab.
+// heapEntry keeps a slot's key beside its index, so that the reorder buffer compares
+// without touching the slab.
 type heapEntry struct {
 	slotKey
 	slot int32
@@ -233,20 +233,20 @@ func (n *Nester) slice(id, ts, dur, track int64, name, cat, phase string, args *
 	s := &n.slab[i]
 	*s = slot{id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phase, args: *args}
 	k := slotKey{ts, dur, id}
-	if n.heap.len() >= n.opts.Window && n.heap.len() > 0 {
+	if n.buf.len() >= n.opts.Window && n.buf.len() > 0 {
 		// The buffer is full: pushing the slice would release the earliest of it and
 		// the buffer. Do both in one step when nothing open holds the release back (the
 		// common case): release the slice itself when it is the earliest, else replace
 		// the root with it.
-		root := n.heap.min()
+		root := n.buf.min()
 		first := k.less(root.slotKey)
 		at := root.ts
 		if first {
 			at = ts
 		}
-		if n.heap.len()+1 > n.opts.MaxHeld || !n.heldBack(at) {
+		if n.buf.len()+1 > n.opts.MaxHeld || !n.heldBack(at) {
 			if !first {
-				i = n.heap.replaceMin(heapEntry{k, i})
+				i = n.buf.replaceMin(heapEntry{k, i})
 			}
 			if err := n.release(i); err != nil {
 				return err
@@ -254,7 +254,7 @@ func (n *Nester) slice(id, ts, dur, track int64, name, cat, phase string, args *
 			return n.drain()
 		}
 	}
-	n.heap.push(heapEntry{k, i})
+	n.buf.push(heapEntry{k, i})
 	return n.drain()
 }
 
@@ -271,11 +271,11 @@ func (n *Nester) heldBack(ts int64) bool {
 
 // drain releases the earliest slices beyond the window.
 func (n *Nester) drain() error {
-	for n.heap.len() > n.opts.Window {
-		if n.heap.len() <= n.opts.MaxHeld && n.heldBack(n.heap.min().ts) {
+	for n.buf.len() > n.opts.Window {
+		if n.buf.len() <= n.opts.MaxHeld && n.heldBack(n.buf.min().ts) {
 			break
 		}
-		if err := n.release(n.heap.pop()); err != nil {
+		if err := n.release(n.buf.pop()); err != nil {
 			return err
 		}
 	}
@@ -284,8 +284,8 @@ func (n *Nester) drain() error {
 
 // Flush releases every slice held. Call it once the decoder has returned.
 func (n *Nester) Flush() error {
-	for n.heap.len() > 0 && n.err == nil {
-		if err := n.release(n.heap.pop()); err != nil {
+	for n.buf.len() > 0 && n.err == nil {
+		if err := n.release(n.buf.pop()); err != nil {
 			return err
 		}
 	}
@@ -386,8 +386,8 @@ func (q *reorderQueue) replaceMin(e heapEntry) int32 {
 	return q.pop()
 }
 
-// slotHeap is the reorder buffer: a 4-ary min-heap of entries by key, with half the
-// levels of a binary one. Its storage begins with heapPad unused entries so that the
+// slotHeap is the reorder queue's heap: a 4-ary min-heap of entries by key, with half
+// the levels of a binary one. Its storage begins with heapPad unused entries so that the
 // four children of an entry start at a multiple of four entries (128 bytes): a step down
 // reads two cache lines instead of three.
 type slotHeap struct {
@@ -435,14 +435,6 @@ func (q *slotHeap) pop() int32 {
 	if last > heapPad {
 		q.down(heapPad)
 	}
-	return top
-}
-
-// replaceMin puts e in place of the earliest entry and returns that entry's slot.
-func (q *slotHeap) replaceMin(e heapEntry) int32 {
-	top := q.h[heapPad].slot
-	q.h[heapPad] = e
-	q.down(heapPad)
 	return top
 }
 

@@ -195,7 +195,7 @@ func TestNesterMatchesReference(t *testing.T) {
 		})
 		if round%2 == 1 {
 			// A short run sends more arrivals to the reorder queue's heap.
-			nest.heap.shift = 1 + rng.Intn(8)
+			nest.buf.shift = 1 + rng.Intn(8)
 		}
 		for i := range evs {
 			if m, ok := opens[i]; ok {
