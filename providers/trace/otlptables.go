@@ -179,6 +179,7 @@ func (r *otlpRange) span(resource, scope, index int64, s *tracepb.Span) error {
 		o.value("span_id", hexID(s.GetSpanId()))
 		o.value("parent_span_id", hexID(s.GetParentSpanId()))
 		o.value("trace_state", s.GetTraceState())
+		o.int("flags", int64(s.GetFlags()))
 		o.value("name", s.GetName())
 		o.value("kind", enumName(spanKinds, "SPAN_KIND_", int32(s.GetKind())))
 		o.value("start_time_unix_nano", unixNanos(s.GetStartTimeUnixNano()))
@@ -220,6 +221,7 @@ func (r *otlpRange) span(resource, scope, index int64, s *tracepb.Span) error {
 		o.value("trace_state", l.GetTraceState())
 		o.value("attributes", attributes(l.GetAttributes()))
 		o.int("dropped_attributes_count", int64(l.GetDroppedAttributesCount()))
+		o.int("flags", int64(l.GetFlags()))
 		if err := r.add(4, o.done()); err != nil {
 			return err
 		}

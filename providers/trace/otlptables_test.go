@@ -75,7 +75,7 @@ def rows_of(docs):
                     code = st.get('code', 0)
                     t['spans'].append(dict(table='spans', resource_index=ri, scope_index=si, span_index=sp,
                         trace_id=hexid(s.get('traceId')), span_id=hexid(s.get('spanId')), parent_span_id=hexid(s.get('parentSpanId')),
-                        trace_state=s.get('traceState', ''), name=s.get('name', ''), kind=kind(s.get('kind')),
+                        trace_state=s.get('traceState', ''), flags=s.get('flags', 0), name=s.get('name', ''), kind=kind(s.get('kind')),
                         start_time_unix_nano=nanos(s.get('startTimeUnixNano')), end_time_unix_nano=nanos(s.get('endTimeUnixNano')),
                         status_code=code if isinstance(code, str) else CODES[code], status_message=st.get('message', ''),
                         attributes=jattrs(s.get('attributes')), dropped_attributes_count=s.get('droppedAttributesCount', 0),
@@ -86,7 +86,7 @@ def rows_of(docs):
                     for i, l in enumerate(s.get('links', [])):
                         t['links'].append(dict(table='links', span_index=sp, link_index=i, trace_id=hexid(l.get('traceId')),
                             span_id=hexid(l.get('spanId')), trace_state=l.get('traceState', ''), attributes=jattrs(l.get('attributes')),
-                            dropped_attributes_count=l.get('droppedAttributesCount', 0)))
+                            dropped_attributes_count=l.get('droppedAttributesCount', 0), flags=l.get('flags', 0)))
                     sp += 1
                 sc = ss.get('scope') or {}
                 t['scopes'].append(dict(table='scopes', resource_index=ri, scope_index=si, name=sc.get('name', ''), version=sc.get('version', ''),
@@ -115,6 +115,7 @@ def ld(f, b): return key(f, 2) + varint(len(b)) + b
 def st(f, s): return ld(f, s.encode())
 def vi(f, n): return key(f, 0) + varint(n)
 def fx64(f, n): return key(f, 1) + struct.pack('<Q', n)
+def fx32(f, n): return key(f, 5) + struct.pack('<I', n)
 def dbl(f, x): return key(f, 1) + struct.pack('<d', x)
 def pany(v):
     k, x = v
@@ -144,11 +145,11 @@ ATTRS = [('str', ('s', 'value')), ('yes', ('b', True)), ('no', ('b', False)), ('
          ('quarter', ('d', 0.25)), ('inf', ('d', math.inf)), ('list', ('a', [('s', 'x'), ('i', 3)])),
          ('map', ('k', [('inner', ('s', 'v')), ('n', ('i', 1))])), ('raw', ('y', b'\x00\xff'))]
 spans = [
-    dict(tid=T1, sid=S[0], parent=None, state='k=v', name='root', kind=2, start=1700000000000000000, end=1700000000500000000,
+    dict(tid=T1, sid=S[0], parent=None, state='k=v', flags=0x301, name='root', kind=2, start=1700000000000000000, end=1700000000500000000,
          attrs=ATTRS, status=(2, 'boom'), dropped=(1, 2, 3),
          events=[(1700000000100000000, 'exception', [('exception.type', ('s', 'ValueError'))]), (0, 'untimed', [])],
-         links=[(T2, S[2], 'a=b', [('link.kind', ('s', 'follows'))])]),
-    dict(tid=T1, sid=S[1], parent=S[0], state='', name='child', kind=3, start=1700000000200000000, end=0,
+         links=[(T2, S[2], 'a=b', [('link.kind', ('s', 'follows'))], 0xFFFFFFFF)]),
+    dict(tid=T1, sid=S[1], parent=S[0], state='', flags=0, name='child', kind=3, start=1700000000200000000, end=0,
          attrs=[], status=None, dropped=(0, 0, 0), events=[], links=[]),
 ]
 resources = [
@@ -162,6 +163,7 @@ def pspan(s):
     b = ld(1, s['tid']) + ld(2, s['sid'])
     if s['state']: b += st(3, s['state'])
     if s['parent']: b += ld(4, s['parent'])
+    if s['flags']: b += fx32(16, s['flags'])
     b += st(5, s['name']) + vi(6, s['kind']) + fx64(7, s['start'])
     if s['end']: b += fx64(8, s['end'])
     b += pattrs(9, s['attrs'])
@@ -170,8 +172,8 @@ def pspan(s):
         e = (fx64(1, t) if t else b'') + st(2, n) + pattrs(3, a)
         b += ld(11, e)
     if s['dropped'][1]: b += vi(12, s['dropped'][1])
-    for tid, sid, state, a in s['links']:
-        b += ld(13, ld(1, tid) + ld(2, sid) + st(3, state) + pattrs(4, a))
+    for tid, sid, state, a, flags in s['links']:
+        b += ld(13, ld(1, tid) + ld(2, sid) + st(3, state) + pattrs(4, a) + fx32(6, flags))
     if s['dropped'][2]: b += vi(14, s['dropped'][2])
     if s['status']: b += ld(15, st(2, s['status'][1]) + vi(3, s['status'][0]))
     return b
@@ -179,6 +181,7 @@ def jspan(s, named):
     o = {'traceId': s['tid'].hex().upper(), 'spanId': s['sid'].hex()}
     if s['state']: o['traceState'] = s['state']
     if s['parent']: o['parentSpanId'] = s['parent'].hex()
+    if s['flags']: o['flags'] = s['flags']
     o['name'] = s['name']
     o['kind'] = KINDS[s['kind']] if named else s['kind']
     o['startTimeUnixNano'] = str(s['start'])
@@ -187,7 +190,8 @@ def jspan(s, named):
     if s['dropped'][0]: o['droppedAttributesCount'] = s['dropped'][0]
     o['events'] = [dict(({'timeUnixNano': str(t)} if t else {}), name=n, attributes=jattrs_of(a)) for t, n, a in s['events']]
     if s['dropped'][1]: o['droppedEventsCount'] = s['dropped'][1]
-    o['links'] = [{'traceId': tid.hex(), 'spanId': sid.hex(), 'traceState': state, 'attributes': jattrs_of(a)} for tid, sid, state, a in s['links']]
+    o['links'] = [{'traceId': tid.hex(), 'spanId': sid.hex(), 'traceState': state, 'attributes': jattrs_of(a), 'flags': flags}
+                  for tid, sid, state, a, flags in s['links']]
     if s['dropped'][2]: o['droppedLinksCount'] = s['dropped'][2]
     if s['status']: o['status'] = {'message': s['status'][1], 'code': s['status'][0]}
     o['unknownField'] = {'ignored': True}
