@@ -36,17 +36,29 @@ func (d *chromeDecoder) eventFast() bool {
 		if i >= len(b) || b[i] != '"' {
 			return false
 		}
-		ke := plainString(b, i+1)
-		if ke < 0 || ke-(i+1) > lim {
-			return false
+		// The key: most are found, and matched as a word, in the eight bytes after the
+		// quote.
+		ke, k := -1, keyOther
+		if i+9 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i+1:])
+			if m := byteMask(w, '"') | byteMask(w, '\\'); m != 0 {
+				n := bits.TrailingZeros64(m) >> 3
+				if b[i+1+n] != '"' {
+					return false
+				}
+				ke, k = i+1+n, eventKeyWord(w&(1<<(8*n)-1), n)
+			}
 		}
-		k := keyOther
-		if n := ke - (i + 1); n <= 7 {
-			if i+9 <= len(b) {
-				k = eventKeyWord(binary.LittleEndian.Uint64(b[i+1:])&(1<<(8*n)-1), n)
-			} else {
+		if ke < 0 {
+			if ke = plainString(b, i+1); ke < 0 {
+				return false
+			}
+			if n := ke - (i + 1); n <= 7 {
 				k = eventKey(b[i+1 : ke])
 			}
+		}
+		if ke-(i+1) > lim {
+			return false
 		}
 		i = skipSpace(b, ke+1)
 		if i >= len(b) || b[i] != ':' {

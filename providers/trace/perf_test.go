@@ -415,3 +415,55 @@ func TestStrCache(t *testing.T) {
 		}
 	}
 }
+
+// TestIntArraysMatchesSkipValue checks the Input Dims fast capture against skipValue's
+// capture on random arrays of integers with random whitespace, and on malformed ones:
+// whatever intArrays accepts, skipValue accepts with the same text and end.
+func TestIntArraysMatchesSkipValue(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	ws := func() string { return []string{"", "", " ", "\n  ", "\t"}[rng.Intn(5)] }
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		if depth > 0 && (depth >= 4 || rng.Intn(3) == 0) {
+			return []string{"0", "7", "-3", "1024", "9223372036854775807", "01", "1.5", "2e3", "-", "x", `"s"`}[rng.Intn(11)]
+		}
+		n := rng.Intn(4)
+		out := "[" + ws()
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				out += ws() + "," + ws()
+			}
+			out += gen(depth + 1)
+		}
+		if rng.Intn(20) == 0 {
+			out += ","
+		}
+		return out + ws() + "]"
+	}
+	accepted := 0
+	for i := 0; i < 20000; i++ {
+		text := gen(0)
+		for _, tail := range []string{"}", ""} {
+			in := []byte(text + tail)
+			got, end, ok := intArrays(in, 0, []byte("x"), 3, 6)
+			if !ok {
+				if string(got) != "x" {
+					t.Fatalf("%q: refused, but dst changed to %q", in, got)
+				}
+				continue
+			}
+			accepted++
+			s := &scanner{buf: in, end: len(in), eof: true}
+			want := []byte("x")
+			if err := s.skipValue(3, 6, &want); err != nil {
+				t.Fatalf("%q: intArrays accepts %q, skipValue fails: %v", in, got, err)
+			}
+			if string(got) != string(want) || end != s.pos {
+				t.Fatalf("%q: intArrays %q end %d, skipValue %q end %d", in, got, end, want, s.pos)
+			}
+		}
+	}
+	if accepted < 1000 {
+		t.Fatalf("only %d of the random arrays took the fast path", accepted)
+	}
+}

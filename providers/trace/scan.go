@@ -669,9 +669,12 @@ func (s *scanner) captureIntArrays(dst []byte, depth, maxDepth int) (out []byte,
 	return out, ok
 }
 
-// intArrays is captureIntArrays over b from i; end is the index after the array.
+// intArrays is captureIntArrays over b from i; end is the index after the array. It
+// checks the array first, then copies its text in one piece when it holds no
+// whitespace, or without the whitespace (the array holds no strings).
 func intArrays(b []byte, i int, dst []byte, depth, maxDepth int) (out []byte, end int, ok bool) {
-	base := len(dst)
+	start := i
+	spaced := false
 	// want is what may come next: a value (after "," or at the start), a value or "]"
 	// (after "["), or "," or "]" (after a value).
 	const (
@@ -683,43 +686,49 @@ func intArrays(b []byte, i int, dst []byte, depth, maxDepth int) (out []byte, en
 	for i < len(b) {
 		switch c := b[i]; {
 		case c == ' ' || c == '\n' || c == '\r' || c == '\t':
+			spaced = true
 			i++
 		case c == '[':
 			if want == wantCommaOrClose || depth+level > maxDepth {
-				return dst[:base], 0, false
+				return dst, 0, false
 			}
 			level++
-			dst = append(dst, c)
 			i++
 			want = wantValueOrClose
 		case c == ']':
 			if want == wantValue {
-				return dst[:base], 0, false
+				return dst, 0, false
 			}
 			level--
-			dst = append(dst, c)
 			i++
 			if level == 0 {
+				if !spaced {
+					return append(dst, b[start:i]...), i, true
+				}
+				for _, c := range b[start:i] {
+					if c != ' ' && c != '\n' && c != '\r' && c != '\t' {
+						dst = append(dst, c)
+					}
+				}
 				return dst, i, true
 			}
 			want = wantCommaOrClose
 		case c == ',':
 			if want != wantCommaOrClose {
-				return dst[:base], 0, false
+				return dst, 0, false
 			}
-			dst = append(dst, c)
 			i++
 			want = wantValue
 		case c == '-' || c-'0' <= 9:
 			if want == wantCommaOrClose {
-				return dst[:base], 0, false
+				return dst, 0, false
 			}
 			j := i
 			if c == '-' {
 				j++
 			}
 			if j >= len(b) || b[j]-'0' > 9 {
-				return dst[:base], 0, false
+				return dst, 0, false
 			}
 			if b[j] == '0' {
 				j++
@@ -730,17 +739,16 @@ func intArrays(b []byte, i int, dst []byte, depth, maxDepth int) (out []byte, en
 			}
 			// The byte after the number must be in the buffer and end it as an integer.
 			if j >= len(b) {
-				return dst[:base], 0, false
+				return dst, 0, false
 			}
 			if n := b[j]; n == '.' || n == 'e' || n == 'E' || n-'0' <= 9 {
-				return dst[:base], 0, false
+				return dst, 0, false
 			}
-			dst = append(dst, b[i:j]...)
 			i = j
 			want = wantCommaOrClose
 		default:
-			return dst[:base], 0, false
+			return dst, 0, false
 		}
 	}
-	return dst[:base], 0, false
+	return dst, 0, false
 }
