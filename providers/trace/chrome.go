@@ -316,7 +316,11 @@ func (d *chromeDecoder) str(b []byte) string {
 		}
 	}
 	if len(b) <= maxRecentBytes {
-		e.raw, e.s = string(b), s
+		raw := s // the same bytes, unless invalid UTF-8 was replaced
+		if s != string(b) {
+			raw = string(b)
+		}
+		e.raw, e.s = raw, s
 	}
 	return s
 }
@@ -875,6 +879,7 @@ func eventKeyWord(w uint64, n int) keyCode {
 	return keyOther
 }
 
+// argKey is the code of an argument's key.
 func argKey(k []byte) keyCode {
 	switch string(k) {
 	case "File", "file", "filename", "fileName":
