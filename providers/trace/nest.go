@@ -227,6 +227,9 @@ func (n *Nester) slice(id, ts, dur, track int64, name, cat, phase string, args *
 		i = n.free[k-1]
 		n.free = n.free[:k-1]
 	} else {
+		if len(n.slab) == cap(n.slab) {
+			n.slab = grow(n.slab, n.opts.Window+1)
+		}
 		n.slab = append(n.slab, slot{})
 		i = int32(len(n.slab) - 1)
 	}
@@ -327,12 +330,7 @@ func (q *reorderQueue) min() *heapEntry {
 }
 
 func (q *reorderQueue) push(e heapEntry) {
-	if len(q.run) == cap(q.run) && q.head > 0 && q.head >= len(q.run)/2 {
-		// More than half of the run has been released: reuse its space.
-		n := copy(q.run, q.run[q.head:])
-		q.run = q.run[:n]
-		q.head = 0
-	}
+	q.run = q.room()
 	run := q.run
 	n := len(run)
 	if n == q.head || !e.less(run[n-1].slotKey) {
@@ -364,6 +362,21 @@ func (q *reorderQueue) push(e heapEntry) {
 	copy(run[i+1:], run[i:n])
 	run[i] = e
 	q.run = run
+}
+
+// room returns the run with room for one more entry at its end: when it is full, the
+// held entries are moved to the front if more than half of it has been released (head
+// becomes 0), else it grows. push calls it before it computes any index.
+func (q *reorderQueue) room() []heapEntry {
+	if len(q.run) < cap(q.run) {
+		return q.run
+	}
+	if q.head > 0 && q.head >= len(q.run)/2 {
+		n := copy(q.run, q.run[q.head:])
+		q.run, q.head = q.run[:n], 0
+		return q.run
+	}
+	return grow(q.run, 0)
 }
 
 // pop removes the earliest entry and returns its slot.
@@ -460,6 +473,19 @@ func (q *slotHeap) down(j int) {
 		j = m
 	}
 	h[j] = e
+}
+
+// grow returns s with room for more: twice its capacity, but no more than full while
+// below it (append grows large slices by a quarter, which copies a buffer several times
+// over on its way to the window).
+func grow[T any](s []T, full int) []T {
+	n := max(1024, 2*cap(s))
+	if cap(s) < full {
+		n = min(n, full)
+	}
+	g := make([]T, len(s), n)
+	copy(g, s)
+	return g
 }
 
 // maxDenseTrack bounds the track IDs a Nester keeps in a slice rather than a map.
