@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -223,5 +225,96 @@ func TestTorchConfigIsCompactAndSorted(t *testing.T) {
 	want := `{"activities":["cpu"],"mode":"sdk","profile_memory":false,"record_shapes":true,"schedule":{"active":1,"repeat":1,"skip_first":0,"wait":0,"warmup":1},"with_flops":false,"with_modules":false,"with_stack":false}`
 	if got := torchConfig(o); got != want {
 		t.Errorf("config\n got %s\nwant %s", got, want)
+	}
+}
+
+// namesTruth prints, for every event of a Trace Event file that begins a thread slice
+// (X with a positive dur, or B), its index with the thread and process names its pid
+// and tid carry in the file's M thread_name and process_name events (null without one),
+// and null names for async (b) slices. Integers and strings holding integers are one id,
+// as the decoder reads them.
+const namesTruth = `
+import sys, json, gzip
+path = sys.argv[1]
+raw = gzip.open(path).read() if path.endswith('.gz') else open(path, 'rb').read()
+doc = json.loads(raw)
+evs = doc['traceEvents'] if isinstance(doc, dict) else doc
+def ident(v):
+    if isinstance(v, bool): return repr(v)
+    if isinstance(v, int): return v
+    if isinstance(v, str):
+        try: return int(v)
+        except ValueError: return 's:' + v
+    return repr(v)
+threads, procs = {}, {}
+for e in evs:
+    if isinstance(e, dict) and e.get('ph') == 'M' and isinstance(e.get('args'), dict) and isinstance(e['args'].get('name'), str):
+        if e.get('name') == 'thread_name': threads[(ident(e.get('pid', 0)), ident(e.get('tid', 0)))] = e['args']['name']
+        if e.get('name') == 'process_name': procs[ident(e.get('pid', 0))] = e['args']['name']
+out = {}
+for i, e in enumerate(evs):
+    if not isinstance(e, dict): continue
+    ph, pid, tid = e.get('ph'), ident(e.get('pid', 0)), ident(e.get('tid', 0))
+    if (ph == 'X' and float(e.get('dur', 0)) > 0) or ph == 'B':
+        out[i] = [threads.get((pid, tid)), procs.get(pid)]
+    elif ph == 'b':
+        out[i] = [None, procs.get(pid)]
+print(json.dumps(out))
+`
+
+type nameRow struct {
+	ID          int64   `json:"id"`
+	ThreadName  *string `json:"thread_name"`
+	ProcessName *string `json:"process_name"`
+}
+
+// TestSummarizeNamesAgainstPython pages summarize_trace over corpus traces (through the
+// pipelined read when more than one CPU runs Go code) and checks every row's thread and
+// process names against Python's reading of the file's metadata events.
+func TestSummarizeNamesAgainstPython(t *testing.T) {
+	py := testtool.Require(t, "python3")
+	for _, c := range []struct {
+		name   string
+		format gen.Format
+	}{
+		{"h200__torch-mlp-train.pt.trace.json", gen.FormatPytorch},
+		{"hta__kineto-simple-add-a100.pt.trace.json.gz", gen.FormatPytorch},
+		{"speedscope__chrome116-devtools-trace.json", gen.FormatChromeTrace},
+		{"speedscope__trace_event_multiprocess.json", gen.FormatChromeTrace},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := corpusFile(t, c.name)
+			out, err := exec.Command(py, "-c", namesTruth, path).Output()
+			if err != nil {
+				t.Fatalf("python3: %v", err)
+			}
+			var want map[string][2]*string
+			if err := json.Unmarshal(out, &want); err != nil {
+				t.Fatal(err)
+			}
+			in := providers.Input{Path: path, Format: c.format}
+			a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := pageAll[nameRow](t, a.Rows, 1000)
+			named := 0
+			for _, r := range rows {
+				w, ok := want[strconv.FormatInt(r.ID, 10)]
+				if !ok {
+					t.Fatalf("row %d begins no slice in Python's reading", r.ID)
+				}
+				if diff := cmp.Diff(w, [2]*string{r.ThreadName, r.ProcessName}); diff != "" {
+					t.Fatalf("row %d names (-python +flameox):\n%s", r.ID, diff)
+				}
+				if r.ThreadName != nil {
+					named++
+				}
+			}
+			if len(rows) == 0 {
+				t.Fatal("no rows")
+			}
+			t.Logf("%d rows, %d with a thread name", len(rows), named)
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"math/rand"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestScaledNumberMatchesScaleDecimal checks the scanner's number fast path against
@@ -271,12 +274,18 @@ func minKey(ks []slotKey) slotKey {
 	return m
 }
 
-// pipelineRun nests a generated trace directly or through decodePipelined, recording
-// what the visitor saw; visit may fail.
+// pipelineRun nests a trace directly or through decodePipelined, recording what the
+// visitor saw and the tracks and names announced; visit may fail.
 func pipelineRun(ctx context.Context, data []byte, piped bool, visit func(*Nested) error) ([]Nested, *Stats, error) {
+	got, _, st, err := pipelineMeta(ctx, data, piped, visit)
+	return got, st, err
+}
+
+// pipelineMeta is pipelineRun that also returns the tracks and names announced.
+func pipelineMeta(ctx context.Context, data []byte, piped bool, visit func(*Nested) error) ([]Nested, *metaList, *Stats, error) {
 	var got []Nested
-	var tracks []Track
-	nest := NewNester(NesterOptions{Window: 512, MaxHeld: 2048}, trackList{&tracks}, func(s *Nested) error {
+	meta := &metaList{}
+	nest := NewNester(NesterOptions{Window: 512, MaxHeld: 2048}, meta, func(s *Nested) error {
 		got = append(got, retain(s))
 		if visit != nil {
 			return visit(s)
@@ -297,17 +306,24 @@ func pipelineRun(ctx context.Context, data []byte, piped bool, visit func(*Neste
 	if err == nil {
 		err = nest.Flush()
 	}
-	if len(tracks) == 0 && err == nil {
-		return nil, nil, fmt.Errorf("no tracks announced")
+	if len(meta.Tracks) == 0 && err == nil {
+		return nil, nil, nil, fmt.Errorf("no tracks announced")
 	}
-	return got, st, err
+	return got, meta, st, err
 }
 
-type trackList struct{ t *[]Track }
+// metaList records the tracks and names a Nester forwards, in order.
+type metaList struct {
+	Tracks  []Track
+	Threads [][3]any
+	Procs   [][2]any
+}
 
-func (l trackList) Track(t Track)                   { *l.t = append(*l.t, t) }
-func (l trackList) ThreadName(int64, int64, string) {}
-func (l trackList) ProcessName(int64, string)       {}
+func (l *metaList) Track(t Track) { l.Tracks = append(l.Tracks, t) }
+func (l *metaList) ThreadName(pid, tid int64, name string) {
+	l.Threads = append(l.Threads, [3]any{pid, tid, name})
+}
+func (l *metaList) ProcessName(pid int64, name string) { l.Procs = append(l.Procs, [2]any{pid, name}) }
 
 func pipelineTrace(t *testing.T) []byte {
 	var buf bytes.Buffer
@@ -320,17 +336,36 @@ func pipelineTrace(t *testing.T) []byte {
 // TestPipelineMatchesDirect checks that decoding on a goroutine of its own yields the
 // same slices, in the same order, and the same counts.
 func TestPipelineMatchesDirect(t *testing.T) {
-	data := pipelineTrace(t)
-	want, wst, err := pipelineRun(context.Background(), data, false, nil)
-	if err != nil {
-		t.Fatal(err)
+	inputs := map[string][]byte{"generated": pipelineTrace(t)}
+	for _, name := range corpusTraces {
+		b, err := io.ReadAll(openCorpus(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[name] = b
 	}
-	got, gst, err := pipelineRun(context.Background(), data, true, nil)
-	if err != nil {
-		t.Fatal(err)
+	named := 0
+	for name, data := range inputs {
+		want, wmeta, wst, err := pipelineMeta(context.Background(), data, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gmeta, gst, err := pipelineMeta(context.Background(), data, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gst, wst) {
+			t.Fatalf("%s: pipelined read differs: %d slices (want %d), stats %+v (want %+v)", name, len(got), len(want), gst, wst)
+		}
+		if diff := cmp.Diff(wmeta, gmeta); diff != "" {
+			t.Fatalf("%s: pipelined tracks and names differ (-direct +pipelined):\n%s", name, diff)
+		}
+		if len(wmeta.Threads) > 0 && len(wmeta.Procs) > 0 {
+			named++
+		}
 	}
-	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gst, wst) {
-		t.Fatalf("pipelined read differs: %d slices (want %d), stats %+v (want %+v)", len(got), len(want), gst, wst)
+	if named < 3 {
+		t.Errorf("only %d inputs have both thread and process names to compare", named)
 	}
 }
 
