@@ -28,8 +28,7 @@ const (
 )
 
 // pipeRec is one call the decoder made on its sink (160 bytes, copied once on each
-// side).
-// Thread and process records keep the pid and tid in ts and dur.
+// side). Track, thread and process records keep the pid and tid in ts and dur.
 type pipeRec struct {
 	kind               recKind
 	async              bool
@@ -176,7 +175,8 @@ func decodePipelined(ctx context.Context, nest *Nester, decode func(ctx context.
 	return derr
 }
 
-// phaseByte is phase's pipeRec.phase; decoders only deliver the phases of phases.
+// phaseByte is phase's pipeRec.phase. Decoders deliver only the phases the phases
+// table names; any other is a programming error.
 func phaseByte(phase string) byte {
 	if len(phase) != 1 || phases[phase[0]] == "" {
 		panic("trace: slice phase " + phase)
