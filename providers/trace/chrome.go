@@ -727,38 +727,11 @@ func (d *chromeDecoder) intArg(c int, i int, depth int) error {
 
 // args reads the event's "args".
 func (d *chromeDecoder) args(c int) error {
-	s := d.s
 	depth := d.evDepth + 1
 	if c != '{' {
-		return s.skipValue(depth, d.lim.MaxDepth, nil)
+		return d.s.skipValue(depth, d.lim.MaxDepth, nil)
 	}
-	if depth > d.lim.MaxDepth {
-		return errDepth
-	}
-	s.pos++
-	if c = s.peek(); c == '}' {
-		s.pos++
-		return nil
-	}
-	for {
-		if c != '"' {
-			return syntaxOrEOF(c)
-		}
-		k, err := d.readKey(true)
-		if err != nil {
-			return err
-		}
-		if err = s.colon(); err != nil {
-			return err
-		}
-		if err = d.arg(k, s.peek(), depth+1); err != nil {
-			return err
-		}
-		var more bool
-		if c, more, err = s.next(); !more {
-			return err
-		}
-	}
+	return d.members(depth, func(c int) error { return d.arg(argKey(d.key), c, depth+1) })
 }
 
 // arg reads the value of the argument k, whose first byte is c, at nesting depth depth.
@@ -767,11 +740,7 @@ func (d *chromeDecoder) arg(k keyCode, c, depth int) error {
 	var err error
 	switch k {
 	case argKeyFile:
-		if c != '"' {
-			return s.skipValue(depth, d.lim.MaxDepth, nil)
-		}
-		d.argFile, err = s.readString(d.argFile[:0], d.lim.MaxStringBytes)
-		d.argSet |= argFile
+		err = d.strArg(c, &d.argFile, argFile, depth)
 	case argKeyLine:
 		err = d.intArg(c, valLine, depth)
 	case argKeyShapes:
@@ -798,14 +767,22 @@ func (d *chromeDecoder) arg(k keyCode, c, depth int) error {
 	case argKeyExternal:
 		err = d.intArg(c, valExternal, depth)
 	case argKeyName:
-		if c != '"' {
-			return s.skipValue(depth, d.lim.MaxDepth, nil)
-		}
-		d.argName, err = s.readString(d.argName[:0], d.lim.MaxStringBytes)
-		d.argSet |= argName
+		err = d.strArg(c, &d.argName, argName, depth)
 	default:
 		err = s.skipValue(depth, d.lim.MaxDepth, nil)
 	}
+	return err
+}
+
+// strArg reads a string argument into *dst and sets bit in argSet; a value of another
+// kind is skipped and sets nothing.
+func (d *chromeDecoder) strArg(c int, dst *[]byte, bit uint16, depth int) error {
+	if c != '"' {
+		return d.s.skipValue(depth, d.lim.MaxDepth, nil)
+	}
+	var err error
+	*dst, err = d.s.readString((*dst)[:0], d.lim.MaxStringBytes)
+	d.argSet |= bit
 	return err
 }
 
@@ -904,124 +881,55 @@ func argKey(k []byte) keyCode {
 	return keyOther
 }
 
-// readKey reads the object key at pos (buf[pos] == '"') and returns its code among the
-// event's members, or among the arguments when args is set. A short key without
-// escapes is matched where it lies in the buffer; any other is decoded into d.key first.
-func (d *chromeDecoder) readKey(args bool) (keyCode, error) {
-	s := d.s
-	if p := s.pos + 1; p+16 <= s.end {
-		// Find the closing quote in the next 16 bytes, eight at a time; a backslash
-		// before it takes the general path.
-		n := -1
-		w := binary.LittleEndian.Uint64(s.buf[p:])
-		if m := byteMask(w, '"') | byteMask(w, '\\'); m != 0 {
-			if at := bits.TrailingZeros64(m) >> 3; s.buf[p+at] == '"' {
-				n = at
-			}
-		} else {
-			w2 := binary.LittleEndian.Uint64(s.buf[p+8:])
-			if m := byteMask(w2, '"') | byteMask(w2, '\\'); m != 0 {
-				if at := 8 + bits.TrailingZeros64(m)>>3; s.buf[p+at] == '"' {
-					n = at
-				}
-			}
-		}
-		if n >= 0 {
-			s.pos = p + n + 1
-			if args {
-				return argKey(s.buf[p : p+n]), nil
-			}
-			if n > 7 {
-				return keyOther, nil
-			}
-			return eventKeyWord(w&(1<<(8*n)-1), n), nil
-		}
-	}
-	var err error
-	if d.key, err = s.readString(d.key[:0], d.lim.MaxStringBytes); err != nil {
-		return keyOther, err
-	}
-	if args {
-		return argKey(d.key), nil
-	}
-	return eventKey(d.key), nil
-}
-
-// byteMask sets the top bit of the bytes of w that equal c. Borrows only cross from a
-// byte that equals c, so the lowest bit set is exact (bytes above it may be flagged
-// wrongly).
-func byteMask(w uint64, c byte) uint64 {
-	x := w ^ (0x0101010101010101 * uint64(c))
-	return (x - 0x0101010101010101) &^ x & 0x8080808080808080
-}
-
 // event reads the event object at pos and acts on it.
 func (d *chromeDecoder) event() error {
 	if fastEvents && d.eventFast() {
 		return d.dispatch()
 	}
-	s := d.s
+	d.resetEvent()
+	if err := d.members(d.evDepth, d.member); err != nil {
+		return err
+	}
+	return d.dispatch()
+}
+
+// resetEvent clears the fields an event sets, before it is read.
+func (d *chromeDecoder) resetEvent() {
 	d.ph, d.name, d.cat, d.scope, d.id = d.ph[:0], d.name[:0], d.cat[:0], d.scope[:0], d.id[:0]
 	d.idKind, d.hasTS, d.ts, d.dur, d.pid, d.tid, d.argSet = 0, false, 0, 0, 0, 0, 0
-	if d.evDepth > d.lim.MaxDepth {
-		return errDepth
+}
+
+// member reads the value, whose first byte is c, of the event member whose key is in
+// d.key.
+func (d *chromeDecoder) member(c int) (err error) {
+	switch eventKey(d.key) {
+	case keyPh:
+		err = d.readStr(&d.ph, c)
+	case keyName:
+		err = d.readStr(&d.name, c)
+	case keyCat:
+		err = d.readStr(&d.cat, c)
+	case keyTS:
+		d.ts, err = d.micros(c, "ts")
+		d.hasTS = true
+	case keyDur:
+		d.dur, err = d.micros(c, "dur")
+	case keyPid:
+		d.pid, err = d.ident(c)
+	case keyTid:
+		d.tid, err = d.ident(c)
+	case keyID:
+		err = d.idText(c, 'i')
+	case keyID2:
+		err = d.id2(c)
+	case keyScope:
+		err = d.readStr(&d.scope, c)
+	case keyArgs:
+		err = d.args(c)
+	default:
+		err = d.s.skipValue(d.evDepth+1, d.lim.MaxDepth, nil)
 	}
-	s.pos++
-	c := s.peek()
-	if c == '}' {
-		s.pos++
-		return d.dispatch()
-	}
-	for {
-		if c != '"' {
-			return syntaxOrEOF(c)
-		}
-		k, err := d.readKey(false)
-		if err != nil {
-			return err
-		}
-		if err = s.colon(); err != nil {
-			return err
-		}
-		c = s.peek()
-		switch k {
-		case keyPh:
-			err = d.readStr(&d.ph, c)
-		case keyName:
-			err = d.readStr(&d.name, c)
-		case keyCat:
-			err = d.readStr(&d.cat, c)
-		case keyTS:
-			d.ts, err = d.micros(c, "ts")
-			d.hasTS = true
-		case keyDur:
-			d.dur, err = d.micros(c, "dur")
-		case keyPid:
-			d.pid, err = d.ident(c)
-		case keyTid:
-			d.tid, err = d.ident(c)
-		case keyID:
-			err = d.idText(c, 'i')
-		case keyID2:
-			err = d.id2(c)
-		case keyScope:
-			err = d.readStr(&d.scope, c)
-		case keyArgs:
-			err = d.args(c)
-		default:
-			err = s.skipValue(d.evDepth+1, d.lim.MaxDepth, nil)
-		}
-		if err != nil {
-			return err
-		}
-		var more bool
-		if c, more, err = s.next(); err != nil {
-			return err
-		}
-		if !more {
-			return d.dispatch()
-		}
-	}
+	return err
 }
 
 // packArgs packs the event's arguments.

@@ -526,11 +526,13 @@ func decodeBothPaths(t *testing.T, b []byte, lim ChromeLimits) {
 // general one on the corpus traces, a generated one, and edge cases of each field.
 func TestChromeFastPathMatchesSlow(t *testing.T) {
 	for _, name := range corpusTraces {
-		b, err := io.ReadAll(openCorpus(t, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Run(name, func(t *testing.T) { decodeBothPaths(t, b, ChromeLimits{}) })
+		t.Run(name, func(t *testing.T) {
+			b, err := io.ReadAll(openCorpus(t, name)) // skips without the corpus
+			if err != nil {
+				t.Fatal(err)
+			}
+			decodeBothPaths(t, b, ChromeLimits{})
+		})
 	}
 	var gen bytes.Buffer
 	if err := writeStepTrace(&gen, 1<<20); err != nil {

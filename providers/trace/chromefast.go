@@ -25,8 +25,7 @@ func (d *chromeDecoder) eventFast() bool {
 	if d.evDepth > maxDepth {
 		return false
 	}
-	d.ph, d.name, d.cat, d.scope, d.id = d.ph[:0], d.name[:0], d.cat[:0], d.scope[:0], d.id[:0]
-	d.idKind, d.hasTS, d.ts, d.dur, d.pid, d.tid, d.argSet = 0, false, 0, 0, 0, 0, 0
+	d.resetEvent()
 	i := skipSpace(b, s.pos+1)
 	if i < len(b) && b[i] == '}' {
 		s.pos = i + 1
@@ -53,22 +52,15 @@ func (d *chromeDecoder) eventFast() bool {
 			if ke = plainString(b, i+1); ke < 0 {
 				return false
 			}
-			if n := ke - (i + 1); n <= 7 {
-				k = eventKey(b[i+1 : ke])
-			}
+			k = eventKey(b[i+1 : ke])
 		}
 		if ke-(i+1) > lim {
 			return false
 		}
-		i = skipSpace(b, ke+1)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return false
-		}
 		var ok bool
+		if i, ok = valueAfterKey(b, ke+1); !ok {
+			return false
+		}
 		switch k {
 		case keyPh:
 			d.ph, i, ok = fastStr(b, i, d.ph, lim, d.evDepth+1, maxDepth)
@@ -96,22 +88,17 @@ func (d *chromeDecoder) eventFast() bool {
 		default:
 			i, ok = skipJSON(b, i, d.evDepth+1, maxDepth)
 		}
+		var more bool
 		if !ok {
 			return false
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
+		if i, more, ok = afterValue(b, i, '}'); !ok {
 			return false
 		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-			continue
-		case '}':
-			s.pos = i + 1
+		if !more {
+			s.pos = i
 			return true
 		}
-		return false
 	}
 }
 
@@ -122,8 +109,8 @@ func fastStr(b []byte, i int, dst []byte, lim, depth, maxDepth int) ([]byte, int
 		j, ok := skipJSON(b, i, depth, maxDepth)
 		return dst[:0], j, ok
 	}
-	e := plainString(b, i+1)
-	if e < 0 || e-(i+1) > lim {
+	e := keptString(b, i, lim)
+	if e < 0 {
 		return dst, 0, false
 	}
 	return append(dst[:0], b[i+1:e]...), e + 1, true
@@ -133,8 +120,8 @@ func fastStr(b []byte, i int, dst []byte, lim, depth, maxDepth int) ([]byte, int
 func (d *chromeDecoder) fastIdent(b []byte, i, lim int) (int64, int, bool) {
 	switch c := b[i]; {
 	case c == '"':
-		e := plainString(b, i+1)
-		if e < 0 || e-(i+1) > lim {
+		e := keptString(b, i, lim)
+		if e < 0 {
 			return 0, 0, false
 		}
 		return d.identText(b[i+1 : e]), e + 1, true
@@ -153,8 +140,8 @@ func (d *chromeDecoder) fastID(b []byte, i, lim int) (int, bool) {
 	d.id = d.id[:0]
 	switch c := b[i]; {
 	case c == '"':
-		e := plainString(b, i+1)
-		if e < 0 || e-(i+1) > lim {
+		e := keptString(b, i, lim)
+		if e < 0 {
 			return 0, false
 		}
 		d.id = append(append(d.id, 's'), b[i+1:e]...)
@@ -186,35 +173,20 @@ func (d *chromeDecoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bo
 		if i >= len(b) || b[i] != '"' {
 			return 0, false
 		}
-		ke := plainString(b, i+1)
-		if ke < 0 || ke-(i+1) > lim {
+		ke := keptString(b, i, lim)
+		if ke < 0 {
 			return 0, false
 		}
 		k := argKey(b[i+1 : ke])
-		i = skipSpace(b, ke+1)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return 0, false
-		}
 		var ok bool
+		if i, ok = valueAfterKey(b, ke+1); !ok {
+			return 0, false
+		}
 		switch k {
 		case argKeyFile:
-			if b[i] != '"' {
-				i, ok = skipJSON(b, i, depth+1, maxDepth)
-				break
-			}
-			d.argFile, i, ok = fastStr(b, i, d.argFile, lim, depth+1, maxDepth)
-			d.argSet |= argFile
+			i, ok = d.fastStrArg(b, i, &d.argFile, argFile, lim, depth+1, maxDepth)
 		case argKeyName:
-			if b[i] != '"' {
-				i, ok = skipJSON(b, i, depth+1, maxDepth)
-				break
-			}
-			d.argName, i, ok = fastStr(b, i, d.argName, lim, depth+1, maxDepth)
-			d.argSet |= argName
+			i, ok = d.fastStrArg(b, i, &d.argName, argName, lim, depth+1, maxDepth)
 		case argKeyShapes:
 			if b[i] != '[' {
 				return 0, false
@@ -238,22 +210,73 @@ func (d *chromeDecoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bo
 		default:
 			i, ok = skipJSON(b, i, depth+1, maxDepth)
 		}
+		var more bool
 		if !ok {
 			return 0, false
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return 0, false
+		if i, more, ok = afterValue(b, i, '}'); !ok || !more {
+			return i, ok
 		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-			continue
-		case '}':
-			return i + 1, true
-		}
+	}
+}
+
+// fastStrArg reads a string argument into *dst and sets bit in argSet, as strArg does;
+// a value of another kind is skipped and sets nothing.
+func (d *chromeDecoder) fastStrArg(b []byte, i int, dst *[]byte, bit uint16, lim, depth, maxDepth int) (int, bool) {
+	if b[i] != '"' {
+		return skipJSON(b, i, depth, maxDepth)
+	}
+	var ok bool
+	*dst, i, ok = fastStr(b, i, *dst, lim, depth, maxDepth)
+	d.argSet |= bit
+	return i, ok
+}
+
+// byteMask sets the top bit of the bytes of w that equal c. Borrows only cross from a
+// byte that equals c, so the lowest bit set is exact (bytes above it may be flagged
+// wrongly).
+func byteMask(w uint64, c byte) uint64 {
+	x := w ^ (0x0101010101010101 * uint64(c))
+	return (x - 0x0101010101010101) &^ x & 0x8080808080808080
+}
+
+// keptString returns the index of the quote that closes the string whose opening quote
+// is at i, or -1 when its text has an escape, runs past the buffer or is longer than lim
+// bytes.
+func keptString(b []byte, i, lim int) int {
+	e := plainString(b, i+1)
+	if e < 0 || e-(i+1) > lim {
+		return -1
+	}
+	return e
+}
+
+// valueAfterKey returns the index of the first byte of a member's value, given the index
+// after its key: whitespace, a ':', whitespace. ok is false for anything else, or at
+// the end of the buffer.
+func valueAfterKey(b []byte, i int) (int, bool) {
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
 		return 0, false
 	}
+	i = skipSpace(b, i+1)
+	return i, i < len(b)
+}
+
+// afterValue reads what follows a value in an object or array closed by closer: a ','
+// (more is set, and next is the index of what follows it) or closer (next is the index
+// after it). ok is false for anything else, or at the end of the buffer.
+func afterValue(b []byte, i int, closer byte) (next int, more, ok bool) {
+	i = skipSpace(b, i)
+	if i < len(b) {
+		switch b[i] {
+		case ',':
+			return skipSpace(b, i+1), true, true
+		case closer:
+			return i + 1, false, true
+		}
+	}
+	return 0, false, false
 }
 
 // argSlot maps an integer argument's key code to its index in packedArgs.vals.
@@ -370,28 +393,17 @@ func skipJSON(b []byte, i, depth, maxDepth int) (int, bool) {
 				if i, ok = skipJSON(b, i, depth+1, maxDepth); !ok {
 					return 0, false
 				}
-				i = skipSpace(b, i)
-				if i >= len(b) || b[i] != ':' {
+				if i, ok = valueAfterKey(b, i); !ok {
 					return 0, false
 				}
-				i = skipSpace(b, i+1)
 			}
-			var ok bool
+			var ok, more bool
 			if i, ok = skipJSON(b, i, depth+1, maxDepth); !ok {
 				return 0, false
 			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return 0, false
+			if i, more, ok = afterValue(b, i, closer); !ok || !more {
+				return i, ok
 			}
-			if b[i] == ',' {
-				i = skipSpace(b, i+1)
-				continue
-			}
-			if b[i] == closer {
-				return i + 1, true
-			}
-			return 0, false
 		}
 	}
 	return 0, false

@@ -399,36 +399,23 @@ func (q *reorderQueue) replaceMin(e heapEntry) int32 {
 	return q.pop()
 }
 
-// slotHeap is the reorder queue's heap: a 4-ary min-heap of entries by key, with half
-// the levels of a binary one. Its storage begins with heapPad unused entries so that the
-// four children of an entry start at a multiple of four entries (128 bytes): a step down
-// reads two cache lines instead of three.
+// slotHeap is the reorder queue's heap, for the entries that arrive far out of order: a
+// 4-ary min-heap of entries by key (half the levels of a binary one).
 type slotHeap struct {
 	h []heapEntry
 }
 
-// heapPad is the index of the root in slotHeap.h.
-const heapPad = 3
-
-func (q *slotHeap) len() int {
-	if len(q.h) == 0 {
-		return 0
-	}
-	return len(q.h) - heapPad
-}
+func (q *slotHeap) len() int { return len(q.h) }
 
 // min is the earliest entry; the heap is not empty.
-func (q *slotHeap) min() *heapEntry { return &q.h[heapPad] }
+func (q *slotHeap) min() *heapEntry { return &q.h[0] }
 
 func (q *slotHeap) push(e heapEntry) {
-	if len(q.h) == 0 {
-		q.h = make([]heapEntry, heapPad, 1024)
-	}
 	q.h = append(q.h, e)
 	h := q.h
 	j := len(h) - 1
-	for j > heapPad {
-		p := j/4 + 2 // the parent of physical index j
+	for j > 0 {
+		p := (j - 1) / 4
 		if !e.less(h[p].slotKey) {
 			break
 		}
@@ -441,22 +428,22 @@ func (q *slotHeap) push(e heapEntry) {
 // pop removes the earliest entry and returns its slot.
 func (q *slotHeap) pop() int32 {
 	h := q.h
-	top := h[heapPad].slot
+	top := h[0].slot
 	last := len(h) - 1
-	h[heapPad] = h[last]
+	h[0] = h[last]
 	q.h = h[:last]
-	if last > heapPad {
-		q.down(heapPad)
+	if last > 0 {
+		q.down(0)
 	}
 	return top
 }
 
-// down moves the entry at physical index j down to its place.
+// down moves entry j down to its place.
 func (q *slotHeap) down(j int) {
 	h := q.h
 	e := h[j]
 	for {
-		c := 4*j - 8 // the first child of physical index j
+		c := 4*j + 1
 		if c >= len(h) {
 			break
 		}
@@ -488,8 +475,10 @@ func grow[T any](s []T, full int) []T {
 	return g
 }
 
-// maxDenseTrack bounds the track IDs a Nester keeps in a slice rather than a map.
-const maxDenseTrack = 1 << 17
+// maxDenseTrack bounds the track IDs a Nester keeps in a slice rather than a map (an ID
+// below it costs the slice up to it: at most 4,096 entries, whatever IDs a decoder
+// uses).
+const maxDenseTrack = 1 << 12
 
 // track returns the state of the track with this ID.
 func (n *Nester) track(id int64) *nestTrack {
