@@ -21,13 +21,18 @@ const BufferBytes = 1 << 20
 // buffers recycles read buffers: a capture hashes several small files per call.
 var buffers = sync.Pool{New: func() any { b := make([]byte, BufferBytes); return &b }}
 
-// Hash returns the SHA-256 and size of the file at path in one streaming pass.
+// Hash returns the SHA-256 and size of the file at path in one streaming pass. A file
+// larger than one buffer is hashed on a goroutine of its own while the next chunk is
+// read (copyHashing), so the reads cost no hashing time.
 func Hash(path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > BufferBytes {
+		return copyHashing(io.Discard, f)
+	}
 	h := sha256.New()
 	buf := buffers.Get().(*[]byte)
 	defer buffers.Put(buf)
@@ -84,7 +89,10 @@ func copyHashing(w io.Writer, r io.Reader) (string, int64, error) {
 			hashed <- struct{}{}
 		}
 	}()
-	bufs := [2][]byte{make([]byte, BufferBytes), make([]byte, BufferBytes)}
+	b0, b1 := buffers.Get().(*[]byte), buffers.Get().(*[]byte)
+	defer buffers.Put(b0)
+	defer buffers.Put(b1)
+	bufs := [2][]byte{*b0, *b1}
 	inflight := 0
 	finish := func() {
 		close(work)

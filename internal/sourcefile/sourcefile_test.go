@@ -118,3 +118,25 @@ func (f *failAfter) Write(p []byte) (int, error) {
 	f.n -= len(p)
 	return len(p), nil
 }
+
+// TestHashSizes hashes files around the buffer size, where Hash switches from one
+// sequential pass to hashing on a goroutine while the next chunk is read, against
+// crypto/sha256 over the same bytes.
+func TestHashSizes(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 1, BufferBytes - 1, BufferBytes, BufferBytes + 1, 2 * BufferBytes, 3*BufferBytes + 7} {
+		content := make([]byte, n)
+		for i := range content {
+			content[i] = byte(i*7 + i>>20)
+		}
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := sha256.Sum256(content)
+		sum, size, err := Hash(p)
+		if err != nil || sum != hex.EncodeToString(want[:]) || size != int64(n) {
+			t.Errorf("%d bytes: Hash = %s %d %v, want %x", n, sum, size, err, want)
+		}
+	}
+}

@@ -2,11 +2,13 @@ package trace
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -409,3 +411,50 @@ func BenchmarkOTLPTables1MProto(b *testing.B) { benchTablesPage(b, otlpBenchInpu
 // BenchmarkOTLPTables1MSpanPage is the page after the resources and scopes: spans 0-99,
 // decoded whole, early in the file.
 func BenchmarkOTLPTables1MSpanPage(b *testing.B) { benchTablesPage(b, otlpBenchInput(b, true), 200) }
+
+// BenchmarkReadStepsFile reads (decodes, nests and visits) a generated 256 MiB file of
+// BenchmarkDecodeChromeSteps's trace shape from disk, plain and gzip compressed: the
+// decoding half of a trace operation, file reading and decompression included, without
+// the hashing passes.
+func BenchmarkReadStepsFile(b *testing.B) {
+	const size = 256 << 20
+	for _, gz := range []bool{false, true} {
+		name, file := "plain", fmt.Sprintf("flameox-bench-steps-%d.json", size)
+		if gz {
+			name, file = "gzip", file+".gz"
+		}
+		b.Run(name, func(b *testing.B) {
+			in := benchFile(b, file, gen.FormatChromeTrace, func(path string) error {
+				f, err := os.Create(path)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				var w io.Writer = f
+				var zw *gzip.Writer
+				if gz {
+					zw, _ = gzip.NewWriterLevel(f, gzip.BestSpeed)
+					w = zw
+				}
+				bw := bufio.NewWriterSize(w, 1<<20)
+				if err := writeStepTrace(bw, size); err != nil {
+					return err
+				}
+				if err := bw.Flush(); err != nil {
+					return err
+				}
+				if zw != nil {
+					return zw.Close()
+				}
+				return nil
+			})
+			b.SetBytes(size)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := read(context.Background(), in, nil, func(*Nested) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

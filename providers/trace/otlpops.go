@@ -27,7 +27,7 @@ func readOTLP(ctx context.Context, in providers.Input, visit func(*OTLPSpan) err
 
 // readOTLPTables is readOTLP, also passing every record whole to tables when it is set.
 func readOTLPTables(ctx context.Context, in providers.Input, visit func(*OTLPSpan) error, tables otlpTableSink) (*OTLPStats, error) {
-	r, err := providers.OpenBounded(ctx, in, maxTraceBytes)
+	r, err := providers.OpenReadAhead(ctx, in, maxTraceBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 		s.unordered, s.misnested = nest.Unordered(), nest.Overlaps()
 		return s, nil
 	}
-	r, err := providers.OpenBounded(ctx, in, maxTraceBytes)
+	r, err := providers.OpenReadAhead(ctx, in, maxTraceBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,138 @@
+package providers
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+)
+
+// OpenReadAhead is OpenBounded for a reader that reads a large input whole: the file
+// is read (and gzip decompressed) on a goroutine of its own, up to readAheadChunks
+// chunks ahead of the caller, so that reading and decompressing overlap decoding. The
+// bounds and the cancellation are OpenBounded's, applied as the caller reads. Close
+// stops the goroutine and waits for it.
+func OpenReadAhead(ctx context.Context, in Input, maxBytes int64) (io.ReadCloser, error) {
+	f, err := OpenInput(in)
+	if err != nil {
+		return nil, err
+	}
+	return &boundedReader{ReadCloser: newReadAhead(f), ctx: ctx, in: in, max: maxBytes}, nil
+}
+
+const (
+	readAheadChunk  = 256 << 10
+	readAheadChunks = 4
+)
+
+// chunk is what the goroutine read into one buffer, and the error that ended its read
+// (io.EOF at the end).
+type chunk struct {
+	b   []byte
+	err error
+}
+
+// readAhead reads src on a goroutine into a ring of buffers; Read copies out of the
+// oldest filled one.
+type readAhead struct {
+	src  io.ReadCloser
+	full chan chunk
+	free chan []byte
+	stop chan struct{}
+	done chan struct{}
+	// cur is the unread part of the chunk being read, err the error that follows it.
+	cur    []byte
+	held   []byte
+	err    error
+	closed bool
+	close  sync.Once
+	cerr   error
+}
+
+func newReadAhead(src io.ReadCloser) *readAhead {
+	r := &readAhead{src: src, full: make(chan chunk, readAheadChunks), free: make(chan []byte, readAheadChunks),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	for i := 0; i < readAheadChunks; i++ {
+		r.free <- make([]byte, readAheadChunk)
+	}
+	go r.fill()
+	return r
+}
+
+// fill reads whole chunks until an error (io.EOF included) or stop.
+func (r *readAhead) fill() {
+	defer close(r.done)
+	defer close(r.full)
+	for {
+		var b []byte
+		select {
+		case b = <-r.free:
+		case <-r.stop:
+			return
+		}
+		n, err := fillChunk(r.src, b)
+		select {
+		case r.full <- chunk{b: b[:n], err: err}:
+		case <-r.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (r *readAhead) Read(p []byte) (int, error) {
+	if r.closed {
+		return 0, os.ErrClosed
+	}
+	for len(r.cur) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		if r.held != nil {
+			r.free <- r.held[:cap(r.held)]
+			r.held = nil
+		}
+		c, ok := <-r.full
+		if !ok {
+			return 0, os.ErrClosed
+		}
+		r.cur, r.held, r.err = c.b, c.b, c.err
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+// fillChunk reads src until b is full or src reports an error, which it returns as
+// src did (unlike io.ReadFull, a truncated gzip stream's io.ErrUnexpectedEOF stays that);
+// a hundred empty reads in a row are io.ErrNoProgress.
+func fillChunk(src io.Reader, b []byte) (int, error) {
+	n, empty := 0, 0
+	for n < len(b) {
+		k, err := src.Read(b[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+		if k == 0 {
+			if empty++; empty == 100 {
+				return n, io.ErrNoProgress
+			}
+		}
+	}
+	return n, nil
+}
+
+// Close stops the goroutine, waits for it to end its read, and closes the file; a
+// later Read returns os.ErrClosed. Close and Read are not called concurrently.
+func (r *readAhead) Close() error {
+	r.closed = true
+	r.close.Do(func() {
+		close(r.stop)
+		<-r.done
+		r.cerr = r.src.Close()
+	})
+	return r.cerr
+}
