@@ -329,7 +329,7 @@ func unavailable(na *providers.UnavailableError) *failure.Failure {
 // (Flameox and any external decoder executables, name -> SHA-256). Paths and roles are
 // excluded so a continuation survives a move or a new process.
 func (req *request) bind(in []resolved, external map[string]string) *failure.Failure {
-	impl := map[string]any{"flameox": Version}
+	impl := map[string]any{"flameox": implementation}
 	for k, v := range external {
 		impl[k] = v
 	}

@@ -27,8 +27,16 @@ import (
 	"github.com/flameox/flameox/repository"
 )
 
-// Version is the Flameox implementation version; it is bound into continuations.
-const Version = "0.2.0-go.1"
+// Version is the Flameox implementation version; it is bound into continuations, so
+// it changes with every change to what a page of rows holds for the same request (a
+// column added, removed or computed differently), and a continuation issued before the
+// change is refused (it binds another request) instead of paging on with other rows
+// (decision 0035). go.2: OTLP table rows gained flags.
+const Version = "0.2.0-go.2"
+
+// implementation is the version continuations bind: Version, except in tests that mint
+// a continuation under another one.
+var implementation = Version
 
 // MaxSessionAnalyses bounds the session analysis cache.
 const MaxSessionAnalyses = 64

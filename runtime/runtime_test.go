@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -70,5 +71,36 @@ func TestProfileDecompressionIsBounded(t *testing.T) {
 		"limits": map[string]any{"max_input_bytes": 1 << 20}})
 	if fl == nil || fl.Code != gen.FailureCodeLimitExceeded || fl.Details["limit"] != int64(1<<20) {
 		t.Fatalf("failure = %+v", fl)
+	}
+}
+
+// TestContinuationBindsImplementation: a continuation issued by another implementation
+// version (rows may have changed shape since) is refused, naming the continuation, in
+// a new session as in the one that issued it; under the same version it pages on.
+func TestContinuationBindsImplementation(t *testing.T) {
+	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": testtool.Corpus(t, "speedscope__chrome116-devtools-trace.json")}}, "page_size": 2}
+	issue := func(version string) string {
+		implementation = version
+		defer func() { implementation = Version }()
+		_, res, f := analyzeJSON(t, newRuntime(t), "summarize_trace", args)
+		if f != nil || res.Token == "" {
+			t.Fatalf("first page under %s: %v, token %q", version, f, res.Token)
+		}
+		return res.Token
+	}
+	for _, c := range []struct {
+		version string
+		ok      bool
+	}{{Version, true}, {"0.2.0-go.1", false}} {
+		args["continuation"] = issue(c.version)
+		_, _, f := analyzeJSON(t, newRuntime(t), "summarize_trace", args)
+		delete(args, "continuation")
+		if c.ok != (f == nil) {
+			t.Errorf("a continuation issued under %s, read under %s: %v", c.version, Version, f)
+			continue
+		}
+		if f != nil && (f.Code != gen.FailureCodeInvalidInput || fmt.Sprint(f.FieldPath) != "[continuation]") {
+			t.Errorf("under %s: %s at %v, want INVALID_INPUT at continuation", c.version, f.Code, f.FieldPath)
+		}
 	}
 }
