@@ -539,7 +539,8 @@ func TestChromeFastPathMatchesSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	decodeBothPaths(t, gen.Bytes(), ChromeLimits{})
-	for i, src := range []string{
+	var cases []string
+	for _, src := range []string{
 		`[{"ph":"X","name":"a\"b","cat":"c\\d","pid":"12","tid":"x\u0041","ts":1.5,"dur":2}]`,
 		`[{"ph":"X","name":1,"cat":[1,{"a":null}],"pid":null,"tid":-3,"ts":1e3,"dur":0.0015,"id":"7","scope":"s"}]`,
 		`[{"ph":"X","ts":1.23456,"dur":1E2,"pid":1.0,"tid":"1.5","args":{"line":4.0,"Line":4.5,"Bytes":"9","File":7,"name":{"x":1}}}]`,
@@ -572,7 +573,35 @@ func TestChromeFastPathMatchesSlow(t *testing.T) {
 		`[{"ph":"X","name":"\xff\xfe","ts":1}]`,
 		`[{"ph":"X","ts":9223372036854775.807,"dur":0.001}]`,
 		`[{"ph":"X","ts":5,"args":{"External id":1,"External id":2,"Input Dims":[[1]],"Input Dims":[[2]]},"args":{"line":3}}]`,
+		// Keys and strings longer than the small bound's two bytes, where values are
+		// skipped, kept or matched.
+		`[{"ph":"X","ts":5,"x":{"abc":1},"y":["abc",{"de":"fgh"}]}]`,
+		`[{"ph":"X","ts":5,"args":{"abc":{"def":"ghi"},"File":"abc","Input Dims":[[1]]}}]`,
+		`[{"ph":"b","cat":"abc","ts":5,"pid":"abc","tid":1,"id":"abc","scope":"abc"}]`,
+		`[{"ph":"b","cat":"c","ts":5,"pid":1,"tid":1,"id2":{"local":"abc","xyz":[1]}}]`,
 	} {
+		cases = append(cases, src)
+	}
+	// Numbers at and past the bound on a number's text (maxNumberBytes), wherever a
+	// value is skipped or kept as text.
+	for _, n := range []int{maxNumberBytes, maxNumberBytes + 1} {
+		long := strings.Repeat("7", n-2) + ".5"
+		for _, tmpl := range []string{
+			`[{"ph":"X","ts":5,"x":%s}]`,
+			`[{"ph":"X","ts":5,"x":[1,{"y":%s}]}]`,
+			`[{"ph":"X","ts":5,"args":{"a":%s}}]`,
+			`[{"ph":"X","ts":5,"args":{"line":%s}}]`,
+			`[{"ph":"X","ts":5,"args":{"Input Dims":[[%s]]}}]`,
+			`[{"ph":"b","cat":"c","ts":5,"pid":1,"tid":1,"id":%s}]`,
+			`[{"ph":"b","cat":"c","ts":5,"pid":1,"tid":1,"id2":{"local":%s}}]`,
+			`[{"ph":"X","ts":5,"pid":%s}]`,
+			`[{"ph":"X","ts":%s}]`,
+			`[{"ph":"X","ts":5,"name":%s}]`,
+		} {
+			cases = append(cases, fmt.Sprintf(tmpl, long))
+		}
+	}
+	for i, src := range cases {
 		decodeBothPaths(t, []byte(src), ChromeLimits{})
 		// Small bounds: the paths must agree on which bound fails and where.
 		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4, MaxStringBytes: 2})

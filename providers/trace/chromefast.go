@@ -327,7 +327,8 @@ func plainString(b []byte, i int) int {
 	return -1
 }
 
-// numberEnd returns the index after the JSON number at i, or -1 when it is not one or
+// numberEnd returns the index after the JSON number at i, or -1 when it is not one, is
+// longer than maxNumberBytes (readNumber's bound, which the general path reports), or
 // the buffer ends before the byte after it.
 func numberEnd(b []byte, i int) int {
 	j := i
@@ -337,7 +338,7 @@ func numberEnd(b []byte, i int) int {
 			j++
 			continue
 		}
-		if !validNumber(b[i:j]) {
+		if j-i > maxNumberBytes || !validNumber(b[i:j]) {
 			return -1
 		}
 		return j
