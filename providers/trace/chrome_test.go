@@ -579,6 +579,19 @@ func TestChromeFastPathMatchesSlow(t *testing.T) {
 		`[{"ph":"X","ts":5,"args":{"abc":{"def":"ghi"},"File":"abc","Input Dims":[[1]]}}]`,
 		`[{"ph":"b","cat":"abc","ts":5,"pid":"abc","tid":1,"id":"abc","scope":"abc"}]`,
 		`[{"ph":"b","cat":"c","ts":5,"pid":1,"tid":1,"id2":{"local":"abc","xyz":[1]}}]`,
+		// id2 in the forms the fast path reads and the ones it leaves to the general path.
+		`[{"ph":"b","cat":"c","ts":1,"pid":1,"tid":1,"id2":{"local":"0x3"}},{"ph":"e","cat":"c","ts":2,"pid":1,"tid":1,"id2":{"local":"0x3"}}]`,
+		`[{"ph":"b","cat":"c","ts":1,"pid":1,"tid":1,"id2":{"local":7}},{"ph":"e","cat":"c","ts":2,"pid":2,"tid":1,"id2":{"local":7}}]`,
+		`[{"ph":"b","cat":"c","ts":1,"pid":1,"tid":1,"id":"7","id2":{"global":"7"}},{"ph":"e","cat":"c","ts":2,"pid":1,"tid":1,"id":"7"}]`,
+		`[{"ph":"b","cat":"c","ts":1,"pid":1,"tid":1,"id2":{"local":"1","global":"2"}},{"ph":"e","cat":"c","ts":2,"pid":3,"tid":1,"id2":{"global":"2"}}]`,
+		`[{"ph":"b","cat":"c","ts":1,"id2":5},{"ph":"b","cat":"c","ts":1,"id2":{}},{"ph":"b","cat":"c","ts":1,"id2":[1,{"local":1}]}]`,
+		`[{"ph":"b","cat":"c","ts":1,"id2":{"local":{"a":[1]}}},{"ph":"b","cat":"c","ts":1,"id2":{"local":null,"other":{"b":{}}}}]`,
+		`[{"ph":"b","cat":"c","ts":1,"id2":{"loc\u0061l":"1"}},{"ph":"b","cat":"c","ts":1,"id2":{"local":"a\"b"}}]`,
+		`[{"ph":"b","cat":"c","ts":1,"id2":{"local":1,}}]`,
+		`[{"ph":"b","cat":"c","ts":1,"id2":{"local" 1}}]`,
+		`[{"ph":"b","cat":"c","ts":1,"id2":{"local":1]}]`,
+		`[{"ph":"b","cat":"c","ts":1,"id2":{"local":01}}]`,
+		`[{"ph":"b","cat":"c","ts":1,"id2":{"x":[1]}},{"ph":"b","cat":"c","ts":1,"id2":{"x":[[1]]}},{"ph":"b","cat":"c","ts":1,"id2":{"x":[[[1]]]}}]`,
 	} {
 		cases = append(cases, src)
 	}
@@ -605,6 +618,7 @@ func TestChromeFastPathMatchesSlow(t *testing.T) {
 		decodeBothPaths(t, []byte(src), ChromeLimits{})
 		// Small bounds: the paths must agree on which bound fails and where.
 		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4, MaxStringBytes: 2})
+		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4}) // keys fit, depth binds
 		if t.Failed() {
 			t.Fatalf("case %d", i)
 		}

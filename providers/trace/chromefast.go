@@ -13,10 +13,11 @@ var fastEvents = true
 // when the event lies whole in the buffer and holds only what this path reads: keys
 // and string values without escapes, ts and dur of at most 19 digits and three
 // decimals without exponent, integer pid, tid and argument values, "Input Dims" of
-// integer arrays, no id2, and skipped values of valid JSON. It then sets the event's
-// fields as event does, consumes the event and returns true. Otherwise it returns
-// false having consumed nothing, and event reads the event from its start (it resets
-// every field this path sets), reporting its errors.
+// integer arrays, id2 objects with plain keys, and skipped values of valid JSON whose
+// numbers are within maxNumberBytes. It then sets the event's fields as event does,
+// consumes the event and returns true. Otherwise it returns false having consumed
+// nothing, and event reads the event from its start (it resets every field this path
+// sets), reporting its errors.
 func (d *chromeDecoder) eventFast() bool {
 	s := d.s
 	b := s.buf[:s.end]
@@ -80,11 +81,11 @@ func (d *chromeDecoder) eventFast() bool {
 		case keyTid:
 			d.tid, i, ok = d.fastIdent(b, i, lim)
 		case keyID:
-			i, ok = d.fastID(b, i, lim)
+			i, ok = d.fastID(b, i, lim, 'i')
+		case keyID2:
+			i, ok = d.fastID2(b, i, lim)
 		case keyArgs:
 			i, ok = d.fastArgs(b, i, lim, d.evDepth+1, maxDepth)
-		case keyID2:
-			return false
 		default:
 			i, ok = skipJSON(b, i, d.evDepth+1, maxDepth)
 		}
@@ -134,9 +135,24 @@ func (d *chromeDecoder) fastIdent(b []byte, i, lim int) (int64, int, bool) {
 	return scaled(b, i, 0)
 }
 
-// fastID reads an async id as idText does, for numbers and plain strings.
-func (d *chromeDecoder) fastID(b []byte, i, lim int) (int, bool) {
-	d.idKind = 'i'
+// fastID2 reads an "id2" value ({"local": id} or {"global": id}) as id2 does.
+func (d *chromeDecoder) fastID2(b []byte, i, lim int) (int, bool) {
+	depth, maxDepth := d.evDepth+1, d.lim.MaxDepth
+	return fastObject(b, i, lim, depth, maxDepth, func(key []byte, i int) (int, bool) {
+		switch string(key) {
+		case "local":
+			return d.fastID(b, i, lim, 'l')
+		case "global":
+			return d.fastID(b, i, lim, 'g')
+		}
+		return skipJSON(b, i, depth+1, maxDepth)
+	})
+}
+
+// fastID reads an async id of this kind ('i' for "id", 'l' and 'g' in "id2") as idText
+// does, for numbers and plain strings.
+func (d *chromeDecoder) fastID(b []byte, i, lim int, kind byte) (int, bool) {
+	d.idKind = kind
 	d.id = d.id[:0]
 	switch c := b[i]; {
 	case c == '"':
@@ -159,6 +175,44 @@ func (d *chromeDecoder) fastID(b []byte, i, lim int) (int, bool) {
 
 // fastArgs reads the event's "args" at i (at nesting depth depth) as args does.
 func (d *chromeDecoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bool) {
+	return fastObject(b, i, lim, depth, maxDepth, func(key []byte, i int) (int, bool) {
+		switch k := argKey(key); k {
+		case argKeyFile:
+			return d.fastStrArg(b, i, &d.argFile, argFile, lim, depth+1, maxDepth)
+		case argKeyName:
+			return d.fastStrArg(b, i, &d.argName, argName, lim, depth+1, maxDepth)
+		case argKeyShapes:
+			if b[i] != '[' {
+				return 0, false
+			}
+			var ok bool
+			d.argShapes, i, ok = intArrays(b, i, d.argShapes[:0], depth+1, maxDepth)
+			if len(d.argShapes) > lim {
+				return 0, false
+			}
+			d.argSet |= argShapes
+			return i, ok
+		case argKeyLine, argKeyBytes, argKeyCorr, argKeyDevice, argKeyStream, argKeyExternal:
+			if c := b[i]; c != '-' && c-'0' > 9 {
+				return skipJSON(b, i, depth+1, maxDepth)
+			}
+			v, i, ok := scaled(b, i, 0)
+			if ok {
+				slot := argSlot[k]
+				d.argVals[slot] = v
+				d.argSet |= valBits[slot]
+			}
+			return i, ok
+		}
+		return skipJSON(b, i, depth+1, maxDepth)
+	})
+}
+
+// fastObject reads the value at i, at nesting depth depth, as an object whose keys are
+// plain strings of at most lim bytes, calling member with each key and the index of its
+// value (member returns the index after the value); a value that is not an object is
+// skipped. ok is false for anything else, as soon as it is met.
+func fastObject(b []byte, i, lim, depth, maxDepth int, member func(key []byte, i int) (int, bool)) (int, bool) {
 	if b[i] != '{' {
 		return skipJSON(b, i, depth, maxDepth)
 	}
@@ -177,41 +231,12 @@ func (d *chromeDecoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bo
 		if ke < 0 {
 			return 0, false
 		}
-		k := argKey(b[i+1 : ke])
-		var ok bool
+		key := b[i+1 : ke]
+		var ok, more bool
 		if i, ok = valueAfterKey(b, ke+1); !ok {
 			return 0, false
 		}
-		switch k {
-		case argKeyFile:
-			i, ok = d.fastStrArg(b, i, &d.argFile, argFile, lim, depth+1, maxDepth)
-		case argKeyName:
-			i, ok = d.fastStrArg(b, i, &d.argName, argName, lim, depth+1, maxDepth)
-		case argKeyShapes:
-			if b[i] != '[' {
-				return 0, false
-			}
-			d.argShapes, i, ok = intArrays(b, i, d.argShapes[:0], depth+1, maxDepth)
-			if len(d.argShapes) > lim {
-				return 0, false
-			}
-			d.argSet |= argShapes
-		case argKeyLine, argKeyBytes, argKeyCorr, argKeyDevice, argKeyStream, argKeyExternal:
-			if c := b[i]; c != '-' && c-'0' > 9 {
-				i, ok = skipJSON(b, i, depth+1, maxDepth)
-				break
-			}
-			var v int64
-			if v, i, ok = scaled(b, i, 0); ok {
-				slot := argSlot[k]
-				d.argVals[slot] = v
-				d.argSet |= valBits[slot]
-			}
-		default:
-			i, ok = skipJSON(b, i, depth+1, maxDepth)
-		}
-		var more bool
-		if !ok {
+		if i, ok = member(key, i); !ok {
 			return 0, false
 		}
 		if i, more, ok = afterValue(b, i, '}'); !ok || !more {
