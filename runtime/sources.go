@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -309,7 +308,7 @@ func (rt *Runtime) sniff(path string, op gen.OperationDecl, i int) (gen.Format, 
 	} else {
 		head = head[:0]
 	}
-	if bytes.HasPrefix(head, []byte{0x1f, 0x8b}) {
+	if sourcefile.IsGzip(head) {
 		if inner := gunzipHead(path); textual(inner) {
 			name, head = strings.TrimSuffix(name, ".gz"), inner
 		}

@@ -147,7 +147,7 @@ func compressed(path string) bool {
 	defer f.Close()
 	var magic [4]byte
 	n, _ := io.ReadFull(f, magic[:])
-	return n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b || n == 4 && string(magic[:]) == "PAR1"
+	return sourcefile.IsGzip(magic[:n]) || n == 4 && string(magic[:]) == "PAR1"
 }
 
 // replySlack is what a worker's reply may hold beyond max_result_bytes: the envelope

@@ -20,6 +20,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/generated/viewerapi"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/runtime"
 )
 
@@ -396,7 +397,7 @@ func parseRange(spec string, size int64) (start, length int64, f *failure.Failur
 // artifactMediaType is the content type of an artifact: gzip as stored, else by its
 // recorded format, else application/octet-stream.
 func artifactMediaType(format gen.Format, head []byte) string {
-	if len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+	if sourcefile.IsGzip(head) {
 		return "application/gzip"
 	}
 	switch format {

@@ -129,6 +129,10 @@ func copyHashing(w io.Writer, r io.Reader) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
+// IsGzip reports whether head starts with gzip's magic number (RFC 1952: ID1 0x1f,
+// ID2 0x8b).
+func IsGzip(head []byte) bool { return len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b }
+
 // ErrBadGzip reports a file that starts like gzip but is not a valid gzip stream.
 var ErrBadGzip = errors.New("sourcefile: invalid gzip stream")
 
@@ -141,7 +145,7 @@ func OpenStream(path string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
-	if head, _ := br.Peek(2); len(head) < 2 || head[0] != 0x1f || head[1] != 0x8b {
+	if head, _ := br.Peek(2); !IsGzip(head) {
 		return readCloser{br, f}, nil
 	}
 	zr, err := gzip.NewReader(br)

@@ -140,3 +140,21 @@ func TestHashSizes(t *testing.T) {
 		}
 	}
 }
+
+func TestIsGzip(t *testing.T) {
+	for _, tt := range []struct {
+		head []byte
+		want bool
+	}{
+		{nil, false},
+		{[]byte{0x1f}, false},
+		{[]byte{0x1f, 0x8b}, true},
+		{[]byte{0x1f, 0x8b, 8, 0}, true},
+		{[]byte{0x8b, 0x1f}, false},
+		{[]byte("PAR1"), false},
+	} {
+		if got := IsGzip(tt.head); got != tt.want {
+			t.Errorf("IsGzip(% x) = %v", tt.head, got)
+		}
+	}
+}

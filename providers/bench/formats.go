@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/flameox/flameox/contracts"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/internal/validate"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/jsonbound"
@@ -67,7 +68,7 @@ func readBounded(r io.Reader, what string) ([]byte, error) {
 // jsonReader is r, gunzipped when it is gzip, cut one byte past maxJSONBytes.
 func jsonReader(r io.Reader) (io.Reader, error) {
 	br := bufio.NewReader(r)
-	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+	if head, _ := br.Peek(2); sourcefile.IsGzip(head) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, &providers.DecodeError{Message: "the gzip stream is not valid"}

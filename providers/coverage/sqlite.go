@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/sqlitefile"
 	_ "modernc.org/sqlite" // pure-Go SQLite, driver "sqlite"
@@ -69,7 +70,7 @@ func sniff(in providers.Input) error {
 		return nil
 	case n == 0:
 		return decodeErr(in.Index, nil, "source %d is empty, not a coverage.py data file", in.Index)
-	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+	case sourcefile.IsGzip(head):
 		return &providers.UnsupportedError{Source: in.Index,
 			Message: fmt.Sprintf("source %d is gzip-compressed; SQLite needs random access: decompress the coverage data file first", in.Index)}
 	case bytes.HasPrefix(head, []byte("!coverage.py")):

@@ -13,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -103,12 +104,12 @@ func decodePprof(r io.Reader, reread func() (io.ReadCloser, error), o Options) (
 	// profile.Parse would refuse it after its single layer.
 	tooLarge := pprofLimit(maxParsedPprofBytes, "bytes", fmt.Sprintf("is not one the streaming reader takes, and such profiles are parsed whole up to %d bytes", maxParsedPprofBytes))
 	data, err := io.ReadAll(&limitedReader{r: rr, max: maxParsedPprofBytes, err: tooLarge})
-	if err == nil && isGzip(data) {
+	if err == nil && sourcefile.IsGzip(data) {
 		var zr *gzip.Reader
 		if zr, err = gzip.NewReader(bytes.NewReader(data)); err == nil {
 			data, err = io.ReadAll(&limitedReader{r: zr, max: maxParsedPprofBytes, err: tooLarge})
 		}
-		if err == nil && isGzip(data) {
+		if err == nil && sourcefile.IsGzip(data) {
 			err = errors.New("a gzip stream inside the gzip stream")
 		}
 	}
@@ -339,13 +340,11 @@ func (a *sampleArena) each(f func([]byte) error) error {
 	return nil
 }
 
-func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
-
 // streamPprof reads a profile with the streaming reader.
 func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 	raw := newInput(r)
 	in := &raw
-	if raw.fill(2) && raw.buf[raw.i] == 0x1f && raw.buf[raw.i+1] == 0x8b {
+	if raw.fill(2) && sourcefile.IsGzip(raw.buf[raw.i:]) {
 		zr, err := gzip.NewReader(&raw)
 		if err != nil {
 			return nil, PprofInfo{}, errNotStreamed

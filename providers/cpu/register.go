@@ -13,6 +13,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/prepare"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -38,7 +39,7 @@ var detectors = []providers.Detector{
 	}},
 	// A gzip stream whose content is not text is a pprof profile.
 	{Format: gen.FormatPprof, Suffixes: []string{".pprof", ".pb.gz", ".prof"}, Match: func(_ string, head []byte) bool {
-		return bytes.HasPrefix(head, []byte{0x1f, 0x8b})
+		return sourcefile.IsGzip(head)
 	}},
 	{Format: gen.FormatPySpy, Suffixes: []string{".speedscope.json"}, Container: gen.FormatJSON, Match: func(_ string, head []byte) bool {
 		return bytes.Contains(head, []byte("speedscope.app/file-format-schema"))

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/sqlitefile"
 	_ "modernc.org/sqlite" // pure-Go SQLite, driver "sqlite"
@@ -60,7 +61,7 @@ func sniffSQLite(in providers.Input) error {
 	switch {
 	case bytes.HasPrefix(head[:n], sqlitefile.Magic) && n == 100:
 		return nil
-	case bytes.HasPrefix(head[:n], []byte{0x1f, 0x8b}):
+	case sourcefile.IsGzip(head[:n]):
 		return &providers.UnsupportedError{Source: in.Index,
 			Message: fmt.Sprintf("source %d is gzip-compressed; SQLite needs random access: decompress the Nsight Systems export first", in.Index)}
 	default:
