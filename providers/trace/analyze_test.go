@@ -2,13 +2,17 @@ package trace
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -317,4 +321,49 @@ func TestSummarizeNamesAgainstPython(t *testing.T) {
 			t.Logf("%d rows, %d with a thread name", len(rows), named)
 		})
 	}
+}
+
+// TestReadTruncatedGzip reads a gzip trace cut inside its deflate data and inside its
+// trailer (the content then decompresses whole, but its checksum is missing) through
+// the read-ahead reader: each is a DecodeError naming the byte it stopped at, never a
+// trace read as truncated at an event boundary; the whole file reads every slice.
+func TestReadTruncatedGzip(t *testing.T) {
+	var raw bytes.Buffer
+	if err := writeStepTrace(&raw, 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw.Bytes())
+	zw.Close()
+	want := decodeCount(t, raw.Bytes())
+	for _, cut := range []int{gz.Len() / 3, gz.Len() - 9, gz.Len() - 4, gz.Len()} {
+		p := filepath.Join(t.TempDir(), "t.json.gz")
+		if err := os.WriteFile(p, gz.Bytes()[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		_, err := read(context.Background(), providers.Input{Index: 1, Path: p, Format: gen.FormatChromeTrace}, nil,
+			func(*Nested) error { n++; return nil })
+		if cut == gz.Len() {
+			if err != nil || n != want {
+				t.Errorf("whole file: %d slices, %v; want %d", n, err, want)
+			}
+			continue
+		}
+		var de *providers.DecodeError
+		if !errors.As(err, &de) || de.Source != 1 || !strings.Contains(de.Message, "could not be read past byte") {
+			t.Errorf("cut at %d of %d bytes: %d slices, %v", cut, gz.Len(), n, err)
+		}
+	}
+}
+
+// decodeCount is the number of slices DecodeChrome delivers for b.
+func decodeCount(t *testing.T, b []byte) int {
+	t.Helper()
+	rec := newRecorder()
+	if _, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, ChromeLimits{}, rec); err != nil {
+		t.Fatal(err)
+	}
+	return len(rec.slices)
 }
