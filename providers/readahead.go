@@ -25,6 +25,9 @@ const (
 	readAheadChunks = 4
 )
 
+// chunks recycles the read-ahead buffers: a request may read many small traces.
+var chunks = sync.Pool{New: func() any { b := make([]byte, readAheadChunk); return &b }}
+
 // chunk is what the goroutine read into one buffer, and the error that ended its read
 // (io.EOF at the end).
 type chunk struct {
@@ -47,13 +50,16 @@ type readAhead struct {
 	closed bool
 	close  sync.Once
 	cerr   error
+	// bufs are the buffers, returned to chunks by Close.
+	bufs [readAheadChunks]*[]byte
 }
 
 func newReadAhead(src io.ReadCloser) *readAhead {
 	r := &readAhead{src: src, full: make(chan chunk, readAheadChunks), free: make(chan []byte, readAheadChunks),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	for i := 0; i < readAheadChunks; i++ {
-		r.free <- make([]byte, readAheadChunk)
+	for i := range r.bufs {
+		r.bufs[i] = chunks.Get().(*[]byte)
+		r.free <- *r.bufs[i]
 	}
 	go r.fill()
 	return r
@@ -116,23 +122,28 @@ func fillChunk(src io.Reader, b []byte) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if k == 0 {
-			if empty++; empty == 100 {
-				return n, io.ErrNoProgress
-			}
+		if k > 0 {
+			empty = 0
+		} else if empty++; empty == 100 {
+			return n, io.ErrNoProgress
 		}
 	}
 	return n, nil
 }
 
-// Close stops the goroutine, waits for it to end its read, and closes the file; a
-// later Read returns os.ErrClosed. Close and Read are not called concurrently.
+// Close stops the goroutine, waits for it to end its read, closes the file and
+// recycles the buffers; a later Read returns os.ErrClosed. Close and Read are not
+// called concurrently.
 func (r *readAhead) Close() error {
 	r.closed = true
 	r.close.Do(func() {
 		close(r.stop)
 		<-r.done
 		r.cerr = r.src.Close()
+		for _, b := range r.bufs {
+			chunks.Put(b)
+		}
+		r.cur, r.held = nil, nil
 	})
 	return r.cerr
 }
