@@ -613,6 +613,8 @@ func TestChromeFastPathMatchesSlow(t *testing.T) {
 		} {
 			cases = append(cases, fmt.Sprintf(tmpl, long))
 		}
+		// An integer, which Input Dims take (the decimal above stops their reader).
+		cases = append(cases, fmt.Sprintf(`[{"ph":"X","ts":5,"args":{"Input Dims":[[1,%s]]}}]`, strings.Repeat("7", n)))
 	}
 	for i, src := range cases {
 		decodeBothPaths(t, []byte(src), ChromeLimits{})
@@ -621,6 +623,35 @@ func TestChromeFastPathMatchesSlow(t *testing.T) {
 		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4}) // keys fit, depth binds
 		if t.Failed() {
 			t.Fatalf("case %d", i)
+		}
+	}
+}
+
+// TestLongNumberAnywhere decodes events with numbers at and past maxNumberBytes (in
+// Input Dims, an id, a skipped value) at the start of the input and straddling the
+// scanner's first buffer: the result must not depend on where the event falls.
+func TestLongNumberAnywhere(t *testing.T) {
+	for _, n := range []int{maxNumberBytes, maxNumberBytes + 1} {
+		long := strings.Repeat("7", n)
+		for _, ev := range []string{
+			`{"ph":"X","ts":5,"dur":1,"args":{"Input Dims":[[` + long + `]]}}`,
+			`{"ph":"b","cat":"c","ts":5,"id":` + long + `}`,
+			`{"ph":"X","ts":5,"dur":1,"x":[` + long + `]}`,
+		} {
+			var msgs []string
+			for _, pad := range []int{0, scanBufSize - 200} {
+				src := "[" + strings.Repeat(" ", pad) + ev + "]"
+				_, err := DecodeChrome(context.Background(), strings.NewReader(src), 0, ChromeLimits{}, newRecorder())
+				msg := "ok"
+				if err != nil {
+					msg = err.Error()
+				}
+				msgs = append(msgs, msg)
+				decodeBothPaths(t, []byte(src), ChromeLimits{})
+			}
+			if msgs[0] != msgs[1] {
+				t.Errorf("%d digits in %.40s...: %q at the start, %q across the buffer", n, ev, msgs[0], msgs[1])
+			}
 		}
 	}
 }

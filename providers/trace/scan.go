@@ -737,8 +737,9 @@ func intArrays(b []byte, i int, dst []byte, depth, maxDepth int) (out []byte, en
 					j++
 				}
 			}
-			// The byte after the number must be in the buffer and end it as an integer.
-			if j >= len(b) {
+			// The byte after the number must be in the buffer and end it as an integer,
+			// and the number must be within readNumber's bound, which skipValue reports.
+			if j >= len(b) || j-i > maxNumberBytes {
 				return dst, 0, false
 			}
 			if n := b[j]; n == '.' || n == 'e' || n == 'E' || n-'0' <= 9 {
