@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -52,6 +53,8 @@ type readAhead struct {
 	cerr   error
 	// bufs are the buffers, returned to chunks by Close.
 	bufs [readAheadChunks]*[]byte
+	// panicked is the source's panic, set before full is closed.
+	panicked error
 }
 
 func newReadAhead(src io.ReadCloser) *readAhead {
@@ -65,10 +68,16 @@ func newReadAhead(src io.ReadCloser) *readAhead {
 	return r
 }
 
-// fill reads whole chunks until an error (io.EOF included) or stop.
+// fill reads whole chunks until an error (io.EOF included) or stop. A panic of the
+// source is kept for Read to raise on the caller's goroutine, after the chunks before it.
 func (r *readAhead) fill() {
 	defer close(r.done)
 	defer close(r.full)
+	defer func() {
+		if v := recover(); v != nil {
+			r.panicked = fmt.Errorf("read-ahead source panic: %v", v)
+		}
+	}()
 	for {
 		var b []byte
 		select {
@@ -92,6 +101,9 @@ func (r *readAhead) Read(p []byte) (int, error) {
 	if r.closed {
 		return 0, os.ErrClosed
 	}
+	if len(p) == 0 {
+		return 0, nil
+	}
 	for len(r.cur) == 0 {
 		if r.err != nil {
 			return 0, r.err
@@ -102,6 +114,9 @@ func (r *readAhead) Read(p []byte) (int, error) {
 		}
 		c, ok := <-r.full
 		if !ok {
+			if r.panicked != nil {
+				panic(r.panicked)
+			}
 			return 0, os.ErrClosed
 		}
 		r.cur, r.held, r.err = c.b, c.b, c.err

@@ -5,9 +5,11 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/iotest"
 )
@@ -136,4 +138,72 @@ func TestReadAheadBounds(t *testing.T) {
 		t.Errorf("after cancel: %v", err)
 	}
 	r.Close()
+}
+
+// spySource is a source that records Close and can panic after some reads.
+type spySource struct {
+	io.Reader
+	closed    bool
+	panicRead int // the read that panics (0: none)
+	reads     int
+}
+
+func (s *spySource) Read(p []byte) (int, error) {
+	if s.reads++; s.reads == s.panicRead {
+		panic("source broke")
+	}
+	return s.Reader.Read(p)
+}
+
+func (s *spySource) Close() error { s.closed = true; return nil }
+
+// TestReadAheadCloseEndsEverything closes read-ahead readers before any read, in the
+// middle, and at the end: each time the goroutine has ended (done is closed) and the
+// source is closed when Close returns, and a second Close is harmless.
+func TestReadAheadCloseEndsEverything(t *testing.T) {
+	content := bytes.Repeat([]byte{7}, 10*readAheadChunk)
+	for _, read := range []int{0, readAheadChunk + 3, len(content) + 1} {
+		src := &spySource{Reader: bytes.NewReader(content)}
+		r := newReadAhead(src)
+		if _, err := io.ReadFull(r, make([]byte, min(read, len(content)))); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-r.done:
+		default:
+			t.Errorf("after reading %d bytes: Close returned before its goroutine ended", read)
+		}
+		if !src.closed {
+			t.Errorf("after reading %d bytes: Close left the source open", read)
+		}
+		if err := r.Close(); err != nil {
+			t.Errorf("a second Close: %v", err)
+		}
+	}
+}
+
+// TestReadAheadPanic: a source that panics on its goroutine does not crash the process
+// there; the caller's Read raises it, after the bytes read before it.
+func TestReadAheadPanic(t *testing.T) {
+	content := bytes.Repeat([]byte{7}, 3*readAheadChunk)
+	r := newReadAhead(&spySource{Reader: bytes.NewReader(content), panicRead: 2})
+	defer r.Close()
+	got := 0
+	defer func() {
+		v := recover()
+		if v == nil || !strings.Contains(fmt.Sprint(v), "source broke") || got != readAheadChunk {
+			t.Errorf("recovered %v after %d bytes; want the source's panic after %d", v, got, readAheadChunk)
+		}
+	}()
+	buf := make([]byte, 1000)
+	for {
+		n, err := r.Read(buf)
+		got += n
+		if err != nil {
+			t.Fatalf("Read returned %v after %d bytes instead of panicking", err, got)
+		}
+	}
 }

@@ -75,8 +75,9 @@ func TestProfileDecompressionIsBounded(t *testing.T) {
 }
 
 // TestContinuationBindsImplementation: a continuation issued by another implementation
-// version (rows may have changed shape since) is refused, naming the continuation, in
-// a new session as in the one that issued it; under the same version it pages on.
+// version (rows may have changed shape since) is refused by a new runtime, as a later
+// process of a newer build would, naming the continuation; under the same version it
+// pages on.
 func TestContinuationBindsImplementation(t *testing.T) {
 	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": testtool.Corpus(t, "speedscope__chrome116-devtools-trace.json")}}, "page_size": 2}
 	issue := func(version string) string {

@@ -36,7 +36,9 @@ func Hash(path string) (string, int64, error) {
 	h := sha256.New()
 	buf := buffers.Get().(*[]byte)
 	defer buffers.Put(buf)
-	n, err := io.CopyBuffer(h, f, *buf)
+	// The file is wrapped so that CopyBuffer reads into buf: *os.File's WriteTo would
+	// copy through a buffer of its own, 32 KiB at a time.
+	n, err := io.CopyBuffer(h, struct{ io.Reader }{f}, *buf)
 	if err != nil {
 		return "", 0, err
 	}

@@ -344,7 +344,7 @@ func (a *sampleArena) each(f func([]byte) error) error {
 func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 	raw := newInput(r)
 	in := &raw
-	if raw.fill(2) && sourcefile.IsGzip(raw.buf[raw.i:]) {
+	if raw.fill(2) && sourcefile.IsGzip(raw.buf[raw.i:raw.n]) {
 		zr, err := gzip.NewReader(&raw)
 		if err != nil {
 			return nil, PprofInfo{}, errNotStreamed
