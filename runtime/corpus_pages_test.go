@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers/all"
 )
 
@@ -54,10 +55,7 @@ func pageAll(t *testing.T, rt *Runtime, tool string, args map[string]any, bound 
 // operation that reads its detected format: the default page is at most 100 KB of text,
 // and the rows paged with the default byte budget equal the rows of large pages.
 func TestCorpusPagesAreBoundedAndConsistent(t *testing.T) {
-	dir, err := filepath.Abs("../../shared/corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := filepath.Dir(testtool.Corpus(t, "README.md")) // skips without the corpus
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatalf("the shared corpus is missing: %v", err)

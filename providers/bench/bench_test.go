@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,11 +20,7 @@ import (
 
 func corpus(t testing.TB, name string) string {
 	t.Helper()
-	p, _ := filepath.Abs(filepath.Join("../../../shared/corpus", name))
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("corpus file missing: %v", err)
-	}
-	return p
+	return testtool.Corpus(t, name)
 }
 
 func decodeFile(t *testing.T, path string) []Measurement {

@@ -27,14 +27,7 @@ import (
 
 func corpus(t testing.TB, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("../../../shared/corpus", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("corpus file missing: %v", err)
-	}
-	return p
+	return testtool.Corpus(t, name)
 }
 
 func decodePstatsFile(t *testing.T, path string) []PstatsFunction {
