@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -488,38 +490,51 @@ func TestDecodeChromeKeySpellings(t *testing.T) {
 	}
 }
 
+// decoded is what one decoding delivered: slices, tracks, names, counts and the error.
+type decoded struct {
+	rec *recorder
+	st  *Stats
+	err string
+}
+
+// decodeWith decodes b with the fast event path on or off.
+func decodeWith(b []byte, lim ChromeLimits, fast bool) decoded {
+	defer func(old bool) { fastEvents = old }(fastEvents)
+	fastEvents = fast
+	rec := newRecorder()
+	st, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, lim, rec)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+		if de, ok := err.(*providers.DecodeError); ok {
+			msg += fmt.Sprint(de.Details)
+		}
+	}
+	return decoded{rec, st, msg}
+}
+
+// sameDecoding fails on any difference between two decodings (-want +got).
+func sameDecoding(t *testing.T, what string, want, got decoded) {
+	t.Helper()
+	if got.err != want.err {
+		t.Fatalf("%s: error %q, want %q", what, got.err, want.err)
+	}
+	if diff := cmp.Diff(want.rec.slices, got.rec.slices); diff != "" {
+		t.Fatalf("%s: slices (-want +got):\n%s", what, diff)
+	}
+	if diff := cmp.Diff(want.rec.tracks, got.rec.tracks); diff != "" {
+		t.Fatalf("%s: tracks (-want +got):\n%s", what, diff)
+	}
+	if diff := cmp.Diff([]any{want.rec.threads, want.rec.procs, want.st}, []any{got.rec.threads, got.rec.procs, got.st}); diff != "" {
+		t.Fatalf("%s: names and stats (-want +got):\n%s", what, diff)
+	}
+}
+
 // decodeBothPaths decodes b with and without the fast event path and fails on any
 // difference in slices, tracks, names, counts or error.
 func decodeBothPaths(t *testing.T, b []byte, lim ChromeLimits) {
 	t.Helper()
-	run := func(fast bool) (*recorder, *Stats, string) {
-		defer func(old bool) { fastEvents = old }(fastEvents)
-		fastEvents = fast
-		rec := newRecorder()
-		st, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, lim, rec)
-		msg := ""
-		if err != nil {
-			msg = err.Error()
-			if de, ok := err.(*providers.DecodeError); ok {
-				msg += fmt.Sprint(de.Details)
-			}
-		}
-		return rec, st, msg
-	}
-	fr, fs, fe := run(true)
-	sr, ss, se := run(false)
-	if fe != se {
-		t.Fatalf("error: fast path %q, slow path %q", fe, se)
-	}
-	if diff := cmp.Diff(sr.slices, fr.slices); diff != "" {
-		t.Fatalf("slices (-slow +fast):\n%s", diff)
-	}
-	if diff := cmp.Diff(sr.tracks, fr.tracks); diff != "" {
-		t.Fatalf("tracks (-slow +fast):\n%s", diff)
-	}
-	if diff := cmp.Diff([]any{sr.threads, sr.procs, ss}, []any{fr.threads, fr.procs, fs}); diff != "" {
-		t.Fatalf("names and stats (-slow +fast):\n%s", diff)
-	}
+	sameDecoding(t, "fast path against the general one", decodeWith(b, lim, false), decodeWith(b, lim, true))
 }
 
 // TestChromeFastPathMatchesSlow checks the decoder's fast event path against the
@@ -539,6 +554,19 @@ func TestChromeFastPathMatchesSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	decodeBothPaths(t, gen.Bytes(), ChromeLimits{})
+	for i, src := range chromeEdgeCases() {
+		decodeBothPaths(t, []byte(src), ChromeLimits{})
+		// Small bounds: the paths must agree on which bound fails and where.
+		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4, MaxStringBytes: 2})
+		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4}) // keys fit, depth binds
+		if t.Failed() {
+			t.Fatalf("case %d", i)
+		}
+	}
+}
+
+// chromeEdgeCases are small traces with an edge case of each field, valid or not.
+func chromeEdgeCases() []string {
 	var cases []string
 	for _, src := range []string{
 		`[{"ph":"X","name":"a\"b","cat":"c\\d","pid":"12","tid":"x\u0041","ts":1.5,"dur":2}]`,
@@ -616,13 +644,43 @@ func TestChromeFastPathMatchesSlow(t *testing.T) {
 		// An integer, which Input Dims take (the decimal above stops their reader).
 		cases = append(cases, fmt.Sprintf(`[{"ph":"X","ts":5,"args":{"Input Dims":[[1,%s]]}}]`, strings.Repeat("7", n)))
 	}
-	for i, src := range cases {
-		decodeBothPaths(t, []byte(src), ChromeLimits{})
-		// Small bounds: the paths must agree on which bound fails and where.
-		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4, MaxStringBytes: 2})
-		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4}) // keys fit, depth binds
-		if t.Failed() {
-			t.Fatalf("case %d", i)
+	return cases
+}
+
+// TestDecodeAnyBufferSize decodes the corpus traces, a generated one and the edge cases
+// with the scanner's buffer cut down to a few bytes, so that a buffer boundary falls at
+// every place of every event (and the fast path mostly gives way to the general one):
+// what is read, and every error with its place, must not depend on where the input's
+// reads end.
+func TestDecodeAnyBufferSize(t *testing.T) {
+	inputs := map[string][]byte{}
+	for _, name := range corpusTraces {
+		if _, err := os.Stat(filepath.Join(testtool.CorpusDir(), name)); err != nil {
+			continue // without the corpus
+		}
+		b, err := io.ReadAll(openCorpus(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[name] = b
+	}
+	var gen bytes.Buffer
+	if err := writeStepTrace(&gen, 256<<10); err != nil {
+		t.Fatal(err)
+	}
+	inputs["generated"] = gen.Bytes()
+	for i, src := range chromeEdgeCases() {
+		inputs[fmt.Sprintf("edge case %d", i)] = []byte(src)
+	}
+	defer func(old int) { scanBufSize = old }(scanBufSize)
+	for name, b := range inputs {
+		for _, lim := range []ChromeLimits{{}, {MaxDepth: 4}} {
+			scanBufSize = 256 << 10
+			want := decodeWith(b, lim, true)
+			for _, size := range []int{1, 2, 3, 7, 64, 1000} {
+				scanBufSize = size
+				sameDecoding(t, fmt.Sprintf("%s, %d-byte buffer, limits %+v", name, size, lim), want, decodeWith(b, lim, true))
+			}
 		}
 	}
 }
