@@ -74,7 +74,8 @@ func FuzzDecodeChrome(f *testing.F) {
 }
 
 // FuzzChromeFastPath: go test ./providers/trace -run '^$' -fuzz FuzzChromeFastPath -fuzztime 1m
-// decodes each input with and without the fast event path and requires the same result.
+// decodes each input with and without the fast event path, and with a 7-byte first buffer,
+// and requires the same result.
 func FuzzChromeFastPath(f *testing.F) {
 	fuzztool.Corpus(f, "speedscope__trace_event_multiprocess.json", "speedscope__chrome116-devtools-trace.json")
 	for _, s := range []string{
@@ -90,6 +91,12 @@ func FuzzChromeFastPath(f *testing.F) {
 		fuzztool.Bounded(t, func() {
 			decodeBothPaths(t, b, ChromeLimits{MaxOpenPerTrack: 64, MaxTracks: 64, MaxEvents: 1 << 16})
 			decodeBothPaths(t, b, ChromeLimits{MaxDepth: 5, MaxStringBytes: 16, MaxEvents: 1 << 16})
+			// And where the reads end must not matter (TestDecodeAnyBufferSize).
+			lim := ChromeLimits{MaxDepth: 5, MaxEvents: 1 << 16}
+			want := decodeWith(b, lim, true)
+			defer func(old int) { scanBufSize = old }(scanBufSize)
+			scanBufSize = 7
+			sameDecoding(t, "7-byte buffer", want, decodeWith(b, lim, true))
 		})
 	})
 }
