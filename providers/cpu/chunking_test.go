@@ -1,0 +1,123 @@
+package cpu
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flameox/flameox/internal/testtool"
+)
+
+// sampled compares Sampled values whole.
+var sampled = cmp.AllowUnexported(Sampled{})
+
+// TestDecodePprofStreamAnyChunking requires DecodePprofStream to read the corpus pprof
+// profile (gzipped and not), a generated one larger than the reader's first 4 KiB
+// buffer, and their malformed copies the same however the reader splits them.
+func TestDecodePprofStreamAnyChunking(t *testing.T) {
+	inputs := testtool.CorpusInputs(t, "speedscope__simple.pprof.gz")
+	inputs = append(inputs, testtool.WithMalformed("speedscope__simple.pprof", gunzipCorpus("speedscope__simple.pprof.gz"))...)
+	// The corpus profile is 1 KiB; the generated one makes the reader grow its buffer and
+	// take fields longer than it.
+	var raw, gz bytes.Buffer
+	if err := awkwardPprof(300, 2000).WriteUncompressed(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := awkwardPprof(300, 2000).Write(&gz); err != nil {
+		t.Fatal(err)
+	}
+	inputs = append(inputs, testtool.WithMalformed("awkward.pprof", raw.Bytes())...)
+	inputs = append(inputs, testtool.WithMalformed("awkward.pprof.gz", gz.Bytes())...)
+	for _, o := range []Options{{Edges: true}, {SampleType: "samples"}, {SampleType: "missing"}} {
+		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
+			testtool.CheckAnyChunking(t, inputs, func(r io.Reader, reread func() io.Reader) testtool.ChunkResult {
+				s, info, err := DecodePprofStream(r, func() (io.ReadCloser, error) { return io.NopCloser(reread()), nil }, o)
+				return testtool.Result(struct {
+					S    *Sampled
+					Info PprofInfo
+				}{s, info}, err)
+			}, sampled)
+		})
+	}
+}
+
+// TestDecodeSpeedscopeAnyChunking requires DecodeSpeedscope to read the corpus
+// Speedscope documents and their malformed copies the same however the reader splits
+// them.
+func TestDecodeSpeedscopeAnyChunking(t *testing.T) {
+	inputs := testtool.CorpusInputs(t, "speedscope__two-sampled.speedscope.json", "speedscope__evented_0.0.1.speedscope.json",
+		"speedscope__invalid_out-of-order-events.speedscope.json")
+	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
+		s, n, err := DecodeSpeedscope(r, Options{Edges: true})
+		return testtool.Result(struct {
+			S        *Sampled
+			Profiles int
+		}{s, n}, err)
+	}, sampled)
+}
+
+// TestDecodeCollapsedAnyChunking requires DecodeCollapsed to read collapsed stacks (the
+// corpus has none, so TestCollapsedAndPerfScript's) and their malformed copies the same
+// however the reader splits them.
+func TestDecodeCollapsedAnyChunking(t *testing.T) {
+	inputs := testtool.WithMalformed("collapsed", []byte("main;a;b 5\nmain;a 3\n\nmain;c;b 2\n"))
+	inputs = append(inputs, testtool.WithMalformed("collapsed-crlf", []byte("main;;a 1\r\n;;; 2\n 0\nmain;a;main;a 4"))...)
+	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
+		s, err := DecodeCollapsed(r, Options{Edges: true})
+		return testtool.Result(s, err)
+	}, sampled)
+}
+
+// TestDecodePerfScriptAnyChunking requires DecodePerfScript to read perf script output
+// (the corpus has none, so TestCollapsedAndPerfScript's and FuzzDecodePerfScript's) and
+// its malformed copies the same however the reader splits them.
+func TestDecodePerfScriptAnyChunking(t *testing.T) {
+	inputs := testtool.WithMalformed("perf-script", []byte("prog 1 [000] 1.0: 1 cpu-clock:\n\t 401000 main.burn+0x10 (/bin/prog)\n\t 402000 main.main+0x2 (/bin/prog)\n\n"+
+		"prog 1 [000] 1.1: 1 cpu-clock:\n\t ffff [unknown] ([kernel.kallsyms])\n\n"))
+	inputs = append(inputs, testtool.WithMalformed("perf-script-python", []byte("python3 4242 12345.678901:    250000 cpu-clock:pppH:\n\tffffffff813c7e55 sched_balance+0x5 ([kernel.kallsyms])\n"+
+		"\t    7f0a1b2c3d4e a;b (/usr/lib/libc.so.6)\n\t               0 (/usr/bin/python3)\n\t 1 f f f\r\nnext 1\n"))...)
+	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
+		s, err := DecodePerfScript(r, Options{Edges: true})
+		return testtool.Result(s, err)
+	}, sampled)
+}
+
+// TestDecodeCPUProfileAnyChunking requires DecodeCPUProfile to read V8 CPU profiles
+// (the corpus has none, so TestCPUProfile's and FuzzDecodeCPUProfile's) and their
+// malformed copies the same however the reader splits them.
+func TestDecodeCPUProfileAnyChunking(t *testing.T) {
+	inputs := testtool.WithMalformed("cpuprofile", []byte(`{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":"","lineNumber":-1,"columnNumber":-1},"children":[2]},
+{"id":2,"callFrame":{"functionName":"main","url":"file:///a.js","lineNumber":0,"columnNumber":0},"children":[3]},
+{"id":3,"callFrame":{"functionName":"hot","url":"file:///a.js","lineNumber":4,"columnNumber":2}}],
+"startTime":0,"endTime":30,"samples":[3,3,2],"timeDeltas":[0,10,10]}`))
+	inputs = append(inputs, testtool.WithMalformed("cpuprofile-hitcounts", []byte(`{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":"","lineNumber":-1,"columnNumber":-1},"children":[2]},`+
+		`{"id":2,"callFrame":{"functionName":"","url":"","lineNumber":0,"columnNumber":0},"hitCount":4}],"startTime":0,"endTime":1}`))...)
+	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
+		s, err := DecodeCPUProfile(r, Options{Edges: true})
+		return testtool.Result(s, err)
+	}, sampled)
+}
+
+// TestDecodePstatsAnyChunking requires DecodePstats to read the corpus pstats files
+// (Python 3 and Python 2), a larger cProfile file, and their malformed copies the same
+// however the reader splits them.
+func TestDecodePstatsAnyChunking(t *testing.T) {
+	decode := func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
+		fs, err := DecodePstats(r)
+		return testtool.Result(fs, err)
+	}
+	testtool.CheckAnyChunking(t, testtool.CorpusInputs(t, "gprof2dot__print1.pstats", "gprof2dot__cProfile-py2.pstats"), decode)
+	// The corpus files are at most 5 KiB; a cProfile run of python3 is larger than the
+	// reader's first buffer.
+	t.Run("generated", func(t *testing.T) {
+		b, err := os.ReadFile(cprofileFile(t, 500))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testtool.CheckAnyChunking(t, testtool.WithMalformed("cprofile-500.pstats", b), decode)
+	})
+}
