@@ -55,7 +55,7 @@ func pageAll(t *testing.T, rt *Runtime, tool string, args map[string]any, bound 
 // operation that reads its detected format: the default page is at most 100 KB of text,
 // and the rows paged with the default byte budget equal the rows of large pages.
 func TestCorpusPagesAreBoundedAndConsistent(t *testing.T) {
-	dir := filepath.Dir(testtool.Corpus(t, "README.md")) // skips without the corpus
+	dir := testtool.CorpusDirOrSkip(t)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatalf("the shared corpus is missing: %v", err)

@@ -116,7 +116,7 @@ func TestPerfRecordFindsTheHotFunction(t *testing.T) {
 
 func TestCPUFieldRules(t *testing.T) {
 	rt := newRuntime(t)
-	corpus := filepath.Dir(testtool.Corpus(t, "README.md")) // skips without the corpus
+	corpus := testtool.CorpusDirOrSkip(t)
 	pprof := map[string]any{"kind": "path", "path": filepath.Join(corpus, "speedscope__simple.pprof.gz")}
 	pstats := map[string]any{"kind": "path", "path": filepath.Join(corpus, "gprof2dot__print1.pstats")}
 	py2 := map[string]any{"kind": "path", "path": filepath.Join(corpus, "gprof2dot__cProfile-py2.pstats")}

@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 // that needs it is skipped without it (a user's clone has none).
 func corpusDir(t testing.TB) string {
 	t.Helper()
-	return filepath.Dir(testtool.Corpus(t, "README.md"))
+	return testtool.CorpusDirOrSkip(t)
 }
 
 func TestScripts(t *testing.T) {

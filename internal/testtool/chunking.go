@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"testing"
 	"testing/iotest"
 
@@ -15,6 +16,9 @@ import (
 type ChunkInput struct {
 	Name string
 	Data []byte
+	// Whole is set for an input as it was written (not a malformed copy): it must
+	// decode without an error, unless Refused says the decoder refuses it.
+	Whole, Refused bool
 }
 
 // WithMalformed returns the input, then two malformed copies of it: cut at half its
@@ -24,7 +28,18 @@ func WithMalformed(name string, b []byte) []ChunkInput {
 	if len(changed) > 0 {
 		changed[len(changed)/2] ^= 0xff
 	}
-	return []ChunkInput{{name, b}, {name + "/truncated", b[:len(b)/2]}, {name + "/byte-changed", changed}}
+	return []ChunkInput{{Name: name, Data: b, Whole: true}, {Name: name + "/truncated", Data: b[:len(b)/2]},
+		{Name: name + "/byte-changed", Data: changed}}
+}
+
+// Refused returns inputs with the whole ones marked Refused: the decoder is expected to
+// refuse them (with the same error however they are split).
+func Refused(inputs []ChunkInput) []ChunkInput {
+	out := slices.Clone(inputs)
+	for i := range out {
+		out[i].Refused = out[i].Whole
+	}
+	return out
 }
 
 // CorpusInputs reads corpus files, each with its malformed copies (WithMalformed); the
@@ -74,6 +89,9 @@ func CheckAnyChunking(t *testing.T, inputs []ChunkInput, decode func(r io.Reader
 				got := decode(c.wrap(in.Data), func() io.Reader { return c.wrap(in.Data) })
 				if i == 0 {
 					want = got
+					if in.Whole && (want.Err == "<nil>") == in.Refused {
+						t.Fatalf("the input as written: error %s; refused expected: %v", want.Err, in.Refused)
+					}
 					continue
 				}
 				if diff := cmp.Diff(want, got, opts...); diff != "" {

@@ -74,15 +74,22 @@ func BenchDir() string {
 // test is skipped; a file missing from a corpus that is there fails it.
 func Corpus(t testing.TB, name string) string {
 	t.Helper()
-	dir := CorpusDir()
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no corpus beside the repository (%s): skipped", filepath.Base(filepath.Dir(dir))+"/corpus")
-	}
-	p := filepath.Join(dir, name)
+	p := filepath.Join(CorpusDirOrSkip(t), name)
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("corpus file missing: %v", err)
 	}
 	return p
+}
+
+// CorpusDirOrSkip returns the shared corpus's directory, skipping the test when there is
+// none.
+func CorpusDirOrSkip(t testing.TB) string {
+	t.Helper()
+	dir := CorpusDir()
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("no corpus beside the repository (../shared/corpus): skipped")
+	}
+	return dir
 }
 
 // CorpusDir is the shared corpus's directory beside the repository (../shared/corpus),

@@ -15,24 +15,12 @@ import (
 // sampled compares Sampled values whole.
 var sampled = cmp.AllowUnexported(Sampled{})
 
-// TestDecodePprofStreamAnyChunking requires DecodePprofStream to read the corpus pprof
-// profile (gzipped and not), a generated one larger than the reader's first 4 KiB
-// buffer, and their malformed copies the same however the reader splits them.
+// TestDecodePprofStreamAnyChunking requires DecodePprofStream to read a generated pprof
+// profile larger than the reader's first 4 KiB buffer and the corpus one (gzipped and
+// not), with the default sample type, a named one and a missing one (refused), and their
+// malformed copies, the same however the reader splits them.
 func TestDecodePprofStreamAnyChunking(t *testing.T) {
-	inputs := testtool.CorpusInputs(t, "speedscope__simple.pprof.gz")
-	inputs = append(inputs, testtool.WithMalformed("speedscope__simple.pprof", gunzipCorpus("speedscope__simple.pprof.gz"))...)
-	// The corpus profile is 1 KiB; the generated one makes the reader grow its buffer and
-	// take fields longer than it.
-	var raw, gz bytes.Buffer
-	if err := awkwardPprof(300, 2000).WriteUncompressed(&raw); err != nil {
-		t.Fatal(err)
-	}
-	if err := awkwardPprof(300, 2000).Write(&gz); err != nil {
-		t.Fatal(err)
-	}
-	inputs = append(inputs, testtool.WithMalformed("awkward.pprof", raw.Bytes())...)
-	inputs = append(inputs, testtool.WithMalformed("awkward.pprof.gz", gz.Bytes())...)
-	for _, o := range []Options{{Edges: true}, {SampleType: "samples"}, {SampleType: "missing"}} {
+	check := func(t *testing.T, inputs []testtool.ChunkInput, o Options) {
 		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
 			testtool.CheckAnyChunking(t, inputs, func(r io.Reader, reread func() io.Reader) testtool.ChunkResult {
 				s, info, err := DecodePprofStream(r, func() (io.ReadCloser, error) { return io.NopCloser(reread()), nil }, o)
@@ -43,14 +31,35 @@ func TestDecodePprofStreamAnyChunking(t *testing.T) {
 			}, sampled)
 		})
 	}
+	t.Run("generated", func(t *testing.T) {
+		var raw, gz bytes.Buffer
+		if err := awkwardPprof(300, 2000).WriteUncompressed(&raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := awkwardPprof(300, 2000).Write(&gz); err != nil {
+			t.Fatal(err)
+		}
+		inputs := append(testtool.WithMalformed("awkward.pprof", raw.Bytes()), testtool.WithMalformed("awkward.pprof.gz", gz.Bytes())...)
+		check(t, inputs, Options{Edges: true})
+		check(t, inputs, Options{SampleType: "alloc_space"})
+		check(t, testtool.Refused(inputs), Options{SampleType: "missing"})
+	})
+	t.Run("corpus", func(t *testing.T) {
+		inputs := testtool.CorpusInputs(t, "speedscope__simple.pprof.gz")
+		inputs = append(inputs, testtool.WithMalformed("speedscope__simple.pprof", gunzipCorpus("speedscope__simple.pprof.gz"))...)
+		check(t, inputs, Options{Edges: true})
+		check(t, inputs, Options{SampleType: "samples"})
+		check(t, testtool.Refused(inputs), Options{SampleType: "missing"})
+	})
 }
 
 // TestDecodeSpeedscopeAnyChunking requires DecodeSpeedscope to read the corpus
-// Speedscope documents and their malformed copies the same however the reader splits
-// them.
+// Speedscope documents (a sampled one, and two evented ones it refuses) and their
+// malformed copies the same however the reader splits them.
 func TestDecodeSpeedscopeAnyChunking(t *testing.T) {
-	inputs := testtool.CorpusInputs(t, "speedscope__two-sampled.speedscope.json", "speedscope__evented_0.0.1.speedscope.json",
-		"speedscope__invalid_out-of-order-events.speedscope.json")
+	inputs := testtool.CorpusInputs(t, "speedscope__two-sampled.speedscope.json")
+	inputs = append(inputs, testtool.Refused(testtool.CorpusInputs(t, "speedscope__evented_0.0.1.speedscope.json",
+		"speedscope__invalid_out-of-order-events.speedscope.json"))...)
 	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
 		s, n, err := DecodeSpeedscope(r, Options{Edges: true})
 		return testtool.Result(struct {
@@ -103,14 +112,18 @@ func TestDecodeCPUProfileAnyChunking(t *testing.T) {
 }
 
 // TestDecodePstatsAnyChunking requires DecodePstats to read the corpus pstats files
-// (Python 3 and Python 2), a larger cProfile file, and their malformed copies the same
-// however the reader splits them.
+// (Python 3, and Python 2, which it refuses), a larger cProfile file, and their
+// malformed copies the same however the reader splits them.
 func TestDecodePstatsAnyChunking(t *testing.T) {
 	decode := func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
 		fs, err := DecodePstats(r)
 		return testtool.Result(fs, err)
 	}
-	testtool.CheckAnyChunking(t, testtool.CorpusInputs(t, "gprof2dot__print1.pstats", "gprof2dot__cProfile-py2.pstats"), decode)
+	t.Run("corpus", func(t *testing.T) {
+		inputs := testtool.CorpusInputs(t, "gprof2dot__print1.pstats")
+		inputs = append(inputs, testtool.Refused(testtool.CorpusInputs(t, "gprof2dot__cProfile-py2.pstats"))...)
+		testtool.CheckAnyChunking(t, inputs, decode)
+	})
 	// The corpus files are at most 5 KiB; a cProfile run of python3 is larger than the
 	// reader's first buffer.
 	t.Run("generated", func(t *testing.T) {

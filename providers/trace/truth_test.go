@@ -2,9 +2,7 @@ package trace
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/flameox/flameox/internal/testtool"
@@ -14,17 +12,7 @@ import (
 // corpus (../shared beside the repository) is absent.
 func corpusFile(t testing.TB, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("../../../shared/corpus", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Dir(p)); err != nil {
-		t.Skipf("the shared corpus is absent: %v", err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("corpus file missing: %v", err)
-	}
-	return p
+	return testtool.Corpus(t, name)
 }
 
 // truthScript computes, with Python's json module (floats as decimal.Decimal from their
