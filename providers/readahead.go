@@ -49,7 +49,6 @@ type readAhead struct {
 	held   []byte
 	err    error
 	closed bool
-	close  sync.Once
 	cerr   error
 	// bufs are the buffers, returned to chunks by Close.
 	bufs [readAheadChunks]*[]byte
@@ -150,15 +149,16 @@ func fillChunk(src io.Reader, b []byte) (int, error) {
 // recycles the buffers; a later Read returns os.ErrClosed. Close and Read are not
 // called concurrently.
 func (r *readAhead) Close() error {
+	if r.closed {
+		return r.cerr
+	}
 	r.closed = true
-	r.close.Do(func() {
-		close(r.stop)
-		<-r.done
-		r.cerr = r.src.Close()
-		for _, b := range r.bufs {
-			chunks.Put(b)
-		}
-		r.cur, r.held = nil, nil
-	})
+	close(r.stop)
+	<-r.done
+	r.cerr = r.src.Close()
+	for _, b := range r.bufs {
+		chunks.Put(b)
+	}
+	r.cur, r.held = nil, nil
 	return r.cerr
 }

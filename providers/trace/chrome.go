@@ -170,6 +170,10 @@ type packedArgs struct {
 
 var valBits = [6]uint16{argLine, argBytes, argCorr, argDevice, argStream, argExternal}
 
+// argSlot maps an integer argument's key code to its index in packedArgs.vals.
+var argSlot = [...]int{argKeyLine: valLine, argKeyBytes: valBytes, argKeyCorr: valCorr,
+	argKeyDevice: valDevice, argKeyStream: valStream, argKeyExternal: valExternal}
+
 // expand copies p into store and returns Args pointing into store.
 func (p *packedArgs) expand(store *packedArgs) Args {
 	*store = *p
@@ -741,8 +745,8 @@ func (d *chromeDecoder) arg(k keyCode, c, depth int) error {
 	switch k {
 	case argKeyFile:
 		err = d.strArg(c, &d.argFile, argFile, depth)
-	case argKeyLine:
-		err = d.intArg(c, valLine, depth)
+	case argKeyLine, argKeyBytes, argKeyCorr, argKeyDevice, argKeyStream, argKeyExternal:
+		err = d.intArg(c, argSlot[k], depth)
 	case argKeyShapes:
 		var ok bool
 		if c == '[' {
@@ -756,16 +760,6 @@ func (d *chromeDecoder) arg(k keyCode, c, depth int) error {
 			err = errStringLong
 		}
 		d.argSet |= argShapes
-	case argKeyBytes:
-		err = d.intArg(c, valBytes, depth)
-	case argKeyCorr:
-		err = d.intArg(c, valCorr, depth)
-	case argKeyDevice:
-		err = d.intArg(c, valDevice, depth)
-	case argKeyStream:
-		err = d.intArg(c, valStream, depth)
-	case argKeyExternal:
-		err = d.intArg(c, valExternal, depth)
 	case argKeyName:
 		err = d.strArg(c, &d.argName, argName, depth)
 	default:

@@ -304,10 +304,6 @@ func afterValue(b []byte, i int, closer byte) (next int, more, ok bool) {
 	return 0, false, false
 }
 
-// argSlot maps an integer argument's key code to its index in packedArgs.vals.
-var argSlot = [...]int{argKeyLine: valLine, argKeyBytes: valBytes, argKeyCorr: valCorr,
-	argKeyDevice: valDevice, argKeyStream: valStream, argKeyExternal: valExternal}
-
 // skipSpace returns the index of the first byte at or after i that is not JSON
 // whitespace.
 func skipSpace(b []byte, i int) int {

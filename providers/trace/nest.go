@@ -315,18 +315,17 @@ const maxShift = 256
 
 func (q *reorderQueue) len() int { return len(q.run) - q.head + q.side.len() }
 
+// sideFirst reports whether the heap holds the earliest entry; the queue is not empty.
+func (q *reorderQueue) sideFirst() bool {
+	return q.head == len(q.run) || (q.side.len() > 0 && q.side.min().less(q.run[q.head].slotKey))
+}
+
 // min is the earliest entry; the queue is not empty.
 func (q *reorderQueue) min() *heapEntry {
-	if q.head == len(q.run) {
+	if q.sideFirst() {
 		return q.side.min()
 	}
-	r := &q.run[q.head]
-	if q.side.len() > 0 {
-		if m := q.side.min(); m.less(r.slotKey) {
-			return m
-		}
-	}
-	return r
+	return &q.run[q.head]
 }
 
 func (q *reorderQueue) push(e heapEntry) {
@@ -381,7 +380,7 @@ func (q *reorderQueue) room() []heapEntry {
 
 // pop removes the earliest entry and returns its slot.
 func (q *reorderQueue) pop() int32 {
-	if q.head == len(q.run) || (q.side.len() > 0 && q.side.min().less(q.run[q.head].slotKey)) {
+	if q.sideFirst() {
 		return q.side.pop()
 	}
 	s := q.run[q.head].slot

@@ -80,13 +80,9 @@ func (p *pipeSink) flush() error {
 }
 
 func (p *pipeSink) Slice(e *Event) error {
-	r, err := p.add()
-	if err != nil {
-		return err
-	}
-	*r = pipeRec{kind: recSlice, id: e.ID, ts: e.TS, dur: e.Dur, track: e.Track, name: e.Name, cat: e.Category, phase: phaseByte(e.Phase)}
-	r.args.pack(&e.Args)
-	return nil
+	var a packedArgs
+	a.pack(&e.Args)
+	return p.slice(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &a)
 }
 
 // slice is Slice with the arguments packed (packedSink).
