@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"container/list"
 	"encoding/json"
 
@@ -37,6 +38,23 @@ type MetricsBlock struct {
 type TableBlock struct {
 	Type string            `json:"type"`
 	Rows []json.RawMessage `json:"rows"`
+}
+
+// MarshalJSON writes a table without rows as "rows": [] (the contract's rows is a list:
+// an empty page is an empty list, never null). It leaves HTML characters as they are:
+// whether they are escaped is the outer encoder's choice.
+func (b TableBlock) MarshalJSON() ([]byte, error) {
+	type plain TableBlock
+	if b.Rows == nil {
+		b.Rows = []json.RawMessage{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(plain(b)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // lru is a bounded least-recently-used map of session analyses.

@@ -105,3 +105,22 @@ func TestContinuationBindsImplementation(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyPageHasEmptyRows: a page without rows (a trace whose only slice has no
+// duration) carries "rows": [], the contract's list, never null, in process and from the
+// analysis worker.
+func TestEmptyPageHasEmptyRows(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "zero.json")
+	if err := os.WriteFile(p, []byte(`[{"ph":"X","name":"a","ts":1,"dur":0,"pid":1,"tid":1}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, rt := range map[string]*Runtime{"in process": newRuntime(t), "worker": workerRuntime(t)} {
+		b, res, f := analyzeJSON(t, rt, "summarize_trace", map[string]any{"sources": []any{pathSource(p)}})
+		if f != nil {
+			t.Fatalf("%s: %v", name, f)
+		}
+		if res.Coverage.RowsReturned != 0 || !strings.Contains(string(b), `{"type":"table","rows":[]}`) {
+			t.Errorf("%s: %d rows returned, result %s", name, res.Coverage.RowsReturned, b)
+		}
+	}
+}

@@ -367,3 +367,80 @@ func decodeCount(t *testing.T, b []byte) int {
 	}
 	return len(rec.slices)
 }
+
+// TestCallGraphParents: the call graph aggregates each slice under the parent the trace
+// family reports for it, also after a misnested slice (which is nobody's parent) and
+// after a slice released out of order (which has none), where a stack rebuilt from the
+// parent ids lost the open ancestors of the slices that followed.
+func TestCallGraphParents(t *testing.T) {
+	type edge struct {
+		Parent, Child string
+		Count         int64
+	}
+	unordered := func() []byte {
+		// P holds more children than the Nester's window, then a slice starting before
+		// the released ones (out of order), then ten more of P's children.
+		var b bytes.Buffer
+		b.WriteString(`[{"ph":"X","name":"P","ts":0,"dur":10000000,"pid":1,"tid":1}`)
+		n := DefaultNesterOptions.Window + 4464
+		for i := 1; i <= n; i++ {
+			b.WriteString(`,{"ph":"X","name":"c","ts":` + strconv.Itoa(i*10) + `,"dur":5,"pid":1,"tid":1}`)
+		}
+		b.WriteString(`,{"ph":"X","name":"late","ts":1,"dur":5,"pid":1,"tid":1}`)
+		for i := 1; i <= 10; i++ {
+			b.WriteString(`,{"ph":"X","name":"after","ts":` + strconv.Itoa((n+i)*10) + `,"dur":5,"pid":1,"tid":1}`)
+		}
+		b.WriteString("]")
+		return b.Bytes()
+	}
+	for _, tc := range []struct {
+		name  string
+		trace []byte
+		want  []edge
+	}{
+		{"nested", []byte(`[
+{"ph":"X","name":"A","ts":0,"dur":100,"pid":1,"tid":1},
+{"ph":"X","name":"B","ts":10,"dur":40,"pid":1,"tid":1},
+{"ph":"X","name":"D","ts":45,"dur":3,"pid":1,"tid":1},
+{"ph":"X","name":"E","ts":85,"dur":5,"pid":1,"tid":1}]`),
+			[]edge{{"A", "B", 1}, {"A", "E", 1}, {"B", "D", 1}}},
+		// C starts in B and ends after it: its parent is A (the innermost slice that
+		// contains it), and D, inside B and C, stays B's child.
+		{"misnested", []byte(`[
+{"ph":"X","name":"A","ts":0,"dur":100,"pid":1,"tid":1},
+{"ph":"X","name":"B","ts":10,"dur":40,"pid":1,"tid":1},
+{"ph":"X","name":"C","ts":40,"dur":40,"pid":1,"tid":1},
+{"ph":"X","name":"D","ts":45,"dur":3,"pid":1,"tid":1},
+{"ph":"X","name":"E","ts":85,"dur":5,"pid":1,"tid":1}]`),
+			[]edge{{"A", "B", 1}, {"A", "C", 1}, {"A", "E", 1}, {"B", "D", 1}}},
+		{"unordered", unordered(), []edge{{"P", "c", int64(DefaultNesterOptions.Window + 4464)}, {"P", "after", 10}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "trace.json")
+			if err := writeFile(path, tc.trace); err != nil {
+				t.Fatal(err)
+			}
+			in := providers.Input{Path: path, Format: gen.FormatChromeTrace}
+			g, err := callGraph(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{in}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := pageAll[gen.TraceCallEdgeRow](t, g.Rows, 1000)
+			got := []edge{}
+			var children int64
+			for _, r := range rows {
+				got = append(got, edge{r.Parent, r.Child, r.SampleCount})
+				children += r.SampleCount
+			}
+			less := func(a, b edge) int { return strings.Compare(a.Parent+"\x00"+a.Child, b.Parent+"\x00"+b.Child) }
+			slices.SortFunc(got, less)
+			slices.SortFunc(tc.want, less)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("edges (-want +got):\n%s", d)
+			}
+			if g.Metrics["child_slice_count"] != children {
+				t.Errorf("child_slice_count %v, edges count %d", g.Metrics["child_slice_count"], children)
+			}
+		})
+	}
+}

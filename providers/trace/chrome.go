@@ -412,6 +412,10 @@ func (d *chromeDecoder) run() error {
 	}
 	switch c {
 	case -1:
+		if d.s.rerr != nil {
+			// Nothing could be read: a corrupt stream, not an empty one.
+			return d.classify(d.s.rerr)
+		}
 		return d.decodeError("the input is empty")
 	case '[':
 		s.pos++

@@ -5,7 +5,9 @@ package trace
 type Nested struct {
 	Event
 	ParentID int64
-	Depth    int32
+	// ParentName is the parent's name ("" when ParentID < 0).
+	ParentName string
+	Depth      int32
 }
 
 // MetaSink receives what a Nester does not reorder: tracks and names (a Sink without
@@ -92,6 +94,7 @@ type nestTrack struct {
 
 type nestOpen struct {
 	id, end int64
+	name    string
 	depth   int32
 }
 
@@ -499,7 +502,7 @@ func (n *Nester) track(id int64) *nestTrack {
 func (n *Nester) release(i int32) error {
 	s := &n.slab[i]
 	tr := n.track(s.track)
-	parent, depth := int64(-1), int32(0)
+	parent, parentName, depth := int64(-1), "", int32(0)
 	k := slotKey{s.ts, s.dur, s.id}
 	if tr.hasLast && k.less(tr.last) {
 		n.unordered++
@@ -512,21 +515,21 @@ func (n *Nester) release(i int32) error {
 		if len(tr.stack) == 0 || end <= tr.stack[len(tr.stack)-1].end {
 			if len(tr.stack) > 0 {
 				top := tr.stack[len(tr.stack)-1]
-				parent, depth = top.id, top.depth+1
+				parent, parentName, depth = top.id, top.name, top.depth+1
 			}
-			tr.stack = append(tr.stack, nestOpen{id: s.id, end: end, depth: depth})
+			tr.stack = append(tr.stack, nestOpen{id: s.id, end: end, name: s.name, depth: depth})
 		} else {
 			n.overlaps++
 			for j := len(tr.stack) - 1; j >= 0; j-- {
 				if tr.stack[j].end >= end {
-					parent, depth = tr.stack[j].id, tr.stack[j].depth+1
+					parent, parentName, depth = tr.stack[j].id, tr.stack[j].name, tr.stack[j].depth+1
 					break
 				}
 			}
 		}
 	}
 	n.out = Nested{Event: Event{ID: s.id, TS: s.ts, Dur: s.dur, Track: s.track, Name: s.name, Category: s.cat,
-		Phase: s.phase, Args: s.args.expand(&n.store)}, ParentID: parent, Depth: depth}
+		Phase: s.phase, Args: s.args.expand(&n.store)}, ParentID: parent, ParentName: parentName, Depth: depth}
 	*s = slot{}
 	n.free = append(n.free, i)
 	n.released++

@@ -174,39 +174,27 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	}
 	type key struct{ parent, child string }
 	edges := map[key]*edge{}
-	var (
-		slices, dropped int64
-		// stacks hold each track's open ancestors (id, name) in start order.
-		stacks = map[int64][]struct {
-			id   int64
-			name string
-		}{}
-	)
+	var slices, dropped int64
+	// The parent's name comes with each slice (Nested.ParentName), as the Nester or
+	// trace_processor nested it: a slice misnested or out of order does not hide the
+	// parents of the slices after it.
 	sc, err := read(ctx, in, tp, func(s *Nested) error {
-		st := stacks[s.Track]
-		for len(st) > 0 && st[len(st)-1].id != s.ParentID {
-			st = st[:len(st)-1]
+		if s.ParentID < 0 || s.Dur <= 0 {
+			return nil
 		}
-		if s.ParentID >= 0 && len(st) > 0 && s.Dur > 0 {
-			slices++
-			k := key{st[len(st)-1].name, sliceName(s.Name)}
-			e := edges[k]
-			if e == nil {
-				if len(edges) >= maxEdges {
-					dropped++
-					goto push
-				}
-				e = &edge{parent: strings.Clone(k.parent), child: strings.Clone(k.child)}
-				edges[key{e.parent, e.child}] = e
+		slices++
+		k := key{sliceName(s.ParentName), sliceName(s.Name)}
+		e := edges[k]
+		if e == nil {
+			if len(edges) >= maxEdges {
+				dropped++
+				return nil
 			}
-			e.count++
-			e.dur.Add(&e.dur, big.NewInt(s.Dur))
+			e = &edge{parent: strings.Clone(k.parent), child: strings.Clone(k.child)}
+			edges[key{e.parent, e.child}] = e
 		}
-	push:
-		stacks[s.Track] = append(st, struct {
-			id   int64
-			name string
-		}{s.ID, strings.Clone(sliceName(s.Name))})
+		e.count++
+		e.dur.Add(&e.dur, big.NewInt(s.Dur))
 		return nil
 	})
 	if err != nil {

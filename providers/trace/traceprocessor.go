@@ -99,8 +99,10 @@ func (tp *traceProcessor) bind(a *providers.Analysis) *providers.Analysis {
 // stays NULL, printed "[NULL]"): the output cannot be misread whatever a name holds.
 const tpQuery = `SELECT s.id, s.parent_id, s.depth, s.ts, s.dur, s.track_id,
   'x' || hex(s.name) AS name, 'x' || hex(s.category) AS category,
-  tt.utid, t.upid, 'x' || hex(t.name) AS thread_name, 'x' || hex(p.name) AS process_name
+  tt.utid, t.upid, 'x' || hex(t.name) AS thread_name, 'x' || hex(p.name) AS process_name,
+  'x' || hex(ps.name) AS parent_name
 FROM slice s
+LEFT JOIN slice ps ON ps.id = s.parent_id
 LEFT JOIN thread_track tt ON tt.id = s.track_id
 LEFT JOIN thread t USING (utid)
 LEFT JOIN process p USING (upid)
@@ -108,7 +110,7 @@ WHERE s.dur > 0
 ORDER BY s.ts, s.depth, s.id;
 `
 
-var tpColumns = []string{"id", "parent_id", "depth", "ts", "dur", "track_id", "name", "category", "utid", "upid", "thread_name", "process_name"}
+var tpColumns = []string{"id", "parent_id", "depth", "ts", "dur", "track_id", "name", "category", "utid", "upid", "thread_name", "process_name", "parent_name"}
 
 // maxTPLine bounds one line of trace_processor's output.
 const maxTPLine = 1 << 20
@@ -285,6 +287,9 @@ func parseTPSlices(ctx context.Context, r io.Reader, source int, row func(*tpRow
 		n.Phase = "X"
 		r0.utid, r0.upid = integer(8, true), integer(9, true)
 		r0.thread, r0.process = str(10), str(11)
+		if s := str(12); s != nil && n.ParentID >= 0 {
+			n.ParentName = *s
+		}
 		if perr != nil {
 			return perr
 		}

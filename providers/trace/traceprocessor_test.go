@@ -58,15 +58,15 @@ func ftraceOnlyTrace() []byte {
 // fakeOutput is what the fake trace_processor_shell prints: the slice query's result in
 // trace_processor's format (quoted header, plain integers, quoted strings, "[NULL]"),
 // strings hex-encoded by the query (SQLite's upper-case hex) behind an "x".
-const fakeOutput = `"id","parent_id","depth","ts","dur","track_id","name","category","utid","upid","thread_name","process_name"
-0,"[NULL]",0,1000,1000,0,"x6F75746572","[NULL]",1,1,"x776F726B6572","x617070"
-2,"[NULL]",0,1100,50,1,"x612C2262","[NULL]",2,"[NULL]","[NULL]","[NULL]"
-1,0,1,1200,300,0,"x696E6E6572","x6366",1,1,"x776F726B6572","x617070"
+const fakeOutput = `"id","parent_id","depth","ts","dur","track_id","name","category","utid","upid","thread_name","process_name","parent_name"
+0,"[NULL]",0,1000,1000,0,"x6F75746572","[NULL]",1,1,"x776F726B6572","x617070","[NULL]"
+2,"[NULL]",0,1100,50,1,"x612C2262","[NULL]",2,"[NULL]","[NULL]","[NULL]","[NULL]"
+1,0,1,1200,300,0,"x696E6E6572","x6366",1,1,"x776F726B6572","x617070","x6F75746572"
 `
 
 // malformedOutput holds a string the query would have hex-encoded.
-const malformedOutput = `"id","parent_id","depth","ts","dur","track_id","name","category","utid","upid","thread_name","process_name"
-0,"[NULL]",0,1000,1000,0,"outer","[NULL]",1,1,"x776F726B6572","x617070"
+const malformedOutput = `"id","parent_id","depth","ts","dur","track_id","name","category","utid","upid","thread_name","process_name","parent_name"
+0,"[NULL]",0,1000,1000,0,"outer","[NULL]",1,1,"x776F726B6572","x617070","[NULL]"
 `
 
 // writeFake writes a fake trace_processor_shell that asserts its argv (--query-file, a

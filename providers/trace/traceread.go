@@ -190,7 +190,7 @@ func (s *scan) limitations() []string {
 		out = append(out, fmt.Sprintf("%d slices arrived too far out of start order on their track to be nested; they have no parent and depth 0.", s.unordered))
 	}
 	if s.misnested > 0 {
-		out = append(out, fmt.Sprintf("%d slices overlap a slice on their track without nesting inside it; each is listed as the child of the slice it starts in.", s.misnested))
+		out = append(out, fmt.Sprintf("%d slices overlap a slice on their track without nesting inside it; each is listed as the child of the innermost slice that contains it and is no slice's parent.", s.misnested))
 	}
 	if p := s.perfetto; p != nil {
 		if n := p.UnreadDataPackets(); n > 0 {
