@@ -82,14 +82,18 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 			}
 			prov := map[string]any{}
 			if captureArgs != "" {
-				if f := decodeFlag("capture-arguments", captureArgs, &prov); f != nil {
+				if f := decodeObjectFlag("capture-arguments", captureArgs, &prov); f != nil {
 					return f
 				}
+			}
+			if k, ok := prov["kind"]; ok && k != provider {
+				return failure.Invalid(failure.Path("capture-arguments", "kind"), []string{provider},
+					"--capture-arguments names kind %v, but --provider is %s; the provider is chosen by --provider alone", k, provider)
 			}
 			prov["kind"] = provider
 			req := map[string]any{}
 			if analysisArgs != "" {
-				if f := decodeFlag("analysis-arguments", analysisArgs, &req); f != nil {
+				if f := decodeObjectFlag("analysis-arguments", analysisArgs, &req); f != nil {
 					return f
 				}
 			}
@@ -215,6 +219,17 @@ type cliCapture struct {
 	PreservationFailure *gen.AnalysisFailure `json:"preservation_failure,omitempty"`
 	WorkloadFailure     *gen.WorkloadFailure `json:"workload_failure,omitempty"`
 	NextAction          *gen.NextAction      `json:"next_action"`
+}
+
+// decodeObjectFlag decodes a JSON option value that must be one object (null is not).
+func decodeObjectFlag(flag, value string, into *map[string]any) *failure.Failure {
+	if f := decodeFlag(flag, value, into); f != nil {
+		return f
+	}
+	if *into == nil {
+		return failure.Invalid(failure.Path(flag), []string{"object"}, "--%s must be one JSON object", flag)
+	}
+	return nil
 }
 
 // decodeFlag decodes a JSON option value.

@@ -1872,10 +1872,11 @@ func (x *HyperfineProvider) ApplyDefaults() {
 	}
 }
 
-// TorchProfilerProvider runs a Python workload that profiles its steps with Flameox's flameox_torch_profiler helper (docs/torch-profiler.md); the trace is a Kineto JSON.
+// TorchProfilerProvider runs a Python workload that wraps its loop in `with flameox_torch_profiler.profiler() as prof:` (the helper is on its PYTHONPATH) and calls `prof.step()` per step; each completed schedule cycle writes a Kineto JSON trace.
 type TorchProfilerProvider struct {
-	Kind       string `json:"kind"`
-	Activities []any  `json:"activities,omitempty"`
+	Kind string `json:"kind"`
+	// Default ["cpu"]; cuda_if_available: CUDA where torch sees a GPU.
+	Activities []any `json:"activities,omitempty"`
 	// torch.profiler.schedule steps (one cycle).
 	SkipFirst     int64 `json:"skip_first,omitempty"`
 	Wait          int64 `json:"wait,omitempty"`

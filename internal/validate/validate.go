@@ -95,6 +95,19 @@ func deepest(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
 		causes = kept
 	}
 	best := deepest(causes[0])
+	if isUnion(ve) && len(causes) > 1 {
+		// When every arm refuses the value itself (an integer-or-decimal-string bound
+		// given "01": one arm wants an integer, the other a pattern), no arm's own error
+		// is the answer: name every form the union accepts.
+		same := true
+		for _, c := range causes {
+			d := deepest(c)
+			same = same && len(d.InstanceLocation) == len(ve.InstanceLocation) && refusesValue(d)
+		}
+		if same {
+			return &jsonschema.ValidationError{InstanceLocation: ve.InstanceLocation, SchemaURL: ve.SchemaURL, ErrorKind: &valueUnion{}}
+		}
+	}
 	for _, c := range causes[1:] {
 		d := deepest(c)
 		// Deeper wins; at one depth an unknown field wins over a missing one, since a
@@ -105,6 +118,92 @@ func deepest(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
 		}
 	}
 	return best
+}
+
+func isUnion(ve *jsonschema.ValidationError) bool {
+	switch ve.ErrorKind.(type) {
+	case *kind.AnyOf, *kind.OneOf:
+		return true
+	}
+	return false
+}
+
+// refusesValue reports whether ve refuses a value's type or range, not the members of an
+// object or array.
+func refusesValue(ve *jsonschema.ValidationError) bool {
+	switch ve.ErrorKind.(type) {
+	case *kind.Type, *kind.Const, *kind.Enum, *kind.Pattern, *kind.Minimum, *kind.Maximum,
+		*kind.ExclusiveMinimum, *kind.ExclusiveMaximum, *kind.MinLength, *kind.MaxLength:
+		return true
+	}
+	return false
+}
+
+// valueUnion is a synthetic error: a value matched none of a union's forms.
+type valueUnion struct{}
+
+func (*valueUnion) KeywordPath() []string { return []string{"anyOf"} }
+func (*valueUnion) LocalizedString(*message.Printer) string {
+	return "matches none of the accepted forms"
+}
+
+// armForms describes each arm of a union schema in a few words ("an integer from 0 to
+// 9223372036854775807", "a string matching ^[0-9]+$").
+func (s *Schema) armForms(sub map[string]any) []string {
+	var out []string
+	sub = s.resolve(sub)
+	for _, key := range []string{"anyOf", "oneOf"} {
+		arms, _ := sub[key].([]any)
+		for _, a := range arms {
+			out = append(out, s.form(s.resolve(asMap(a))))
+		}
+	}
+	return out
+}
+
+// form describes one schema's accepted values in a few words.
+func (s *Schema) form(m map[string]any) string {
+	if c, ok := m["const"]; ok {
+		b, _ := json.Marshal(c)
+		return string(b)
+	}
+	if e, ok := m["enum"].([]any); ok {
+		var vals []string
+		for _, v := range e {
+			b, _ := json.Marshal(v)
+			vals = append(vals, string(b))
+		}
+		return "one of " + strings.Join(vals, ", ")
+	}
+	t, _ := m["type"].(string)
+	switch t {
+	case "integer", "number":
+		lo, hasLo := m["minimum"]
+		hi, hasHi := m["maximum"]
+		switch {
+		case hasLo && hasHi:
+			return fmt.Sprintf("%s from %s to %s", article(t), numString(lo), numString(hi))
+		case len(rangeOf(m)) > 0:
+			return article(t) + " " + strings.Join(rangeOf(m), " and ")
+		}
+	case "string":
+		if p, ok := m["pattern"].(string); ok {
+			return "a string matching " + p
+		}
+	case "":
+		return "a value of another form"
+	}
+	return article(t)
+}
+
+func article(t string) string {
+	switch t {
+	case "integer", "array", "object":
+		return "an " + t
+	case "null":
+		return "null"
+	}
+	return "a " + t
 }
 
 func isUnknownField(ve *jsonschema.ValidationError) bool {
@@ -197,6 +296,9 @@ func (s *Schema) describe(ve *jsonschema.ValidationError) *failure.Failure {
 			want = s.armKinds(sub)
 		}
 		f = failure.Invalid(path, want, "%s must be one of %s", where, strings.Join(want, ", "))
+	case *valueUnion:
+		forms := s.armForms(sub)
+		f = failure.Invalid(path, forms, "%s must be %s", where, strings.Join(forms, ", or "))
 	case *kind.Type:
 		f = failure.Invalid(path, k.Want, "%s must be of type %s", where, strings.Join(k.Want, " or "))
 	case *kind.Minimum:

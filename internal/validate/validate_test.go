@@ -110,3 +110,58 @@ func TestValidateSuggestsTheNearestField(t *testing.T) {
 		t.Fatalf("failure = %+v", f)
 	}
 }
+
+// TestValidateUnionForms: a value that no arm of a union accepts at its own place is
+// answered with every form the union accepts (not the first arm's type); a refused item of
+// an enum list with every accepted item; an int64 bound exactly.
+func TestValidateUnionForms(t *testing.T) {
+	load := func(name string) *Schema {
+		b, err := fs.ReadFile(contracts.FS, "tools/"+name+".input.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Compile(name, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	window, torch := load("inspect_trace_window"), load("capture_and_summarize_pytorch_trace")
+	src := `"sources":[{"kind":"path","path":"/x.json"}]`
+	bound := []string{"an integer from 0 to 9223372036854775807", "a string matching ^(0|[1-9][0-9]{0,18})$"}
+	target := `"target":{"argv":["python3","w.py"],"cwd":"/tmp"}`
+	for _, tt := range []struct {
+		name     string
+		s        *Schema
+		args     string
+		path     []any
+		accepted []string
+	}{
+		{"non-canonical string", window, `{` + src + `,"start_ns":"01","end_ns":5}`, []any{"start_ns"}, bound},
+		{"exponent string", window, `{` + src + `,"start_ns":0,"end_ns":"1e3"}`, []any{"end_ns"}, bound},
+		{"past int64", window, `{` + src + `,"start_ns":0,"end_ns":9223372036854775808}`, []any{"end_ns"}, bound},
+		{"negative", window, `{` + src + `,"start_ns":-1,"end_ns":5}`, []any{"start_ns"}, bound},
+		{"boolean", window, `{` + src + `,"start_ns":true,"end_ns":5}`, []any{"start_ns"}, bound},
+		{"unknown activity", torch, `{` + target + `,"provider":{"kind":"torch-profiler","activities":["gpu"]}}`,
+			[]any{"provider", "activities", 0}, []string{"cpu", "cuda", "cuda_if_available"}},
+		{"no activities", torch, `{` + target + `,"provider":{"kind":"torch-profiler","activities":[]}}`,
+			[]any{"provider", "activities"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, f := tt.s.Validate([]byte(tt.args))
+			if f == nil {
+				t.Fatal("no failure")
+			}
+			if diff := cmp.Diff(tt.path, f.FieldPath); diff != "" {
+				t.Errorf("field path (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.accepted, f.AcceptedValues); diff != "" {
+				t.Errorf("accepted (-want +got):\n%s\nmessage: %s", diff, f.Message)
+			}
+		})
+	}
+	// The largest bound is admitted.
+	if _, f := window.Validate([]byte(`{` + src + `,"start_ns":0,"end_ns":9223372036854775807}`)); f != nil {
+		t.Errorf("end_ns 9223372036854775807: %v", f)
+	}
+}

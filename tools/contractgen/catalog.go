@@ -96,8 +96,11 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 	}
 	desc := props["provider"].(schema)["description"]
 	if len(arms) == 1 {
+		// A lone provider keeps its own description: it says how the workload is run.
 		p := arms[0].(schema)
-		p["description"] = desc
+		if _, ok := p["description"]; !ok {
+			p["description"] = desc
+		}
 		props["provider"] = p
 	} else {
 		props["provider"] = schema{"description": desc, "anyOf": arms}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
 	"regexp"
 	"sort"
 	"strings"
@@ -158,6 +160,11 @@ func deepCopy(n any) any {
 	return out
 }
 
+var (
+	maxInt64 = new(big.Rat).SetInt64(math.MaxInt64)
+	minInt64 = new(big.Rat).SetInt64(math.MinInt64)
+)
+
 var defPrefix = regexp.MustCompile(`^#([A-Z][A-Za-z0-9]*)`)
 
 // normalize rewrites encoding/jsonschema output into the published shape: bounded
@@ -209,6 +216,43 @@ func normalize(n any) any {
 			}
 			if same {
 				delete(x, "prefixItems")
+			}
+		}
+		// A union of scalar consts ("cpu" | "cuda") is an enum: one keyword, and a refused
+		// value is answered with every accepted one.
+		if arms, ok := x["anyOf"].([]any); ok && len(arms) > 1 {
+			var values []any
+			for _, a := range arms {
+				arm, _ := a.(schema)
+				c, ok := arm["const"]
+				if len(arm) != 1 || !ok {
+					values = nil
+					break
+				}
+				switch c.(type) {
+				case string, json.Number, bool:
+					values = append(values, c)
+				}
+			}
+			if len(values) == len(arms) {
+				delete(x, "anyOf")
+				x["enum"] = values
+			}
+		}
+		// CUE renders an int64 bound through float64 (9223372036854775807 becomes
+		// 9.223372036854776E+18, which is 2^63): write an integer schema's bound at or past
+		// 2^63-1 as 9223372036854775807, so the schema admits exactly the int64 range.
+		if x["type"] == "integer" {
+			for _, k := range []string{"maximum", "minimum"} {
+				if n, ok := x[k].(json.Number); ok {
+					if r, ok := new(big.Rat).SetString(string(n)); ok {
+						if r.Cmp(maxInt64) >= 0 {
+							x[k] = json.Number(maxInt64.Num().String())
+						} else if r.Cmp(minInt64) <= 0 {
+							x[k] = json.Number(minInt64.Num().String())
+						}
+					}
+				}
 			}
 		}
 		if d, ok := x["description"].(string); ok {
