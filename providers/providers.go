@@ -98,9 +98,17 @@ func Analyze[F any](op gen.OperationName, run AnalyzerFunc[F]) Analyzer {
 	return &analyzer[F]{op: op, run: run}
 }
 
+// AnalyzeChecked is Analyze with a rule across the fields that the schema cannot state
+// (a window's end after its start): check runs at admission, before any source is read
+// or any workload runs, and returns a FieldError naming the field.
+func AnalyzeChecked[F any](op gen.OperationName, run AnalyzerFunc[F], check func(*F) error) Analyzer {
+	return &analyzer[F]{op: op, run: run, check: check}
+}
+
 type analyzer[F any] struct {
-	op  gen.OperationName
-	run AnalyzerFunc[F]
+	op    gen.OperationName
+	run   AnalyzerFunc[F]
+	check func(*F) error
 }
 
 func (a *analyzer[F]) Operation() gen.OperationName { return a.op }
@@ -109,6 +117,11 @@ func (a *analyzer[F]) Admit(fields map[string]any) (Admitted, error) {
 	f, err := DecodeTyped[F](fields)
 	if err != nil {
 		return nil, err
+	}
+	if a.check != nil {
+		if err := a.check(f); err != nil {
+			return nil, err
+		}
 	}
 	return &admitted[F]{a: a, fields: f}, nil
 }

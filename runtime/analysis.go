@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"context"
@@ -337,10 +338,16 @@ func (req *request) bind(in []resolved, external map[string]string) *failure.Fai
 	for i, r := range in {
 		inputs[i] = map[string]any{"sha256": r.sha256, "format": r.format, "producer": r.producer}
 	}
+	// The arguments are bound in their replay form (wide integers as decimal strings),
+	// so that next_page's arguments continue the request they came from.
+	args, err := replayForm(req.admitted.Fields())
+	if err != nil {
+		return failure.Wrap(err, gen.FailureCodeInternalFailure, "the request identity could not be computed")
+	}
 	d, err := canon.Digest(map[string]any{
 		"operation":      req.tool.Operation.Name,
 		"inputs":         inputs,
-		"arguments":      req.admitted.Fields(),
+		"arguments":      args,
 		"limits":         req.limits,
 		"implementation": impl,
 	})
@@ -370,7 +377,7 @@ func (rt *Runtime) paginate(req *request, in []resolved, res *Result, returned i
 func nextPageArguments(req *request, in []resolved, tok string) map[string]any {
 	args := map[string]any{}
 	for k, v := range req.fields {
-		args[k] = v
+		args[k] = wideAsString(v)
 	}
 	sources := make([]any, len(in))
 	for i, r := range in {
@@ -389,6 +396,48 @@ func nextPageArguments(req *request, in []resolved, tok string) map[string]any {
 	args["page_size"] = req.limits.MaxRows
 	args["limits"] = req.limits
 	return args
+}
+
+// replayForm returns the JSON value of v with wide integers as wideAsString writes them.
+func replayForm(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return wideAsString(out), nil
+}
+
+// wideAsString returns v with every integer outside +-(2^53-1) written as its exact
+// decimal string: JSON clients read numbers as doubles, so replay arguments carry such
+// integers (trace-window bounds at epoch nanoseconds, the only fields that admit them)
+// in the decimal-string form those fields accept.
+func wideAsString(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = wideAsString(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = wideAsString(e)
+		}
+		return out
+	case json.Number:
+		const safe = 1<<53 - 1
+		if n, err := x.Int64(); err == nil && (n > safe || n < -safe) {
+			return x.String()
+		}
+	}
+	return v
 }
 
 // withDetectedFormat turns the decode failure of a source whose format the caller

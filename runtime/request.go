@@ -3,8 +3,10 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -36,8 +38,9 @@ type request struct {
 	started time.Time
 }
 
-// normalizeNumbers rewrites integral JSON numbers (2.0) as integers so they decode into
-// integer fields, and keeps every other number exact.
+// normalizeNumbers rewrites integral JSON numbers (2.0, 1e3, 1700000000000000123.0) as
+// integers so they decode into integer fields, exactly (never through float64, which
+// would round past 2^53), and keeps every other number as it was written.
 func normalizeNumbers(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -49,13 +52,46 @@ func normalizeNumbers(v any) any {
 			x[i] = normalizeNumbers(e)
 		}
 	case json.Number:
-		if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
-			if _, err := x.Int64(); err != nil {
-				return json.Number(fmt.Sprintf("%d", int64(f)))
-			}
+		if n, ok := integralText(string(x)); ok {
+			return json.Number(n)
 		}
 	}
 	return v
+}
+
+// integralText returns the integer a JSON number's text denotes ("2.50e1" is "25",
+// "-0.0" is "0") when it has no fractional part and at most 20 digits, else false. It
+// works on the digits, so it is exact, and bounded by the text (an exponent of more than
+// four digits is never integral in 20 digits).
+func integralText(s string) (string, bool) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e := strings.TrimPrefix(s[i+1:], "+")
+		if len(strings.TrimPrefix(e, "-")) > 4 {
+			return "", false
+		}
+		var err error
+		if exp, err = strconv.Atoi(e); err != nil {
+			return "", false
+		}
+		mant = s[:i]
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	point := len(intPart) + exp - (len(intPart+frac) - len(digits)) // digits before the point
+	if digits == "" {
+		return "0", true
+	}
+	if point < len(strings.TrimRight(digits, "0")) || point > 20 {
+		return "", false
+	}
+	n := digits[:min(point, len(digits))] + strings.Repeat("0", max(point-len(digits), 0))
+	if neg {
+		n = "-" + n
+	}
+	return n, true
 }
 
 func decodeInto(v any, into any) error {
@@ -121,6 +157,11 @@ func (rt *Runtime) admitFields(t *Tool, fields map[string]any) (providers.Admitt
 	}
 	adm, err := a.Admit(fields)
 	if err != nil {
+		// A rule across the fields (a window's end after its start) names its field.
+		var fe *providers.FieldError
+		if errors.As(err, &fe) && len(fe.Field) > 0 {
+			return nil, failure.Invalid(fe.Field, fe.Accepted, "%s", fe.Message)
+		}
 		return nil, failure.Invalid(failure.Path(), nil, "operation fields do not match the tool schema")
 	}
 	return adm, nil

@@ -3,6 +3,7 @@ package runtime
 import (
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,5 +123,78 @@ func TestEmptyPageHasEmptyRows(t *testing.T) {
 		if res.Coverage.RowsReturned != 0 || !strings.Contains(string(b), `{"type":"table","rows":[]}`) {
 			t.Errorf("%s: %d rows returned, result %s", name, res.Coverage.RowsReturned, b)
 		}
+	}
+}
+
+// TestIntegralText: integral JSON numbers become their exact integer text, whatever
+// their size or notation; others stay as written.
+func TestIntegralText(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"2", "2", true}, {"2.0", "2", true}, {"-3.00", "-3", true}, {"1e3", "1000", true},
+		{"2.50e1", "25", true}, {"0.0", "0", true}, {"-0.0", "0", true}, {"0e7", "0", true},
+		{"1700000000000000123.0", "1700000000000000123", true},
+		{"9007199254740993.000", "9007199254740993", true},
+		{"1.7e18", "1700000000000000000", true}, {"1234.5e-1", "", false},
+		{"12345e-2", "", false}, {"0.5", "", false}, {"1e-2", "", false},
+		{"9223372036854775807.0", "9223372036854775807", true},
+		{"18446744073709551616", "18446744073709551616", true}, // 20 digits
+		{"123456789012345678901", "", false}, {"1e21", "", false}, {"1e99999", "", false},
+	} {
+		got, ok := integralText(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("integralText(%s) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestWideWindowBoundsReplayAsStrings: trace-window bounds beyond 2^53-1 (epoch
+// nanoseconds), given as JSON numbers (one written 1700000000000000500.0), read exactly,
+// come back in next_page's arguments as exact decimal strings, and those arguments page
+// on.
+func TestWideWindowBoundsReplayAsStrings(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := 0; i < 5; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		// ts 1700000000000000.1 + i µs: 1700000000000000100 + 1000i ns, 0.5 µs long.
+		fmt.Fprintf(&b, `{"ph":"X","name":"s%d","ts":170000000000000%d.1,"dur":0.5,"pid":1,"tid":1}`, i, i)
+	}
+	b.WriteString("]")
+	p := filepath.Join(t.TempDir(), "epoch.json")
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t)
+	raw := `{"sources":[{"kind":"path","path":` + fmt.Sprintf("%q", p) + `}],"page_size":1,` +
+		`"start_ns":1700000000000000500.0,"end_ns":1700000000000003700}`
+	res, f := rt.Analyze(context.Background(), "inspect_trace_window", json.RawMessage(raw))
+	var names []string
+	for page := 0; ; page++ {
+		if f != nil {
+			t.Fatalf("page %d: %v", page, f)
+		}
+		for _, r := range res.Blocks[len(res.Blocks)-1].(TableBlock).Rows {
+			var row struct{ Name string }
+			json.Unmarshal(r, &row)
+			names = append(names, row.Name)
+		}
+		if res.NextPage == nil {
+			break
+		}
+		args := res.NextPage.Arguments
+		if args["start_ns"] != "1700000000000000500" || args["end_ns"] != "1700000000000003700" {
+			t.Fatalf("next_page bounds %#v, %#v; want exact decimal strings", args["start_ns"], args["end_ns"])
+		}
+		next, _ := json.Marshal(args)
+		res, f = rt.Analyze(context.Background(), res.NextPage.Tool, next)
+	}
+	// Slices s0..s3 overlap [..000500, ..003700): s0 ends at ..000600, s3 starts at ..003100.
+	if want := []string{"s0", "s1", "s2", "s3"}; fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("paged %v, want %v", names, want)
 	}
 }

@@ -155,18 +155,27 @@ func byStartID(a, b *slice) bool {
 	return a.ID < b.ID
 }
 
-func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*providers.Analysis, error) {
-	in := req.Inputs[0]
-	start, err := bound(req.Fields.StartNS, "start_ns")
-	if err != nil {
-		return nil, err
+// windowBounds reads a window's bounds: each an integer or its canonical decimal string,
+// the exclusive end positive and after the start.
+func windowBounds(f *gen.WindowFields) (start, end int64, err error) {
+	if start, err = bound(f.StartNS, "start_ns"); err != nil {
+		return 0, 0, err
 	}
-	end, err := bound(req.Fields.EndNS, "end_ns")
-	if err != nil {
-		return nil, err
+	if end, err = bound(f.EndNS, "end_ns"); err != nil {
+		return 0, 0, err
 	}
 	if end <= 0 || end <= start {
-		return nil, &providers.FieldError{Field: []any{"end_ns"}, Message: "end_ns must be positive and greater than start_ns (the window is [start_ns, end_ns))"}
+		return 0, 0, &providers.FieldError{Field: []any{"end_ns"}, Accepted: []string{"greater than start_ns"},
+			Message: "end_ns must be positive and greater than start_ns (the window is [start_ns, end_ns))"}
+	}
+	return start, end, nil
+}
+
+func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*providers.Analysis, error) {
+	in := req.Inputs[0]
+	start, end, err := windowBounds(req.Fields)
+	if err != nil {
+		return nil, err
 	}
 	if err := unavailable(in); err != nil {
 		return nil, err

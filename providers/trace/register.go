@@ -20,7 +20,10 @@ func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTrace, summarize))
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectTraceCallGraph, callGraph))
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizePytorchTrace, summarizePytorch))
-	r.Analyzer(providers.Analyze(gen.OperationNameInspectTraceWindow, window))
+	r.Analyzer(providers.AnalyzeChecked(gen.OperationNameInspectTraceWindow, window, func(f *gen.WindowFields) error {
+		_, _, err := windowBounds(f)
+		return err
+	}))
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTraceOperations, summarizeOperations))
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTraceLifecycle, summarizeLifecycle))
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectGPULaunches, inspectLaunches))
@@ -231,7 +234,8 @@ func bigNanos(b *big.Int) any {
 
 // window parses a trace bound: an integer or its canonical decimal string.
 func bound(v any, field string) (int64, error) {
-	bad := &providers.FieldError{Field: []any{field}, Message: fmt.Sprintf("%s must be an integer from 0 to 9223372036854775807 nanoseconds, or its canonical decimal string", field)}
+	bad := &providers.FieldError{Field: []any{field}, Accepted: []string{"an integer from 0 to 9223372036854775807", "a string matching ^(0|[1-9][0-9]{0,18})$ up to 9223372036854775807"},
+		Message: fmt.Sprintf("%s must be an integer from 0 to 9223372036854775807 nanoseconds, or its canonical decimal string", field)}
 	var s string
 	switch x := v.(type) {
 	case string:
