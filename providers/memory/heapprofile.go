@@ -51,6 +51,9 @@ type HeapProfile struct {
 	SampleCount, UnresolvedSamples int64
 	// TotalBytes is the sum of every node's selfSize.
 	TotalBytes int64
+	// RootBytes is the root node's own selfSize: bytes sampled without a stack, which no
+	// frame holds (V8 writes 0).
+	RootBytes int64
 }
 
 // heapDecoder holds the call tree in pre-order while it is read.
@@ -422,8 +425,9 @@ func (d *heapDecoder) finish() {
 		path = append(path, int32(i))
 	}
 	if n > 0 {
-		// Samples attributed to the root have no frame.
+		// Samples and bytes attributed to the root have no frame.
 		d.p.UnresolvedSamples += nodeSamples[0]
+		d.p.RootBytes = d.self[0]
 	}
 }
 

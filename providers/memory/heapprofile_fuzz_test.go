@@ -38,8 +38,8 @@ func FuzzDecodeHeapProfile(f *testing.F) {
 			self += fr.Self
 			samples += fr.Samples
 		}
-		if self != p.TotalBytes {
-			t.Fatalf("frames' self sizes sum to %d, TotalBytes %d", self, p.TotalBytes)
+		if self+p.RootBytes != p.TotalBytes {
+			t.Fatalf("frames' self sizes sum to %d, the root holds %d, TotalBytes %d", self, p.RootBytes, p.TotalBytes)
 		}
 		if samples+p.UnresolvedSamples != p.SampleCount {
 			t.Fatalf("frames hold %d samples + %d unresolved != %d", samples, p.UnresolvedSamples, p.SampleCount)

@@ -199,3 +199,25 @@ function allocateRecords() {
 }
 setTimeout(allocateRecords, 0);
 `
+
+// TestHeapProfileRootBytes: bytes the root node itself holds (V8 writes 0; a crafted or
+// foreign profile may not) are in total_bytes, in no frame's row, and said.
+func TestHeapProfileRootBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "root.heapprofile")
+	doc := `{"head":{"callFrame":{"functionName":"(root)","scriptId":"0","url":"","lineNumber":-1,"columnNumber":-1},"selfSize":100,"id":1,"children":[` +
+		`{"callFrame":{"functionName":"f","scriptId":"3","url":"file:///a.js","lineNumber":4,"columnNumber":2},"selfSize":4096,"id":2,"children":[]}]}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := analyze(t, path, gen.FormatHeapprofile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := page(t, a)
+	if a.Metrics["total_bytes"] != int64(4196) || len(rows) != 1 || rows[0]["self_bytes"] != float64(4096) {
+		t.Errorf("metrics %v, rows %v", a.Metrics, rows)
+	}
+	if !strings.Contains(strings.Join(a.Limitations, "\n"), "root node itself holds 100 of the total_bytes") {
+		t.Errorf("limitations %q", a.Limitations)
+	}
+}

@@ -96,6 +96,9 @@ func rankHeapProfile(ctx context.Context, in providers.Input, limits gen.Effecti
 	} else {
 		a.Limitations = append(a.Limitations, "The profile has no samples array (written before Node 12): allocation_count is null.")
 	}
+	if p.RootBytes != 0 {
+		a.Limitations = append(a.Limitations, fmt.Sprintf("The root node itself holds %d of the total_bytes (sampled without a stack): no frame's row counts them.", p.RootBytes))
+	}
 	if len(p.Frames) == 0 || p.TotalBytes == 0 {
 		a.Limitations = append(a.Limitations, "The profile holds no sampled allocation: no allocation reached the sampling interval (node --heap-prof-interval, 512 KiB by default) before it was written.")
 	}
