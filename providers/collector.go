@@ -78,6 +78,14 @@ type CollectorSpec[P any] struct {
 	// Reader is optional: the executable that reads the artifact case c writes; the
 	// runtime records it for the session and hands it to the analyzer as Input.Reader.
 	Reader func(c Case) *Executable
+	// MissingHint is optional: what the workload must do for the collector to write its
+	// artifact, said when a run wrote none (the torch-profiler's steps).
+	MissingHint string
+}
+
+// MissingHinter is a collector that says what a run that wrote no artifact lacked.
+type MissingHinter interface {
+	MissingHint() string
 }
 
 // Collect returns the collector spec describes.
@@ -85,8 +93,9 @@ func Collect[P any](spec CollectorSpec[P]) Collector { return &collector[P]{spec
 
 type collector[P any] struct{ spec CollectorSpec[P] }
 
-func (c *collector[P]) Kind() string { return c.spec.Kind }
-func (c *collector[P]) File() string { return c.spec.File }
+func (c *collector[P]) Kind() string        { return c.spec.Kind }
+func (c *collector[P]) MissingHint() string { return c.spec.MissingHint }
+func (c *collector[P]) File() string        { return c.spec.File }
 
 func (c *collector[P]) Admit(cases []Case, prepared *Executable) (*Executable, error) {
 	if c.spec.AdmitPrepared != nil {

@@ -1063,6 +1063,15 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 		return nil
 	}
 	replayable := out.AnalysisFailure == nil || out.AnalysisFailure.Details["analysis_source_count"] != 0
+	if !replayable {
+		out.cause = "The collector wrote no native artifact; the table previews the console and the executions say how each run ended."
+		if wf := out.WorkloadFailure; wf != nil && wf.Returncode != nil && *wf.Returncode != 0 {
+			out.cause = fmt.Sprintf("The collector wrote no native artifact: execution %d exited %d (workload_failure.stderr_tail shows why).", wf.Sequence, *wf.Returncode)
+		}
+		if h, ok := cr.coll.Collector.(providers.MissingHinter); ok && h.MissingHint() != "" {
+			out.cause += " " + h.MissingHint()
+		}
+	}
 	if out.Preserved != nil {
 		if fix := workloadFix(cr, out); fix != nil && replayable {
 			// The run is kept; what to do next is to fix what failed.
@@ -1074,7 +1083,7 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 			Message:   "The capture is preserved; inspect its evidence, then analyse its analysis_sources."}
 		switch {
 		case !replayable:
-			a.Message = "The capture is preserved with its executions and console, but the collector wrote no native artifact: inspect the evidence for the cause, fix the collector or the workload, then capture again."
+			a.Message = "The capture is preserved with its executions and console. " + out.cause + " Inspect the evidence for the cause, fix the collector or the workload, then capture again."
 		case out.AnalysisFailure != nil:
 			a.ThenRetry = strp(cr.analysis.Name)
 		}
@@ -1089,11 +1098,12 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 			"); the capture is still a live analysis of this session. Fix the cause and preserve it again, or rescue_evidence it into a new store directory.")
 	}
 	if !replayable {
-		msg := "The collector wrote no native artifact; the table previews the console and the executions say how each run ended."
-		if wf := out.WorkloadFailure; wf != nil && wf.Returncode != nil && *wf.Returncode != 0 {
-			msg = fmt.Sprintf("The collector wrote no native artifact: execution %d exited %d (workload_failure.stderr_tail shows why).", wf.Sequence, *wf.Returncode)
+		// A limit or a failed exit says what to change first; otherwise the collector
+		// says what its artifact needs.
+		if fix := workloadFix(cr, out); fix != nil {
+			return fix
 		}
-		return preserve(msg + " Preserve this capture to keep that evidence, then fix the collector or the workload and capture again.")
+		return preserve(out.cause + " Preserve this capture to keep that evidence, then fix the collector or the workload and capture again.")
 	}
 	if fix := workloadFix(cr, out); fix != nil {
 		return fix
@@ -1109,6 +1119,11 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 	return preserve("An execution did not complete (a limit, the collector or the oracle); preserve what was captured before the session ends.")
 }
 
+// Cause says, without session handles, why the capture has no analysable artifact and
+// what the workload or collector needs; "" when it has one. A CLI, which cannot use
+// next_action's preserve_evidence handle, tells its user this instead.
+func (r *CaptureResult) Cause() string { return r.cause }
+
 // CaptureResult is the result of a capture tool.
 type CaptureResult struct {
 	Result
@@ -1119,7 +1134,9 @@ type CaptureResult struct {
 	PreservationFailure *gen.AnalysisFailure `json:"preservation_failure,omitempty"`
 	// WorkloadFailure leads with the first failed execution.
 	WorkloadFailure *gen.WorkloadFailure `json:"workload_failure,omitempty"`
-	NextAction      *gen.NextAction      `json:"next_action"`
+	// cause says why a capture has no analysable artifact (see Cause).
+	cause      string
+	NextAction *gen.NextAction `json:"next_action"`
 }
 
 // document is the durable capture provenance as preservation records it: the capture

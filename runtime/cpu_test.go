@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -319,8 +320,10 @@ func TestCaptureMissingProfileIsAPartialResult(t *testing.T) {
 		res.AnalysisFailure.Details["analysis_source_count"] != 0 {
 		t.Fatalf("result = %+v %+v %+v", res.Status, res.AnalysisFailure, ex)
 	}
-	// The capture keeps a handle, and the table previews the console so the cause shows.
-	if res.AnalysisID == "" || res.NextAction == nil || res.NextAction.CallTool == nil || res.NextAction.CallTool.Tool != "preserve_evidence" {
+	// The capture keeps a handle, and the table previews the console so the cause shows;
+	// the next action is to fix the workload, keeping this run first if wanted.
+	if a := res.NextAction; res.AnalysisID == "" || a == nil || a.AdjustRequest == nil || fmt.Sprint(a.AdjustRequest.FieldPath) != "[target argv]" ||
+		!strings.Contains(a.AdjustRequest.Message, "exited 4") || !strings.Contains(a.AdjustRequest.Message, "preserve_evidence with analysis_id "+res.AnalysisID) {
 		t.Fatalf("handle %q next_action %+v", res.AnalysisID, res.NextAction)
 	}
 	rows := tableRows(t, res)

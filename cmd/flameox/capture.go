@@ -179,6 +179,9 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 					}
 					a.Message += " Add --preserve (or --rescue-to ABSOLUTE_PATH) to keep the run's evidence."
 					out.NextAction = &gen.NextAction{AdjustRequest: &a}
+				case cres.NextAction != nil && cres.Cause() != "":
+					out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
+						Message: cres.Cause() + " Fix the workload or the provider's arguments, then run the command again (with --preserve or --rescue-to ABSOLUTE_PATH to keep a run's evidence)."}}
 				case cres.NextAction != nil:
 					out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
 						Message: "Rerun the same command with --preserve (or --rescue-to ABSOLUTE_PATH) to keep this capture's evidence."}}
