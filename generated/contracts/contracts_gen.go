@@ -1872,10 +1872,10 @@ func (x *HyperfineProvider) ApplyDefaults() {
 	}
 }
 
-// TorchProfilerProvider runs a Python workload that wraps its loop in `with flameox_torch_profiler.profiler() as prof:` (the helper is on its PYTHONPATH) and calls `prof.step()` per step; each completed schedule cycle writes a Kineto JSON trace.
+// TorchProfilerProvider runs a Python workload that wraps its loop in `with flameox_torch_profiler.profiler() as prof:` and calls `prof.step()` per step; each completed schedule cycle writes a Kineto JSON trace.
 type TorchProfilerProvider struct {
 	Kind string `json:"kind"`
-	// Default ["cpu"]; cuda_if_available: CUDA where torch sees a GPU.
+	// Default ["cpu"]; cuda_if_available: CUDA if torch has it.
 	Activities []any `json:"activities,omitempty"`
 	// torch.profiler.schedule steps (one cycle).
 	SkipFirst     int64 `json:"skip_first,omitempty"`
@@ -1950,6 +1950,19 @@ func (x *Rocprofv3Provider) ApplyDefaults() {
 	}
 	if isZero(x.MarkerTrace) {
 		x.MarkerTrace = false
+	}
+}
+
+// XctraceProvider is Instruments (xcrun xctrace, macOS only); unavailable in this build.
+type XctraceProvider struct {
+	Kind     string `json:"kind"`
+	Template string `json:"template,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *XctraceProvider) ApplyDefaults() {
+	if isZero(x.Template) {
+		x.Template = "Metal System Trace"
 	}
 }
 
@@ -2682,6 +2695,7 @@ var CaptureProviders = []CaptureProviderDecl{
 	{Kind: "hyperfine", Definition: "HyperfineProvider", Outputs: []CaptureOutput{{Role: "benchmark", Format: FormatHyperfine}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "torch-profiler", Definition: "TorchProfilerProvider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatPytorch}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "rocprofv3", Definition: "Rocprofv3Provider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatRocprofPftrace}}, ReturncodeScope: "collector", Released: true},
+	{Kind: "xctrace", Definition: "XctraceProvider", Outputs: []CaptureOutput{{Role: "trace", Format: FormatXctrace}}, ReturncodeScope: "collector", Released: true},
 	{Kind: "pytest", Definition: "PytestProvider", Outputs: []CaptureOutput{{Role: "reliability", Format: FormatPytest}}, ReturncodeScope: "collector", VerdictReturncodes: []int64{1, 5}, Released: true},
 	{Kind: "observations", Definition: "ObservationsProvider", Outputs: []CaptureOutput{{Role: "observations", Format: FormatObservations}}, ReturncodeScope: "workload", Released: true},
 	{Kind: "coverage", Definition: "CoverageProvider", Outputs: []CaptureOutput{{Role: "coverage", Format: FormatCoverage}}, ReturncodeScope: "collector", Released: true},

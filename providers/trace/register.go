@@ -32,6 +32,7 @@ func Register(r *providers.Registry) {
 	}
 	r.Collector(torchCollector)
 	r.Collector(rocprofCollector)
+	r.Collector(xctraceCollector)
 	r.Collector(nsysCollector)
 }
 
