@@ -50,7 +50,7 @@ func torchUnavailable(why string) error {
 func python(base string) bool { return strings.HasPrefix(base, "python") }
 
 var torchCollector = providers.Collect(providers.CollectorSpec[gen.TorchProfilerProvider]{Kind: "torch-profiler", File: torchTrace,
-	MissingHint: "A torch-profiler workload writes its trace only through the helper: it must run its steps inside `with flameox_torch_profiler.profiler() as prof:` and call `prof.step()` after each, at least skip_first + wait + warmup + active times, so that a schedule cycle ends.",
+	MissingHint: "A torch-profiler workload writes its trace only through the helper: it must run its steps inside `with flameox_torch_profiler.profiler() as prof:` and call `prof.step()` after each step (at least once, and at least skip_first + wait times) so that the schedule reaches its recorded steps.",
 	// A Python workload is checked for torch before it runs; any other argv (a wrapper
 	// script) finds out when the helper cannot import torch.
 	Admit: func(cases []providers.Case) (*providers.Executable, error) {

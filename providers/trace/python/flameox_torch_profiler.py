@@ -67,6 +67,12 @@ def profiler():
             activities.append(ProfilerActivity.CPU)
         elif name == "cuda" or (name == "cuda_if_available" and torch.cuda.is_available()):
             activities.append(ProfilerActivity.CUDA)
+        else:
+            sys.stderr.write("flameox_torch_profiler: torch sees no CUDA device; cuda_if_available profiles no CUDA activity.\n")
+    if not activities:
+        # torch would otherwise profile its own default set without saying so.
+        sys.stderr.write("flameox_torch_profiler: no requested activity is available; profiling CPU activities.\n")
+        activities.append(ProfilerActivity.CPU)
     os.makedirs(root, exist_ok=True)
     cycles = [0]
 
