@@ -2273,7 +2273,7 @@ var Operations = []OperationDecl{
 		CaptureProviders: []string{"torch-profiler"},
 		Experiment:       false,
 		Released:         true,
-		Limitations:      []string{"Events are classified by name and category: aten::, autograd:: and torch:: names are operators, ProfilerStep#N steps, kernel/gpu_memcpy/gpu_memset categories GPU activity, everything else runtime."},
+		Limitations:      []string{"Events are classified by name and category: aten::, autograd:: and torch:: names are operators, ProfilerStep#N steps, kernel/gpu_memcpy/gpu_memset categories GPU activity; Kineto's CPU-side categories (cpu_op, cuda_runtime, cuda_driver, cuda_sync, user_annotation, gpu_user_annotation, python_function, fwdbwd), categories naming torch, and slices with input shapes or allocation bytes are runtime; other slices are not PyTorch events."},
 		FormatLimitations: map[Format][]string{
 			FormatChromeTrace:    []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented."},
 			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
