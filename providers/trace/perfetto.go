@@ -77,28 +77,66 @@ type PerfettoInfo struct {
 	// Unread counts the packets whose data the native decoder does not read, by
 	// TracePacket field number (see PerfettoPacketKind for names).
 	Unread map[int]int64
-	// Clocks counts track-event timestamps by the clock domain they are in: 0 is the
-	// trace's default clock (BOOTTIME unless the trace says otherwise), other ids are
-	// builtin clocks (3 MONOTONIC, 6 BOOTTIME, ...). Timestamps of sequence-scoped clocks
-	// (ids 64-127, such as Chromium's incremental microsecond clock) are converted
-	// through their ClockSnapshot into the builtin clock listed beside them, and counted
-	// under that clock. Different builtin domains are not converted into one another.
+	// Clocks counts track-event timestamps by the builtin clock domain they are in
+	// (3 MONOTONIC, 6 BOOTTIME, ...). A packet timestamp without a clock id is on the
+	// trace's clock: the primary_trace_clock a ClockSnapshot names, else BOOTTIME.
+	// TrackEvent's own timestamp_delta_us / timestamp_absolute_us are MONOTONIC (as
+	// trace_processor reads them). Timestamps of sequence-scoped clocks (ids 64-127,
+	// such as Chromium's incremental microsecond clock) are converted through their
+	// ClockSnapshot into the builtin clock listed beside them, and counted under that
+	// clock. Different builtin domains are not converted into one another.
 	Clocks map[uint32]int64
 	// MixedClocks is set when track-event timestamps come from more than one clock
 	// domain; slices of different domains are then not comparable.
 	MixedClocks bool
 	// SequenceClockTimestamps counts timestamps converted from sequence-scoped clocks.
 	SequenceClockTimestamps int64
-	// UnresolvedTimestamps counts track events whose timestamp is in a sequence-scoped
-	// clock that no ClockSnapshot of its sequence defined; they are not read.
+	// UnresolvedTimestamps counts track events without a timestamp that can be resolved:
+	// one in a sequence-scoped clock that no ClockSnapshot of its sequence defined, a
+	// timestamp_delta_us without a ThreadDescriptor reference since the sequence's last
+	// clear or loss, or none at all. They are not read.
 	UnresolvedTimestamps int64
+	// OutOfRangeTimestamps counts track events whose timestamp or end is negative or
+	// does not fit int64 nanoseconds (a timestamp at or past 2^63, a clock multiplier or
+	// a legacy duration that overflows when scaled). They are not read.
+	OutOfRangeTimestamps int64
 	// NegativeDurations counts slices whose end came before their begin (timestamps of
 	// different clock domains); they are delivered with Dur 0.
 	NegativeDurations int64
 	// PreviousPacketDropped counts packets flagged as following a loss on their sequence.
 	PreviousPacketDropped int64
+	// InvalidStatePackets counts packets flagged SEQ_NEEDS_INCREMENTAL_STATE that came
+	// while their sequence's incremental state was invalid: from the sequence's start,
+	// and from a packet with previous_packet_dropped, until the next packet with
+	// SEQ_INCREMENTAL_STATE_CLEARED (or incremental_state_cleared). They are not read,
+	// as trace_processor drops them; interned data arriving then is not kept either.
+	InvalidStatePackets int64
+	// Cut is where the file ends within a record (a trace cut short); nil when it ends
+	// at a record boundary.
+	Cut *PerfettoCut
 	// Sequences counts the packet sequences seen.
 	Sequences int
+}
+
+// PerfettoCut is where a cut Perfetto trace ends: within the record that starts at byte
+// Offset, after the Packets complete packets before it.
+type PerfettoCut struct {
+	Offset  int64
+	Packets int64
+	// Declared is the length the record's header declares; -1 when the file ends within
+	// the header.
+	Declared int64
+	// Present is how many of the Declared bytes the file holds.
+	Present int64
+}
+
+// String says what a cut trace holds, for a limitation or an error.
+func (c *PerfettoCut) String() string {
+	s := fmt.Sprintf("the file ends within the header of the record at byte %d", c.Offset)
+	if c.Declared >= 0 {
+		s = fmt.Sprintf("the file ends within the record at byte %d, which declares %d bytes and holds %d", c.Offset, c.Declared, c.Present)
+	}
+	return fmt.Sprintf("%s; the %d complete packets before it (%d bytes) were read and the rest of the trace is missing", s, c.Packets, c.Offset)
 }
 
 // UnreadPackets is the number of packets whose data the native decoder does not read.
@@ -128,10 +166,18 @@ func (i *PerfettoInfo) UnreadDataPackets() int64 {
 func (i *PerfettoInfo) NothingNative() bool { return i.TrackEventPackets == 0 }
 
 // UnreadByKind is Unread keyed by PerfettoPacketKind.
-func (i *PerfettoInfo) UnreadByKind() map[string]int64 {
+func (i *PerfettoInfo) UnreadByKind() map[string]int64 { return i.unreadByKind(false) }
+
+// UnreadDataByKind is UnreadByKind less the bookkeeping kinds: the packets
+// UnreadDataPackets counts.
+func (i *PerfettoInfo) UnreadDataByKind() map[string]int64 { return i.unreadByKind(true) }
+
+func (i *PerfettoInfo) unreadByKind(dataOnly bool) map[string]int64 {
 	m := make(map[string]int64, len(i.Unread))
 	for f, c := range i.Unread {
-		m[PerfettoPacketKind(f)] += c
+		if !dataOnly || !perfettoBookkeeping[f] {
+			m[PerfettoPacketKind(f)] += c
+		}
 	}
 	return m
 }
@@ -159,6 +205,10 @@ const (
 	tpMachineID         = 98
 
 	seqIncrementalStateCleared = 1
+	seqNeedsIncrementalState   = 2
+
+	clockMonotonic = 3
+	clockBoottime  = 6
 )
 
 // perfettoKinds names the TracePacket data fields.
@@ -364,10 +414,13 @@ func wellFormed(b []byte) bool {
 // Process/ThreadDescriptor and ProcessTree. Other packets (ftrace, process stats,
 // profiles, ...) are counted by kind in PerfettoInfo.Unread; trace_processor_shell reads
 // them. Clock domains are not converted into one another (see PerfettoInfo.Clocks).
+// A sequence's incremental state is valid and invalid as trace_processor holds it (see
+// PerfettoInfo.InvalidStatePackets). A track is announced again, with what its
+// descriptor says, when the TrackDescriptor comes after the track's first slice.
 //
-// A trace that ends within a packet (a cut trace) sets Stats.Truncated and keeps what
-// was read. Malformed packets are *providers.DecodeError naming the packet; bounds are
-// *providers.LimitError; both carry source.
+// A trace that ends within a record (a cut trace) keeps what was read and says where it
+// ends in PerfettoInfo.Cut. Malformed packets are *providers.DecodeError naming the
+// packet; bounds are *providers.LimitError; both carry source.
 func DecodePerfetto(ctx context.Context, r io.Reader, source int, lim PerfettoLimits, sink Sink) (*Stats, *PerfettoInfo, error) {
 	d := &pfDecoder{
 		lim:       lim.withDefaults(),
@@ -380,10 +433,13 @@ func DecodePerfetto(ctx context.Context, r io.Reader, source int, lim PerfettoLi
 		uuidID:    map[uint64]int64{},
 		thrID:     map[[2]int64]int64{},
 		open:      map[int64][]pfOpen{},
-		named:     map[int64]bool{},
+		named:     map[int64]Track{},
+		orphans:   map[uint64][]int64{},
+		waiting:   map[int64]bool{},
 		thrNamed:  map[[2]int64]string{},
 		procNamed: map[int64]string{},
 		keys:      map[int64]pfKey{},
+		primary:   clockBoottime,
 	}
 	d.opener, _ = sink.(Opener)
 	err := d.run(ctx, r)
@@ -394,6 +450,11 @@ func DecodePerfetto(ctx context.Context, r io.Reader, source int, lim PerfettoLi
 		d.stats.UnfinishedBegins += int64(len(st))
 	}
 	d.info.Sequences = len(d.seqs)
+	if n, ok := d.info.Clocks[0]; ok {
+		// Timestamps without a clock id are on the trace's clock.
+		delete(d.info.Clocks, 0)
+		d.info.Clocks[d.primary] += n
+	}
 	d.info.MixedClocks = len(d.info.Clocks) > 1
 	return d.stats, d.info, nil
 }
@@ -412,11 +473,17 @@ type pfDecoder struct {
 	thrID     map[[2]int64]int64 // (pid, tid) -> Track.ID
 	nextID    int64
 	open      map[int64][]pfOpen
-	named     map[int64]bool // tracks announced
+	named     map[int64]Track // tracks announced, as last announced
 	thrNamed  map[[2]int64]string
 	procNamed map[int64]string
 
-	packet    int64 // index of the packet being read
+	// orphans are the announced tracks whose parent chain reaches a uuid not described
+	// yet, by that uuid; waiting marks them.
+	orphans map[uint64][]int64
+	waiting map[int64]bool
+
+	packet    int64  // index of the packet being read
+	primary   uint32 // the trace's clock: a ClockSnapshot's primary_trace_clock, else BOOTTIME
 	src       *pfReader
 	lastSeq   *pfSequence
 	lastSeqID uint32
@@ -428,6 +495,9 @@ type pfDecoder struct {
 type pfSequence struct {
 	names, cats, annNames, annStrs map[uint64]string
 	interned                       int
+	// valid is the incremental state's validity: false until the sequence's first
+	// clear and from a packet loss to the next clear.
+	valid bool
 
 	defTrack    uint64
 	hasDefTrack bool
@@ -438,7 +508,11 @@ type pfSequence struct {
 
 	pid, tid  int64
 	hasThread bool
-	refUs     int64 // ThreadDescriptor.reference_timestamp_us, advanced by timestamp_delta_us
+	// refNs is ThreadDescriptor.reference_timestamp_us in ns, advanced by
+	// timestamp_delta_us; hasRef is set by a ThreadDescriptor read since the last clear
+	// or loss.
+	refNs  int64
+	hasRef bool
 }
 
 type pfClock struct {
@@ -448,6 +522,8 @@ type pfClock struct {
 	incremental bool
 	anchorClock uint32 // builtin clock listed beside it (0: none)
 	anchorNs    int64  // that clock's ns at the snapshot
+	// outOfRange is set when the snapshot's figures do not fit int64 nanoseconds.
+	outOfRange bool
 }
 
 type pfDesc struct {
@@ -486,26 +562,20 @@ func (d *pfDecoder) limit(bound string, n int64, unit, format string, a ...any) 
 
 func (d *pfDecoder) run(ctx context.Context, r io.Reader) error {
 	d.src = &pfReader{r: r}
-	br := bufio.NewReaderSize(d.src, 64<<10)
+	in := &pfCounter{br: bufio.NewReaderSize(d.src, 64<<10)}
 	for {
 		if d.packet%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		tag, err := binary.ReadUvarint(br)
+		start := in.n
+		tag, err := binary.ReadUvarint(in)
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				d.stats.Truncated = true
-				return nil
-			}
-			if rerr := d.readErr(); rerr != nil {
-				return rerr
-			}
-			return d.decodeErr("the Perfetto trace is malformed before packet %d", d.packet)
+			return d.ended(err, start, -1, 0)
 		}
 		num, typ := protowire.DecodeTag(tag)
 		if num < 1 || typ > 5 {
@@ -513,21 +583,17 @@ func (d *pfDecoder) run(ctx context.Context, r io.Reader) error {
 		}
 		if num != 1 || typ != protowire.BytesType {
 			// Trace has only field 1; skip others as protobuf allows.
-			if err := d.skipTop(br, typ); err != nil {
+			if err := d.skipTop(in, start, typ); err != nil {
 				return err
+			}
+			if d.info.Cut != nil {
+				return nil
 			}
 			continue
 		}
-		n, err := binary.ReadUvarint(br)
+		n, err := binary.ReadUvarint(in)
 		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-				d.stats.Truncated = true
-				return nil
-			}
-			if rerr := d.readErr(); rerr != nil {
-				return rerr
-			}
-			return d.malformed("bad length")
+			return d.ended(err, start, -1, 0)
 		}
 		if n > uint64(d.lim.MaxPacketBytes) {
 			return d.limit("max_packet_bytes", d.lim.MaxPacketBytes, "bytes",
@@ -537,12 +603,8 @@ func (d *pfDecoder) run(ctx context.Context, r io.Reader) error {
 			d.buf = make([]byte, n)
 		}
 		d.buf = d.buf[:n]
-		if _, err := io.ReadFull(br, d.buf); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-				d.stats.Truncated = true
-				return nil
-			}
-			return err
+		if m, err := io.ReadFull(in, d.buf); err != nil {
+			return d.ended(err, start, int64(n), int64(m))
 		}
 		d.info.Packets++
 		if err := d.packetBody(d.buf); err != nil {
@@ -550,6 +612,41 @@ func (d *pfDecoder) run(ctx context.Context, r io.Reader) error {
 		}
 		d.packet++
 	}
+}
+
+// ended answers a read that failed within the record starting at byte start: the end
+// of the file there is a cut trace (declared is the record's length, -1 when the file
+// ends within its header; present how many of those bytes it holds), anything else the
+// reader's own error or a malformed trace.
+func (d *pfDecoder) ended(err error, start, declared, present int64) error {
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		d.info.Cut = &PerfettoCut{Offset: start, Packets: d.info.Packets, Declared: declared, Present: present}
+		return nil
+	}
+	if rerr := d.readErr(); rerr != nil {
+		return rerr
+	}
+	return d.decodeErr("the Perfetto trace is malformed before packet %d", d.packet)
+}
+
+// pfCounter counts the bytes read through it, so that a cut trace says where it ends.
+type pfCounter struct {
+	br *bufio.Reader
+	n  int64
+}
+
+func (c *pfCounter) ReadByte() (byte, error) {
+	b, err := c.br.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
+
+func (c *pfCounter) Read(p []byte) (int, error) {
+	n, err := c.br.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // pfReader records the error of the underlying reader, so that a read error
@@ -570,37 +667,37 @@ func (p *pfReader) Read(b []byte) (int, error) {
 // readErr is the reader's own error behind err, if any.
 func (d *pfDecoder) readErr() error { return d.src.err }
 
-func (d *pfDecoder) skipTop(br *bufio.Reader, typ protowire.Type) error {
-	var err error
+// skipTop skips a top-level record other than a packet, starting at byte start; the
+// end of the file within it is a cut trace.
+func (d *pfDecoder) skipTop(in *pfCounter, start int64, typ protowire.Type) error {
+	size := int64(-1)
 	switch typ {
 	case protowire.VarintType:
-		_, err = binary.ReadUvarint(br)
-	case protowire.Fixed64Type:
-		_, err = br.Discard(8)
-	case protowire.Fixed32Type:
-		_, err = br.Discard(4)
-	case protowire.BytesType:
-		var n uint64
-		n, err = binary.ReadUvarint(br)
-		if err == nil {
-			if n > uint64(d.lim.MaxPacketBytes) {
-				return d.limit("max_packet_bytes", d.lim.MaxPacketBytes, "bytes",
-					"a record of the Perfetto trace before packet %d is larger than %d bytes", d.packet, d.lim.MaxPacketBytes)
-			}
-			_, err = br.Discard(int(n))
+		if _, err := binary.ReadUvarint(in); err != nil {
+			return d.ended(err, start, -1, 0)
 		}
+		return nil
+	case protowire.Fixed64Type:
+		size = 8
+	case protowire.Fixed32Type:
+		size = 4
+	case protowire.BytesType:
+		n, err := binary.ReadUvarint(in)
+		if err != nil {
+			return d.ended(err, start, -1, 0)
+		}
+		if n > uint64(d.lim.MaxPacketBytes) {
+			return d.limit("max_packet_bytes", d.lim.MaxPacketBytes, "bytes",
+				"a record of the Perfetto trace before packet %d is larger than %d bytes", d.packet, d.lim.MaxPacketBytes)
+		}
+		size = int64(n)
 	default:
 		return d.decodeErr("the Perfetto trace is malformed before packet %d", d.packet)
 	}
+	m, err := in.br.Discard(int(size))
+	in.n += int64(m)
 	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-			d.stats.Truncated = true
-			return nil
-		}
-		if rerr := d.readErr(); rerr != nil {
-			return rerr
-		}
-		return d.decodeErr("the Perfetto trace is malformed before packet %d", d.packet)
+		return d.ended(err, start, size, int64(m))
 	}
 	return nil
 }
@@ -693,10 +790,10 @@ func countFixed64(f pfField) (int64, bool) {
 
 type pfPacket struct {
 	ts, clock                 uint64
-	hasTS, hasClock           bool
+	hasTS, hasClock, hasSeq   bool
 	seq                       uint32
 	flags                     uint64
-	cleared                   bool
+	cleared, dropped          bool
 	trackEvent, interned      []byte
 	defaults, snapshot        []byte
 	trackDesc, threadDesc     []byte
@@ -706,10 +803,19 @@ type pfPacket struct {
 	// The packet timestamp in ns, resolved once per packet since sequence-scoped
 	// incremental clocks advance with every packet that has a timestamp.
 	tsNs   int64
-	tsOK   bool
+	tsRes  pfTS
 	domain uint32
 	seqClk bool
 }
+
+// pfTS is how a timestamp resolved.
+type pfTS uint8
+
+const (
+	tsOK         pfTS = iota
+	tsUnresolved      // no timestamp, an undefined sequence clock, a delta without reference
+	tsOutOfRange      // negative or beyond int64 nanoseconds
+)
 
 func (d *pfDecoder) packetBody(b []byte) error {
 	var p pfPacket
@@ -724,15 +830,13 @@ func (d *pfDecoder) packetBody(b []byte) error {
 		case tpClockID:
 			p.clock, p.hasClock = f.v, true
 		case tpSequenceID:
-			p.seq = uint32(f.v)
+			p.seq, p.hasSeq = uint32(f.v), true
 		case tpSequenceFlags:
 			p.flags = f.v
 		case tpIncrCleared:
 			p.cleared = f.v != 0
 		case tpPrevDropped:
-			if f.v != 0 {
-				d.info.PreviousPacketDropped++
-			}
+			p.dropped = f.v != 0
 		case tpInternedData:
 			p.interned = f.data
 		case tpDefaults:
@@ -741,7 +845,6 @@ func (d *pfDecoder) packetBody(b []byte) error {
 			p.trackEvent, p.hasTrackEvent = f.data, true
 		case tpTrackDescriptor:
 			p.trackDesc = f.data
-			d.info.TrackDescriptors++
 		case tpThreadDescriptor:
 			p.threadDesc = f.data
 		case tpProcessDescriptor:
@@ -763,8 +866,17 @@ func (d *pfDecoder) packetBody(b []byte) error {
 	if err != nil {
 		return err
 	}
-	if p.cleared || p.flags&seqIncrementalStateCleared != 0 {
+	if p.dropped {
+		d.info.PreviousPacketDropped++
+	}
+	// trace_processor (proto_trace_reader.cc): a clear makes the sequence's incremental
+	// state valid, a loss invalid; both need the packet's sequence id.
+	switch {
+	case p.hasSeq && (p.cleared || p.flags&seqIncrementalStateCleared != 0):
 		seq.clear()
+		seq.valid = true
+	case p.hasSeq && p.dropped:
+		seq.valid, seq.hasRef = false, false
 	}
 	if p.hasDefault {
 		if err := d.defaults(seq, p.defaults); err != nil {
@@ -776,25 +888,30 @@ func (d *pfDecoder) packetBody(b []byte) error {
 			return err
 		}
 	}
-	if p.interned != nil {
+	if p.interned != nil && seq.valid {
 		if err := d.internedData(seq, p.interned); err != nil {
 			return err
 		}
 	}
+	if p.flags&seqNeedsIncrementalState != 0 && !seq.valid {
+		d.info.InvalidStatePackets++
+		return nil
+	}
 	if p.trackDesc != nil {
+		d.info.TrackDescriptors++
 		if err := d.trackDescriptor(p.trackDesc); err != nil {
 			return err
 		}
 	}
-	if p.threadDesc != nil {
-		pid, tid, name, ref, hasRef, err := d.threadDescriptor(p.threadDesc)
+	if p.threadDesc != nil && seq.valid {
+		// trace_processor ignores it while the state is invalid, so that delta
+		// timestamps never start from it.
+		pid, tid, name, ref, err := d.threadDescriptor(p.threadDesc)
 		if err != nil {
 			return err
 		}
 		seq.pid, seq.tid, seq.hasThread = pid, tid, true
-		if hasRef {
-			seq.refUs = ref
-		}
+		seq.refNs, seq.hasRef = mulNs(ref, 1000)
 		if name != "" {
 			d.threadName(pid, tid, name)
 		}
@@ -814,7 +931,7 @@ func (d *pfDecoder) packetBody(b []byte) error {
 		}
 	}
 	if p.hasTS {
-		p.tsNs, p.tsOK, p.domain = d.resolve(seq, &p)
+		p.tsNs, p.tsRes, p.domain = d.resolve(seq, &p)
 	}
 	if p.hasTrackEvent {
 		d.info.TrackEventPackets++
@@ -844,13 +961,15 @@ func (d *pfDecoder) sequence(id uint32) (*pfSequence, error) {
 	return s, nil
 }
 
+// clear empties the incremental state (interned data, defaults, the delta reference);
+// the sequence's thread stays.
 func (s *pfSequence) clear() {
 	s.names = map[uint64]string{}
 	s.cats = map[uint64]string{}
 	s.annNames = map[uint64]string{}
 	s.annStrs = map[uint64]string{}
 	s.interned = 0
-	s.hasDefTrack, s.hasDefClock = false, false
+	s.hasDefTrack, s.hasDefClock, s.hasRef = false, false, false
 }
 
 func (d *pfDecoder) str(b []byte) (string, error) {
@@ -894,6 +1013,9 @@ func (d *pfDecoder) clockSnapshot(seq *pfSequence, b []byte) error {
 	}
 	var cs []clk
 	ok, _ := eachField(b, func(f pfField) error {
+		if f.num == 2 && f.typ == protowire.VarintType && f.v != 0 && f.v < 64 {
+			d.primary = uint32(f.v) // primary_trace_clock
+		}
 		if f.num != 1 || f.typ != protowire.BytesType {
 			return nil
 		}
@@ -940,11 +1062,14 @@ func (d *pfDecoder) clockSnapshot(seq *pfSequence, b []byte) error {
 			c.mult = 1
 		}
 		k := &pfClock{value: int64(c.ts), base: int64(c.ts), mult: int64(c.mult), incremental: c.incremental}
+		ok := c.ts <= math.MaxInt64 && c.mult <= math.MaxInt64
 		if anchor != nil {
 			k.anchorClock, k.anchorNs = anchor.id, int64(anchor.ts)
-		} else {
-			k.anchorNs = int64(c.ts) * int64(c.mult)
+			ok = ok && anchor.ts <= math.MaxInt64
+		} else if ok {
+			k.anchorNs, ok = mulNs(k.base, k.mult)
 		}
+		k.outOfRange = !ok
 		seq.clocks[c.id] = k
 	}
 	return nil
@@ -1044,7 +1169,7 @@ func (d *pfDecoder) trackDescriptor(b []byte) error {
 			if f.typ != protowire.BytesType {
 				return errBadWire
 			}
-			pid, tid, name, _, _, err := d.threadDescriptor(f.data)
+			pid, tid, name, _, err := d.threadDescriptor(f.data)
 			if err != nil {
 				lerr = err
 				return err
@@ -1073,17 +1198,31 @@ func (d *pfDecoder) trackDescriptor(b []byte) error {
 		desc.name = old.name
 	}
 	d.descs[uuid] = desc
-	if desc.thread {
+	id, seen := d.uuidID[uuid]
+	if desc.thread && seen {
 		if _, ok := d.thrID[[2]int64{desc.pid, desc.tid}]; !ok {
-			if id, ok := d.uuidID[uuid]; ok {
-				d.thrID[[2]int64{desc.pid, desc.tid}] = id
-			}
+			d.thrID[[2]int64{desc.pid, desc.tid}] = id
+		}
+	}
+	// A descriptor after a track's first slice (trace_processor reads descriptors
+	// before the sorted events) announces what it changes: its own track, and the
+	// tracks whose parent chain stopped at it.
+	if _, ok := d.named[id]; seen && ok {
+		d.send(id)
+	}
+	if children, ok := d.orphans[uuid]; ok {
+		delete(d.orphans, uuid)
+		for _, c := range children {
+			delete(d.waiting, c)
+			d.send(c)
 		}
 	}
 	return nil
 }
 
-func (d *pfDecoder) threadDescriptor(b []byte) (pid, tid int64, name string, ref int64, hasRef bool, err error) {
+// threadDescriptor reads a ThreadDescriptor; ref is its reference_timestamp_us (0 when
+// absent, as trace_processor takes it).
+func (d *pfDecoder) threadDescriptor(b []byte) (pid, tid int64, name string, ref int64, err error) {
 	ok, _ := eachField(b, func(f pfField) error {
 		switch f.num {
 		case 1:
@@ -1096,7 +1235,7 @@ func (d *pfDecoder) threadDescriptor(b []byte) (pid, tid int64, name string, ref
 				return err
 			}
 		case 6:
-			ref, hasRef = int64(f.v), true
+			ref = int64(f.v)
 		}
 		return nil
 	})
@@ -1375,9 +1514,19 @@ func (d *pfDecoder) trackEvent(seq *pfSequence, p *pfPacket) error {
 			kind = kFlow
 		}
 	}
-	ts, tsOK := d.timestamp(seq, p, &e)
-	if !tsOK && kind != kIgnored {
-		d.info.UnresolvedTimestamps++
+	ts, res := d.timestamp(seq, p, &e)
+	end := ts
+	if res == tsOK && kind == kComplete && e.hasDur && e.durUs > 0 {
+		if end, res = nsAfter(ts, e.durUs); res != tsOK {
+			res = tsOutOfRange
+		}
+	}
+	if res != tsOK && kind != kIgnored {
+		if res == tsOutOfRange {
+			d.info.OutOfRangeTimestamps++
+		} else {
+			d.info.UnresolvedTimestamps++
+		}
 		d.stats.Ignored++
 		return nil
 	}
@@ -1430,14 +1579,8 @@ func (d *pfDecoder) trackEvent(seq *pfSequence, p *pfPacket) error {
 		if len(e.annotations) > 0 {
 			d.annotate(seq, &e, &o.args)
 		}
-		if err := d.announce(track); err != nil {
-			return err
-		}
+		d.announce(track)
 		if kind == kComplete {
-			end := ts
-			if e.hasDur && e.durUs > 0 {
-				end = ts + e.durUs*1000
-			}
 			return d.emit(track, o, end)
 		}
 		st := d.open[track]
@@ -1465,58 +1608,108 @@ func (d *pfDecoder) emit(track int64, o pfOpen, end int64) error {
 	return d.sink.Slice(&d.ev)
 }
 
-// timestamp is the event's timestamp in ns, counting its clock domain in info.Clocks;
-// ok is false for a sequence-scoped clock no snapshot defined. Without a packet
-// timestamp, TrackEvent's timestamp_absolute_us / timestamp_delta_us (relative to the
-// sequence's ThreadDescriptor reference) are read.
-func (d *pfDecoder) timestamp(seq *pfSequence, p *pfPacket, e *pfTrackEvent) (int64, bool) {
-	if !p.hasTS {
-		switch {
-		case e.hasAbsUs:
-			seq.refUs = e.absUs
-		case e.hasDeltaUs:
-			seq.refUs += e.deltaUs
+// timestamp is the event's timestamp in ns as trace_processor's track-event tokenizer
+// takes it, counting its clock domain in info.Clocks: TrackEvent.timestamp_delta_us
+// (added to the sequence's ThreadDescriptor reference, which it advances), else a
+// non-zero timestamp_absolute_us (a one-off that leaves the reference alone), both on
+// the MONOTONIC clock; else the packet timestamp.
+func (d *pfDecoder) timestamp(seq *pfSequence, p *pfPacket, e *pfTrackEvent) (int64, pfTS) {
+	var ns int64
+	var res pfTS
+	switch {
+	case e.hasDeltaUs:
+		if !seq.hasRef {
+			return 0, tsUnresolved
 		}
-		d.info.Clocks[0]++
-		return seq.refUs * 1000, true
+		if ns, res = nsAfter(seq.refNs, e.deltaUs); res == tsOK {
+			seq.refNs = ns
+		}
+	case e.hasAbsUs && e.absUs != 0:
+		ns, res = nsAfter(0, e.absUs)
+	case p.hasTS:
+		if p.tsRes != tsOK {
+			return 0, p.tsRes
+		}
+		if p.seqClk {
+			d.info.SequenceClockTimestamps++
+		}
+		d.info.Clocks[p.domain]++
+		return p.tsNs, tsOK
+	default:
+		return 0, tsUnresolved
 	}
-	if !p.tsOK {
+	if res != tsOK || ns < 0 {
+		return 0, tsOutOfRange
+	}
+	d.info.Clocks[clockMonotonic]++
+	return ns, tsOK
+}
+
+// nsAfter is ns + us microseconds; tsOutOfRange when it leaves int64.
+func nsAfter(ns, us int64) (int64, pfTS) {
+	d, ok := mulNs(us, 1000)
+	if !ok {
+		return 0, tsOutOfRange
+	}
+	if ns, ok = addNs(ns, d); !ok {
+		return 0, tsOutOfRange
+	}
+	return ns, tsOK
+}
+
+// mulNs is a*b for b > 0; ok is false when it leaves int64.
+func mulNs(a, b int64) (int64, bool) {
+	if a > math.MaxInt64/b || a < math.MinInt64/b {
 		return 0, false
 	}
-	if p.seqClk {
-		d.info.SequenceClockTimestamps++
-	}
-	d.info.Clocks[p.domain]++
-	return p.tsNs, true
+	return a * b, true
+}
+
+// addNs is a+b; ok is false when it leaves int64.
+func addNs(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (b >= 0) == (s >= a)
 }
 
 // resolve converts a packet timestamp to ns: builtin clocks (ids < 64) are ns already;
 // sequence-scoped clocks (64-127) advance (when incremental) and are converted through
-// their snapshot into the builtin clock listed beside them.
-func (d *pfDecoder) resolve(seq *pfSequence, p *pfPacket) (ns int64, ok bool, domain uint32) {
+// their snapshot into the builtin clock listed beside them. Domain 0 is the trace's
+// clock (no clock id).
+func (d *pfDecoder) resolve(seq *pfSequence, p *pfPacket) (ns int64, res pfTS, domain uint32) {
 	clock := uint32(0)
 	if p.hasClock {
 		clock = uint32(p.clock)
 	} else if seq.hasDefClock {
 		clock = seq.defClock
 	}
+	if p.ts > math.MaxInt64 {
+		return 0, tsOutOfRange, clock
+	}
+	v := int64(p.ts)
 	if clock < 64 || clock > 127 {
-		if p.ts > math.MaxInt64 {
-			return 0, false, clock
-		}
-		return int64(p.ts), true, clock
+		return v, tsOK, clock
 	}
 	c := seq.clocks[clock]
 	if c == nil {
-		return 0, false, clock
-	}
-	v := int64(p.ts)
-	if c.incremental {
-		c.value += v
-		v = c.value
+		return 0, tsUnresolved, clock
 	}
 	p.seqClk = true
-	return c.anchorNs + (v-c.base)*c.mult, true, c.anchorClock
+	ok := !c.outOfRange
+	if c.incremental && ok {
+		if v, ok = addNs(c.value, v); ok {
+			c.value = v
+		}
+	}
+	if ok {
+		ns, ok = mulNs(v-c.base, c.mult) // v and base are >= 0: no overflow
+	}
+	if ok {
+		ns, ok = addNs(c.anchorNs, ns)
+	}
+	if !ok || ns < 0 {
+		return 0, tsOutOfRange, c.anchorClock
+	}
+	return ns, tsOK, c.anchorClock
 }
 
 // trackFor resolves the track of an event: legacy pid/tid overrides, else its track uuid
@@ -1584,14 +1777,32 @@ func (d *pfDecoder) newTrack() (int64, error) {
 	return d.nextID, nil
 }
 
-// announce sends a track to the sink before its first slice, with what its descriptor
-// (or the thread it was derived from) says.
-func (d *pfDecoder) announce(id int64) error {
-	if d.named[id] {
-		return nil
+// announce sends a track to the sink before its first slice.
+func (d *pfDecoder) announce(id int64) {
+	if _, ok := d.named[id]; !ok {
+		d.send(id)
 	}
-	d.named[id] = true
-	t := Track{ID: id}
+}
+
+// send announces track id with what the trace says of it so far, unless that is what
+// was announced; a track whose parent chain reaches a uuid not described yet waits for
+// that descriptor in orphans.
+func (d *pfDecoder) send(id int64) {
+	t, missing := d.track(id)
+	if missing != 0 && !d.waiting[id] {
+		d.waiting[id] = true
+		d.orphans[missing] = append(d.orphans[missing], id)
+	}
+	if last, ok := d.named[id]; !ok || last != t {
+		d.named[id] = t
+		d.sink.Track(t)
+	}
+}
+
+// track is what the trace says of track id so far: its descriptor, or the thread it was
+// derived from; missing is a parent uuid its descriptor's chain reaches undescribed.
+func (d *pfDecoder) track(id int64) (t Track, missing uint64) {
+	t.ID = id
 	k := d.keys[id]
 	if k.thread {
 		t.PID, t.TID = k.pid, k.tid
@@ -1602,27 +1813,31 @@ func (d *pfDecoder) announce(id int64) error {
 			t.PID, t.TID = desc.pid, desc.tid
 		} else {
 			t.Async = true
-			t.PID = d.processOf(desc)
+			t.PID, missing = d.processOf(desc)
 		}
 	} else {
 		t.Async = k.uuid != 0
 	}
-	d.sink.Track(t)
-	return nil
+	return t, missing
 }
 
-// processOf walks a descriptor's parents (at most 64) to the process that holds it.
-func (d *pfDecoder) processOf(desc *pfDesc) int64 {
-	for i := 0; i < 64 && desc != nil; i++ {
+// processOf walks a descriptor's parents (at most 64) to the process that holds it;
+// missing is the first parent uuid not described yet (0: none).
+func (d *pfDecoder) processOf(desc *pfDesc) (pid int64, missing uint64) {
+	for i := 0; i < 64; i++ {
 		if desc.process || desc.thread {
-			return desc.pid
+			return desc.pid, 0
 		}
 		if desc.parent == 0 {
 			break
 		}
-		desc = d.descs[desc.parent]
+		p := d.descs[desc.parent]
+		if p == nil {
+			return 0, desc.parent
+		}
+		desc = p
 	}
-	return 0
+	return 0, 0
 }
 
 func (d *pfDecoder) eventName(seq *pfSequence, e *pfTrackEvent) (string, error) {

@@ -257,7 +257,8 @@ func TestPerfettoCorpus(t *testing.T) {
 		wantProcs   map[int64]string
 		wantClock   uint32
 	}{
-		{file: "perfetto-mcp-rs__basic.perfetto-trace", wantSlices: 3, wantClock: 0},
+		// No clock id and no ClockSnapshot: the trace's clock, BOOTTIME (6).
+		{file: "perfetto-mcp-rs__basic.perfetto-trace", wantSlices: 3, wantClock: 6},
 		{
 			file: "local__chromium156_trace_startup_proto.pftrace", wantSlices: 28, wantClock: 3,
 			wantThreads: map[[2]int64]string{{22215, 22215}: "CrRendererMain", {22217, 22220}: "PerfettoTrace"},
@@ -429,10 +430,10 @@ func TestPerfettoMalformed(t *testing.T) {
 			checkTyped(t, name+" corrupt "+strconv.Itoa(i), err)
 		}
 	}
-	// A prefix cut within a packet is a truncated trace, not an error.
-	st, _, _, err := decodeBytes(t, basic[:len(basic)-3], PerfettoLimits{})
-	if err != nil || !st.Truncated {
-		t.Errorf("cut trace: %v, truncated %v", err, st != nil && st.Truncated)
+	// A prefix cut within a packet is a cut trace, not an error.
+	_, info, _, err := decodeBytes(t, basic[:len(basic)-3], PerfettoLimits{})
+	if err != nil || info.Cut == nil {
+		t.Errorf("cut trace: %v, %+v", err, info)
 	}
 	// Inputs that are not a Trace are DecodeErrors.
 	for _, b := range [][]byte{[]byte(`{"traceEvents":[]}`), {0x0a, 0x03, 0xff, 0xff, 0xff}, {0x0b}} {
@@ -536,11 +537,13 @@ func TestPerfettoFeatures(t *testing.T) {
 	w.packet(func(p *pfWriter) { legacy(p, 1, 'C', 0, 2002, nil, nil) })
 	w.packet(func(p *pfWriter) { legacy(p, 1, 'M', 0, 2002, nil, nil) })
 	w.packet(func(p *pfWriter) { legacy(p, 1, 's', 0, 2002, nil, nil) })
-	// packet 7: E outer at 2010 us, given as a delta of 8 us on timestamp_delta_us.
+	// packet 7: E outer at 2010 us, given on timestamp_delta_us as 1010 us after the
+	// ThreadDescriptor's reference (1000 us): the absolute timestamps between are
+	// one-offs that leave the reference alone.
 	w.packet(func(p *pfWriter) {
 		p.varint(10, 1)
 		p.msg(11, func(te *pfWriter) {
-			te.varint(1, 8)
+			te.varint(1, 1010)
 			te.msg(6, func(l *pfWriter) { l.varint(2, 'E') })
 		})
 	})

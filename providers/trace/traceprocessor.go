@@ -26,16 +26,20 @@ type traceProcessor struct {
 	limits gen.EffectiveLimits
 }
 
-// traceProcessorExecutable is $FLAMEOX_TRACE_PROCESSOR, else trace_processor_shell on PATH.
+// traceProcessorExecutable is $FLAMEOX_TRACE_PROCESSOR when it names an executable file
+// (set, it is the only candidate), else trace_processor_shell on PATH, else
+// trace_processor on PATH (the catalog's order).
 func traceProcessorExecutable() (string, bool) {
 	if p := os.Getenv("FLAMEOX_TRACE_PROCESSOR"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", false
-		}
-		return p, true
+		fi, err := os.Stat(p)
+		return p, err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 	}
-	p, err := exec.LookPath("trace_processor_shell")
-	return p, err == nil
+	for _, name := range []string{"trace_processor_shell", "trace_processor"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // errNativeSlice stops the probe at the first slice the native decoder reads.
@@ -95,12 +99,17 @@ func (tp *traceProcessor) bind(a *providers.Analysis) *providers.Analysis {
 
 // tpQuery selects the slices with a positive duration in start order, parent and depth
 // as trace_processor nests them. trace_processor prints strings between double quotes
-// without escaping, so every string leaves the query hex-encoded behind an "x" (NULL
-// stays NULL, printed "[NULL]"): the output cannot be misread whatever a name holds.
+// without escaping, so every string leaves the query hex-encoded behind an "x": the
+// output cannot be misread whatever a name holds. SQLite's hex(NULL) is the empty
+// string, so a CASE keeps NULL NULL (printed "[NULL]"), apart from the empty string
+// ("x").
 const tpQuery = `SELECT s.id, s.parent_id, s.depth, s.ts, s.dur, s.track_id,
-  'x' || hex(s.name) AS name, 'x' || hex(s.category) AS category,
-  tt.utid, t.upid, 'x' || hex(t.name) AS thread_name, 'x' || hex(p.name) AS process_name,
-  'x' || hex(ps.name) AS parent_name
+  CASE WHEN s.name IS NULL THEN NULL ELSE 'x' || hex(s.name) END AS name,
+  CASE WHEN s.category IS NULL THEN NULL ELSE 'x' || hex(s.category) END AS category,
+  tt.utid, t.upid,
+  CASE WHEN t.name IS NULL THEN NULL ELSE 'x' || hex(t.name) END AS thread_name,
+  CASE WHEN p.name IS NULL THEN NULL ELSE 'x' || hex(p.name) END AS process_name,
+  CASE WHEN ps.name IS NULL THEN NULL ELSE 'x' || hex(ps.name) END AS parent_name
 FROM slice s
 LEFT JOIN slice ps ON ps.id = s.parent_id
 LEFT JOIN thread_track tt ON tt.id = s.track_id
@@ -132,12 +141,16 @@ func (tp *traceProcessor) read(ctx context.Context, in providers.Input, s *scan,
 		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
 		MaxOutputBytes: l.MaxOutputBytes, Timeout: time.Duration(l.TimeoutSeconds * float64(time.Second)), MaxRSSBytes: l.MaxMemoryBytes})
 	switch {
+	case errors.Is(err, broker.ErrStart):
+		return &providers.UnavailableError{Provider: "perfetto", Executable: "trace_processor_shell",
+			Message:     fmt.Sprintf("source %d: the trace_processor_shell executable could not be started", in.Index),
+			Remediation: "Install Perfetto's trace_processor_shell for this machine (https://perfetto.dev/docs/analysis/trace-processor) on PATH or name it in FLAMEOX_TRACE_PROCESSOR, then retry the same call."}
 	case err != nil:
 		return &providers.DecodeError{Source: in.Index, Message: "trace_processor_shell could not be started", Err: err}
 	case res.Cancelled:
 		return context.Canceled
 	case res.Limit != nil:
-		return &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("trace_processor_shell stopped at its %s bound (%v %s)", res.Limit.Kind, res.Limit.Configured, res.Limit.Unit),
+		return &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("trace_processor_shell stopped at its %s bound (%s %s)", res.Limit.Kind, strconv.FormatFloat(res.Limit.Configured, 'f', -1, 64), res.Limit.Unit),
 			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		return &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("trace_processor_shell could not read source %d as a Perfetto trace", in.Index),

@@ -1,13 +1,17 @@
 package trace
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,7 +74,8 @@ const malformedOutput = `"id","parent_id","depth","ts","dur","track_id","name","
 `
 
 // writeFake writes a fake trace_processor_shell that asserts its argv (--query-file, a
-// query over the slice table, the trace path last) and prints out.
+// query over the slice table that keeps NULL names NULL, the trace path last) and prints
+// out.
 func writeFake(t *testing.T, trace, out string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -81,6 +86,7 @@ func writeFake(t *testing.T, trace, out string) string {
 here=$(dirname "$0")
 [ $# -eq 3 ] && [ "$1" = --query-file ] && [ "$3" = '` + trace + `' ] || { echo "fake trace_processor_shell: argv $*" >&2; exit 2; }
 grep -q 'FROM slice' "$2" || { echo "fake trace_processor_shell: no slice query" >&2; exit 3; }
+grep -q 'IS NULL THEN NULL' "$2" || { echo "fake trace_processor_shell: the query would print a NULL name as \"x\"" >&2; exit 3; }
 cat "$here/out.csv"
 `
 	p := filepath.Join(dir, "trace_processor_shell")
@@ -206,5 +212,189 @@ func TestTraceProcessorNotForNativeTraces(t *testing.T) {
 	}
 	if rows, _ := pageAll[idRow](t, a.Rows, 10); len(rows) != 3 {
 		t.Errorf("rows %+v", rows)
+	}
+}
+
+// TestTraceProcessorExecutable: $FLAMEOX_TRACE_PROCESSOR when set (an executable file,
+// else none), else trace_processor_shell on PATH, else trace_processor on PATH (the
+// catalog's order, §1.3).
+func TestTraceProcessorExecutable(t *testing.T) {
+	dir := t.TempDir()
+	exe := func(sub, name string, mode os.FileMode) string {
+		d := filepath.Join(dir, sub)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(d, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shell := exe("a", "trace_processor_shell", 0o755)
+	plain := exe("b", "trace_processor", 0o755)
+	notExec := exe("c", "trace_processor_shell", 0o644)
+	a, b, c := filepath.Dir(shell), filepath.Dir(plain), filepath.Dir(notExec)
+	for _, tc := range []struct {
+		env, path, want string
+	}{
+		{"", b, plain},
+		{"", b + ":" + a, shell},
+		{"", c, ""},
+		{shell, b, shell},
+		{notExec, b, ""},
+		{a, b, ""}, // a directory
+	} {
+		t.Setenv("FLAMEOX_TRACE_PROCESSOR", tc.env)
+		t.Setenv("PATH", tc.path)
+		got, ok := traceProcessorExecutable()
+		if ok != (tc.want != "") || (ok && got != tc.want) {
+			t.Errorf("FLAMEOX_TRACE_PROCESSOR=%q PATH=%q: %q %v, want %q", tc.env, tc.path, got, ok, tc.want)
+		}
+	}
+}
+
+// TestTraceProcessorUnusable: FLAMEOX_TRACE_PROCESSOR naming a file that is not
+// executable, or an executable that cannot be started, is the unavailable state with
+// guidance, never a decode failure; a limit is said in whole bytes.
+func TestTraceProcessorUnusable(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "ftrace.pftrace")
+	if err := os.WriteFile(trace, ftraceOnlyTrace(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := providers.Input{Path: trace, Format: gen.FormatPerfetto}
+	page := func(limits gen.EffectiveLimits) error {
+		a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}, Limits: limits})
+		if err != nil {
+			return err
+		}
+		_, err = a.Rows.Page(context.Background(), 0, 10, nil)
+		return err
+	}
+	limits := gen.EffectiveLimits{TimeoutSeconds: 30, MaxOutputBytes: 1 << 20, MaxMemoryBytes: 1 << 30}
+	for name, file := range map[string]struct {
+		body []byte
+		mode os.FileMode
+	}{
+		"not executable": {[]byte("#!/bin/sh\nexit 0\n"), 0o644},
+		"not a program":  {[]byte{0x7f, 'E', 'L', 'F', 0, 0, 0, 0}, 0o755},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_"))
+		if err := os.WriteFile(p, file.body, file.mode); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("FLAMEOX_TRACE_PROCESSOR", p)
+		err := page(limits)
+		var ue *providers.UnavailableError
+		if !errors.As(err, &ue) || !strings.Contains(ue.Message+ue.Remediation, "FLAMEOX_TRACE_PROCESSOR") || strings.Contains(ue.Message, dir) {
+			t.Errorf("%s: %T %v", name, err, err)
+		}
+	}
+
+	// 10,000,000 bytes of output allowed, 11,000,000 printed.
+	t.Setenv("FLAMEOX_TRACE_PROCESSOR", writeFake(t, trace, ""))
+	script := filepath.Join(filepath.Dir(os.Getenv("FLAMEOX_TRACE_PROCESSOR")), "out.csv")
+	if err := os.WriteFile(script, bytes.Repeat([]byte("0"), 11_000_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	limits.MaxOutputBytes = 10_000_000
+	err := page(limits)
+	var le *providers.LimitError
+	if !errors.As(err, &le) || !strings.Contains(le.Message, "(10000000 bytes)") {
+		t.Errorf("output limit: %v", err)
+	}
+}
+
+// TestTraceProcessorQueryNulls runs the slice query through SQLite (the engine
+// trace_processor runs it on) over tables holding NULL and empty names, prints the result
+// as trace_processor does (PrintQueryResultAsCsv), and reads it back: a NULL name stays
+// null, an empty one is empty.
+func TestTraceProcessorQueryNulls(t *testing.T) {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		`CREATE TABLE slice (id INT, parent_id INT, depth INT, ts INT, dur INT, track_id INT, name TEXT, category TEXT)`,
+		`CREATE TABLE thread_track (id INT, utid INT)`,
+		`CREATE TABLE thread (utid INT, upid INT, name TEXT)`,
+		`CREATE TABLE process (upid INT, name TEXT)`,
+		`INSERT INTO slice VALUES (0, NULL, 0, 1000, 1000, 0, 'outer', NULL), (1, 0, 1, 1200, 300, 0, '', 'c,"d'), (2, NULL, 0, 1100, 50, 1, NULL, '')`,
+		`INSERT INTO thread_track VALUES (0, 1)`,
+		`INSERT INTO thread VALUES (1, 1, NULL)`,
+		`INSERT INTO process VALUES (1, 'app')`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := db.Query(tpQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	out.WriteString(`"` + strings.Join(cols, `","`) + `"` + "\n")
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		f := make([]string, len(vals))
+		for i, v := range vals {
+			switch v := v.(type) {
+			case nil:
+				f[i] = `"[NULL]"`
+			case int64:
+				f[i] = strconv.FormatInt(v, 10)
+			case string:
+				f[i] = `"` + v + `"`
+			default:
+				t.Fatalf("column %s: %T", cols[i], v)
+			}
+		}
+		out.WriteString(strings.Join(f, ",") + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	trace := filepath.Join(t.TempDir(), "ftrace.pftrace")
+	if err := os.WriteFile(trace, ftraceOnlyTrace(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FLAMEOX_TRACE_PROCESSOR", writeFake(t, trace, out.String()))
+	in := providers.Input{Path: trace, Format: gen.FormatPerfetto}
+	a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in},
+		Limits: gen.EffectiveLimits{TimeoutSeconds: 30, MaxOutputBytes: 1 << 20, MaxMemoryBytes: 1 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		ID          int64   `json:"id"`
+		Name        string  `json:"name"`
+		Category    *string `json:"category"`
+		ThreadName  *string `json:"thread_name"`
+		ProcessName *string `json:"process_name"`
+	}
+	s := func(v string) *string { return &v }
+	want := []row{
+		{ID: 0, Name: "outer", ProcessName: s("app")},
+		{ID: 2, Name: "<unnamed>"},
+		{ID: 1, Name: "<unnamed>", Category: s(`c,"d`), ProcessName: s("app")},
+	}
+	got, _ := pageAll[row](t, a.Rows, 10)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }

@@ -3,6 +3,7 @@ package trace
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,8 +91,17 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 	if err != nil {
 		return nil, err
 	}
-	if s.perfetto != nil && s.perfetto.NothingNative() && s.perfetto.UnreadDataPackets() > 0 {
-		return nil, traceProcessorNeeded(in, s.perfetto)
+	if p := s.perfetto; p != nil {
+		if p.NothingNative() && p.UnreadDataPackets() > 0 {
+			return nil, traceProcessorNeeded(in, p)
+		}
+		if p.Cut != nil && s.stats.Slices == 0 {
+			// A cut trace keeps what was read, but an empty read of a damaged file is
+			// no evidence (decision 0016, item 10).
+			return nil, &providers.DecodeError{Source: in.Index,
+				Message: fmt.Sprintf("source %d: the Perfetto trace is cut before any slice could be read: %s", in.Index, p.Cut),
+				Details: map[string]any{"offset": p.Cut.Offset, "packets": p.Cut.Packets}}
+		}
 	}
 	if err := nest.Flush(); err != nil {
 		return nil, err
@@ -193,14 +203,23 @@ func (s *scan) limitations() []string {
 		out = append(out, fmt.Sprintf("%d slices overlap a slice on their track without nesting inside it; each is listed as the child of the innermost slice that contains it and is no slice's parent.", s.misnested))
 	}
 	if p := s.perfetto; p != nil {
+		if p.Cut != nil {
+			out = append(out, fmt.Sprintf("The Perfetto trace is cut short: %s.", p.Cut))
+		}
 		if n := p.UnreadDataPackets(); n > 0 {
-			out = append(out, fmt.Sprintf("%d data packets were not read natively (packets skipped by kind: %s); Perfetto's trace_processor_shell reads them.", n, unreadKinds(p)))
+			out = append(out, fmt.Sprintf("%d data packets were not read natively (packets skipped by kind: %s); Perfetto's trace_processor_shell reads them.", n, unreadKinds(p.UnreadDataByKind())))
+		}
+		if p.InvalidStatePackets > 0 {
+			out = append(out, fmt.Sprintf("%d packets that need their sequence's incremental state came while it was invalid (before the sequence's first incremental-state clear, or after a packet loss until the next clear); they were not read, as trace_processor drops them.", p.InvalidStatePackets))
 		}
 		if p.MixedClocks {
 			out = append(out, "Timestamps come from more than one clock domain and are not converted to one: slices of different clocks are not comparable.")
 		}
 		if p.UnresolvedTimestamps > 0 {
-			out = append(out, fmt.Sprintf("%d timestamps on an undefined sequence clock were skipped.", p.UnresolvedTimestamps))
+			out = append(out, fmt.Sprintf("%d track events had no timestamp that could be resolved (a sequence clock no ClockSnapshot defined, a timestamp delta without a ThreadDescriptor reference, or none at all); they were skipped.", p.UnresolvedTimestamps))
+		}
+		if p.OutOfRangeTimestamps > 0 {
+			out = append(out, fmt.Sprintf("%d track events had a timestamp or end that is negative or beyond 2^63-1 ns (an overflow when scaled); they were skipped.", p.OutOfRangeTimestamps))
 		}
 		if p.NegativeDurations > 0 {
 			out = append(out, fmt.Sprintf("%d slices ended before they began; they are listed with duration 0 and so not as slices.", p.NegativeDurations))
@@ -242,9 +261,8 @@ func optional(s string) *string {
 	return &s
 }
 
-// unreadKinds names the packet kinds the native decoder skipped, largest first.
-func unreadKinds(p *PerfettoInfo) string {
-	by := p.UnreadByKind()
+// unreadKinds names the packet kinds of by, largest first.
+func unreadKinds(by map[string]int64) string {
 	kinds := make([]string, 0, len(by))
 	for k := range by {
 		kinds = append(kinds, k)
@@ -264,9 +282,14 @@ func unreadKinds(p *PerfettoInfo) string {
 
 // traceProcessorNeeded answers a Perfetto trace without track events whose data only
 // Perfetto's trace_processor reads (ftrace scheduling, system counters, profiles).
+// It is called only where no executable was found, so a set FLAMEOX_TRACE_PROCESSOR
+// names no executable file.
 func traceProcessorNeeded(in providers.Input, p *PerfettoInfo) error {
-	return &providers.UnavailableError{Provider: "perfetto", Executable: "trace_processor_shell",
-		Message:     fmt.Sprintf("source %d holds no track events the native decoder reads, only data Perfetto's trace_processor reads (%s)", in.Index, unreadKinds(p)),
-		Remediation: "Record track events (the Perfetto SDK, Chrome tracing, torch.profiler) for the native decoder, or install Perfetto's trace_processor_shell (https://perfetto.dev/docs/analysis/trace-processor) on PATH or name it in FLAMEOX_TRACE_PROCESSOR, then retry the same call: Flameox then reads the trace's slices through it.",
+	msg := fmt.Sprintf("source %d holds no track events the native decoder reads, only data Perfetto's trace_processor reads (%s)", in.Index, unreadKinds(p.UnreadDataByKind()))
+	if os.Getenv("FLAMEOX_TRACE_PROCESSOR") != "" {
+		msg += "; FLAMEOX_TRACE_PROCESSOR is set but does not name an executable file"
+	}
+	return &providers.UnavailableError{Provider: "perfetto", Executable: "trace_processor_shell", Message: msg,
+		Remediation: "Record track events (the Perfetto SDK, Chrome tracing, torch.profiler) for the native decoder, or install Perfetto's trace_processor_shell (or trace_processor; https://perfetto.dev/docs/analysis/trace-processor) on PATH or name the executable file in FLAMEOX_TRACE_PROCESSOR, then retry the same call: Flameox then reads the trace's slices through it.",
 		Details:     map[string]any{"unread_packets": p.UnreadByKind()}}
 }
