@@ -32,7 +32,7 @@ import (
 // column added, removed or computed differently), and a continuation issued before the
 // change is refused (it binds another request) instead of paging on with other rows
 // (decision 0035). go.2: OTLP table rows gained flags.
-const Version = "0.2.0-go.2"
+const Version = "0.2.0-go.3"
 
 // implementation is the version continuations bind: Version, except in tests that mint
 // a continuation under another one.

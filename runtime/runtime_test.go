@@ -93,7 +93,7 @@ func TestContinuationBindsImplementation(t *testing.T) {
 	for _, c := range []struct {
 		version string
 		ok      bool
-	}{{Version, true}, {"0.2.0-go.1", false}} {
+	}{{Version, true}, {"0.2.0-go.2", false}} {
 		args["continuation"] = issue(c.version)
 		_, _, f := analyzeJSON(t, newRuntime(t), "summarize_trace", args)
 		delete(args, "continuation")
