@@ -239,7 +239,7 @@ func (rt *Runtime) envelope(req *request, in []resolved, a *providers.Analysis, 
 		next := req.offset + returned
 		res.Truncation = &gen.Truncation{Reason: "provider_limit", NextOffset: &next}
 		res.Limitations = append(res.Limitations, fmt.Sprintf(
-			"The projection stops at %d rows (provider_limit); narrow the query (function filter, direction, metric) to see the rest.", providers.MaxProjectionRows))
+			"The projection stops at %d rows (provider_limit); narrow the request with the operation's own fields (a filter, a window, a metric) to see the rest.", providers.MaxProjectionRows))
 	}
 	return res, nil
 }

@@ -441,6 +441,15 @@ func TestCallGraphParents(t *testing.T) {
 			if g.Metrics["child_slice_count"] != children {
 				t.Errorf("child_slice_count %v, edges count %d", g.Metrics["child_slice_count"], children)
 			}
+			// Every slice is a child but the roots: A, or P and the late slice (which the
+			// Nester releases without a parent).
+			roots := int64(1)
+			if tc.name == "unordered" {
+				roots = 2
+			}
+			if g.Metrics["slice_count"] != children+roots {
+				t.Errorf("slice_count %v, want %d", g.Metrics["slice_count"], children+roots)
+			}
 		})
 	}
 }

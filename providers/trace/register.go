@@ -178,11 +178,14 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	}
 	type key struct{ parent, child string }
 	edges := map[key]*edge{}
-	var slices, dropped int64
+	var all, slices, dropped int64
 	// The parent's name comes with each slice (Nested.ParentName), as the Nester or
 	// trace_processor nested it: a slice misnested or out of order does not hide the
 	// parents of the slices after it.
 	sc, err := read(ctx, in, tp, func(s *Nested) error {
+		if s.Dur > 0 {
+			all++
+		}
 		if s.ParentID < 0 || s.Dur <= 0 {
 			return nil
 		}
@@ -210,6 +213,7 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	}
 	sortEdges(list)
 	m := sc.metrics()
+	m["slice_count"] = all
 	m["child_slice_count"] = slices
 	m["edge_count"] = len(list)
 	lim := sc.limitations()
