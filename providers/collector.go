@@ -19,8 +19,23 @@ type Case struct {
 	Argv []string
 	// Executable is argv[0] resolved and hashed at admission.
 	Executable Executable
+	// Named is argv[0] as the workload names it, made absolute (found on PATH, or joined
+	// to the target's cwd) but not resolved through symbolic links; "" when unknown.
+	Named string
 	// ArgvField is the field path of this case's argv, for field errors.
 	ArgvField []any
+}
+
+// Launch is the path a wrapping collector runs for the workload: argv[0] as the
+// workload names it, so that an interpreter that finds its environment from its own
+// path (a virtual environment's python, a symbolic link to the base interpreter
+// beside pyvenv.cfg) runs in that environment, as it would unwrapped. The file it
+// reaches is the one Executable bound. Without Named it is Executable.Path.
+func (c Case) Launch() string {
+	if c.Named != "" {
+		return c.Named
+	}
+	return c.Executable.Path
 }
 
 // Executable is an exact executable file and its SHA-256.

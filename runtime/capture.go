@@ -121,9 +121,11 @@ func (rt *Runtime) bindCollector(kind string, provider map[string]any) (*boundCo
 
 // boundCommand is an argv bound to an exact executable.
 type boundCommand struct {
-	argv   []string
-	path   string
-	sha256 string
+	argv []string
+	// path is argv[0] resolved to its file; named is argv[0] made absolute without
+	// resolving links (what a wrapping collector launches).
+	path, named string
+	sha256      string
 }
 
 // boundCase is one case with its argv bound and its merged environment.
@@ -313,7 +315,7 @@ func (cr *captureRequest) providerCases() []providers.Case {
 		if cr.experiment != nil && len(cr.experiment.Cases[i].Argv) > 0 {
 			field = failure.Path("experiment", "cases", i, "argv")
 		}
-		out[i] = providers.Case{Name: c.name, Argv: c.command.argv, ArgvField: field,
+		out[i] = providers.Case{Name: c.name, Argv: c.command.argv, ArgvField: field, Named: c.command.named,
 			Executable: providers.Executable{Path: c.command.path, SHA256: c.command.sha256}}
 	}
 	return out
@@ -351,6 +353,7 @@ func bindCommand(argv []string, cwd string, path []any) (*boundCommand, *failure
 		}
 		resolved = p
 	}
+	named := filepath.Clean(resolved)
 	resolved, err := filepath.EvalSymlinks(resolved)
 	var st os.FileInfo
 	if err == nil {
@@ -364,7 +367,7 @@ func bindCommand(argv []string, cwd string, path []any) (*boundCommand, *failure
 	if err != nil {
 		return nil, failure.Invalid(path, nil, "the executable of argv[0] cannot be read")
 	}
-	return &boundCommand{argv: argv, path: resolved, sha256: sum}, nil
+	return &boundCommand{argv: argv, path: resolved, named: named, sha256: sum}, nil
 }
 
 // planRuns lists executions in run order: per block, the cases in a seeded random order

@@ -305,7 +305,7 @@ var collectors = []providers.Collector{
 			if o.Name != nil {
 				argv = append(argv, "--command-name", *o.Name)
 			}
-			words := append([]string{c.Executable.Path}, c.Argv[1:]...)
+			words := append([]string{c.Launch()}, c.Argv[1:]...)
 			return append(argv, shellWords(words))
 		}}),
 	providers.Collect(providers.CollectorSpec[gen.PyperfProvider]{Kind: "pyperf", File: "pyperf.json",
@@ -327,7 +327,7 @@ var collectors = []providers.Collector{
 			n := func(v int64) string { return strconv.FormatInt(v, 10) }
 			argv := []string{exe.Path, "-m", "pyperf", "command", "--quiet", "--output", filepath.Join(dir, "pyperf.json"),
 				"--processes", n(o.Processes), "--values", n(o.Values), "--warmups", n(o.Warmups),
-				"--loops", n(o.Loops), "--name", o.Name, "--", c.Executable.Path}
+				"--loops", n(o.Loops), "--name", o.Name, "--", c.Launch()}
 			return append(argv, c.Argv[1:]...)
 		}}),
 }

@@ -355,7 +355,7 @@ var collectors = []providers.Collector{
 		Admit: func([]providers.Case) (*providers.Executable, error) { return bindPerf() },
 		Command: func(o *gen.PerfProvider, exe *providers.Executable, c providers.Case, dir string) []string {
 			argv := []string{exe.Path, "record", "--freq", strconv.FormatInt(o.Frequency, 10), "--call-graph", o.CallGraph,
-				"--output", filepath.Join(dir, "perf.data"), "--", c.Executable.Path}
+				"--output", filepath.Join(dir, "perf.data"), "--", c.Launch()}
 			return append(argv, c.Argv[1:]...)
 		}}),
 	providers.Collect(providers.CollectorSpec[gen.NodeCpuProfileProvider]{Kind: "node-cpu-profile", File: "profile.cpuprofile",
@@ -409,7 +409,7 @@ var collectors = []providers.Collector{
 					argv = append(argv, f.flag)
 				}
 			}
-			argv = append(argv, "--", c.Executable.Path)
+			argv = append(argv, "--", c.Launch())
 			return append(argv, c.Argv[1:]...)
 		}}),
 }

@@ -35,7 +35,7 @@ var sanitizerCollector = providers.Collect(providers.CollectorSpec[gen.ComputeSa
 // workload's own exit, which compute-sanitizer otherwise passes through.
 func sanitizerCommand(o *gen.ComputeSanitizerProvider, exe *providers.Executable, c providers.Case, dir string) []string {
 	argv := []string{exe.Path, "--tool", o.Tool, "--xml", "--save", filepath.Join(dir, sanitizerFile),
-		"--error-exitcode", sanitizerErrorExit, "--print-limit", "0", c.Executable.Path}
+		"--error-exitcode", sanitizerErrorExit, "--print-limit", "0", c.Launch()}
 	return append(argv, c.Argv[1:]...)
 }
 
@@ -101,6 +101,6 @@ var tritonCollector = providers.Collect(providers.CollectorSpec[gen.TritonProvid
 
 // tritonCommand is `/bin/sh -c SCRIPT flameox-triton BUNDLE CACHE <argv...>`.
 func tritonCommand(_ *gen.TritonProvider, exe *providers.Executable, c providers.Case, dir string) []string {
-	argv := []string{exe.Path, "-c", tritonScript, "flameox-triton", filepath.Join(dir, tritonBundle), filepath.Join(dir, tritonCacheDir), c.Executable.Path}
+	argv := []string{exe.Path, "-c", tritonScript, "flameox-triton", filepath.Join(dir, tritonBundle), filepath.Join(dir, tritonCacheDir), c.Launch()}
 	return append(argv, c.Argv[1:]...)
 }

@@ -147,6 +147,6 @@ func command(o *gen.NsightComputeProvider, exe *providers.Executable, c provider
 	for _, s := range o.Section {
 		argv = append(argv, "--section", s)
 	}
-	argv = append(argv, c.Executable.Path)
+	argv = append(argv, c.Launch())
 	return append(argv, c.Argv[1:]...)
 }

@@ -129,5 +129,5 @@ func rocprofCommand(o *gen.Rocprofv3Provider, exe *providers.Executable, c provi
 			argv = append(argv, k.flag)
 		}
 	}
-	return append(append(argv, "--", c.Executable.Path), c.Argv[1:]...)
+	return append(append(argv, "--", c.Launch()), c.Argv[1:]...)
 }

@@ -118,7 +118,7 @@ func nsysTrace(o *gen.NsightSystemsProvider) string {
 func nsysCommand(o *gen.NsightSystemsProvider, exe *providers.Executable, c providers.Case, dir string) []string {
 	argv := []string{exe.Path, "profile", "--trace=" + nsysTrace(o), "--sample=none", "--cpuctxsw=none",
 		"--resolve-symbols=false", "--force-overwrite=true", "--output", filepath.Join(dir, strings.TrimSuffix(nsysReport, ".nsys-rep")),
-		c.Executable.Path}
+		c.Launch()}
 	return append(argv, c.Argv[1:]...)
 }
 
