@@ -58,23 +58,10 @@ var torchCollector = providers.Collect(providers.CollectorSpec[gen.TorchProfiler
 			if !python(filepath.Base(c.Argv[0])) {
 				continue
 			}
-			// The interpreter is asked as the workload names it: a virtual environment's
-			// python is a symlink whose own directory holds pyvenv.cfg, so probing the
-			// resolved file would ask the base interpreter instead. A relative path is
-			// relative to the target's cwd, which a probe does not share; the helper
-			// answers for it.
-			exe := c.Argv[0]
-			switch {
-			case filepath.IsAbs(exe):
-			case !strings.Contains(exe, "/"):
-				p, err := exec.LookPath(exe)
-				if err != nil {
-					continue
-				}
-				exe = p
-			default:
-				continue
-			}
+			// The interpreter is asked as the workload names it (made absolute): a
+			// virtual environment's python is a symlink whose own directory holds
+			// pyvenv.cfg, so probing the resolved file would ask the base interpreter.
+			exe := c.Launch()
 			if _, ok := providers.Probe(exe, "-c", "import torch.profiler"); !ok {
 				return nil, torchUnavailable(filepath.Base(c.Argv[0]) + " cannot import torch.profiler")
 			}
