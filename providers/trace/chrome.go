@@ -88,7 +88,8 @@ type Opener interface {
 // are converted to int64 ns exactly from their text, never through float64 (Kineto's
 // epoch µs 1700000000000000.123 is 1700000000000000123 ns). Digits below 1 ns are
 // rounded half to even (0.0005 µs is 0 ns, 0.0015 µs is 2 ns). A value outside int64
-// ns, a negative "dur", and an E before its B are DecodeErrors.
+// ns is a DecodeError; an X with a negative "dur" and an E before its B are no slices
+// and are counted in InvalidIntervals (the E still closes its B).
 //
 // Phases: X is a complete slice (a missing "dur" is 0); B/E are matched per (pid, tid)
 // as a stack (an E without an open B is counted in UnmatchedEnds; Bs open at the end
@@ -953,7 +954,10 @@ func (d *chromeDecoder) dispatch() error {
 			return d.decodeError("event %d (ph X) has no ts", d.idx)
 		}
 		if d.dur < 0 {
-			return d.decodeError("event %d has a negative dur", d.idx)
+			// An interval that ends before it starts is no slice: counted and said,
+			// as one bad record of a large trace should not discard the others.
+			d.st.InvalidIntervals++
+			return nil
 		}
 		if d.ts > 0 && d.dur > (1<<63-1)-d.ts {
 			return d.decodeError("event %d ends outside the int64 nanosecond range", d.idx)
@@ -1007,7 +1011,10 @@ func (d *chromeDecoder) dispatch() error {
 		ts := &d.tracks[t]
 		o := &ts.open[len(ts.open)-1]
 		if d.ts < o.ts {
-			return d.decodeError("event %d (ph %c) ends before its begin, event %d", d.idx, ph, o.id)
+			// The end closes its begin, but the interval is no slice: counted and said.
+			ts.open = ts.open[:len(ts.open)-1]
+			d.st.InvalidIntervals++
+			return nil
 		}
 		p := &d.packScratch
 		d.packArgs(p)

@@ -298,10 +298,10 @@ func TestDecodeChromeTruncatedAndMalformed(t *testing.T) {
 		{`[{"ph":"X","ts":1},{"ph":"X","ts":2,}]`, false, 0, "event 1 is not valid JSON"},
 		{`[{"ph":"X","ts":01}]`, false, 0, "event 0 is not valid JSON"},
 		{`[{"ph":"X","ts":"1"}]`, false, 0, "event 0: ts is not a number"},
-		{`[{"ph":"X","ts":1,"dur":-1}]`, false, 0, "negative dur"},
+		{`[{"ph":"X","ts":1,"dur":-1}]`, false, 1, ""},
 		{`[{"ph":"X"}]`, false, 0, "has no ts"},
 		{`[{"ph":"X","ts":1e20}]`, false, 0, "outside the int64"},
-		{`[{"ph":"B","ts":5},{"ph":"E","ts":4}]`, false, 0, "ends before its begin"},
+		{`[{"ph":"B","ts":5},{"ph":"E","ts":4}]`, false, 2, ""},
 		{`[{"ph":"X","ts":1,"args":{"a":tru}}]`, false, 0, "not valid JSON"},
 		{`[{"ph":"X","ts":1,"name":"a\x"}]`, false, 0, "not valid JSON"},
 		{`[] x`, false, 0, "data after the trace"},
@@ -710,5 +710,29 @@ func TestLongNumberAnywhere(t *testing.T) {
 				t.Errorf("%d digits in %.40s...: %q at the start, %q across the buffer", n, ev, msgs[0], msgs[1])
 			}
 		}
+	}
+}
+
+// TestChromeInvalidIntervals: an X with a negative dur and an E before its B are no
+// slices; they are counted, the E still closes its B (the next E closes the B below),
+// and the trace's other slices are read.
+func TestChromeInvalidIntervals(t *testing.T) {
+	rec, st, err := decodeString(t, `[
+{"ph":"X","name":"neg","ts":10,"dur":-1,"pid":1,"tid":1},
+{"ph":"B","name":"outer","ts":1,"pid":1,"tid":1},
+{"ph":"B","name":"inner","ts":5,"pid":1,"tid":1},
+{"ph":"E","ts":4,"pid":1,"tid":1},
+{"ph":"E","ts":9,"pid":1,"tid":1},
+{"ph":"X","name":"ok","ts":20,"dur":2,"pid":1,"tid":1}]`, ChromeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range rec.slices {
+		got = append(got, fmt.Sprintf("%s %d %d", s.Name, s.TS, s.Dur))
+	}
+	want := []string{"outer 1000 8000", "ok 20000 2000"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || st.InvalidIntervals != 2 || st.UnmatchedEnds != 0 || st.UnfinishedBegins != 0 {
+		t.Errorf("slices %q (want %q), invalid %d, unmatched %d, unfinished %d", got, want, st.InvalidIntervals, st.UnmatchedEnds, st.UnfinishedBegins)
 	}
 }

@@ -93,7 +93,8 @@ type Stats struct {
 	// Ignored counts events of phases the decoder does not read (samples, objects, ...).
 	Ignored int64
 	// InvalidIntervals counts intervals recorded with an end before their start (Nsight
-	// Systems records): delivered with duration 0, so never listed.
+	// Systems records, Trace Event X events with a negative dur and E events before
+	// their B): not delivered as slices.
 	InvalidIntervals int64
 	// Truncated is set when a Trace Event array ends without its closing "]" (the
 	// format allows it) or with a trailing comma.

@@ -118,9 +118,11 @@ func decodeNsys(ctx context.Context, in providers.Input, sink Sink) (*Stats, err
 			}
 			st.Events++
 			if end < start {
+				// Not a slice (a window would list a zero-length one): counted and said.
 				st.InvalidIntervals++
+				continue
 			}
-			e = Event{ID: id, TS: start, Dur: max(end-start, 0), Name: name, Category: nsysSliceCategories[tab], Phase: "X"}
+			e = Event{ID: id, TS: start, Dur: end - start, Name: name, Category: nsysSliceCategories[tab], Phase: "X"}
 			if tid.Valid {
 				e.Track = tid.Int64
 				if !threads[e.Track] {
