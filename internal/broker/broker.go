@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -70,6 +71,12 @@ type Limit struct {
 	Observed   *float64
 	Unit       string // seconds, bytes, bytes_free
 	Recovery   string
+}
+
+// Bound names the limit for a message: "output_limit bound (16777216 bytes)", the
+// figure written in full (never in exponent form).
+func (l *Limit) Bound() string {
+	return l.Kind + " bound (" + strconv.FormatFloat(l.Configured, 'f', -1, 64) + " " + l.Unit + ")"
 }
 
 // Result is the receipt of one invocation.

@@ -456,3 +456,19 @@ func TestDetachedDaemonCountsTowardMemory(t *testing.T) {
 	}
 	assertGone(t, []int{daemonPid(t, dir)})
 }
+
+// TestLimitBound: a limit's figure is written in full, never in exponent form.
+func TestLimitBound(t *testing.T) {
+	for _, c := range []struct {
+		l    Limit
+		want string
+	}{
+		{Limit{Kind: "output_limit", Configured: 16 << 20, Unit: "bytes"}, "output_limit bound (16777216 bytes)"},
+		{Limit{Kind: "memory_limit_exceeded", Configured: 1 << 34, Unit: "bytes"}, "memory_limit_exceeded bound (17179869184 bytes)"},
+		{Limit{Kind: "timeout", Configured: 0.5, Unit: "seconds"}, "timeout bound (0.5 seconds)"},
+	} {
+		if got := c.l.Bound(); got != c.want {
+			t.Errorf("Bound() = %q, want %q", got, c.want)
+		}
+	}
+}

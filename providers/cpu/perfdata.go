@@ -36,7 +36,7 @@ func decodePerfData(ctx context.Context, in providers.Input, limits gen.Effectiv
 	case res.Cancelled:
 		return nil, context.Canceled
 	case res.Limit != nil:
-		return nil, &providers.LimitError{Message: fmt.Sprintf("perf script stopped at its %s bound (%v %s)", res.Limit.Kind, res.Limit.Configured, res.Limit.Unit),
+		return nil, &providers.LimitError{Message: fmt.Sprintf("perf script stopped at its %s", res.Limit.Bound()),
 			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		return nil, &providers.DecodeError{Message: "perf script could not read the perf.data file", Details: map[string]any{"exit_code": res.ExitCode}}

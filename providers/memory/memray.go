@@ -157,7 +157,7 @@ func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLim
 	case res.Cancelled:
 		return nil, context.Canceled
 	case res.Limit != nil:
-		return nil, &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader stopped at its %s bound (%v %s)", in.Index, res.Limit.Kind, res.Limit.Configured, res.Limit.Unit),
+		return nil, &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader stopped at its %s", in.Index, res.Limit.Bound()),
 			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
 	case res.ExitCode != nil && *res.ExitCode == 3:
 		return nil, memrayUnavailable(filepath.Base(named) + " cannot import memray")

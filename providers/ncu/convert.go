@@ -49,7 +49,7 @@ func importPage(ctx context.Context, ncu *providers.Executable, in providers.Inp
 	case res.Cancelled:
 		return context.Canceled
 	case res.Limit != nil:
-		return &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("ncu --import stopped at its %s bound (%v %s)", res.Limit.Kind, res.Limit.Configured, res.Limit.Unit),
+		return &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("ncu --import stopped at its %s", res.Limit.Bound()),
 			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		return &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("ncu could not read source %d as an Nsight Compute report (--page %s)", in.Index, name),

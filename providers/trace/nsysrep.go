@@ -68,7 +68,7 @@ func convertNsysRep(ctx context.Context, in providers.Input, limits gen.Effectiv
 	case res.Cancelled:
 		err = context.Canceled
 	case res.Limit != nil:
-		err = &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("nsys export stopped at its %s bound (%v %s)", res.Limit.Kind, res.Limit.Configured, res.Limit.Unit),
+		err = &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("nsys export stopped at its %s", res.Limit.Bound()),
 			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		err = &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("nsys export could not read source %d as an Nsight Systems report", in.Index),

@@ -150,7 +150,7 @@ func (tp *traceProcessor) read(ctx context.Context, in providers.Input, s *scan,
 	case res.Cancelled:
 		return context.Canceled
 	case res.Limit != nil:
-		return &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("trace_processor_shell stopped at its %s bound (%s %s)", res.Limit.Kind, strconv.FormatFloat(res.Limit.Configured, 'f', -1, 64), res.Limit.Unit),
+		return &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("trace_processor_shell stopped at its %s", res.Limit.Bound()),
 			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		return &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("trace_processor_shell could not read source %d as a Perfetto trace", in.Index),
