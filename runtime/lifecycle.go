@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -172,7 +173,11 @@ func remarshal(v, into any) error {
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(b, into)
+	// Numbers stay exact: a window bound of 1700000000000000001 ns is recorded as that,
+	// not as the float64 nearest to it.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(into)
 }
 
 // evidenceNextPage rewrites a live next_page to read the preserved analysis sources.

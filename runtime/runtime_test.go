@@ -198,3 +198,31 @@ func TestWideWindowBoundsReplayAsStrings(t *testing.T) {
 		t.Errorf("paged %v, want %v", names, want)
 	}
 }
+
+// TestPreservedWindowBoundsAreExact: a preserved window's bounds beyond 2^53 are recorded
+// exactly as the analysis used them, not as the nearest float64.
+func TestPreservedWindowBoundsAreExact(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "epoch.json")
+	if err := os.WriteFile(p, []byte(`[{"ph":"X","name":"s","ts":1700000000000000.001,"dur":5,"pid":1,"tid":1}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t)
+	raw := `{"sources":[{"kind":"path","path":` + fmt.Sprintf("%q", p) + `}],"start_ns":1700000000000000001,"end_ns":"1700000000000000003"}`
+	res, f := rt.Analyze(context.Background(), "inspect_trace_window", json.RawMessage(raw))
+	if f != nil {
+		t.Fatal(f)
+	}
+	pr, f := rt.Preserve(res.AnalysisID)
+	if f != nil {
+		t.Fatal(f)
+	}
+	m, f := rt.Manifest(pr.EvidenceID)
+	if f != nil {
+		t.Fatal(f)
+	}
+	for _, want := range []string{"1700000000000000001", "1700000000000000003"} {
+		if !strings.Contains(string(m), want) {
+			t.Errorf("the preserved manifest lacks %s:\n%s", want, m)
+		}
+	}
+}
