@@ -128,6 +128,20 @@ type boundCommand struct {
 	sha256      string
 }
 
+// unchanged reports whether the command still reaches the file admission bound: the
+// file has its digest and, where a wrapping collector launches argv[0] as named, the
+// name still resolves to that file (a link retargeted since admission would run
+// another binary under the recorded digest).
+func (b boundCommand) unchanged() bool {
+	if b.named != "" && b.named != b.path {
+		if p, err := filepath.EvalSymlinks(b.named); err != nil || p != b.path {
+			return false
+		}
+	}
+	sum, _, err := sourcefile.Hash(b.path)
+	return err == nil && sum == b.sha256
+}
+
 // boundCase is one case with its argv bound and its merged environment.
 type boundCase struct {
 	name    string
@@ -497,7 +511,7 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 	}
 	// The binaries must still be the ones admission bound.
 	for _, b := range []boundCommand{c.command, launch} {
-		if sum, _, err := sourcefile.Hash(b.path); err != nil || sum != b.sha256 {
+		if !b.unchanged() {
 			return nil, failure.New(gen.FailureCodeMissingOrChangedInput,
 				"an executable of case %q changed after admission; nothing more was run", c.name).With("case", c.name)
 		}

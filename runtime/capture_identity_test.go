@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/testtool"
 )
 
@@ -179,5 +180,40 @@ func TestPreservationReleasesCaptureScratch(t *testing.T) {
 	}
 	if rows := tableRows(t, page2); len(rows) != 10 || rows[0]["text"] != "11" {
 		t.Errorf("page 2 from evidence = %v", rows)
+	}
+}
+
+// TestBoundCommandNoticesARetargetedLink: a command bound through a symbolic link (what
+// a wrapping collector launches) is changed when the link reaches another file after
+// admission, even one with the bound file's content elsewhere, and when the file itself
+// changes.
+func TestBoundCommandNoticesARetargetedLink(t *testing.T) {
+	dir := t.TempDir()
+	a, b, link := filepath.Join(dir, "a.sh"), filepath.Join(dir, "b.sh"), filepath.Join(dir, "run")
+	for _, p := range []string{a, b} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho same\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	c, f := bindCommand([]string{link}, dir, failure.Path("target", "argv"))
+	if f != nil {
+		t.Fatal(f)
+	}
+	if c.named != link || !c.unchanged() {
+		t.Fatalf("bound %+v: changed right after admission", c)
+	}
+	os.Remove(link)
+	os.Symlink(b, link)
+	if c.unchanged() {
+		t.Error("a link retargeted to another file (with the same content) is unchanged")
+	}
+	os.Remove(link)
+	os.Symlink(a, link)
+	os.WriteFile(a, []byte("#!/bin/sh\necho other\n"), 0o755)
+	if c.unchanged() {
+		t.Error("a changed file is unchanged")
 	}
 }
