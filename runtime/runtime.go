@@ -31,7 +31,8 @@ import (
 // it changes with every change to what a page of rows holds for the same request (a
 // column added, removed or computed differently), and a continuation issued before the
 // change is refused (it binds another request) instead of paging on with other rows
-// (decision 0035). go.2: OTLP table rows gained flags.
+// (decision 0035). go.2: OTLP table rows gained flags. go.3: trace call-graph edges and
+// metrics, Perfetto slices, slices that end before they start, and empty pages.
 const Version = "0.2.0-go.3"
 
 // implementation is the version continuations bind: Version, except in tests that mint

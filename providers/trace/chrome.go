@@ -70,6 +70,9 @@ type Opener interface {
 	// Open says that the slice with this ID (the ordinal of its begin event) began at ts
 	// on track and will be delivered to Slice when it ends, if it ends.
 	Open(id, track, ts int64)
+	// Close says that the slice Open announced ended without a slice (its end came
+	// before its begin), so nothing waits for it.
+	Close(id int64)
 }
 
 // DecodeChrome reads Chrome Trace Event JSON (Chrome DevTools, Kineto/torch.profiler,
@@ -1014,6 +1017,9 @@ func (d *chromeDecoder) dispatch() error {
 			// The end closes its begin, but the interval is no slice: counted and said.
 			ts.open = ts.open[:len(ts.open)-1]
 			d.st.InvalidIntervals++
+			if d.opener != nil {
+				d.opener.Close(o.id)
+			}
 			return nil
 		}
 		p := &d.packScratch

@@ -171,6 +171,7 @@ func (s *teeSink) Track(t Track)                          { s.a.Track(t); s.b.Tr
 func (s *teeSink) ThreadName(pid, tid int64, name string) { s.a.ThreadName(pid, tid, name) }
 func (s *teeSink) ProcessName(pid int64, name string)     { s.a.ProcessName(pid, name) }
 func (s *teeSink) Open(id, track, ts int64)               { s.b.Open(id, track, ts) }
+func (s *teeSink) Close(id int64)                         { s.b.Close(id) }
 
 func decodeString(t testing.TB, src string, lim ChromeLimits) (*recorder, *Stats, error) {
 	t.Helper()

@@ -161,6 +161,10 @@ func (n *Nester) ProcessName(pid int64, name string) {
 	}
 }
 
+// Close forgets the begin Open announced with id: no slice will come for it. Its mark
+// in the heap goes stale and is dropped lazily.
+func (n *Nester) Close(id int64) { delete(n.openSet, id) }
+
 // Open notes a begun slice that will arrive at its end (see Opener).
 func (n *Nester) Open(id, track, ts int64) {
 	n.openSet[id] = ts

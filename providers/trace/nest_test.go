@@ -367,6 +367,7 @@ func (r *recordSink) slice(id, ts, dur, track int64, name, cat, phase string, ar
 	r.recs = append(r.recs, pipeRec{kind: recSlice, id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phaseByte(phase), args: *args})
 	return nil
 }
+func (r *recordSink) Close(id int64) { r.recs = append(r.recs, pipeRec{kind: recClose, id: id}) }
 func (r *recordSink) Open(id, track, ts int64) {
 	r.recs = append(r.recs, pipeRec{kind: recOpen, id: id, track: track, ts: ts})
 }
@@ -399,6 +400,27 @@ func BenchmarkNestSteps(b *testing.B) {
 		}
 		if err := n.Flush(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestNesterClose: a begin announced with Open holds back the slices after it (past the
+// window) until it arrives; one that Close says will not arrive holds nothing.
+func TestNesterClose(t *testing.T) {
+	for _, closed := range []bool{false, true} {
+		released := 0
+		n := NewNester(NesterOptions{Window: 4, MaxHeld: 100}, nil, func(*Nested) error { released++; return nil })
+		n.Open(1, 0, 10)
+		if closed {
+			n.Close(1)
+		}
+		for i := int64(0); i < 10; i++ {
+			if err := n.Slice(&Event{ID: 2 + i, TS: 20 + i, Dur: 1, Track: 0, Name: "s"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := map[bool]int{false: 0, true: 6}[closed]; released != want {
+			t.Errorf("closed %v: %d slices released before the end, want %d", closed, released, want)
 		}
 	}
 }

@@ -100,8 +100,9 @@ type PerfettoInfo struct {
 	// does not fit int64 nanoseconds (a timestamp at or past 2^63, a clock multiplier or
 	// a legacy duration that overflows when scaled). They are not read.
 	OutOfRangeTimestamps int64
-	// NegativeDurations counts slices whose end came before their begin (timestamps of
-	// different clock domains); they are delivered with Dur 0.
+	// NegativeDurations counts slices whose end came before their begin (an end event
+	// before its begin, often of different clock domains, or a legacy complete event with
+	// a negative duration). They are not delivered.
 	NegativeDurations int64
 	// PreviousPacketDropped counts packets flagged as following a loss on their sequence.
 	PreviousPacketDropped int64
@@ -1516,6 +1517,12 @@ func (d *pfDecoder) trackEvent(seq *pfSequence, p *pfPacket) error {
 	}
 	ts, res := d.timestamp(seq, p, &e)
 	end := ts
+	if res == tsOK && kind == kComplete && e.hasDur && e.durUs < 0 {
+		// A legacy complete event that ends before it starts is no slice: counted with
+		// the begin/end pairs that do.
+		d.info.NegativeDurations++
+		return nil
+	}
 	if res == tsOK && kind == kComplete && e.hasDur && e.durUs > 0 {
 		if end, res = nsAfter(ts, e.durUs); res != tsOK {
 			res = tsOutOfRange
@@ -1564,6 +1571,15 @@ func (d *pfDecoder) trackEvent(seq *pfSequence, p *pfPacket) error {
 		}
 		o := st[len(st)-1]
 		d.open[track] = st[:len(st)-1]
+		if ts < o.ts {
+			// The end closes its begin, but the interval is no slice: counted and said,
+			// and nothing waits for it any more.
+			d.info.NegativeDurations++
+			if d.opener != nil {
+				d.opener.Close(o.id)
+			}
+			return nil
+		}
 		if len(e.annotations) > 0 {
 			d.annotate(seq, &e, &o.args)
 		}
@@ -1598,12 +1614,7 @@ func (d *pfDecoder) trackEvent(seq *pfSequence, p *pfPacket) error {
 }
 
 func (d *pfDecoder) emit(track int64, o pfOpen, end int64) error {
-	dur := end - o.ts
-	if dur < 0 {
-		d.info.NegativeDurations++
-		dur = 0
-	}
-	d.ev = Event{ID: o.id, TS: o.ts, Dur: dur, Track: track, Name: o.name, Category: o.cat, Phase: "X", Args: o.args}
+	d.ev = Event{ID: o.id, TS: o.ts, Dur: end - o.ts, Track: track, Name: o.name, Category: o.cat, Phase: "X", Args: o.args}
 	d.stats.Slices++
 	return d.sink.Slice(&d.ev)
 }

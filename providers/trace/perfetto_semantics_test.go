@@ -459,3 +459,46 @@ func TestPerfettoCut(t *testing.T) {
 		t.Errorf("cut first packet: %v", err)
 	}
 }
+
+// TestPerfettoNegativeIntervals: an end before its begin, and a legacy complete event
+// with a negative duration, are no slices: counted and said, not delivered (a window,
+// which lists zero-length slices, listed them with duration 0); the slices around them
+// are read.
+func TestPerfettoNegativeIntervals(t *testing.T) {
+	var w pfWriter
+	w.packet(func(p *pfWriter) {
+		p.varint(10, 1)
+		p.varint(13, flagCleared)
+		trackDesc(p, 100, 10, 11, "T1")
+		internName(p, 1, "Neg")
+		internName(p, 2, "Ok")
+	})
+	typed(&w, 1, flagNeeds, 5000, 1, 100, 1, nil) // begin Neg at 5000
+	typed(&w, 1, flagNeeds, 4000, 2, 100, 0, nil) // its end at 4000
+	typed(&w, 1, flagNeeds, 6000, 1, 100, 2, nil) // Ok 6000..7000
+	typed(&w, 1, flagNeeds, 7000, 2, 100, 0, nil)
+	// A legacy complete event (phase X) with duration_us -1, timed by its packet.
+	w.packet(func(p *pfWriter) {
+		p.varint(10, 1)
+		p.varint(13, flagNeeds)
+		p.varint(8, 8000)
+		p.msg(11, func(te *pfWriter) {
+			te.varint(11, 100)
+			te.varint(10, 1)
+			te.msg(6, func(l *pfWriter) { l.varint(2, 'X'); l.varint(3, uint64(1<<64-1)) }) // duration_us -1
+		})
+	})
+	st, info, rec, err := decodeBytes(t, w.b, PerfettoLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]sliceFigures{{"Ok", 6000, 1000}}, figures(rec)); diff != "" {
+		t.Errorf("slices (-want +got):\n%s", diff)
+	}
+	if info.NegativeDurations != 2 || st.UnmatchedEnds != 0 || st.UnfinishedBegins != 0 {
+		t.Errorf("negative %d, stats %+v", info.NegativeDurations, st)
+	}
+	if l := limitationsOf(st, info); !strings.Contains(l, "ended before they began") || !strings.Contains(l, "not listed") {
+		t.Errorf("limitations %q", l)
+	}
+}

@@ -22,6 +22,7 @@ type recKind uint8
 const (
 	recSlice recKind = iota
 	recOpen
+	recClose
 	recTrack
 	recThread
 	recProcess
@@ -100,6 +101,12 @@ func (p *pipeSink) slice(id, ts, dur, track int64, name, cat, phase string, args
 func (p *pipeSink) Open(id, track, ts int64) {
 	if r, err := p.add(); err == nil {
 		*r = pipeRec{kind: recOpen, id: id, track: track, ts: ts}
+	}
+}
+
+func (p *pipeSink) Close(id int64) {
+	if r, err := p.add(); err == nil {
+		*r = pipeRec{kind: recClose, id: id}
 	}
 }
 
@@ -190,6 +197,8 @@ func replay(nest *Nester, batch []pipeRec) error {
 			}
 		case recOpen:
 			nest.Open(r.id, r.track, r.ts)
+		case recClose:
+			nest.Close(r.id)
 		case recTrack:
 			nest.Track(Track{ID: r.id, PID: r.ts, TID: r.dur, Name: r.name, Async: r.async})
 		case recThread:

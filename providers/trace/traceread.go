@@ -222,7 +222,7 @@ func (s *scan) limitations() []string {
 			out = append(out, fmt.Sprintf("%d track events had a timestamp or end that is negative or beyond 2^63-1 ns (an overflow when scaled); they were skipped.", p.OutOfRangeTimestamps))
 		}
 		if p.NegativeDurations > 0 {
-			out = append(out, fmt.Sprintf("%d slices ended before they began; they are listed with duration 0 and so not as slices.", p.NegativeDurations))
+			out = append(out, fmt.Sprintf("%d slices ended before they began (an end before its begin, or a negative legacy duration); they are not slices and are not listed.", p.NegativeDurations))
 		}
 	}
 	return out
