@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -297,7 +298,13 @@ func (s *Schema) describe(ve *jsonschema.ValidationError) *failure.Failure {
 		}
 		f = failure.Invalid(path, want, "%s must be one of %s", where, strings.Join(want, ", "))
 	case *valueUnion:
-		forms := s.armForms(sub)
+		// Arms of one form (objects told apart by their kind) are one accepted form.
+		var forms []string
+		for _, x := range s.armForms(sub) {
+			if !slices.Contains(forms, x) {
+				forms = append(forms, x)
+			}
+		}
 		f = failure.Invalid(path, forms, "%s must be %s", where, strings.Join(forms, ", or "))
 	case *kind.Type:
 		f = failure.Invalid(path, k.Want, "%s must be of type %s", where, strings.Join(k.Want, " or "))

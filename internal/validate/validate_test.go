@@ -126,7 +126,7 @@ func TestValidateUnionForms(t *testing.T) {
 		}
 		return s
 	}
-	window, torch := load("inspect_trace_window"), load("capture_and_summarize_pytorch_trace")
+	window, torch, trace := load("inspect_trace_window"), load("capture_and_summarize_pytorch_trace"), load("capture_and_summarize_trace")
 	src := `"sources":[{"kind":"path","path":"/x.json"}]`
 	bound := []string{"an integer from 0 to 9223372036854775807", "a string matching ^(0|[1-9][0-9]{0,18})$"}
 	target := `"target":{"argv":["python3","w.py"],"cwd":"/tmp"}`
@@ -146,6 +146,8 @@ func TestValidateUnionForms(t *testing.T) {
 			[]any{"provider", "activities", 0}, []string{"cpu", "cuda", "cuda_if_available"}},
 		{"no activities", torch, `{` + target + `,"provider":{"kind":"torch-profiler","activities":[]}}`,
 			[]any{"provider", "activities"}, nil},
+		// A union of objects (the providers) answers one form, once.
+		{"provider not an object", trace, `{` + target + `,"provider":"perf"}`, []any{"provider"}, []string{"an object"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, f := tt.s.Validate([]byte(tt.args))

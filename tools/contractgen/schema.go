@@ -239,19 +239,26 @@ func normalize(n any) any {
 				x["enum"] = values
 			}
 		}
-		// CUE renders an int64 bound through float64 (9223372036854775807 becomes
-		// 9.223372036854776E+18, which is 2^63): write an integer schema's bound at or past
-		// 2^63-1 as 9223372036854775807, so the schema admits exactly the int64 range.
+		// CUE renders large integer bounds in exponent form, an int64 bound through
+		// float64 (9223372036854775807 becomes 9.223372036854776E+18, which is 2^63):
+		// write an integer schema's bounds as integers (1E+6 as 1000000), one at or past
+		// the int64 range as its end, so the schema admits exactly what it says and a
+		// failure quotes the figure in full.
 		if x["type"] == "integer" {
-			for _, k := range []string{"maximum", "minimum"} {
-				if n, ok := x[k].(json.Number); ok {
-					if r, ok := new(big.Rat).SetString(string(n)); ok {
-						if r.Cmp(maxInt64) >= 0 {
-							x[k] = json.Number(maxInt64.Num().String())
-						} else if r.Cmp(minInt64) <= 0 {
-							x[k] = json.Number(minInt64.Num().String())
-						}
-					}
+			for _, k := range []string{"maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"} {
+				n, ok := x[k].(json.Number)
+				if !ok {
+					continue
+				}
+				r, ok := new(big.Rat).SetString(string(n))
+				switch {
+				case !ok:
+				case r.Cmp(maxInt64) >= 0:
+					x[k] = json.Number(maxInt64.Num().String())
+				case r.Cmp(minInt64) <= 0:
+					x[k] = json.Number(minInt64.Num().String())
+				case r.IsInt():
+					x[k] = json.Number(r.Num().String())
 				}
 			}
 		}
