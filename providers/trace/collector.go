@@ -3,6 +3,7 @@ package trace
 import (
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +45,7 @@ func torchConfig(o *gen.TorchProfilerProvider) string {
 func torchUnavailable(why string) error {
 	return &providers.UnavailableError{Provider: "torch-profiler", Module: "torch",
 		Message:     "the torch-profiler provider needs PyTorch in the workload's Python: " + why,
-		Remediation: "Install PyTorch for the workload's interpreter (pip install torch, or Debian's python3-torch for /usr/bin/python3), then retry."}
+		Remediation: "Install PyTorch for the workload's interpreter (<python> -m pip install torch, or a system package such as Debian's python3-torch for the system Python), or run the workload with an interpreter that has it, then retry."}
 }
 
 func python(base string) bool { return strings.HasPrefix(base, "python") }
@@ -67,6 +68,18 @@ var torchCollector = providers.Collect(providers.CollectorSpec[gen.TorchProfiler
 			}
 		}
 		return nil, nil
+	},
+	// An activity listed twice is a mistake the schema cannot state (unique items).
+	Check: func(o *gen.TorchProfilerProvider) error {
+		seen := map[any]bool{}
+		for i, a := range o.Activities {
+			if seen[a] {
+				return &providers.FieldError{Field: []any{"provider", "activities", i}, Accepted: []string{"cpu", "cuda", "cuda_if_available"},
+					Message: fmt.Sprintf("activities lists %v twice", a)}
+			}
+			seen[a] = true
+		}
+		return nil
 	},
 	// The helper module is written into the execution directory and put on PYTHONPATH.
 	Env: func(o *gen.TorchProfilerProvider, dir string) map[string]string {

@@ -106,6 +106,10 @@ type PerfettoInfo struct {
 	NegativeDurations int64
 	// PreviousPacketDropped counts packets flagged as following a loss on their sequence.
 	PreviousPacketDropped int64
+	// UndefinedInterned counts event names and categories given by an interned id that
+	// their sequence never defined (or defined while its state was invalid); they are
+	// read as empty, as trace_processor reads them as null.
+	UndefinedInterned int64
 	// InvalidStatePackets counts packets flagged SEQ_NEEDS_INCREMENTAL_STATE that came
 	// while their sequence's incremental state was invalid: from the sequence's start,
 	// and from a packet with previous_packet_dropped, until the next packet with
@@ -1856,11 +1860,21 @@ func (d *pfDecoder) eventName(seq *pfSequence, e *pfTrackEvent) (string, error) 
 	case e.hasName:
 		return d.str(e.name)
 	case e.hasNameIID:
-		return seq.names[e.nameIID], nil
+		return d.interned(seq.names, e.nameIID), nil
 	case e.hasLegacyName:
-		return seq.names[e.legacyNameIID], nil
+		return d.interned(seq.names, e.legacyNameIID), nil
 	}
 	return "", nil
+}
+
+// interned looks up an interned string; an iid the sequence never defined (or whose
+// definition came while its state was invalid) is "" and counted.
+func (d *pfDecoder) interned(m map[uint64]string, iid uint64) string {
+	s, ok := m[iid]
+	if !ok {
+		d.info.UndefinedInterned++
+	}
+	return s
 }
 
 func (d *pfDecoder) category(seq *pfSequence, e *pfTrackEvent) (string, error) {
@@ -1871,7 +1885,7 @@ func (d *pfDecoder) category(seq *pfSequence, e *pfTrackEvent) (string, error) {
 		return d.str(e.cats[0])
 	}
 	if len(e.cats) == 0 && len(e.catIIDs) == 1 {
-		return seq.cats[e.catIIDs[0]], nil
+		return d.interned(seq.cats, e.catIIDs[0]), nil
 	}
 	var sb strings.Builder
 	add := func(s string) {
@@ -1884,7 +1898,7 @@ func (d *pfDecoder) category(seq *pfSequence, e *pfTrackEvent) (string, error) {
 		add(string(c))
 	}
 	for _, iid := range e.catIIDs {
-		add(seq.cats[iid])
+		add(d.interned(seq.cats, iid))
 	}
 	return d.str([]byte(sb.String()))
 }

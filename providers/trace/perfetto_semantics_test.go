@@ -502,3 +502,29 @@ func TestPerfettoNegativeIntervals(t *testing.T) {
 		t.Errorf("limitations %q", l)
 	}
 }
+
+// TestPerfettoUndefinedInterned: a name id the sequence never defined reads as empty and
+// is counted and said (trace_processor reads it as null, silently).
+func TestPerfettoUndefinedInterned(t *testing.T) {
+	var w pfWriter
+	w.packet(func(p *pfWriter) {
+		p.varint(10, 1)
+		p.varint(13, flagCleared)
+		trackDesc(p, 100, 10, 11, "T1")
+		internName(p, 1, "Known")
+	})
+	typed(&w, 1, flagNeeds, 1000, 1, 100, 1, nil)
+	typed(&w, 1, flagNeeds, 2000, 2, 100, 0, nil)
+	typed(&w, 1, flagNeeds, 3000, 1, 100, 9, nil) // iid 9 was never defined
+	typed(&w, 1, flagNeeds, 4000, 2, 100, 0, nil)
+	st, info, rec, err := decodeBytes(t, w.b, PerfettoLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]sliceFigures{{"Known", 1000, 1000}, {"", 3000, 1000}}, figures(rec)); diff != "" {
+		t.Errorf("slices (-want +got):\n%s", diff)
+	}
+	if info.UndefinedInterned != 1 || !strings.Contains(limitationsOf(st, info), "1 event names or categories name an interned id") {
+		t.Errorf("undefined %d, limitations %q", info.UndefinedInterned, limitationsOf(st, info))
+	}
+}

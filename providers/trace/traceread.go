@@ -212,6 +212,9 @@ func (s *scan) limitations() []string {
 		if p.InvalidStatePackets > 0 {
 			out = append(out, fmt.Sprintf("%d packets that need their sequence's incremental state came while it was invalid (before the sequence's first incremental-state clear, or after a packet loss until the next clear); they were not read, as trace_processor drops them.", p.InvalidStatePackets))
 		}
+		if p.UndefinedInterned > 0 {
+			out = append(out, fmt.Sprintf("%d event names or categories name an interned id their sequence never defined; they read as <unnamed> or null.", p.UndefinedInterned))
+		}
 		if p.MixedClocks {
 			out = append(out, "Timestamps come from more than one clock domain and are not converted to one: slices of different clocks are not comparable.")
 		}
