@@ -226,3 +226,18 @@ func TestPreservedWindowBoundsAreExact(t *testing.T) {
 		}
 	}
 }
+
+// TestCorruptGzipFromItsFirstByte: a gzip trace whose deflate data is corrupt from the
+// start is a corrupt gzip stream (DECODE_FAILURE, reason corrupt_gzip), not an empty
+// input.
+func TestCorruptGzipFromItsFirstByte(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.json.gz")
+	// A gzip header, then a final block of the reserved type 3 (invalid).
+	if err := os.WriteFile(p, []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x07, 0, 0, 0}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, f := analyzeJSON(t, newRuntime(t), "summarize_trace", map[string]any{"sources": []any{map[string]any{"kind": "path", "path": p, "format": "chrome-trace"}}})
+	if f == nil || f.Code != gen.FailureCodeDecodeFailure || f.Details["reason"] != "corrupt_gzip" {
+		t.Fatalf("failure = %+v", f)
+	}
+}
