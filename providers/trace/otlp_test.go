@@ -656,3 +656,50 @@ func TestWithoutAttributes(t *testing.T) {
 		t.Error("a truncated attribute was accepted")
 	}
 }
+
+// TestOTLPProtoDeclared: a protobuf export that detection's sniffing does not recognise
+// (a first resource larger than the sniffed head; a span that writes its name before its
+// trace id, as the wire format allows) is read as protobuf once declared OTLP, not as
+// JSON.
+func TestOTLPProtoDeclared(t *testing.T) {
+	msg := func(num protowire.Number, body []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), body)
+	}
+	str := func(num protowire.Number, s string) []byte { return msg(num, []byte(s)) }
+	attr := func(k, v string) []byte { return msg(1, append(str(1, k), msg(2, str(1, v))...)) }
+	fixed := func(num protowire.Number, v uint64) []byte {
+		return protowire.AppendFixed64(protowire.AppendTag(nil, num, protowire.Fixed64Type), v)
+	}
+	export := func(resource, span []byte) []byte {
+		return msg(1, append(msg(1, resource), msg(2, msg(2, span))...))
+	}
+	ids := append(msg(1, bytes.Repeat([]byte{1}, 16)), msg(2, bytes.Repeat([]byte{2}, 8))...)
+	times := append(fixed(7, 1000), fixed(8, 1010)...)
+	inOrder := append(append(append([]byte{}, ids...), str(5, "a")...), times...)
+	nameFirst := append(append(str(5, "a"), ids...), times...)
+	service := attr("service.name", "svc")
+	big := append(append([]byte{}, service...), attr("process.command_args", strings.Repeat("x", 5000))...)
+	for _, c := range []struct {
+		name string
+		file []byte
+	}{
+		{"large first resource", export(big, inOrder)},
+		{"name before trace id", export(service, nameFirst)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "trace.binpb")
+			if err := os.WriteFile(path, c.file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in := providers.Input{Path: path, Format: gen.FormatOtlp}
+			a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := pageAll[map[string]any](t, a.Rows, 10)
+			if len(rows) != 1 || rows[0]["name"] != "a" || fmt.Sprint(rows[0]["dur"]) != "10" || rows[0]["process_name"] != "svc" {
+				t.Errorf("rows %v", rows)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -34,8 +35,25 @@ func readOTLPTables(ctx context.Context, in providers.Input, visit func(*OTLPSpa
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4096)
-	proto := !strings.HasSuffix(strings.ToLower(in.Path), ".json") && IsOTLPProto(head)
-	return decodeOTLP(ctx, br, in.Index, proto, visit, tables)
+	return decodeOTLP(ctx, br, in.Index, otlpIsProto(in.Path, head), visit, tables)
+}
+
+// otlpIsProto chooses the encoding of a source already known to be OTLP (declared, or
+// detected): JSON when its name ends in .json or its first byte past a BOM and white
+// space is '{' (an object, or the first line of JSON Lines), else protobuf, whose
+// ExportTraceServiceRequest cannot start with '{' (field 15 as a group); an empty head is
+// JSON. IsOTLPProto's
+// stricter sniffing is for detection; a protobuf export whose first resource is larger
+// than the sniffed head, or whose first span writes its name before its trace id, is
+// still OTLP when declared so.
+func otlpIsProto(path string, head []byte) bool {
+	if strings.HasSuffix(strings.ToLower(path), ".json") {
+		return false
+	}
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	head = bytes.TrimLeft(head, " \t\r\n")
+	// An empty or blank file goes to the JSON reader, which refuses it as empty.
+	return len(head) > 0 && head[0] != '{'
 }
 
 // timing is a span's start and duration, when both timestamps are present, the end is
