@@ -37,7 +37,11 @@ copy = {}
 if 'ENUM_CUDA_MEMCPY_OPER' in tables:
     copy = {i: (n, l) for i, n, l in db.execute('select id, name, label from ENUM_CUDA_MEMCPY_OPER')}
 rows = []
+invalid = [0]
 def add(ord, kind, rowid, r, name, **extra):
+    if r['start'] is None or r['end'] is None or r['end'] < r['start'] or None in (r['deviceId'], r['contextId'], r['streamId']):
+        invalid[0] += 1
+        return
     row = dict(kind=kind, start_ns=r['start'], end_ns=r['end'], duration_ns=r['end'] - r['start'],
                device_id=r['deviceId'], context_id=r['contextId'], stream_id=r['streamId'], name=name,
                demangled_name=None, grid=None, block=None, registers_per_thread=None, shared_memory_bytes=None,
@@ -68,6 +72,8 @@ metrics = dict(kernel_count=kinds.count('kernel'), memcpy_count=kinds.count('mem
                launch_count=len(rows), device_count=len({r['device_id'] for r in rows}),
                total_kernel_time_ns=sum(r['duration_ns'] for r in rows if r['kind'] == 'kernel'),
                unmatched_api_count=sum(r['api_name'] is None for r in rows), accelerator_activity_observed=len(rows) > 0)
+if invalid[0]:
+    metrics['invalid_record_count'] = invalid[0]
 json.dump(dict(rows=rows, metrics=metrics), sys.stdout)
 `
 
@@ -120,10 +126,17 @@ func TestGPULaunchesAgainstPython(t *testing.T) {
 	corpus := corpusFile(t, nsysCorpus)
 	variant := filepath.Join(t.TempDir(), "variant.sqlite")
 	python3(t, nsysVariant, corpus, variant)
+	// A copy whose tenth kernel ends before it starts: not a row, not in the figures.
+	invalid := filepath.Join(t.TempDir(), "invalid.sqlite")
+	python3(t, `import sys, shutil, sqlite3
+shutil.copy(sys.argv[1], sys.argv[2])
+db = sqlite3.connect(sys.argv[2])
+db.execute('update CUPTI_ACTIVITY_KIND_KERNEL set end = start - 5 where rowid = (select rowid from CUPTI_ACTIVITY_KIND_KERNEL order by start limit 1 offset 9)')
+db.commit()`, variant, invalid)
 	for _, c := range []struct {
 		name, path string
 		limit      int64
-	}{{"corpus", corpus, 997}, {"variant", variant, 4000}} {
+	}{{"corpus", corpus, 997}, {"variant", variant, 4000}, {"invalid", invalid, 4000}} {
 		t.Run(c.name, func(t *testing.T) {
 			var truth struct {
 				Rows    []json.RawMessage

@@ -25,7 +25,22 @@ var launchColumns = [...]string{"ord", "start", "stop", "device_id", "context_id
 	"gx", "gy", "gz", "bx", "by", "bz", "registers", "shared_memory", "bytes", "copy_kind", "correlation_id",
 	"api_name", "api_start", "api_tid", "rid"}
 
-func (d *nsysDB) launchQuery() string {
+// launchValid is the condition a launch record (table alias x) must meet to be a row:
+// a start, an end not before it, and its device, context and stream.
+func launchValid(x string) string {
+	return ` WHERE ` + x + `.start IS NOT NULL AND ` + x + `."end" IS NOT NULL AND ` + x + `."end" >= ` + x + `.start AND ` +
+		x + `.deviceId IS NOT NULL AND ` + x + `.contextId IS NOT NULL AND ` + x + `.streamId IS NOT NULL`
+}
+
+// launchQuery is the union of the kernel, memcpy and memset records that are rows (those
+// launchValid admits); with all set, of every record, for counting the others.
+func (d *nsysDB) launchQuery(all ...bool) string {
+	where := func(x string) string {
+		if len(all) > 0 && all[0] {
+			return ""
+		}
+		return launchValid(x)
+	}
 	api := `SELECT NULL AS cid, NULL AS pid, NULL AS start, NULL AS globalTid, NULL AS nameId WHERE 0`
 	if d.tables["CUPTI_ACTIVITY_KIND_RUNTIME"] {
 		api = `SELECT correlationId AS cid, globalTid >> 24 AS pid, start, globalTid, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME
@@ -43,7 +58,7 @@ func (d *nsysDB) launchQuery() string {
 		parts = append(parts, "SELECT "+strings.Join(sel, ", ")+" FROM "+from)
 	}
 	if d.tables["CUPTI_ACTIVITY_KIND_KERNEL"] {
-		part(`CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds sn ON sn.id = k.shortName LEFT JOIN StringIds dn ON dn.id = k.demangledName`+join("k"),
+		part(`CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds sn ON sn.id = k.shortName LEFT JOIN StringIds dn ON dn.id = k.demangledName`+join("k")+where("k"),
 			"0", "k.start", "k.\"end\"", "k.deviceId", "k.contextId", "k.streamId", "coalesce(sn.value, '<unnamed>')", "dn.value",
 			"k.gridX", "k.gridY", "k.gridZ", "k.blockX", "k.blockY", "k.blockZ",
 			"k.registersPerThread", "k.staticSharedMemory + k.dynamicSharedMemory", "NULL", "NULL", "k.correlationId",
@@ -54,13 +69,13 @@ func (d *nsysDB) launchQuery() string {
 		if d.tables["ENUM_CUDA_MEMCPY_OPER"] {
 			label, kind, enum = `coalesce(e.label, m.copyKind)`, `coalesce(e.name, CAST(m.copyKind AS TEXT))`, ` LEFT JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind`
 		}
-		part(`CUPTI_ACTIVITY_KIND_MEMCPY m`+enum+join("m"),
+		part(`CUPTI_ACTIVITY_KIND_MEMCPY m`+enum+join("m")+where("m"),
 			"1", "m.start", "m.\"end\"", "m.deviceId", "m.contextId", "m.streamId", "'[CUDA memcpy ' || "+label+" || ']'", "NULL",
 			"NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "m.bytes", kind, "m.correlationId",
 			"an.value", "a.start", "a.globalTid", "m.rowid")
 	}
 	if d.tables["CUPTI_ACTIVITY_KIND_MEMSET"] {
-		part(`CUPTI_ACTIVITY_KIND_MEMSET s`+join("s"),
+		part(`CUPTI_ACTIVITY_KIND_MEMSET s`+join("s")+where("s"),
 			"2", "s.start", "s.\"end\"", "s.deviceId", "s.contextId", "s.streamId", "'[CUDA memset]'", "NULL",
 			"NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "s.bytes", "NULL", "s.correlationId",
 			"an.value", "a.start", "a.globalTid", "s.rowid")
@@ -87,6 +102,13 @@ func (d *nsysDB) launchFigures(ctx context.Context) (map[string]any, int64, erro
 		}
 		m["kernel_count"], m["memcpy_count"], m["memset_count"] = kernels.Int64, memcpy.Int64, memset.Int64
 		m["device_count"], m["total_kernel_time_ns"], m["unmatched_api_count"] = devices.Int64, nanos(kernelTime.Int64), unmatched.Int64
+		var records int64
+		if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM (`+d.launchQuery(true)+`)`).Scan(&records); err != nil {
+			return nil, 0, d.sqlErr(ctx, err)
+		}
+		if records > total {
+			m["invalid_record_count"] = records - total
+		}
 	}
 	m["launch_count"] = total
 	m["accelerator_activity_observed"] = total > 0
@@ -115,6 +137,9 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFi
 	}
 	if total == 0 {
 		a.Limitations = append(a.Limitations, "no_accelerator_activity_observed: the report holds no CUDA kernel, memcpy or memset activity.")
+	}
+	if n, ok := a.Metrics["invalid_record_count"].(int64); ok {
+		a.Limitations = append(a.Limitations, fmt.Sprintf("%d kernel, memcpy or memset records end before they start or lack a start, end, device, context or stream (invalid_record_count); they are not listed and not in the figures.", n))
 	}
 	// The launch query in its stable order (start, kind, table rowid).
 	a.Rows = &sqlPages{src: src, total: total, done: done,
