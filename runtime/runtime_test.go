@@ -241,3 +241,22 @@ func TestCorruptGzipFromItsFirstByte(t *testing.T) {
 		t.Fatalf("failure = %+v", f)
 	}
 }
+
+// TestGzipSQLiteIsNamed: a gzip-compressed SQLite database is refused as what it is
+// (read only uncompressed), not detected as a pprof profile and sent to the CPU tools.
+func TestGzipSQLiteIsNamed(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "report.sqlite.gz")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	zw.Write(append([]byte("SQLite format 3\x00"), make([]byte, 4080)...))
+	zw.Close()
+	f.Close()
+	_, _, fl := analyzeJSON(t, newRuntime(t), "summarize_trace", map[string]any{"sources": []any{pathSource(p)}})
+	if fl == nil || fl.Code != gen.FailureCodeUnsupportedFormat || !strings.Contains(fl.Message, "gzip-compressed SQLite") ||
+		fl.Details["received_format"] == "pprof" {
+		t.Fatalf("failure = %+v", fl)
+	}
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -309,7 +310,16 @@ func (rt *Runtime) sniff(path string, op gen.OperationDecl, i int) (gen.Format, 
 		head = head[:0]
 	}
 	if sourcefile.IsGzip(head) {
-		if inner := gunzipHead(path); textual(inner) {
+		inner := gunzipHead(path)
+		if bytes.HasPrefix(inner, []byte("SQLite format 3\x00")) {
+			// A database is read in place, never through a stream: say so rather than
+			// calling it a pprof profile (the other binary gzip content).
+			return "", failure.New(gen.FailureCodeUnsupportedFormat,
+				"source %d is a gzip-compressed SQLite database, which is read only uncompressed; decompress it (gunzip) and pass the database itself", i).
+				Field(failure.Path("sources", i), op.FormatStrings()).
+				With("operation", string(op.Name)).With("source_index", i).With("received_format", "gzip-compressed SQLite")
+		}
+		if textual(inner) {
 			name, head = strings.TrimSuffix(name, ".gz"), inner
 		}
 	}
