@@ -75,8 +75,14 @@ func (d *nsysDB) nsysSliceUnion(ctx context.Context) (string, [len(nsysSliceTabl
 			sel = `coalesce(e.text, n.value, '') AS name, e.globalTid & ~16777215 AS pid, coalesce(e.globalTid, 0) AS tid, NULL AS device, NULL AS stream, NULL AS corr`
 			from = `NVTX_EVENTS e LEFT JOIN StringIds n ON n.id = e.textId`
 		}
-		parts = append(parts, fmt.Sprintf(`SELECT %d AS tab, %s AS id, e.start AS start, e."end" AS stop, %s FROM %s WHERE e.start IS NOT NULL AND e."end" IS NOT NULL`,
-			t, id, sel, from))
+		// An NVTX event without an end is a mark, not a range; a CUDA record without a
+		// start or an end is an invalid interval, counted by the readers.
+		where := ""
+		if t == 4 {
+			where = ` WHERE e.start IS NOT NULL AND e."end" IS NOT NULL`
+		}
+		parts = append(parts, fmt.Sprintf(`SELECT %d AS tab, %s AS id, e.start AS start, e."end" AS stop, %s FROM %s%s`,
+			t, id, sel, from, where))
 	}
 	if len(parts) == 0 {
 		return "", bases, nil
@@ -108,21 +114,21 @@ func decodeNsys(ctx context.Context, in providers.Input, sink Sink) (*Stats, err
 		threads := map[int64]bool{}
 		var e Event
 		var (
-			tab, id, start, end         int64
-			name                        string
-			pid, tid, dev, stream, corr sql.NullInt64
+			tab, id                                 int64
+			name                                    string
+			start, end, pid, tid, dev, stream, corr sql.NullInt64
 		)
 		for rows.Next() {
 			if err := rows.Scan(&tab, &id, &start, &end, &name, &pid, &tid, &dev, &stream, &corr); err != nil {
 				return d.sqlErr(ctx, err)
 			}
 			st.Events++
-			if end < start {
+			if !start.Valid || !end.Valid || end.Int64 < start.Int64 {
 				// Not a slice (a window would list a zero-length one): counted and said.
 				st.InvalidIntervals++
 				continue
 			}
-			e = Event{ID: id, TS: start, Dur: end - start, Name: name, Category: nsysSliceCategories[tab], Phase: "X"}
+			e = Event{ID: id, TS: start.Int64, Dur: end.Int64 - start.Int64, Name: name, Category: nsysSliceCategories[tab], Phase: "X"}
 			if tid.Valid {
 				e.Track = tid.Int64
 				if !threads[e.Track] {

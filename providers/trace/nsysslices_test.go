@@ -36,6 +36,7 @@ order = ['CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTI
 cats = ['kernel', 'memcpy', 'memset', 'cuda_api', 'nvtx']
 sl = []
 base = 0
+invalid = 0
 for t, table in enumerate(order):
     if table not in tables:
         continue
@@ -43,8 +44,12 @@ for t, table in enumerate(order):
     for r in db.execute('select rowid as rid, * from ' + table):
         top = max(top, r['rid'])
         if r['start'] is None or r['end'] is None:
+            invalid += t < 4  # an NVTX event without an end is a mark
             continue
-        s = dict(id=base + r['rid'] - 1, ts=r['start'], dur=max(r['end'] - r['start'], 0), category=cats[t],
+        if r['end'] < r['start']:
+            invalid += 1
+            continue
+        s = dict(id=base + r['rid'] - 1, ts=r['start'], dur=r['end'] - r['start'], category=cats[t],
                  correlation_id=None, device=None, stream=None, gpu=None, tid=None)
         if t <= 2:
             s['name'] = names.get(r['shortName'], '') if t == 0 else ('[CUDA memcpy %s]' % copy.get(r['copyKind'], r['copyKind']) if t == 1 else '[CUDA memset]')
@@ -86,7 +91,7 @@ for s in out:
 count = {}
 for s in out:
     count[s['category']] = count.get(s['category'], 0) + 1
-json.dump(dict(rows=rows, count=count, tracks=len(gpu) + len({s['tid'] for s in sl if s['gpu'] is None})), sys.stdout)
+json.dump(dict(rows=rows, count=count, tracks=len(gpu) + len({s['tid'] for s in sl if s['gpu'] is None}), invalid=invalid), sys.stdout)
 `
 
 // TestNsysSlicesAgainstPython pages summarize_trace over the corpus export and its
@@ -96,15 +101,30 @@ func TestNsysSlicesAgainstPython(t *testing.T) {
 	corpus := corpusFile(t, nsysCorpus)
 	variant := t.TempDir() + "/variant.sqlite"
 	python3(t, nsysVariant, corpus, variant)
+	// A copy whose kernel table lost its NOT NULL constraints (as a converted or edited
+	// file may): one kernel without a start, one that ends before it starts.
+	invalid := t.TempDir() + "/invalid.sqlite"
+	python3(t, `import sys, shutil, sqlite3
+shutil.copy(sys.argv[1], sys.argv[2])
+db = sqlite3.connect(sys.argv[2])
+t = 'CUPTI_ACTIVITY_KIND_KERNEL'
+db.execute('create table k2 as select * from %s order by rowid' % t)
+db.execute('drop table %s' % t)
+db.execute('alter table k2 rename to %s' % t)
+k = [r[0] for r in db.execute('select rowid from %s order by start limit 12' % t)]
+db.execute('update %s set start = NULL where rowid = ?' % t, (k[4],))
+db.execute('update %s set end = start - 5 where rowid = ?' % t, (k[7],))
+db.commit()`, corpus, invalid)
 	for _, c := range []struct {
 		name, path string
 		limit      int64
-	}{{"corpus", corpus, 4999}, {"variant", variant, 6000}} {
+	}{{"corpus", corpus, 4999}, {"variant", variant, 6000}, {"invalid", invalid, 6000}} {
 		t.Run(c.name, func(t *testing.T) {
 			var truth struct {
-				Rows   []json.RawMessage
-				Count  map[string]int64
-				Tracks int64
+				Rows    []json.RawMessage
+				Count   map[string]int64
+				Tracks  int64
+				Invalid int64
 			}
 			if err := json.Unmarshal(python3(t, nsysSliceTruth, c.path), &truth); err != nil {
 				t.Fatal(err)
@@ -124,6 +144,12 @@ func TestNsysSlicesAgainstPython(t *testing.T) {
 			}
 			if m["slice_count"] != int64(len(truth.Rows)) || m["track_count"] != int(truth.Tracks) {
 				t.Errorf("slice_count %v track_count %v, want %d and %d", m["slice_count"], m["track_count"], len(truth.Rows), truth.Tracks)
+			}
+			if c.name == "invalid" && truth.Invalid != 2 {
+				t.Fatalf("the invalid copy holds %d invalid records for python3, want 2", truth.Invalid)
+			}
+			if got, _ := m["invalid_interval_count"].(int64); got != truth.Invalid {
+				t.Errorf("invalid_interval_count %v, python3 counts %d", m["invalid_interval_count"], truth.Invalid)
 			}
 		})
 	}
