@@ -256,7 +256,7 @@ func TestGzipSQLiteIsNamed(t *testing.T) {
 	f.Close()
 	_, _, fl := analyzeJSON(t, newRuntime(t), "summarize_trace", map[string]any{"sources": []any{pathSource(p)}})
 	if fl == nil || fl.Code != gen.FailureCodeUnsupportedFormat || !strings.Contains(fl.Message, "gzip-compressed SQLite") ||
-		fl.Details["received_format"] == "pprof" {
+		fl.Details["received_format"] == "pprof" || fl.Details["content"] != "gzip-compressed SQLite" {
 		t.Fatalf("failure = %+v", fl)
 	}
 }

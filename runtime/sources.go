@@ -317,7 +317,7 @@ func (rt *Runtime) sniff(path string, op gen.OperationDecl, i int) (gen.Format, 
 			return "", failure.New(gen.FailureCodeUnsupportedFormat,
 				"source %d is a gzip-compressed SQLite database, which is read only uncompressed; decompress it (gunzip) and pass the database itself", i).
 				Field(failure.Path("sources", i), op.FormatStrings()).
-				With("operation", string(op.Name)).With("source_index", i).With("received_format", "gzip-compressed SQLite")
+				With("operation", string(op.Name)).With("source_index", i).With("detected", true).With("content", "gzip-compressed SQLite")
 		}
 		if textual(inner) {
 			name, head = strings.TrimSuffix(name, ".gz"), inner

@@ -92,9 +92,9 @@ type Stats struct {
 	Metadata int64
 	// Ignored counts events of phases the decoder does not read (samples, objects, ...).
 	Ignored int64
-	// InvalidIntervals counts intervals recorded with an end before their start (Nsight
-	// Systems records, Trace Event X events with a negative dur and E events before
-	// their B): not delivered as slices.
+	// InvalidIntervals counts intervals recorded with an end before their start, or
+	// without a start or an end (Nsight Systems records, Trace Event X events with a
+	// negative dur and E events before their B): not delivered as slices.
 	InvalidIntervals int64
 	// Truncated is set when a Trace Event array ends without its closing "]" (the
 	// format allows it) or with a trailing comma.

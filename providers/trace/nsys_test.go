@@ -126,12 +126,21 @@ func TestGPULaunchesAgainstPython(t *testing.T) {
 	corpus := corpusFile(t, nsysCorpus)
 	variant := filepath.Join(t.TempDir(), "variant.sqlite")
 	python3(t, nsysVariant, corpus, variant)
-	// A copy whose tenth kernel ends before it starts: not a row, not in the figures.
+	// A copy whose kernel table lost its NOT NULL constraints (as an edited or converted
+	// file may): a kernel that ends before it starts, one without a start, one without a
+	// device, none of them a row or in the figures.
 	invalid := filepath.Join(t.TempDir(), "invalid.sqlite")
 	python3(t, `import sys, shutil, sqlite3
 shutil.copy(sys.argv[1], sys.argv[2])
 db = sqlite3.connect(sys.argv[2])
-db.execute('update CUPTI_ACTIVITY_KIND_KERNEL set end = start - 5 where rowid = (select rowid from CUPTI_ACTIVITY_KIND_KERNEL order by start limit 1 offset 9)')
+t = 'CUPTI_ACTIVITY_KIND_KERNEL'
+db.execute('create table k2 as select * from %s order by rowid' % t)
+db.execute('drop table %s' % t)
+db.execute('alter table k2 rename to %s' % t)
+k = [r[0] for r in db.execute('select rowid from %s order by start limit 20' % t)]
+db.execute('update %s set end = start - 5 where rowid = ?' % t, (k[9],))
+db.execute('update %s set start = NULL where rowid = ?' % t, (k[12],))
+db.execute('update %s set deviceId = NULL where rowid = ?' % t, (k[15],))
 db.commit()`, variant, invalid)
 	for _, c := range []struct {
 		name, path string
@@ -148,6 +157,9 @@ db.commit()`, variant, invalid)
 			a, err := inspectLaunches(context.Background(), nsysReq(c.path))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.name == "invalid" && truth.Metrics["invalid_record_count"] != 3.0 {
+				t.Fatalf("python3 counts %v invalid records in the copy, want 3", truth.Metrics["invalid_record_count"])
 			}
 			got, _ := pageAll[gen.GpuLaunchRow](t, a.Rows, c.limit)
 			compareRows(t, "inspect_gpu_launches", truth.Rows, got)

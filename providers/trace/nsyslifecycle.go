@@ -102,7 +102,7 @@ func nsysLifecycle(ctx context.Context, in providers.Input, limits gen.Effective
 	}
 	m["transition_count"], m["span_count"], m["invalid_interval_count"] = 2*spans, spans, invalid
 	if invalid > 0 {
-		a.Limitations = append(a.Limitations, fmt.Sprintf("%d records end before they start and are not listed (invalid_interval_count).", invalid))
+		a.Limitations = append(a.Limitations, fmt.Sprintf("%d records end before they start or lack a start or an end, and are not listed (invalid_interval_count).", invalid))
 	}
 	if !utc {
 		a.Limitations = append(a.Limitations, "The export records no session start (TARGET_INFO_SESSION_START_TIME): time_unix_nano is the export's own time, nanoseconds from the session start.")

@@ -679,17 +679,32 @@ func TestOTLPProtoDeclared(t *testing.T) {
 	nameFirst := append(append(str(5, "a"), ids...), times...)
 	service := attr("service.name", "svc")
 	big := append(append([]byte{}, service...), attr("process.command_args", strings.Repeat("x", 5000))...)
+	// A first ResourceSpans of 123 bytes starts the file 0x0a 0x7b: a newline, then '{'.
+	var pad []byte
+	for n := 0; ; n++ {
+		r := append(append([]byte{}, service...), attr("k", strings.Repeat("x", n))...)
+		if rs := append(msg(1, r), msg(2, msg(2, inOrder))...); len(rs) == 123 {
+			pad = r
+			break
+		} else if len(rs) > 123 {
+			t.Fatal("no padding gives a 123-byte ResourceSpans")
+		}
+	}
 	for _, c := range []struct {
 		name string
 		file []byte
 	}{
 		{"large first resource", export(big, inOrder)},
 		{"name before trace id", export(service, nameFirst)},
+		{"starts like a newline and a brace", export(pad, inOrder)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "trace.binpb")
 			if err := os.WriteFile(path, c.file, 0o600); err != nil {
 				t.Fatal(err)
+			}
+			if c.name == "starts like a newline and a brace" && !bytes.HasPrefix(c.file, []byte("\n{")) {
+				t.Fatalf("the file starts % x", c.file[:2])
 			}
 			in := providers.Input{Path: path, Format: gen.FormatOtlp}
 			a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})

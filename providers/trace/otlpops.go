@@ -19,9 +19,8 @@ import (
 // maxOTLPTraces bounds the distinct trace ids one read numbers (the slice rows' track_id).
 const maxOTLPTraces = 1 << 22
 
-// readOTLP decodes one OTLP source, calling visit for every span in file order. A name
-// ending .json is the JSON encoding (the catalog's rule); otherwise the content decides:
-// protobuf when it starts like an ExportTraceServiceRequest (IsOTLPProto), else JSON.
+// readOTLP decodes one OTLP source, calling visit for every span in file order, in the
+// encoding otlpIsProto chooses.
 func readOTLP(ctx context.Context, in providers.Input, visit func(*OTLPSpan) error) (*OTLPStats, error) {
 	return readOTLPTables(ctx, in, visit, nil)
 }
@@ -39,21 +38,24 @@ func readOTLPTables(ctx context.Context, in providers.Input, visit func(*OTLPSpa
 }
 
 // otlpIsProto chooses the encoding of a source already known to be OTLP (declared, or
-// detected): JSON when its name ends in .json or its first byte past a BOM and white
-// space is '{' (an object, or the first line of JSON Lines), else protobuf, whose
-// ExportTraceServiceRequest cannot start with '{' (field 15 as a group); an empty head is
-// JSON. IsOTLPProto's
-// stricter sniffing is for detection; a protobuf export whose first resource is larger
-// than the sniffed head, or whose first span writes its name before its trace id, is
-// still OTLP when declared so.
+// detected). A name ending .json is JSON (the catalog's rule). Otherwise protobuf when
+// the head sniffs as an ExportTraceServiceRequest (IsOTLPProto), and also when it does
+// not but its first byte past a BOM and white space is neither '{' nor '[': a protobuf
+// export whose first resource is larger than the sniffed head, or whose first span
+// writes its name before its trace id, is still OTLP when declared so, and a JSON
+// document starts with one of those (a protobuf export cannot: both are groups). The
+// sniff comes first because a protobuf export starts with 0x0a, a newline. An empty or
+// blank file goes to the JSON reader, which refuses it as empty.
 func otlpIsProto(path string, head []byte) bool {
 	if strings.HasSuffix(strings.ToLower(path), ".json") {
 		return false
 	}
+	if IsOTLPProto(head) {
+		return true
+	}
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	head = bytes.TrimLeft(head, " \t\r\n")
-	// An empty or blank file goes to the JSON reader, which refuses it as empty.
-	return len(head) > 0 && head[0] != '{'
+	return len(head) > 0 && head[0] != '{' && head[0] != '['
 }
 
 // timing is a span's start and duration, when both timestamps are present, the end is

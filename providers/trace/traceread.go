@@ -191,7 +191,7 @@ func (s *scan) limitations() []string {
 		out = append(out, fmt.Sprintf("%d end events had no open begin and %d begins were still open at the end of the trace; neither became a slice.", s.stats.UnmatchedEnds, s.stats.UnfinishedBegins))
 	}
 	if n := s.stats.InvalidIntervals; n > 0 {
-		out = append(out, fmt.Sprintf("%d records end before they start (invalid_interval_count); they are not slices and are not listed.", n))
+		out = append(out, fmt.Sprintf("%d records end before they start, or lack a start or an end (invalid_interval_count); they are not slices and are not listed.", n))
 	}
 	if s.traceProcessor {
 		out = append(out, "Perfetto's trace_processor_shell read this trace (it holds no track events the native decoder reads): slices are its slice table with a positive duration, ids its slice ids, parent and depth as it nests them; arguments are not read.")
