@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -76,7 +77,12 @@ func decodeOTLP(ctx context.Context, r io.Reader, source int, proto bool, visit 
 	if proto {
 		err = d.protobuf(bufio.NewReaderSize(r, 64<<10))
 	} else {
-		err = d.json(bufio.NewReaderSize(r, 64<<10))
+		br := bufio.NewReaderSize(r, 64<<10)
+		// A UTF-8 byte order mark (which some tools write before JSON) is not JSON.
+		if bom, _ := br.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
+			br.Discard(3)
+		}
+		err = d.json(br)
 	}
 	if err != nil {
 		return nil, err

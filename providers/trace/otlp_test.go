@@ -718,3 +718,26 @@ func TestOTLPProtoDeclared(t *testing.T) {
 		})
 	}
 }
+
+// TestOTLPJSONWithBOM: an OTLP JSON file written with a UTF-8 byte order mark is read,
+// under a .json name or another.
+func TestOTLPJSONWithBOM(t *testing.T) {
+	doc := "\xef\xbb\xbf" + `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},` +
+		`"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"a",` +
+		`"startTimeUnixNano":"1000","endTimeUnixNano":"1010"}]}]}]}`
+	for _, name := range []string{"trace.json", "trace.otlp"} {
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		in := providers.Input{Path: path, Format: gen.FormatOtlp}
+		a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := pageAll[map[string]any](t, a.Rows, 10)
+		if len(rows) != 1 || rows[0]["name"] != "a" || rows[0]["process_name"] != "svc" {
+			t.Errorf("%s: rows %v", name, rows)
+		}
+	}
+}
