@@ -741,3 +741,24 @@ func TestOTLPJSONWithBOM(t *testing.T) {
 		}
 	}
 }
+
+// TestOTLPSelfParent: a span whose parent span id is its own span id has no parent (it
+// was listed as its own parent).
+func TestOTLPSelfParent(t *testing.T) {
+	doc := `{"resourceSpans":[{"scopeSpans":[{"spans":[` +
+		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","parentSpanId":"0102030405060708","name":"self","startTimeUnixNano":"1000","endTimeUnixNano":"1010"},` +
+		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","parentSpanId":"0102030405060708","name":"child","startTimeUnixNano":"1001","endTimeUnixNano":"1002"}]}]}]}`
+	path := filepath.Join(t.TempDir(), "trace.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := providers.Input{Path: path, Format: gen.FormatOtlp}
+	a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := pageAll[idRow](t, a.Rows, 10)
+	if len(rows) != 2 || rows[0].ID != 0 || rows[0].ParentID != nil || rows[1].ID != 1 || rows[1].ParentID == nil || *rows[1].ParentID != 0 {
+		t.Errorf("rows %+v", rows)
+	}
+}

@@ -202,7 +202,10 @@ func otlpParents(ctx context.Context, in providers.Input, sel []otlpSlice) error
 	}
 	for i := range sel {
 		if sel[i].hasParent {
-			sel[i].parent = want[spanKey{sel[i].trace, sel[i].parentSpan}]
+			// A span that names itself as its parent has none.
+			if p := want[spanKey{sel[i].trace, sel[i].parentSpan}]; p != nil && *p != sel[i].id {
+				sel[i].parent = p
+			}
 		}
 	}
 	return nil
