@@ -117,3 +117,19 @@ func AtSource(err error, i int) error {
 	}
 	return err
 }
+
+// UniqueItems is a FieldError at the second place of an item that the list at field
+// repeats ("activities lists cpu twice"), with the accepted values; nil when every item
+// is distinct. JSON Schema's uniqueItems is not in the published schemas, so collectors
+// check it themselves.
+func UniqueItems(field []any, items []any, accepted []string) error {
+	seen := map[any]bool{}
+	for i, a := range items {
+		if seen[a] {
+			return &FieldError{Field: append(append([]any{}, field...), i), Accepted: accepted,
+				Message: fmt.Sprintf("%v lists %v twice", field[len(field)-1], a)}
+		}
+		seen[a] = true
+	}
+	return nil
+}

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"context"
@@ -226,7 +225,7 @@ func (rt *Runtime) envelope(req *request, in []resolved, a *providers.Analysis, 
 		}
 		res.Blocks = append(res.Blocks, MetricsBlock{Type: "metrics", Values: values})
 	}
-	res.Blocks = append(res.Blocks, TableBlock{Type: "table", Rows: page.Rows})
+	res.Blocks = append(res.Blocks, tableBlock(page.Rows))
 	returned := int64(len(page.Rows))
 	res.Coverage = gen.Coverage{RowsReturned: returned, RowsObserved: page.Observed, Complete: !page.More && !page.Limited}
 	switch {
@@ -400,14 +399,8 @@ func nextPageArguments(req *request, in []resolved, tok string) map[string]any {
 
 // replayForm returns the JSON value of v with wide integers as wideAsString writes them.
 func replayForm(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
 	var out any
-	if err := dec.Decode(&out); err != nil {
+	if err := remarshal(v, &out); err != nil {
 		return nil, err
 	}
 	return wideAsString(out), nil

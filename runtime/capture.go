@@ -946,7 +946,7 @@ func (rt *Runtime) failedCaptureAnalysis(ctx context.Context, cr *captureRequest
 	}
 	res.Blocks = []any{
 		MetricsBlock{Type: "metrics", Values: map[string]any{"captured_artifact_count": len(in), "analysis_succeeded": false}},
-		TableBlock{Type: "table", Rows: rows},
+		tableBlock(rows),
 	}
 	res.Coverage = gen.Coverage{RowsReturned: int64(len(rows)), RowsObserved: int64(len(rows)), Complete: false}
 	return res, req, nil

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"container/list"
 	"encoding/json"
 
@@ -40,21 +39,13 @@ type TableBlock struct {
 	Rows []json.RawMessage `json:"rows"`
 }
 
-// MarshalJSON writes a table without rows as "rows": [] (the contract's rows is a list:
-// an empty page is an empty list, never null). It leaves HTML characters as they are:
-// whether they are escaped is the outer encoder's choice.
-func (b TableBlock) MarshalJSON() ([]byte, error) {
-	type plain TableBlock
-	if b.Rows == nil {
-		b.Rows = []json.RawMessage{}
+// tableBlock is the table of a page: a page without rows has "rows": [] (the contract's
+// rows is a list: an empty page is an empty list, never null).
+func tableBlock(rows []json.RawMessage) TableBlock {
+	if rows == nil {
+		rows = []json.RawMessage{}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(plain(b)); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return TableBlock{Type: "table", Rows: rows}
 }
 
 // lru is a bounded least-recently-used map of session analyses.

@@ -152,11 +152,20 @@ func (*valueUnion) LocalizedString(*message.Printer) string {
 // 9223372036854775807", "a string matching ^[0-9]+$").
 func (s *Schema) armForms(sub map[string]any) []string {
 	var out []string
+	for _, arm := range s.arms(sub) {
+		out = append(out, s.form(arm))
+	}
+	return out
+}
+
+// arms lists the arms of a union schema (anyOf or oneOf), each resolved.
+func (s *Schema) arms(sub map[string]any) []map[string]any {
+	var out []map[string]any
 	sub = s.resolve(sub)
 	for _, key := range []string{"anyOf", "oneOf"} {
 		arms, _ := sub[key].([]any)
 		for _, a := range arms {
-			out = append(out, s.form(s.resolve(asMap(a))))
+			out = append(out, s.resolve(asMap(a)))
 		}
 	}
 	return out
@@ -459,16 +468,11 @@ func (s *Schema) resolve(m map[string]any) map[string]any {
 // armKinds lists the kind constants of the arms of a union schema (anyOf or oneOf).
 func (s *Schema) armKinds(sub map[string]any) []string {
 	var out []string
-	sub = s.resolve(sub)
-	for _, key := range []string{"anyOf", "oneOf"} {
-		arms, _ := sub[key].([]any)
-		for _, a := range arms {
-			arm, _ := a.(map[string]any)
-			props, _ := s.resolve(arm)["properties"].(map[string]any)
-			k, _ := props["kind"].(map[string]any)
-			if c, ok := s.resolve(k)["const"].(string); ok {
-				out = append(out, c)
-			}
+	for _, arm := range s.arms(sub) {
+		props, _ := arm["properties"].(map[string]any)
+		k, _ := props["kind"].(map[string]any)
+		if c, ok := s.resolve(k)["const"].(string); ok {
+			out = append(out, c)
 		}
 	}
 	return out

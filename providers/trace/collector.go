@@ -3,7 +3,6 @@ package trace
 import (
 	_ "embed"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,15 +70,7 @@ var torchCollector = providers.Collect(providers.CollectorSpec[gen.TorchProfiler
 	},
 	// An activity listed twice is a mistake the schema cannot state (unique items).
 	Check: func(o *gen.TorchProfilerProvider) error {
-		seen := map[any]bool{}
-		for i, a := range o.Activities {
-			if seen[a] {
-				return &providers.FieldError{Field: []any{"provider", "activities", i}, Accepted: []string{"cpu", "cuda", "cuda_if_available"},
-					Message: fmt.Sprintf("activities lists %v twice", a)}
-			}
-			seen[a] = true
-		}
-		return nil
+		return providers.UniqueItems([]any{"provider", "activities"}, o.Activities, []string{"cpu", "cuda", "cuda_if_available"})
 	},
 	// The helper module is written into the execution directory and put on PYTHONPATH.
 	Env: func(o *gen.TorchProfilerProvider, dir string) map[string]string {

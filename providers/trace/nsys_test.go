@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,19 +130,7 @@ func TestGPULaunchesAgainstPython(t *testing.T) {
 	// A copy whose kernel table lost its NOT NULL constraints (as an edited or converted
 	// file may): a kernel that ends before it starts, one without a start, one without a
 	// device, none of them a row or in the figures.
-	invalid := filepath.Join(t.TempDir(), "invalid.sqlite")
-	python3(t, `import sys, shutil, sqlite3
-shutil.copy(sys.argv[1], sys.argv[2])
-db = sqlite3.connect(sys.argv[2])
-t = 'CUPTI_ACTIVITY_KIND_KERNEL'
-db.execute('create table k2 as select * from %s order by rowid' % t)
-db.execute('drop table %s' % t)
-db.execute('alter table k2 rename to %s' % t)
-k = [r[0] for r in db.execute('select rowid from %s order by start limit 20' % t)]
-db.execute('update %s set end = start - 5 where rowid = ?' % t, (k[9],))
-db.execute('update %s set start = NULL where rowid = ?' % t, (k[12],))
-db.execute('update %s set deviceId = NULL where rowid = ?' % t, (k[15],))
-db.commit()`, variant, invalid)
+	invalid := nsysLooseKernels(t, variant, map[int]string{9: "end = start - 5", 12: "start = NULL", 15: "deviceId = NULL"})
 	for _, c := range []struct {
 		name, path string
 		limit      int64
@@ -296,4 +285,27 @@ func TestNsysOperationsAgainstPython(t *testing.T) {
 	if a.Metrics["operation_count"] != len(want) || a.Metrics["runtime_call_count"] != int64(7417) {
 		t.Errorf("metrics %v", a.Metrics)
 	}
+}
+
+// nsysLooseKernels copies the export src with python3's sqlite3, its kernel table
+// rebuilt without NOT NULL constraints (as an edited or converted file may be), and sets
+// each edit ("start = NULL") on the kernel of that index in start order. It returns the
+// copy's path.
+func nsysLooseKernels(t *testing.T, src string, edits map[int]string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "loose.sqlite")
+	script := `import sys, shutil, sqlite3
+shutil.copy(sys.argv[1], sys.argv[2])
+db = sqlite3.connect(sys.argv[2])
+t = 'CUPTI_ACTIVITY_KIND_KERNEL'
+db.execute('create table k2 as select * from %s order by rowid' % t)
+db.execute('drop table %s' % t)
+db.execute('alter table k2 rename to %s' % t)
+k = [r[0] for r in db.execute('select rowid from %s order by start' % t)]
+`
+	for i, e := range edits {
+		script += fmt.Sprintf("db.execute('update %%s set %s where rowid = ?' %% t, (k[%d],))\n", e, i)
+	}
+	python3(t, script+"db.commit()\n", src, dst)
+	return dst
 }

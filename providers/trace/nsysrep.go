@@ -126,13 +126,5 @@ var nsysCollector = providers.Collect(providers.CollectorSpec[gen.NsightSystemsP
 	Admit:   func([]providers.Case) (*providers.Executable, error) { return bindNsys() },
 	Command: nsysCommand,
 	Check: func(o *gen.NsightSystemsProvider) error {
-		seen := map[any]bool{}
-		for i, a := range o.Trace {
-			if seen[a] {
-				return &providers.FieldError{Field: []any{"provider", "trace", i}, Accepted: []string{"cuda", "nvtx", "osrt", "cublas", "cudnn"},
-					Message: fmt.Sprintf("trace lists %v twice", a)}
-			}
-			seen[a] = true
-		}
-		return nil
+		return providers.UniqueItems([]any{"provider", "trace"}, o.Trace, []string{"cuda", "nvtx", "osrt", "cublas", "cudnn"})
 	}})

@@ -103,18 +103,7 @@ func TestNsysSlicesAgainstPython(t *testing.T) {
 	python3(t, nsysVariant, corpus, variant)
 	// A copy whose kernel table lost its NOT NULL constraints (as a converted or edited
 	// file may): one kernel without a start, one that ends before it starts.
-	invalid := t.TempDir() + "/invalid.sqlite"
-	python3(t, `import sys, shutil, sqlite3
-shutil.copy(sys.argv[1], sys.argv[2])
-db = sqlite3.connect(sys.argv[2])
-t = 'CUPTI_ACTIVITY_KIND_KERNEL'
-db.execute('create table k2 as select * from %s order by rowid' % t)
-db.execute('drop table %s' % t)
-db.execute('alter table k2 rename to %s' % t)
-k = [r[0] for r in db.execute('select rowid from %s order by start limit 12' % t)]
-db.execute('update %s set start = NULL where rowid = ?' % t, (k[4],))
-db.execute('update %s set end = start - 5 where rowid = ?' % t, (k[7],))
-db.commit()`, corpus, invalid)
+	invalid := nsysLooseKernels(t, corpus, map[int]string{4: "start = NULL", 7: "end = start - 5"})
 	for _, c := range []struct {
 		name, path string
 		limit      int64

@@ -699,19 +699,10 @@ func TestOTLPProtoDeclared(t *testing.T) {
 		{"starts like a newline and a brace", export(pad, inOrder)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "trace.binpb")
-			if err := os.WriteFile(path, c.file, 0o600); err != nil {
-				t.Fatal(err)
-			}
 			if c.name == "starts like a newline and a brace" && !bytes.HasPrefix(c.file, []byte("\n{")) {
 				t.Fatalf("the file starts % x", c.file[:2])
 			}
-			in := providers.Input{Path: path, Format: gen.FormatOtlp}
-			a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows, _ := pageAll[map[string]any](t, a.Rows, 10)
+			rows := summarizeOTLPFile[map[string]any](t, "trace.binpb", c.file)
 			if len(rows) != 1 || rows[0]["name"] != "a" || fmt.Sprint(rows[0]["dur"]) != "10" || rows[0]["process_name"] != "svc" {
 				t.Errorf("rows %v", rows)
 			}
@@ -726,16 +717,7 @@ func TestOTLPJSONWithBOM(t *testing.T) {
 		`"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"a",` +
 		`"startTimeUnixNano":"1000","endTimeUnixNano":"1010"}]}]}]}`
 	for _, name := range []string{"trace.json", "trace.otlp"} {
-		path := filepath.Join(t.TempDir(), name)
-		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		in := providers.Input{Path: path, Format: gen.FormatOtlp}
-		a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, _ := pageAll[map[string]any](t, a.Rows, 10)
+		rows := summarizeOTLPFile[map[string]any](t, name, []byte(doc))
 		if len(rows) != 1 || rows[0]["name"] != "a" || rows[0]["process_name"] != "svc" {
 			t.Errorf("%s: rows %v", name, rows)
 		}
@@ -748,8 +730,18 @@ func TestOTLPSelfParent(t *testing.T) {
 	doc := `{"resourceSpans":[{"scopeSpans":[{"spans":[` +
 		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","parentSpanId":"0102030405060708","name":"self","startTimeUnixNano":"1000","endTimeUnixNano":"1010"},` +
 		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","parentSpanId":"0102030405060708","name":"child","startTimeUnixNano":"1001","endTimeUnixNano":"1002"}]}]}]}`
-	path := filepath.Join(t.TempDir(), "trace.json")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+	rows := summarizeOTLPFile[idRow](t, "trace.json", []byte(doc))
+	if len(rows) != 2 || rows[0].ID != 0 || rows[0].ParentID != nil || rows[1].ID != 1 || rows[1].ParentID == nil || *rows[1].ParentID != 0 {
+		t.Errorf("rows %+v", rows)
+	}
+}
+
+// summarizeOTLPFile writes b as a file named name, declared OTLP, and returns every row
+// of summarize_trace over it.
+func summarizeOTLPFile[T any](t *testing.T, name string, b []byte) []T {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	in := providers.Input{Path: path, Format: gen.FormatOtlp}
@@ -757,8 +749,6 @@ func TestOTLPSelfParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, _ := pageAll[idRow](t, a.Rows, 10)
-	if len(rows) != 2 || rows[0].ID != 0 || rows[0].ParentID != nil || rows[1].ID != 1 || rows[1].ParentID == nil || *rows[1].ParentID != 0 {
-		t.Errorf("rows %+v", rows)
-	}
+	rows, _ := pageAll[T](t, a.Rows, 10)
+	return rows
 }

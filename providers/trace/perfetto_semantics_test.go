@@ -38,6 +38,19 @@ func internName(p *pfWriter, iid uint64, name string) {
 	p.msg(12, func(id *pfWriter) { id.msg(2, func(e *pfWriter) { e.varint(1, iid); e.str(2, name) }) })
 }
 
+// clearedSequence writes the first packet of sequence 1: incremental state cleared,
+// thread track 100 (pid 10, tid 11, "T1"), and names interned with iids 1, 2, ...
+func clearedSequence(w *pfWriter, names ...string) {
+	w.packet(func(p *pfWriter) {
+		p.varint(10, 1)
+		p.varint(13, flagCleared)
+		trackDesc(p, 100, 10, 11, "T1")
+		for i, n := range names {
+			internName(p, uint64(i+1), n)
+		}
+	})
+}
+
 // typed writes a packet of sequence seq with flags and timestamp ts holding a typed
 // TrackEvent (1 SLICE_BEGIN, 2 SLICE_END) on track, named by nameIID when not 0.
 func typed(w *pfWriter, seq, flags, ts, typ, track, nameIID uint64, extra func(*pfWriter)) {
@@ -466,13 +479,7 @@ func TestPerfettoCut(t *testing.T) {
 // are read.
 func TestPerfettoNegativeIntervals(t *testing.T) {
 	var w pfWriter
-	w.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.varint(13, flagCleared)
-		trackDesc(p, 100, 10, 11, "T1")
-		internName(p, 1, "Neg")
-		internName(p, 2, "Ok")
-	})
+	clearedSequence(&w, "Neg", "Ok")
 	typed(&w, 1, flagNeeds, 5000, 1, 100, 1, nil) // begin Neg at 5000
 	typed(&w, 1, flagNeeds, 4000, 2, 100, 0, nil) // its end at 4000
 	typed(&w, 1, flagNeeds, 6000, 1, 100, 2, nil) // Ok 6000..7000
@@ -507,12 +514,7 @@ func TestPerfettoNegativeIntervals(t *testing.T) {
 // is counted and said (trace_processor reads it as null, silently).
 func TestPerfettoUndefinedInterned(t *testing.T) {
 	var w pfWriter
-	w.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.varint(13, flagCleared)
-		trackDesc(p, 100, 10, 11, "T1")
-		internName(p, 1, "Known")
-	})
+	clearedSequence(&w, "Known")
 	typed(&w, 1, flagNeeds, 1000, 1, 100, 1, nil)
 	typed(&w, 1, flagNeeds, 2000, 2, 100, 0, nil)
 	typed(&w, 1, flagNeeds, 3000, 1, 100, 9, nil) // iid 9 was never defined
