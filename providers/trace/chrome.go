@@ -3,13 +3,9 @@ package trace
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/flameox/flameox/providers"
 )
@@ -115,30 +111,27 @@ type Opener interface {
 // replaced with U+FFFD. The decoder checks the JSON grammar of the values it skips but
 // not control characters inside strings.
 func DecodeChrome(ctx context.Context, r io.Reader, source int, lim ChromeLimits, sink Sink) (*Stats, error) {
-	d := &chromeDecoder{
-		ctx:        ctx,
-		s:          newScanner(r),
-		src:        source,
-		lim:        lim.withDefaults(),
-		sink:       sink,
-		intern:     make(map[string]string),
-		threads:    make(map[[2]int64]int32),
-		asyncs:     make(map[string]int32),
-		idx:        -1,
-		lastThread: -1,
+	d := newChromeDecoder(ctx, r, source, lim)
+	d.disp = newChromeDispatcher(source, d.lim, sink)
+	if err := d.parse(); err != nil {
+		return nil, err
 	}
-	d.opener, _ = sink.(Opener)
-	d.packed, _ = sink.(packedSink)
+	return d.disp.stats(&d.st), nil
+}
+
+func newChromeDecoder(ctx context.Context, r io.Reader, source int, lim ChromeLimits) *chromeDecoder {
+	return &chromeDecoder{ctx: ctx, s: newScanner(r), src: source, lim: lim.withDefaults(), idx: -1}
+}
+
+// parse reads the document, handing over every event; its errors are classified.
+func (d *chromeDecoder) parse() error {
 	if err := d.run(); err != nil {
-		return nil, d.classify(err)
+		return d.classify(err)
 	}
 	if d.s.rerr != nil {
-		return nil, d.classify(d.s.rerr)
+		return d.classify(d.s.rerr)
 	}
-	for i := range d.tracks {
-		d.st.UnfinishedBegins += int64(len(d.tracks[i].open))
-	}
-	return &d.st, nil
+	return nil
 }
 
 // Argument bits of packedArgs.set.
@@ -255,107 +248,27 @@ type trackState struct {
 	open []openSlice
 }
 
+// chromeDecoder parses the document and its events; it hands each event, as it has
+// read it, to a chromeDispatcher (directly, or through a stage to another goroutine).
 type chromeDecoder struct {
-	ctx    context.Context
-	s      *scanner
-	src    int
-	lim    ChromeLimits
-	sink   Sink
-	opener Opener
-	packed packedSink
-	st     Stats
+	ctx context.Context
+	s   *scanner
+	src int
+	lim ChromeLimits
+	// st counts Events and sets Truncated; the dispatcher counts the rest.
+	st Stats
 
 	// idx is the ordinal of the event being read, -1 outside the events.
 	idx     int64
 	evDepth int
 
 	// The event being read.
-	key, ph, name, cat, scope, id, tmp []byte
-	idKind                             byte
-	hasTS                              bool
-	ts, dur, pid, tid                  int64
-	argSet                             uint16
-	argFile, argShapes, argName        []byte
-	argVals                            [6]int64
+	chromeEvent
+	key, tmp, digits []byte
 
-	digits    []byte
-	recent    [1 << recentBits]recentString
-	intern    map[string]string
-	internLen int
-	threads   map[[2]int64]int32
-	// lastKey's track is lastThread (-1: none yet): consecutive events are often on
-	// one thread.
-	lastKey    [2]int64
-	lastThread int32
-	asyncs     map[string]int32
-	tracks     []trackState
-
-	ev       Event
-	argStore packedArgs
-	// packScratch holds the packed arguments of the event being dispatched.
-	packScratch packedArgs
-}
-
-// internLimit bounds the bytes of interned strings; later strings are allocated. Names
-// that repeat (operators, categories, shapes) are few; a trace whose names are all
-// distinct (a step number in each) stops growing the map at this bound instead of
-// paying an insertion into an ever larger map for every name.
-const internLimit = 1 << 20
-
-// str returns b as a string, interned, with invalid UTF-8 replaced. The strings met
-// most recently are found in a small direct-mapped cache before the map.
-func (d *chromeDecoder) str(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	e := &d.recent[recentIndex(b)]
-	if string(b) == e.raw {
-		return e.s
-	}
-	s, ok := d.intern[string(b)]
-	if !ok {
-		s = string(b)
-		if !utf8.ValidString(s) {
-			s = strings.ToValidUTF8(s, "\uFFFD")
-		}
-		if d.internLen+len(b) <= internLimit {
-			d.internLen += len(b)
-			d.intern[string(b)] = s
-		}
-	}
-	if len(b) <= maxRecentBytes {
-		raw := s // the same bytes, unless invalid UTF-8 was replaced
-		if s != string(b) {
-			raw = string(b)
-		}
-		e.raw, e.s = raw, s
-	}
-	return s
-}
-
-// recentString is an entry of chromeDecoder.recent: the string interned for raw.
-type recentString struct{ raw, s string }
-
-const (
-	recentBits = 10
-	// maxRecentBytes bounds the strings the cache keeps.
-	maxRecentBytes = 256
-)
-
-// recentIndex hashes b's length and its first and last eight bytes (fewer when it is
-// shorter) into an index of chromeDecoder.recent.
-func recentIndex(b []byte) uint64 {
-	var lo, hi uint64
-	if len(b) >= 8 {
-		lo = binary.LittleEndian.Uint64(b)
-		hi = binary.LittleEndian.Uint64(b[len(b)-8:])
-	} else {
-		for i, c := range b {
-			lo |= uint64(c) << (8 * i)
-		}
-	}
-	h := (lo ^ bits.RotateLeft64(hi, 29) ^ uint64(len(b))) * 0x9E3779B97F4A7C15
-	return h >> (64 - recentBits)
+	// The event goes to stage when it is set, else to disp.
+	disp  *chromeDispatcher
+	stage *eventStage
 }
 
 func (d *chromeDecoder) decodeError(format string, a ...any) error {
@@ -886,13 +799,22 @@ func argKey(k []byte) keyCode {
 // event reads the event object at pos and acts on it.
 func (d *chromeDecoder) event() error {
 	if fastEvents && d.eventFast() {
-		return d.dispatch()
+		return d.deliver()
 	}
 	d.resetEvent()
 	if err := d.members(d.evDepth, d.member); err != nil {
 		return err
 	}
-	return d.dispatch()
+	return d.deliver()
+}
+
+// deliver hands the event just read over to be dispatched.
+func (d *chromeDecoder) deliver() error {
+	d.ord, d.end = d.idx, d.s.offset()
+	if d.stage != nil {
+		return d.stage.add(&d.chromeEvent)
+	}
+	return d.disp.dispatch(&d.chromeEvent)
 }
 
 // resetEvent clears the fields an event sets, before it is read.
@@ -932,200 +854,4 @@ func (d *chromeDecoder) member(c int) (err error) {
 		err = d.s.skipValue(d.evDepth+1, d.lim.MaxDepth, nil)
 	}
 	return err
-}
-
-// packArgs packs the event's arguments.
-func (d *chromeDecoder) packArgs(p *packedArgs) {
-	*p = packedArgs{set: d.argSet &^ argName, vals: d.argVals}
-	if d.argSet&argFile != 0 {
-		p.file = d.str(d.argFile)
-	}
-	if d.argSet&argShapes != 0 {
-		p.shapes = d.str(d.argShapes)
-	}
-}
-
-// dispatch acts on the event just read.
-func (d *chromeDecoder) dispatch() error {
-	if len(d.ph) != 1 {
-		d.st.Ignored++
-		return nil
-	}
-	switch ph := d.ph[0]; ph {
-	case 'X':
-		if !d.hasTS {
-			return d.decodeError("event %d (ph X) has no ts", d.idx)
-		}
-		if d.dur < 0 {
-			// An interval that ends before it starts is no slice: counted and said,
-			// as one bad record of a large trace should not discard the others.
-			d.st.InvalidIntervals++
-			return nil
-		}
-		if d.ts > 0 && d.dur > (1<<63-1)-d.ts {
-			return d.decodeError("event %d ends outside the int64 nanosecond range", d.idx)
-		}
-		t, err := d.threadTrack(true)
-		if err != nil {
-			return err
-		}
-		p := &d.packScratch
-		d.packArgs(p)
-		return d.emit(d.idx, d.ts, d.dur, t, d.str(d.name), d.str(d.cat), "X", p)
-	case 'B', 'b':
-		if !d.hasTS {
-			return d.decodeError("event %d (ph %c) has no ts", d.idx, ph)
-		}
-		var t int32
-		var err error
-		if ph == 'B' {
-			t, err = d.threadTrack(true)
-		} else {
-			t, err = d.asyncTrack(true)
-		}
-		if err != nil {
-			return err
-		}
-		ts := &d.tracks[t]
-		if len(ts.open) >= d.lim.MaxOpenPerTrack {
-			return d.limitError(int64(d.lim.MaxOpenPerTrack), "slices",
-				"event %d begins more than %d unfinished slices on one track (max_open_per_track)", d.idx, d.lim.MaxOpenPerTrack)
-		}
-		ts.open = append(ts.open, openSlice{id: d.idx, ts: d.ts, name: d.str(d.name), cat: d.str(d.cat)})
-		d.packArgs(&ts.open[len(ts.open)-1].args)
-		if d.opener != nil {
-			d.opener.Open(d.idx, int64(t), d.ts)
-		}
-		return nil
-	case 'E', 'e':
-		if !d.hasTS {
-			return d.decodeError("event %d (ph %c) has no ts", d.idx, ph)
-		}
-		var t int32
-		if ph == 'E' {
-			t, _ = d.threadTrack(false)
-		} else {
-			t, _ = d.asyncTrack(false)
-		}
-		if t < 0 || len(d.tracks[t].open) == 0 {
-			d.st.UnmatchedEnds++
-			return nil
-		}
-		ts := &d.tracks[t]
-		o := &ts.open[len(ts.open)-1]
-		if d.ts < o.ts {
-			// The end closes its begin, but the interval is no slice: counted and said.
-			ts.open = ts.open[:len(ts.open)-1]
-			d.st.InvalidIntervals++
-			if d.opener != nil {
-				d.opener.Close(o.id)
-			}
-			return nil
-		}
-		p := &d.packScratch
-		d.packArgs(p)
-		o.args.fill(p)
-		phase := "B"
-		if ph == 'e' {
-			phase = "b"
-		}
-		err := d.emit(o.id, o.ts, d.ts-o.ts, t, o.name, o.cat, phase, &o.args)
-		ts.open = ts.open[:len(ts.open)-1]
-		return err
-	case 'n', 'i', 'I', 'R':
-		d.st.Instants++
-	case 'C':
-		d.st.Counters++
-	case 's', 't', 'f':
-		d.st.Flows++
-	case 'M':
-		if d.argSet&argName != 0 {
-			switch string(d.name) {
-			case "thread_name":
-				d.sink.ThreadName(d.pid, d.tid, d.str(d.argName))
-				return nil
-			case "process_name":
-				d.sink.ProcessName(d.pid, d.str(d.argName))
-				return nil
-			}
-		}
-		d.st.Metadata++
-	default:
-		d.st.Ignored++
-	}
-	return nil
-}
-
-func (d *chromeDecoder) emit(id, ts, dur int64, track int32, name, cat, phase string, p *packedArgs) error {
-	d.st.Slices++
-	if d.packed != nil {
-		return d.packed.slice(id, ts, dur, int64(track), name, cat, phase, p)
-	}
-	d.ev = Event{ID: id, TS: ts, Dur: dur, Track: int64(track), Name: name, Category: cat, Phase: phase,
-		Args: p.expand(&d.argStore)}
-	return d.sink.Slice(&d.ev)
-}
-
-func (d *chromeDecoder) newTrack(t Track) (int32, error) {
-	if len(d.tracks) >= d.lim.MaxTracks {
-		return -1, d.limitError(int64(d.lim.MaxTracks), "tracks", "event %d opens more than %d tracks (max_tracks)", d.idx, d.lim.MaxTracks)
-	}
-	t.ID = int64(len(d.tracks))
-	d.tracks = append(d.tracks, trackState{})
-	d.sink.Track(t)
-	return int32(t.ID), nil
-}
-
-// threadTrack returns the track of the event's (pid, tid), announcing a new one; -1
-// when there is none and create is false.
-func (d *chromeDecoder) threadTrack(create bool) (int32, error) {
-	k := [2]int64{d.pid, d.tid}
-	if d.lastThread >= 0 && k == d.lastKey {
-		return d.lastThread, nil
-	}
-	t, ok := d.threads[k]
-	if !ok {
-		if !create {
-			return -1, nil
-		}
-		var err error
-		if t, err = d.newTrack(Track{PID: d.pid, TID: d.tid}); err != nil {
-			return -1, err
-		}
-		d.threads[k] = t
-	}
-	d.lastKey, d.lastThread = k, t
-	return t, nil
-}
-
-// asyncTrack returns the async track of the event's (pid, cat, id scope), -1 when
-// there is none and create is false. A global id2 ignores the pid.
-func (d *chromeDecoder) asyncTrack(create bool) (int32, error) {
-	k := d.tmp[:0]
-	pid := d.pid
-	if d.idKind == 'g' {
-		pid = 0
-	}
-	for i := 0; i < 8; i++ {
-		k = append(k, byte(pid>>(8*i)))
-	}
-	k = append(k, d.idKind)
-	k = append(k, d.cat...)
-	k = append(k, 0)
-	k = append(k, d.scope...)
-	k = append(k, 0)
-	k = append(k, d.id...)
-	d.tmp = k
-	if t, ok := d.asyncs[string(k)]; ok {
-		return t, nil
-	}
-	if !create {
-		return -1, nil
-	}
-	t, err := d.newTrack(Track{PID: d.pid, TID: d.tid, Name: d.str(d.name), Async: true})
-	if err != nil {
-		return -1, err
-	}
-	d.asyncs[string(k)] = t
-	return t, nil
 }

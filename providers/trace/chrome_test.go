@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,8 +176,27 @@ func (s *teeSink) Close(id int64)                         { s.b.Close(id) }
 
 func decodeString(t testing.TB, src string, lim ChromeLimits) (*recorder, *Stats, error) {
 	t.Helper()
+	return decodeChromeBoth(t, []byte(src), 3, lim)
+}
+
+// decodeChromeBoth decodes src with DecodeChrome and with decodeChromeStaged, each into
+// a recorder, and fails t when the two differ in what they deliver, count or return:
+// the staged read must be the plain one, failures included.
+func decodeChromeBoth(t testing.TB, src []byte, source int, lim ChromeLimits) (*recorder, *Stats, error) {
+	t.Helper()
 	rec := newRecorder()
-	st, err := DecodeChrome(context.Background(), strings.NewReader(src), 3, lim, rec)
+	st, err := DecodeChrome(context.Background(), bytes.NewReader(src), source, lim, rec)
+	srec := newRecorder()
+	sst, serr := decodeChromeStaged(context.Background(), bytes.NewReader(src), source, lim, srec)
+	if !reflect.DeepEqual(serr, err) {
+		t.Fatalf("%.300q: staged read returns %#v, the plain one %#v", src, serr, err)
+	}
+	if diff := cmp.Diff(st, sst); diff != "" {
+		t.Fatalf("%.300q: staged counts differ (-plain +staged):\n%s", src, diff)
+	}
+	if diff := cmp.Diff(rec, srec, cmp.AllowUnexported(recorder{})); diff != "" {
+		t.Fatalf("%.300q: staged deliveries differ (-plain +staged):\n%s", src, diff)
+	}
 	return rec, st, err
 }
 
@@ -301,6 +321,9 @@ func TestDecodeChromeTruncatedAndMalformed(t *testing.T) {
 		{`[{"ph":"X","ts":"1"}]`, false, 0, "event 0: ts is not a number"},
 		{`[{"ph":"X","ts":1,"dur":-1}]`, false, 1, ""},
 		{`[{"ph":"X"}]`, false, 0, "has no ts"},
+		// The earliest event's failure is the read's, a dispatching one before a
+		// parsing one (as the staged read must keep it).
+		{`[{"ph":"X"},{"ph":"X","ts":01}]`, false, 0, "event 0 (ph X) has no ts"},
 		{`[{"ph":"X","ts":1e20}]`, false, 0, "outside the int64"},
 		{`[{"ph":"B","ts":5},{"ph":"E","ts":4}]`, false, 2, ""},
 		{`[{"ph":"X","ts":1,"args":{"a":tru}}]`, false, 0, "not valid JSON"},
@@ -336,8 +359,7 @@ func TestDecodeChromeEveryTruncation(t *testing.T) {
 	}
 	obj := []byte(`{"traceEvents":[{"ph":"X","name":"a\"\u00e9","ts":1.5,"dur":2,"pid":"p","args":{"Input Dims":[[1,2]],"x":[true,false,null]}},{"ph":"B","ts":2},{"ph":"E","ts":3}],"metadata":{"k":[1,{"v":"w"}]}}`)
 	check := func(src []byte) {
-		rec := newRecorder()
-		_, err := DecodeChrome(context.Background(), bytes.NewReader(src), 1, ChromeLimits{}, rec)
+		_, _, err := decodeChromeBoth(t, src, 1, ChromeLimits{})
 		if err == nil {
 			return
 		}

@@ -274,15 +274,28 @@ func minKey(ks []slotKey) slotKey {
 	return m
 }
 
-// pipelineRun nests a trace directly or through decodePipelined, recording what the
-// visitor saw and the tracks and names announced; visit may fail.
-func pipelineRun(ctx context.Context, data []byte, piped bool, visit func(*Nested) error) ([]Nested, *Stats, error) {
-	got, _, st, err := pipelineMeta(ctx, data, piped, visit)
+// How pipelineRun reads a trace: DecodeChrome into the Nester, DecodeChrome through
+// decodePipelined (as Perfetto traces are read), or decodeChromeStaged (as Chrome
+// traces are read).
+type readMode int
+
+const (
+	readDirect readMode = iota
+	readPipelined
+	readStaged
+)
+
+func (m readMode) String() string { return [...]string{"direct", "pipelined", "staged"}[m] }
+
+// pipelineRun nests a trace as mode says, recording what the visitor saw; visit may
+// fail.
+func pipelineRun(ctx context.Context, data []byte, mode readMode, visit func(*Nested) error) ([]Nested, *Stats, error) {
+	got, _, st, err := pipelineMeta(ctx, data, mode, visit)
 	return got, st, err
 }
 
 // pipelineMeta is pipelineRun that also returns the tracks and names announced.
-func pipelineMeta(ctx context.Context, data []byte, piped bool, visit func(*Nested) error) ([]Nested, *metaList, *Stats, error) {
+func pipelineMeta(ctx context.Context, data []byte, mode readMode, visit func(*Nested) error) ([]Nested, *metaList, *Stats, error) {
 	var got []Nested
 	meta := &metaList{}
 	nest := NewNester(NesterOptions{Window: 512, MaxHeld: 2048}, meta, func(s *Nested) error {
@@ -298,10 +311,13 @@ func pipelineMeta(ctx context.Context, data []byte, piped bool, visit func(*Nest
 		return err
 	}
 	var err error
-	if piped {
-		err = decodePipelined(ctx, nest, decode)
-	} else {
+	switch mode {
+	case readDirect:
 		err = decode(ctx, nest)
+	case readPipelined:
+		err = decodePipelined(ctx, nest, decode)
+	case readStaged:
+		st, err = decodeChromeStaged(ctx, bytes.NewReader(data), 0, ChromeLimits{}, nest)
 	}
 	if err == nil {
 		err = nest.Flush()
@@ -338,19 +354,21 @@ func pipelineTrace(t *testing.T) []byte {
 func TestPipelineMatchesDirect(t *testing.T) {
 	check := func(t *testing.T, data []byte) *metaList {
 		t.Helper()
-		want, wmeta, wst, err := pipelineMeta(context.Background(), data, false, nil)
+		want, wmeta, wst, err := pipelineMeta(context.Background(), data, readDirect, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, gmeta, gst, err := pipelineMeta(context.Background(), data, true, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gst, wst) {
-			t.Fatalf("pipelined read differs: %d slices (want %d), stats %+v (want %+v)", len(got), len(want), gst, wst)
-		}
-		if diff := cmp.Diff(wmeta, gmeta); diff != "" {
-			t.Fatalf("pipelined tracks and names differ (-direct +pipelined):\n%s", diff)
+		for _, mode := range []readMode{readPipelined, readStaged} {
+			got, gmeta, gst, err := pipelineMeta(context.Background(), data, mode, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gst, wst) {
+				t.Fatalf("%s read differs: %d slices (want %d), stats %+v (want %+v)", mode, len(got), len(want), gst, wst)
+			}
+			if diff := cmp.Diff(wmeta, gmeta); diff != "" {
+				t.Fatalf("%s tracks and names differ (-direct +%s):\n%s", mode, mode, diff)
+			}
 		}
 		return wmeta
 	}
@@ -377,16 +395,22 @@ func TestPipelineMatchesDirect(t *testing.T) {
 // TestPipelineStops checks that a cancelled context and a failing visitor stop the
 // decoder goroutine and return their error.
 func TestPipelineStops(t *testing.T) {
+	for _, mode := range []readMode{readPipelined, readStaged} {
+		t.Run(mode.String(), func(t *testing.T) { pipelineStops(t, mode) })
+	}
+}
+
+func pipelineStops(t *testing.T, mode readMode) {
 	data := pipelineTrace(t)
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := pipelineRun(ctx, data, true, nil); !errors.Is(err, context.Canceled) {
+	if _, _, err := pipelineRun(ctx, data, mode, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled context: %v", err)
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	n := 0
-	if _, _, err := pipelineRun(ctx, data, true, func(*Nested) error {
+	if _, _, err := pipelineRun(ctx, data, mode, func(*Nested) error {
 		if n++; n == 3000 {
 			cancel()
 		}
@@ -397,7 +421,7 @@ func TestPipelineStops(t *testing.T) {
 	boom := errors.New("sink failed")
 	for _, at := range []int{1, 700, 5000} {
 		n := 0
-		got, _, err := pipelineRun(context.Background(), data, true, func(*Nested) error {
+		got, _, err := pipelineRun(context.Background(), data, mode, func(*Nested) error {
 			if n++; n == at {
 				return boom
 			}
@@ -433,7 +457,7 @@ func TestOverlapsMatchesBig(t *testing.T) {
 	}
 }
 
-// TestStrCache checks the decoder's interning, cache first, on strings that collide in
+// TestStrCache checks the dispatcher's interning, cache first, on strings that collide in
 // the cache, repeat in random order, are invalid UTF-8, or are too long to be cached.
 func TestStrCache(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
@@ -445,7 +469,7 @@ func TestStrCache(t *testing.T) {
 		}
 		words = append(words, w)
 	}
-	d := &chromeDecoder{intern: map[string]string{}}
+	d := &chromeDispatcher{intern: map[string]string{}}
 	for i := 0; i < 50000; i++ {
 		w := words[rng.Intn(len(words))]
 		in := string(w)

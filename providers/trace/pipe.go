@@ -139,32 +139,44 @@ func decodePipelined(ctx context.Context, nest *Nester, decode func(ctx context.
 	for i := 0; i < pipeBatches; i++ {
 		p.free <- make([]pipeRec, 0, pipeBatch)
 	}
-	var derr error
+	return handOver(cancel, p.full, p.free, func() error {
+		err := decode(dctx, p)
+		if err == nil {
+			err = p.flush()
+		}
+		return err
+	}, func(batch []pipeRec) error { return replay(nest, batch) })
+}
+
+// handOver runs produce on a goroutine of its own, which sends batches to full and
+// returns, and consume on the caller's, for each batch in order, returning each batch
+// to free (when free has room). full is closed when produce returns. An error of
+// consume cancels produce's context (through cancel), is returned, and no later batch is
+// consumed; otherwise produce's error is returned. A panic of produce is raised again
+// here. handOver returns once produce has returned.
+func handOver[B any](cancel context.CancelFunc, full, free chan B, produce func() error, consume func(B) error) error {
+	var perr error
 	var panicked any
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer close(p.full)
+		defer close(full)
 		defer func() {
 			if r := recover(); r != nil {
 				panicked = fmt.Errorf("trace decoder panic: %v", r)
 			}
 		}()
-		derr = decode(dctx, p)
-		if derr == nil {
-			derr = p.flush()
-		}
+		perr = produce()
 	}()
-	var nerr error
-	for batch := range p.full {
-		if nerr == nil {
-			nerr = replay(nest, batch)
-			if nerr != nil {
-				cancel() // the decoder stops at its next hand-over or context check
+	var cerr error
+	for batch := range full {
+		if cerr == nil {
+			if cerr = consume(batch); cerr != nil {
+				cancel() // the producer stops at its next hand-over or context check
 			}
 		}
 		select {
-		case p.free <- batch:
+		case free <- batch:
 		default:
 		}
 	}
@@ -172,10 +184,10 @@ func decodePipelined(ctx context.Context, nest *Nester, decode func(ctx context.
 	if panicked != nil {
 		panic(panicked)
 	}
-	if nerr != nil {
-		return nerr
+	if cerr != nil {
+		return cerr
 	}
-	return derr
+	return perr
 }
 
 // phaseByte is phase's pipeRec.phase. Decoders deliver only the phases the phases

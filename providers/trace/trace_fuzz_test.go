@@ -50,6 +50,7 @@ func checkStats(t *testing.T, st *Stats, delivered int64) {
 }
 
 // FuzzDecodeChrome: go test ./providers/trace -run '^$' -fuzz FuzzDecodeChrome -fuzztime 1m
+// checks typed failures and counts, and that decodeChromeStaged reads as DecodeChrome.
 func FuzzDecodeChrome(f *testing.F) {
 	fuzztool.Corpus(f, "speedscope__trace-event-simple-partial.json", "speedscope__trace_event_multiprocess.json",
 		"speedscope__trace_event_partial_trailing_comma.json", "speedscope__chrome116-devtools-trace.json")
@@ -64,12 +65,15 @@ func FuzzDecodeChrome(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		lim := ChromeLimits{MaxOpenPerTrack: 64, MaxTracks: 64, MaxEvents: 1 << 16}
 		sink := &fuzzSink{t: t, tracks: map[int64]bool{}}
-		st, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, ChromeLimits{MaxOpenPerTrack: 64, MaxTracks: 64, MaxEvents: 1 << 16}, sink)
+		st, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, lim, sink)
 		fuzztool.CheckError(t, err)
 		if err == nil {
 			checkStats(t, st, sink.slices)
 		}
+		// The staged read (parsing and dispatching on two goroutines) is the same read.
+		decodeChromeBoth(t, b, 0, lim)
 	})
 }
 

@@ -83,10 +83,15 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 	default:
 		return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("source %d: %s traces are not read by this decoder", in.Index, in.Format)}
 	}
-	if pipeline {
-		err = decodePipelined(ctx, nest, decode)
-	} else {
+	switch {
+	case !pipeline:
 		err = decode(ctx, nest)
+	case in.Format == gen.FormatChromeTrace || in.Format == gen.FormatPytorch:
+		// Parsing on a goroutine of its own, dispatching and nesting on this one, so
+		// that the two halves of the work share two CPUs (decision 0034).
+		s.stats, err = decodeChromeStaged(ctx, r, in.Index, ChromeLimits{}, nest)
+	default:
+		err = decodePipelined(ctx, nest, decode)
 	}
 	if err != nil {
 		return nil, err

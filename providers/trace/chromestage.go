@@ -1,0 +1,179 @@
+package trace
+
+import (
+	"context"
+	"io"
+)
+
+// Batches of parsed events in flight between decodeChromeStaged's two goroutines.
+const (
+	stageEvents = 1024    // events per batch
+	stageArena  = 1 << 16 // bytes of event text per batch (more for one larger event)
+	stageDepth  = 4       // batches handed over and not yet returned, at most
+)
+
+// eventBatch is a batch of parsed events: their numbers in evs, their text in arena.
+type eventBatch struct {
+	evs   []stagedEvent
+	arena []byte
+}
+
+// stagedEvent is a chromeEvent in a batch (half its size): its byte fields ph, name,
+// cat, scope, id, argFile, argShapes and argName are arena[text[k]:text[k+1]] for k
+// from 0 to 7. (A batch's arena holds at most one event past stageArena, and an event
+// holds at most 8 strings of ChromeLimits.MaxStringBytes: far below 4 GiB.)
+type stagedEvent struct {
+	ord, end, ts, dur, pid, tid int64
+	argVals                     [6]int64
+	text                        [9]uint32
+	idKind                      byte
+	hasTS                       bool
+	argSet                      uint16
+}
+
+// add appends e to the batch.
+func (b *eventBatch) add(e *chromeEvent) {
+	b.evs = append(b.evs, stagedEvent{ord: e.ord, end: e.end, ts: e.ts, dur: e.dur, pid: e.pid, tid: e.tid,
+		argVals: e.argVals, idKind: e.idKind, hasTS: e.hasTS, argSet: e.argSet})
+	r := &b.evs[len(b.evs)-1]
+	a := b.arena
+	r.text[0] = uint32(len(a))
+	a = append(a, e.ph...)
+	r.text[1] = uint32(len(a))
+	a = append(a, e.name...)
+	r.text[2] = uint32(len(a))
+	a = append(a, e.cat...)
+	r.text[3] = uint32(len(a))
+	a = append(a, e.scope...)
+	r.text[4] = uint32(len(a))
+	a = append(a, e.id...)
+	r.text[5] = uint32(len(a))
+	if e.argSet&argFile != 0 {
+		a = append(a, e.argFile...)
+	}
+	r.text[6] = uint32(len(a))
+	if e.argSet&argShapes != 0 {
+		a = append(a, e.argShapes...)
+	}
+	r.text[7] = uint32(len(a))
+	if e.argSet&argName != 0 {
+		a = append(a, e.argName...)
+	}
+	r.text[8] = uint32(len(a))
+	b.arena = a
+}
+
+// event sets e to event i of the batch; its byte fields point into the arena.
+func (b *eventBatch) event(i int, e *chromeEvent) {
+	r := &b.evs[i]
+	e.ord, e.end, e.ts, e.dur, e.pid, e.tid = r.ord, r.end, r.ts, r.dur, r.pid, r.tid
+	e.argVals, e.idKind, e.hasTS, e.argSet = r.argVals, r.idKind, r.hasTS, r.argSet
+	a, t := b.arena, &r.text
+	e.ph, e.name, e.cat = a[t[0]:t[1]:t[1]], a[t[1]:t[2]:t[2]], a[t[2]:t[3]:t[3]]
+	e.scope, e.id = a[t[3]:t[4]:t[4]], a[t[4]:t[5]:t[5]]
+	e.argFile, e.argShapes, e.argName = a[t[5]:t[6]:t[6]], a[t[6]:t[7]:t[7]], a[t[7]:t[8]:t[8]]
+}
+
+// text is the number of bytes of e's text that dispatching reads.
+func (e *chromeEvent) text() int {
+	n := len(e.ph) + len(e.name) + len(e.cat) + len(e.scope) + len(e.id)
+	if e.argSet&argFile != 0 {
+		n += len(e.argFile)
+	}
+	if e.argSet&argShapes != 0 {
+		n += len(e.argShapes)
+	}
+	if e.argSet&argName != 0 {
+		n += len(e.argName)
+	}
+	return n
+}
+
+// eventStage is the parser's side of decodeChromeStaged: it copies events into batches
+// and hands full ones over.
+type eventStage struct {
+	ctx  context.Context
+	cur  *eventBatch
+	full chan *eventBatch
+	free chan *eventBatch
+	// made counts the batches allocated; they are made as they are needed, so that a
+	// small trace allocates little.
+	made int
+}
+
+// add copies e into the current batch, handing the batch over first when it is full;
+// it fails when the dispatching side has stopped (ctx done).
+func (st *eventStage) add(e *chromeEvent) error {
+	if b := st.cur; len(b.evs) == stageEvents || (len(b.evs) > 0 && len(b.arena)+e.text() > stageArena) {
+		if err := st.flush(); err != nil {
+			return err
+		}
+	}
+	st.cur.add(e)
+	return nil
+}
+
+// flush hands the current batch over, if it holds events, and takes an empty one: a
+// returned one, or a new one while fewer than stageDepth+1 exist.
+func (st *eventStage) flush() error {
+	if len(st.cur.evs) == 0 {
+		return nil
+	}
+	select {
+	case st.full <- st.cur:
+	case <-st.ctx.Done():
+		return st.ctx.Err()
+	}
+	select {
+	case st.cur = <-st.free:
+	default:
+		if st.made <= stageDepth {
+			st.made++
+			st.cur = &eventBatch{}
+			return nil
+		}
+		select {
+		case st.cur = <-st.free:
+		case <-st.ctx.Done():
+			return st.ctx.Err()
+		}
+	}
+	st.cur.evs, st.cur.arena = st.cur.evs[:0], st.cur.arena[:0]
+	return nil
+}
+
+// decodeChromeStaged is DecodeChrome with the parsing on a goroutine of its own and the
+// dispatching (and so sink, with everything it calls) on the caller's: the same calls
+// on sink in the same order, the same counts, and the same error, the one of the
+// earliest event that fails. The parser hands over every event it has read before it
+// stops, so that a failure of dispatching or of sink at an earlier event wins over a
+// parse failure at a later one, as it does in DecodeChrome.
+func decodeChromeStaged(ctx context.Context, r io.Reader, source int, lim ChromeLimits, sink Sink) (*Stats, error) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d := newChromeDecoder(pctx, r, source, lim)
+	disp := newChromeDispatcher(source, d.lim, sink)
+	st := &eventStage{ctx: pctx, cur: &eventBatch{}, made: 1,
+		full: make(chan *eventBatch, stageDepth), free: make(chan *eventBatch, stageDepth+1)}
+	d.stage = st
+	var e chromeEvent
+	err := handOver(cancel, st.full, st.free, func() error {
+		err := d.parse()
+		if ferr := st.flush(); err == nil {
+			err = ferr
+		}
+		return err
+	}, func(b *eventBatch) error {
+		for i := range b.evs {
+			b.event(i, &e)
+			if err := disp.dispatch(&e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return disp.stats(&d.st), nil
+}
