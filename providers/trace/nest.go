@@ -60,9 +60,9 @@ type Nester struct {
 	emit func(*Nested) error
 	opts NesterOptions
 
-	slab []slot
-	free []int32
-	buf  reorderQueue
+	buf reorderQueue
+	// in holds the arriving slice.
+	in held
 
 	opens   []openMark // a min-heap by (ts, id), with stale marks removed lazily
 	openSet map[int64]int64
@@ -78,10 +78,16 @@ type Nester struct {
 	err                           error
 }
 
-type slot struct {
-	id, ts, dur, track int64
-	name, cat, phase   string
-	args               packedArgs
+// held is a slice in the reorder buffer: its key and what it is released with. The
+// buffer holds the slices themselves, not indexes into a store beside it, so that
+// releasing, which takes them nearly in the order they were added, reads memory in
+// order (an index led to a slot last touched a window of arrivals before: a cache
+// miss per slice).
+type held struct {
+	slotKey
+	track            int64
+	name, cat, phase string
+	args             packedArgs
 }
 
 type openMark struct{ ts, id int64 }
@@ -99,13 +105,6 @@ type nestOpen struct {
 }
 
 type slotKey struct{ ts, dur, id int64 }
-
-// heapEntry keeps a slot's key beside its index, so that the reorder buffer compares
-// without touching the slab.
-type heapEntry struct {
-	slotKey
-	slot int32
-}
 
 func (a slotKey) less(b slotKey) bool {
 	if a.ts != b.ts {
@@ -229,42 +228,30 @@ func (n *Nester) slice(id, ts, dur, track int64, name, cat, phase string, args *
 	if len(n.openSet) > 0 {
 		delete(n.openSet, id)
 	}
-	var i int32
-	if k := len(n.free); k > 0 {
-		i = n.free[k-1]
-		n.free = n.free[:k-1]
-	} else {
-		if len(n.slab) == cap(n.slab) {
-			n.slab = grow(n.slab, n.opts.Window+1)
-		}
-		n.slab = append(n.slab, slot{})
-		i = int32(len(n.slab) - 1)
-	}
-	s := &n.slab[i]
-	*s = slot{id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phase, args: *args}
-	k := slotKey{ts, dur, id}
+	e := &n.in
+	*e = held{slotKey: slotKey{ts, dur, id}, track: track, name: name, cat: cat, phase: phase, args: *args}
 	if n.buf.len() >= n.opts.Window && n.buf.len() > 0 {
 		// The buffer is full: pushing the slice would release the earliest of it and
 		// the buffer. Do both in one step when nothing open holds the release back (the
 		// common case): release the slice itself when it is the earliest, else replace
 		// the root with it.
 		root := n.buf.min()
-		first := k.less(root.slotKey)
+		first := e.less(root.slotKey)
 		at := root.ts
 		if first {
 			at = ts
 		}
 		if n.buf.len()+1 > n.opts.MaxHeld || !n.heldBack(at) {
 			if !first {
-				i = n.buf.replaceMin(heapEntry{k, i})
+				e = n.buf.replaceMin(e)
 			}
-			if err := n.release(i); err != nil {
+			if err := n.release(e); err != nil {
 				return err
 			}
 			return n.drain()
 		}
 	}
-	n.buf.push(heapEntry{k, i})
+	n.buf.push(e)
 	return n.drain()
 }
 
@@ -302,17 +289,17 @@ func (n *Nester) Flush() error {
 	return n.err
 }
 
-// reorderQueue is the reorder buffer: a priority queue of entries by key, made for
-// slices that arrive nearly in start order. Entries that arrive after the latest held
+// reorderQueue is the reorder buffer: a priority queue of slices by key, made for
+// slices that arrive nearly in start order. Slices that arrive after the latest held
 // one, or shortly before it (within maxShift entries), go into a sorted run, kept in
-// order by insertion; the others go into a heap. The earliest entry is the earlier of the
-// run's first and the heap's root, so most arrivals cost an append or a short move,
+// order by insertion; the others go into a heap. The earliest slice is the earlier of
+// the run's first and the heap's root, so most arrivals cost an append or a short move,
 // and only far-disordered ones a heap operation.
 type reorderQueue struct {
-	run  []heapEntry // sorted by key; run[head:] are held
+	run  []held // sorted by key; run[head:] are held
 	head int
 	side slotHeap
-	// shift bounds how far back in the run an arriving entry is inserted (0:
+	// shift bounds how far back in the run an arriving slice is inserted (0:
 	// maxShift).
 	shift int
 }
@@ -322,25 +309,26 @@ const maxShift = 256
 
 func (q *reorderQueue) len() int { return len(q.run) - q.head + q.side.len() }
 
-// sideFirst reports whether the heap holds the earliest entry; the queue is not empty.
+// sideFirst reports whether the heap holds the earliest slice; the queue is not empty.
 func (q *reorderQueue) sideFirst() bool {
 	return q.head == len(q.run) || (q.side.len() > 0 && q.side.min().less(q.run[q.head].slotKey))
 }
 
-// min is the earliest entry; the queue is not empty.
-func (q *reorderQueue) min() *heapEntry {
+// min is the earliest slice; the queue is not empty.
+func (q *reorderQueue) min() *held {
 	if q.sideFirst() {
 		return q.side.min()
 	}
 	return &q.run[q.head]
 }
 
-func (q *reorderQueue) push(e heapEntry) {
+// push adds a copy of e.
+func (q *reorderQueue) push(e *held) {
 	q.run = q.room()
 	run := q.run
 	n := len(run)
 	if n == q.head || !e.less(run[n-1].slotKey) {
-		q.run = append(run, e)
+		q.run = append(run, *e)
 		return
 	}
 	shift := q.shift
@@ -354,7 +342,7 @@ func (q *reorderQueue) push(e heapEntry) {
 			return
 		}
 	}
-	// The first entry of run[lo:n] after e: e goes before it.
+	// The first slice of run[lo:n] after e: e goes before it.
 	i, j := lo, n-1
 	for i < j {
 		m := int(uint(i+j) >> 1)
@@ -364,60 +352,63 @@ func (q *reorderQueue) push(e heapEntry) {
 			i = m + 1
 		}
 	}
-	run = append(run, heapEntry{})
+	run = append(run, held{})
 	copy(run[i+1:], run[i:n])
-	run[i] = e
+	run[i] = *e
 	q.run = run
 }
 
-// room returns the run with room for one more entry at its end: when it is full, the
-// held entries are moved to the front if more than half of it has been released (head
+// room returns the run with room for one more slice at its end: when it is full, the
+// held slices are moved to the front if more than half of it has been released (head
 // becomes 0), else it grows. push calls it before it computes any index.
-func (q *reorderQueue) room() []heapEntry {
+func (q *reorderQueue) room() []held {
 	if len(q.run) < cap(q.run) {
 		return q.run
 	}
 	if q.head > 0 && q.head >= len(q.run)/2 {
 		n := copy(q.run, q.run[q.head:])
+		clear(q.run[n:]) // drop the released slices' strings
 		q.run, q.head = q.run[:n], 0
 		return q.run
 	}
 	return grow(q.run, 0)
 }
 
-// pop removes the earliest entry and returns its slot.
-func (q *reorderQueue) pop() int32 {
+// pop removes the earliest slice and returns it; it stays valid until the next push.
+func (q *reorderQueue) pop() *held {
 	if q.sideFirst() {
 		return q.side.pop()
 	}
-	s := q.run[q.head].slot
+	e := &q.run[q.head]
 	q.head++
 	if q.head == len(q.run) {
 		q.run, q.head = q.run[:0], 0
 	}
-	return s
+	return e
 }
 
-// replaceMin adds e, which is not earlier than the earliest entry, and removes the
-// earliest entry, returning its slot.
-func (q *reorderQueue) replaceMin(e heapEntry) int32 {
+// replaceMin adds e, which is not earlier than the earliest slice, and removes the
+// earliest slice, returning it as pop does.
+func (q *reorderQueue) replaceMin(e *held) *held {
 	q.push(e)
 	return q.pop()
 }
 
-// slotHeap is the reorder queue's heap, for the entries that arrive far out of order: a
-// 4-ary min-heap of entries by key (half the levels of a binary one).
+// slotHeap is the reorder queue's heap, for the slices that arrive far out of order: a
+// 4-ary min-heap of slices by key (half the levels of a binary one).
 type slotHeap struct {
-	h []heapEntry
+	h []held
+	// top holds the slice pop removed.
+	top held
 }
 
 func (q *slotHeap) len() int { return len(q.h) }
 
-// min is the earliest entry; the heap is not empty.
-func (q *slotHeap) min() *heapEntry { return &q.h[0] }
+// min is the earliest slice; the heap is not empty.
+func (q *slotHeap) min() *held { return &q.h[0] }
 
-func (q *slotHeap) push(e heapEntry) {
-	q.h = append(q.h, e)
+func (q *slotHeap) push(e *held) {
+	q.h = append(q.h, held{})
 	h := q.h
 	j := len(h) - 1
 	for j > 0 {
@@ -428,23 +419,24 @@ func (q *slotHeap) push(e heapEntry) {
 		h[j] = h[p]
 		j = p
 	}
-	h[j] = e
+	h[j] = *e
 }
 
-// pop removes the earliest entry and returns its slot.
-func (q *slotHeap) pop() int32 {
+// pop removes the earliest slice and returns it; it stays valid until the next pop.
+func (q *slotHeap) pop() *held {
 	h := q.h
-	top := h[0].slot
+	q.top = h[0]
 	last := len(h) - 1
 	h[0] = h[last]
+	h[last] = held{}
 	q.h = h[:last]
 	if last > 0 {
 		q.down(0)
 	}
-	return top
+	return &q.top
 }
 
-// down moves entry j down to its place.
+// down moves slice j down to its place.
 func (q *slotHeap) down(j int) {
 	h := q.h
 	e := h[j]
@@ -502,16 +494,14 @@ func (n *Nester) track(id int64) *nestTrack {
 	return tr
 }
 
-// release places slot i on its track and hands it to the callback.
-func (n *Nester) release(i int32) error {
-	s := &n.slab[i]
+// release places s on its track and hands it to the callback.
+func (n *Nester) release(s *held) error {
 	tr := n.track(s.track)
 	parent, parentName, depth := int64(-1), "", int32(0)
-	k := slotKey{s.ts, s.dur, s.id}
-	if tr.hasLast && k.less(tr.last) {
+	if tr.hasLast && s.less(tr.last) {
 		n.unordered++
 	} else {
-		tr.last, tr.hasLast = k, true
+		tr.last, tr.hasLast = s.slotKey, true
 		for len(tr.stack) > 0 && tr.stack[len(tr.stack)-1].end <= s.ts {
 			tr.stack = tr.stack[:len(tr.stack)-1]
 		}
@@ -534,8 +524,6 @@ func (n *Nester) release(i int32) error {
 	}
 	n.out = Nested{Event: Event{ID: s.id, TS: s.ts, Dur: s.dur, Track: s.track, Name: s.name, Category: s.cat,
 		Phase: s.phase, Args: s.args.expand(&n.store)}, ParentID: parent, ParentName: parentName, Depth: depth}
-	*s = slot{}
-	n.free = append(n.free, i)
 	n.released++
 	if err := n.emit(&n.out); err != nil {
 		n.err = err

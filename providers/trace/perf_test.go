@@ -230,36 +230,36 @@ func TestReorderQueue(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	for round := 0; round < 200; round++ {
 		q := reorderQueue{shift: 1 + rng.Intn(300)}
-		var held []slotKey
+		var waiting []slotKey
 		var clock int64
 		spread := []int64{0, 3, 50, 10_000}[round%4]
 		for i := 0; i < 2000; i++ {
-			if rng.Intn(3) > 0 || len(held) == 0 {
+			if rng.Intn(3) > 0 || len(waiting) == 0 {
 				clock += int64(rng.Intn(4))
 				k := slotKey{ts: clock - rng.Int63n(spread+1), dur: int64(rng.Intn(3)), id: int64(i)}
-				held = append(held, k)
-				q.push(heapEntry{k, int32(i)})
-				if m := q.min(); m.slotKey != minKey(held) {
-					t.Fatalf("round %d: min %+v after push, want %+v", round, m.slotKey, minKey(held))
+				waiting = append(waiting, k)
+				q.push(&held{slotKey: k})
+				if m := q.min(); m.slotKey != minKey(waiting) {
+					t.Fatalf("round %d: min %+v after push, want %+v", round, m.slotKey, minKey(waiting))
 				}
 				continue
 			}
-			want := minKey(held)
-			got := q.pop()
-			if int64(got) != want.id {
+			want := minKey(waiting)
+			got := q.pop().id
+			if got != want.id {
 				t.Fatalf("round %d: popped slot %d, want %d", round, got, want.id)
 			}
-			held = slices.DeleteFunc(held, func(k slotKey) bool { return k == want })
-			if q.len() != len(held) {
-				t.Fatalf("round %d: len %d, want %d", round, q.len(), len(held))
+			waiting = slices.DeleteFunc(waiting, func(k slotKey) bool { return k == want })
+			if q.len() != len(waiting) {
+				t.Fatalf("round %d: len %d, want %d", round, q.len(), len(waiting))
 			}
 		}
-		for len(held) > 0 {
-			want := minKey(held)
-			if got := q.pop(); int64(got) != want.id {
+		for len(waiting) > 0 {
+			want := minKey(waiting)
+			if got := q.pop().id; got != want.id {
 				t.Fatalf("round %d: draining popped slot %d, want %d", round, got, want.id)
 			}
-			held = slices.DeleteFunc(held, func(k slotKey) bool { return k == want })
+			waiting = slices.DeleteFunc(waiting, func(k slotKey) bool { return k == want })
 		}
 	}
 }
