@@ -7,9 +7,11 @@ import (
 )
 
 // pipeline decodes on a goroutine of its own and nests on the caller's, when more than
-// one CPU runs Go code: the decoder fills batches of records (reused, never allocated per
-// event) that the caller replays, in order, into the Nester. Results are those of the
-// plain sequence: the caller sees the same calls in the same order.
+// one CPU runs Go code. A Perfetto decoder fills batches of records of its sink calls
+// (reused, never allocated per event) that the caller replays, in order, into the
+// Nester (decodePipelined); a Chrome trace is parsed on the goroutine and dispatched on
+// the caller's (decodeChromeStaged). Results are those of the plain sequence: the Nester
+// sees the same calls in the same order.
 var pipeline = runtime.GOMAXPROCS(0) > 1
 
 const (
