@@ -116,16 +116,12 @@ func (st *eventStage) add(e *chromeEvent) error {
 // flush hands the current batch over, if it holds events, and takes an empty one: a
 // returned one, or a new one while fewer than stageDepth+1 exist.
 func (st *eventStage) flush() error {
-	if len(st.cur.evs) == 0 {
-		return nil
+	if err := st.send(); err != nil || st.cur != nil {
+		return err
 	}
+	var b *eventBatch
 	select {
-	case st.full <- st.cur:
-	case <-st.ctx.Done():
-		return st.ctx.Err()
-	}
-	select {
-	case st.cur = <-st.free:
+	case b = <-st.free:
 	default:
 		if st.made <= stageDepth {
 			st.made++
@@ -133,13 +129,31 @@ func (st *eventStage) flush() error {
 			return nil
 		}
 		select {
-		case st.cur = <-st.free:
+		case b = <-st.free:
 		case <-st.ctx.Done():
 			return st.ctx.Err()
 		}
 	}
-	st.cur.evs, st.cur.arena = st.cur.evs[:0], st.cur.arena[:0]
+	b.evs, b.arena = b.evs[:0], b.arena[:0]
+	st.cur = b
 	return nil
+}
+
+// send hands the current batch over, if it holds events. cur is nil once it has gone,
+// until flush takes the next one, so that no batch is handed over twice (a send after
+// a failed flush, which had sent the batch and then found ctx done waiting for an empty
+// one, would otherwise deliver its events again).
+func (st *eventStage) send() error {
+	if st.cur == nil || len(st.cur.evs) == 0 {
+		return nil
+	}
+	select {
+	case st.full <- st.cur:
+		st.cur = nil
+		return nil
+	case <-st.ctx.Done():
+		return st.ctx.Err()
+	}
 }
 
 // decodeChromeStaged is DecodeChrome with the parsing on a goroutine of its own and the
@@ -159,8 +173,8 @@ func decodeChromeStaged(ctx context.Context, r io.Reader, source int, lim Chrome
 	var e chromeEvent
 	err := handOver(cancel, st.full, st.free, func() error {
 		err := d.parse()
-		if ferr := st.flush(); err == nil {
-			err = ferr
+		if serr := st.send(); err == nil {
+			err = serr
 		}
 		return err
 	}, func(b *eventBatch) error {

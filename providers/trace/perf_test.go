@@ -169,12 +169,19 @@ func TestNesterMatchesReference(t *testing.T) {
 		n := 1 + rng.Intn(400)
 		window := 1 + rng.Intn(40)
 		maxHeld := window + rng.Intn(60)
+		spread := 30
+		if round%10 == 9 {
+			// Long enough for the run to fill, move its held slices to its front
+			// and grow, with wider disorder.
+			n, window = 3000+rng.Intn(5000), 1+rng.Intn(2500)
+			maxHeld, spread = window+rng.Intn(3000), []int{300, 3000, 20000}[round/10%3]
+		}
 		evs := make([]Event, n)
 		opens := map[int]openMark{}
 		clock := int64(0)
 		for i := range evs {
 			clock += int64(rng.Intn(5))
-			ts := clock - int64(rng.Intn(30)) // out of order now and then
+			ts := clock - int64(rng.Intn(spread)) // out of order now and then
 			evs[i] = Event{ID: int64(i), TS: ts, Dur: int64(rng.Intn(40)), Track: int64(rng.Intn(3)), Name: fmt.Sprint("s", i)}
 			if rng.Intn(8) == 0 {
 				x := int64(rng.Intn(50))
@@ -199,6 +206,9 @@ func TestNesterMatchesReference(t *testing.T) {
 		if round%2 == 1 {
 			// A short run sends more arrivals to the reorder queue's heap.
 			nest.buf.shift = 1 + rng.Intn(8)
+		}
+		if round%10 == 9 {
+			nest.buf.shift = []int{0, 1 + rng.Intn(300)}[round/10%2]
 		}
 		for i := range evs {
 			if m, ok := opens[i]; ok {
@@ -400,6 +410,9 @@ func TestPipelineStops(t *testing.T) {
 	}
 }
 
+// spin keeps a slow visitor's loop from being optimized away.
+var spin int
+
 func pipelineStops(t *testing.T, mode readMode) {
 	data := pipelineTrace(t)
 	before := runtime.NumGoroutine()
@@ -408,15 +421,32 @@ func pipelineStops(t *testing.T, mode readMode) {
 	if _, _, err := pipelineRun(ctx, data, mode, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled context: %v", err)
 	}
-	ctx, cancel = context.WithCancel(context.Background())
-	n := 0
-	if _, _, err := pipelineRun(ctx, data, mode, func(*Nested) error {
-		if n++; n == 3000 {
-			cancel()
+	// Cancelled while reading, at many points and with a slow visitor, so that the
+	// decoder is often waiting for an empty batch when it learns of it: what was
+	// visited is a prefix of the whole read (no batch is handed over twice).
+	all, _, err := pipelineRun(context.Background(), data, readDirect, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it := 0; it < 40; it++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		got, _, err := pipelineRun(ctx, data, mode, func(*Nested) error {
+			if n++; n == 3000+it*13 {
+				cancel()
+			}
+			for i := 0; i < 2000; i++ {
+				spin += i
+			}
+			return nil
+		})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("context cancelled while reading: %v", err)
 		}
-		return nil
-	}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("context cancelled while reading: %v", err)
+		if len(got) > len(all) || !reflect.DeepEqual(got, all[:len(got)]) {
+			t.Fatalf("cancelled at slice %d: the %d slices visited are not the first of the read", 3000+it*13, len(got))
+		}
 	}
 	boom := errors.New("sink failed")
 	for _, at := range []int{1, 700, 5000} {

@@ -155,7 +155,7 @@ func decodePipelined(ctx context.Context, nest *Nester, decode func(ctx context.
 // to free (when free has room). full is closed when produce returns. An error of
 // consume cancels produce's context (through cancel), is returned, and no later batch is
 // consumed; otherwise produce's error is returned. A panic of produce is raised again
-// here. handOver returns once produce has returned.
+// here. handOver returns, or passes a panic of consume on, once produce has returned.
 func handOver[B any](cancel context.CancelFunc, full, free chan B, produce func() error, consume func(B) error) error {
 	var perr error
 	var panicked any
@@ -169,6 +169,17 @@ func handOver[B any](cancel context.CancelFunc, full, free chan B, produce func(
 			}
 		}()
 		perr = produce()
+	}()
+	defer func() {
+		// A panic of consume (a sink's or visitor's) waits for produce as a return
+		// does, so that nothing it reads is closed under it.
+		if p := recover(); p != nil {
+			cancel()
+			for range full {
+			}
+			<-done
+			panic(p)
+		}
 	}()
 	var cerr error
 	for batch := range full {
