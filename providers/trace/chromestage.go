@@ -21,7 +21,8 @@ type eventBatch struct {
 // stagedEvent is a chromeEvent in a batch (half its size): its byte fields ph, name,
 // cat, scope, id, argFile, argShapes and argName are arena[text[k]:text[k+1]] for k
 // from 0 to 7. (A batch's arena holds at most one event past stageArena, and an event
-// holds at most 8 strings of ChromeLimits.MaxStringBytes: far below 4 GiB.)
+// holds at most 8 strings of ChromeLimits.MaxStringBytes: decodeChromeStaged reads
+// through DecodeChrome limits under which that could reach 4 GiB.)
 type stagedEvent struct {
 	ord, end, ts, dur, pid, tid int64
 	argVals                     [6]int64
@@ -163,6 +164,10 @@ func (st *eventStage) send() error {
 // stops, so that a failure of dispatching or of sink at an earlier event wins over a
 // parse failure at a later one, as it does in DecodeChrome.
 func decodeChromeStaged(ctx context.Context, r io.Reader, source int, lim ChromeLimits, sink Sink) (*Stats, error) {
+	if 8*(int64(lim.withDefaults().MaxStringBytes)+1)+stageArena >= 1<<32 {
+		// An event's text might not fit the records' 32-bit offsets.
+		return DecodeChrome(ctx, r, source, lim, sink)
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d := newChromeDecoder(pctx, r, source, lim)
