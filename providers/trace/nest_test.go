@@ -319,12 +319,11 @@ func BenchmarkDecodeChromeSteps(b *testing.B) {
 	benchDecode(b, benchSteps)
 }
 
+// benchDecode measures decoding alone, decoding and nesting on one goroutine, and the
+// staged read (parsing on a goroutine of its own) with nesting, as read does it.
 func benchDecode(b *testing.B, benchTrace []byte) {
-	for _, nest := range []bool{false, true} {
-		name := "decode"
-		if nest {
-			name = "decode+nest"
-		}
+	for _, name := range []string{"decode", "decode+nest", "staged+nest"} {
+		nest, staged := name != "decode", name == "staged+nest"
 		b.Run(name, func(b *testing.B) {
 			run := func() {
 				var sink Sink = nopSink{}
@@ -333,7 +332,11 @@ func benchDecode(b *testing.B, benchTrace []byte) {
 					n = NewNester(NesterOptions{}, nil, func(*Nested) error { return nil })
 					sink = n
 				}
-				if _, err := DecodeChrome(context.Background(), bytes.NewReader(benchTrace), 0, ChromeLimits{}, sink); err != nil {
+				decode := DecodeChrome
+				if staged {
+					decode = decodeChromeStaged
+				}
+				if _, err := decode(context.Background(), bytes.NewReader(benchTrace), 0, ChromeLimits{}, sink); err != nil {
 					b.Fatal(err)
 				}
 				if n != nil {
