@@ -32,35 +32,17 @@ type stagedEvent struct {
 	argSet                      uint16
 }
 
-// add appends e to the batch.
-func (b *eventBatch) add(e *chromeEvent) {
+// add appends e, whose kept text is text (e.kept()), to the batch.
+func (b *eventBatch) add(e *chromeEvent, text *[8][]byte) {
 	b.evs = append(b.evs, stagedEvent{ord: e.ord, end: e.end, ts: e.ts, dur: e.dur, pid: e.pid, tid: e.tid,
 		argVals: e.argVals, idKind: e.idKind, hasTS: e.hasTS, argSet: e.argSet})
 	r := &b.evs[len(b.evs)-1]
 	a := b.arena
 	r.text[0] = uint32(len(a))
-	a = append(a, e.ph...)
-	r.text[1] = uint32(len(a))
-	a = append(a, e.name...)
-	r.text[2] = uint32(len(a))
-	a = append(a, e.cat...)
-	r.text[3] = uint32(len(a))
-	a = append(a, e.scope...)
-	r.text[4] = uint32(len(a))
-	a = append(a, e.id...)
-	r.text[5] = uint32(len(a))
-	if e.argSet&argFile != 0 {
-		a = append(a, e.argFile...)
+	for k, f := range text {
+		a = append(a, f...)
+		r.text[k+1] = uint32(len(a))
 	}
-	r.text[6] = uint32(len(a))
-	if e.argSet&argShapes != 0 {
-		a = append(a, e.argShapes...)
-	}
-	r.text[7] = uint32(len(a))
-	if e.argSet&argName != 0 {
-		a = append(a, e.argName...)
-	}
-	r.text[8] = uint32(len(a))
 	b.arena = a
 }
 
@@ -75,19 +57,21 @@ func (b *eventBatch) event(i int, e *chromeEvent) {
 	e.argFile, e.argShapes, e.argName = a[t[5]:t[6]:t[6]], a[t[6]:t[7]:t[7]], a[t[7]:t[8]:t[8]]
 }
 
-// text is the number of bytes of e's text that dispatching reads.
-func (e *chromeEvent) text() int {
-	n := len(e.ph) + len(e.name) + len(e.cat) + len(e.scope) + len(e.id)
+// kept returns the byte fields of e that dispatching reads, in stagedEvent's order:
+// the argument strings only when their bit of argSet is set (otherwise they may hold
+// an earlier event's text).
+func (e *chromeEvent) kept() [8][]byte {
+	f := [8][]byte{e.ph, e.name, e.cat, e.scope, e.id}
 	if e.argSet&argFile != 0 {
-		n += len(e.argFile)
+		f[5] = e.argFile
 	}
 	if e.argSet&argShapes != 0 {
-		n += len(e.argShapes)
+		f[6] = e.argShapes
 	}
 	if e.argSet&argName != 0 {
-		n += len(e.argName)
+		f[7] = e.argName
 	}
-	return n
+	return f
 }
 
 // eventStage is the parser's side of decodeChromeStaged: it copies events into batches
@@ -105,12 +89,17 @@ type eventStage struct {
 // add copies e into the current batch, handing the batch over first when it is full;
 // it fails when the dispatching side has stopped (ctx done).
 func (st *eventStage) add(e *chromeEvent) error {
-	if b := st.cur; len(b.evs) == stageEvents || (len(b.evs) > 0 && len(b.arena)+e.text() > stageArena) {
+	text := e.kept()
+	n := 0
+	for _, f := range text {
+		n += len(f)
+	}
+	if b := st.cur; len(b.evs) == stageEvents || (len(b.evs) > 0 && len(b.arena)+n > stageArena) {
 		if err := st.flush(); err != nil {
 			return err
 		}
 	}
-	st.cur.add(e)
+	st.cur.add(e, &text)
 	return nil
 }
 

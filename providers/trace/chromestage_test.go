@@ -199,7 +199,9 @@ func TestStageHandsOverOnce(t *testing.T) {
 	defer cancel()
 	full := make(chan *eventBatch) // unbuffered: the send completes before the cancel
 	st := &eventStage{ctx: ctx, cur: &eventBatch{}, made: stageDepth + 1, full: full, free: make(chan *eventBatch, 1)}
-	st.cur.add(&chromeEvent{ph: []byte("X"), name: []byte("a")})
+	e := &chromeEvent{ph: []byte("X"), name: []byte("a")}
+	text := e.kept()
+	st.cur.add(e, &text)
 	got := make(chan *eventBatch, 2)
 	done := make(chan struct{})
 	go func() {
