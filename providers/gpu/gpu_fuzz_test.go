@@ -20,6 +20,8 @@ func FuzzReadSanitizer(f *testing.F) {
 			`<where><func>k</func><offset>0x70</offset></where></record></ComputeSanitizerOutput>`,
 		`<ComputeSanitizerOutput><record><kind>Api</kind><level>Error</level><what><text>cudaMalloc</text></what></record>` +
 			`<record><kind>Analysis</kind><level>Warning</level><what><hazardCount>3</hazardCount></what></record></ComputeSanitizerOutput>`,
+		"<ComputeSanitizerOutput><record><kind>InitcheckApiError</kind><accessAddress>0x10</accessAddress><accessSize>4</accessSize></record>" +
+			"</ComputeSanitizerOutput>\n========= ERROR SUMMARY: 3 errors\n========= ERROR SUMMARY: 2 errors were not printed\n",
 		`<ComputeSanitizerOutput><record><kind>`,
 		`<Other/>`,
 	} {
@@ -34,6 +36,9 @@ func FuzzReadSanitizer(f *testing.F) {
 		}
 		fuzztool.NonNegative(t, "records", log.records)
 		fuzztool.NonNegative(t, "hazards", log.hazards)
+		if _, reported, _ := log.truncation(); reported != nil {
+			fuzztool.NonNegative(t, "reported errors", *reported)
+		}
 		if int64(len(log.rows)) > log.records || log.errors > log.records {
 			t.Fatalf("rows %d, errors %d, records %d", len(log.rows), log.errors, log.records)
 		}

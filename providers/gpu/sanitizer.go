@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -45,6 +47,10 @@ const (
 	classOther  = "other"
 )
 
+// defaultPrintLimit is compute-sanitizer's default --print-limit: it stops printing
+// (and saving) records after this many errors.
+const defaultPrintLimit = 100
+
 // sanitizerLog is a decoded log: the rows kept, the number of records and the counts.
 type sanitizerLog struct {
 	rows            []gen.SanitizerRecordRow
@@ -52,9 +58,25 @@ type sanitizerLog struct {
 	kinds, levels   map[string]int64
 	classifications map[string]int64
 	hazards         int64
-	// errors counts the records of level Error and the api_error records.
+	// errors counts the error records (isError).
 	errors int64
+	// summary is what the log's own console summary lines say, when it has any.
+	summary sanitizerSummary
 }
+
+// sanitizerSummary holds the figures of compute-sanitizer's console summary lines found
+// in the log's text outside its records: "ERROR SUMMARY: 1024 errors" and "ERROR SUMMARY:
+// 924 errors were not printed. Use --print-limit option to adjust the number of printed
+// errors". A nil figure is a line the log does not have; repeated lines keep the largest.
+type sanitizerSummary struct {
+	total, notPrinted *int64
+}
+
+// Summary lines, matched within one line of text.
+var (
+	summaryTotal      = regexp.MustCompile(`ERROR SUMMARY: *([0-9]+) errors?\s*$`)
+	summaryNotPrinted = regexp.MustCompile(`([0-9]+) errors? (?:were|was) not printed`)
+)
 
 // record accumulates one <record> while its elements stream past.
 type record struct {
@@ -63,6 +85,10 @@ type record struct {
 	hasBlock, hasThrd  bool
 	srcDir, dstDir     string
 	srcCount, dstCount *int64
+	// accessAddr and accessSize are initcheck's accessAddress and accessSize, the
+	// address and size of a record that has no what/address or what/size.
+	accessAddr *string
+	accessSize *int64
 }
 
 func sanitizerDecodeErr(src int, format string, args ...any) error {
@@ -130,6 +156,9 @@ func readSanitizer(ctx context.Context, in providers.Input) (*sanitizerLog, erro
 				rec = &record{row: gen.SanitizerRecordRow{Index: log.records}}
 			}
 		case xml.CharData:
+			if rec == nil && len(path) == 0 {
+				log.summary.scan(t)
+			}
 			if rec != nil && len(path) > 1 {
 				if len(text)+len(t) > maxSanitizerText {
 					return nil, &providers.LimitError{Source: src, Limit: maxSanitizerText, Unit: "bytes",
@@ -153,21 +182,7 @@ func readSanitizer(ctx context.Context, in providers.Input) (*sanitizerLog, erro
 					return nil, &providers.LimitError{Source: src, Limit: maxSanitizerRecords, Unit: "records",
 						Message: fmt.Sprintf("source %d holds more than %d records", src, maxSanitizerRecords)}
 				}
-				row := rec.finish()
-				log.kinds[row.Kind]++
-				if row.Level != nil {
-					log.levels[*row.Level]++
-				}
-				log.classifications[row.Classification]++
-				if (row.Level != nil && *row.Level == "Error") || row.Classification == classAPI {
-					log.errors++
-				}
-				if row.HazardCount != nil {
-					log.hazards += *row.HazardCount
-				}
-				if len(log.rows) < providers.MaxProjectionRows {
-					log.rows = append(log.rows, row)
-				}
+				log.add(rec.finish())
 				rec = nil
 			}
 			path = path[:len(path)-1]
@@ -178,6 +193,132 @@ func readSanitizer(ctx context.Context, in providers.Input) (*sanitizerLog, erro
 			Message: fmt.Sprintf("source %d holds no XML element: not a Compute Sanitizer log", src)}
 	}
 	return log, nil
+}
+
+// add counts the finished row and keeps it while rows remain.
+func (l *sanitizerLog) add(row gen.SanitizerRecordRow) {
+	l.kinds[row.Kind]++
+	if row.Level != nil {
+		l.levels[*row.Level]++
+	}
+	l.classifications[row.Classification]++
+	if isError(row) {
+		l.errors++
+	}
+	if row.HazardCount != nil {
+		l.hazards += *row.HazardCount
+	}
+	if len(l.rows) < providers.MaxProjectionRows {
+		l.rows = append(l.rows, row)
+	}
+}
+
+// isError reports whether a row is an error record by what it is: an api_error, or a
+// memory_access or other record (memcheck, initcheck, synccheck) whose level is not a
+// warning or information, or a race_hazard of level Error. The level is compared ignoring case, and a record without one
+// is an error: compute-sanitizer writes none on Api records, and initcheck records
+// (kind InitcheckApiError) may come without one. A race_hazard's hazards are also
+// counted by hazard_count.
+func isError(row gen.SanitizerRecordRow) bool {
+	switch row.Classification {
+	case classAPI:
+		return true
+	case classRace:
+		// Racecheck's own summary counts a hazard of severity Error as an error
+		// ("1 hazard displayed (1 error, 0 warnings)").
+		return row.Level != nil && strings.EqualFold(*row.Level, "error")
+	}
+	if row.Level == nil {
+		return true
+	}
+	switch strings.ToLower(*row.Level) {
+	case "warning", "info", "information":
+		return false
+	}
+	return true
+}
+
+// scan reads the summary lines of text found outside the records.
+func (s *sanitizerSummary) scan(text []byte) {
+	if !bytes.Contains(text, []byte("ERROR")) && !bytes.Contains(text, []byte("not printed")) {
+		return
+	}
+	for line := range bytes.Lines(text) {
+		if m := summaryNotPrinted.FindSubmatch(line); m != nil {
+			keepLargest(&s.notPrinted, m[1])
+		} else if m := summaryTotal.FindSubmatch(line); m != nil {
+			keepLargest(&s.total, m[1])
+		}
+	}
+}
+
+// keepLargest sets *dst to the integer digits when it is larger; digits past int64 are
+// ignored.
+func keepLargest(dst **int64, digits []byte) {
+	n, err := strconv.ParseInt(string(digits), 10, 64)
+	if err != nil {
+		return
+	}
+	if *dst == nil || n > **dst {
+		*dst = &n
+	}
+}
+
+// reported is the error total the log's summary gives: its ERROR SUMMARY figure, else
+// the error records plus those it says were not printed; nil without a summary line.
+func (s sanitizerSummary) reported(errors int64) *int64 {
+	switch {
+	case s.total != nil:
+		return s.total
+	case s.notPrinted != nil:
+		n := errors + *s.notPrinted
+		if n < errors {
+			n = math.MaxInt64
+		}
+		return &n
+	}
+	return nil
+}
+
+// truncation says whether the log may hold fewer records than the sanitizer found: its
+// summary says some were not printed or counts more errors than the log holds records;
+// or, without a summary line, it holds exactly defaultPrintLimit records or error
+// records. reported is the summary's total (nil without one) and why the limitation
+// sentence, empty when possibly is false.
+func (l *sanitizerLog) truncation() (possibly bool, reported *int64, why string) {
+	reported = l.summary.reported(l.errors)
+	switch {
+	case l.summary.notPrinted != nil && *l.summary.notPrinted > 0, reported != nil && *reported > l.records:
+		return true, reported, summaryTruncation(*reported, l.records)
+	case reported != nil:
+		return false, reported, ""
+	case l.records == defaultPrintLimit:
+		return true, nil, limitTruncation("records")
+	case l.errors == defaultPrintLimit:
+		return true, nil, limitTruncation("error records")
+	}
+	return false, nil, ""
+}
+
+// rerunAll is how to get every record.
+const rerunAll = " Rerunning with --print-limit 0 prints them all."
+
+// limitTruncation is the limitation of a log that stops at the default print limit:
+// what names what it holds exactly defaultPrintLimit of (records, error records).
+func limitTruncation(what string) string {
+	return fmt.Sprintf("possibly_truncated: the log holds exactly %[1]d %[2]s, the number after which Compute Sanitizer stops printing "+
+		"by default (--print-limit %[1]d), and no summary line saying how many it found, so it may hold only the first %[1]d of more records; "+
+		"error_count and the rows cover the printed records only.", defaultPrintLimit, what) +
+		rerunAll + " (The compute-sanitizer capture provider passes --print-limit 0, so its logs are complete.)"
+}
+
+// summaryTruncation is the limitation of a log whose summary reports more errors than
+// it holds records.
+func summaryTruncation(reported, records int64) string {
+	return fmt.Sprintf("possibly_truncated: the log's own summary reports %d errors but the log holds %d records, "+
+		"so it holds only the first %d of more: Compute Sanitizer stops printing at --print-limit (%d by default); "+
+		"reported_error_count is the summary's figure, while error_count and the rows cover the printed records only.",
+		reported, records, records, defaultPrintLimit) + rerunAll
 }
 
 // set stores the text of the element at path (below <record>).
@@ -227,6 +368,10 @@ func (r *record) set(path []string, v string, src int, n int64) error {
 		return integer(&row.Size)
 	case "what/address":
 		return str(&row.Address)
+	case "accessAddress", "what/accessAddress":
+		return str(&r.accessAddr)
+	case "accessSize", "what/accessSize":
+		return integer(&r.accessSize)
 	case "where/func", "what/source/where/func":
 		return str(&row.Function)
 	case "where/path", "what/source/where/path":
@@ -262,6 +407,12 @@ func (r *record) finish() gen.SanitizerRecordRow {
 	if r.hasThrd {
 		row.Thread = r.thread[:]
 	}
+	if row.Address == nil {
+		row.Address = r.accessAddr
+	}
+	if row.Size == nil {
+		row.Size = r.accessSize
+	}
 	if r.srcDir != "" || r.dstDir != "" {
 		h := strings.ToLower(r.srcDir) + "/" + strings.ToLower(r.dstDir)
 		row.HazardType = &h
@@ -291,15 +442,23 @@ func inspectSanitizer(ctx context.Context, req *providers.Request[gen.NoFields])
 	if err != nil {
 		return nil, err
 	}
+	truncated, reported, why := log.truncation()
+	// A log without records is clean unless its summary counts errors it did not print.
+	clean := log.records == 0 && !truncated
 	m := map[string]any{
 		"record_count": log.records, "kinds": log.kinds, "levels": log.levels,
 		"classifications": log.classifications, "hazard_count": log.hazards,
-		"error_count": log.errors,
-		"clean":       log.records == 0,
+		"error_count":          log.errors,
+		"possibly_truncated":   truncated,
+		"reported_error_count": reported,
+		"clean":                clean,
 	}
 	var lim []string
-	if log.records == 0 {
+	if clean {
 		lim = append(lim, "no_errors_recorded: the log holds no record; the sanitizer tool reported nothing in the kernels that ran.")
+	}
+	if why != "" {
+		lim = append(lim, why)
 	}
 	rows := providers.Project(int(min(log.records, int64(providers.MaxProjectionRows)+1)), func(i int) gen.SanitizerRecordRow {
 		return log.rows[i]
