@@ -10,8 +10,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 
@@ -292,3 +295,188 @@ func TestJSONProfileShapeBombs(t *testing.T) {
 
 func speedscope(r io.Reader) error { _, _, err := DecodeSpeedscope(r, Options{}); return err }
 func cpuprofile(r io.Reader) error { _, err := DecodeCPUProfile(r, Options{}); return err }
+
+// stackPprof is the protobuf of a CPU profile of locations locations, each of lines
+// inlined lines of its own function (a frame per location), and samples samples that
+// each name the locations in turn, refs times in all: stacks of lines*refs frames. With
+// one location of 30,000 lines named 100,000 times it is issue 40's 215 KiB profile,
+// whose stack is 3*10^9 frames.
+func stackPprof(locations, lines, refs, samples int) []byte {
+	msg := func(b []byte, field protowire.Number, m []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(b, field, protowire.BytesType), m)
+	}
+	varint := func(b []byte, field protowire.Number, v uint64) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(b, field, protowire.VarintType), v)
+	}
+	b := msg(nil, 1, varint(varint(nil, 1, 1), 2, 2)) // sample_type: cpu nanoseconds
+	var ids []byte
+	for j := range refs {
+		ids = protowire.AppendVarint(ids, uint64(j%locations+1))
+	}
+	smp := varint(msg(nil, 1, ids), 2, 10) // location_id (packed), value
+	for range samples {
+		b = msg(b, 2, smp)
+	}
+	for i := range locations {
+		loc := varint(nil, 1, uint64(i+1))
+		line := msg(nil, 4, varint(nil, 1, uint64(i+1))) // Line: function_id
+		for range lines {
+			loc = append(loc, line...)
+		}
+		b = msg(b, 4, loc)
+	}
+	for i := range locations { // Function: id, name, filename, start_line
+		b = msg(b, 5, varint(varint(varint(varint(nil, 1, uint64(i+1)), 2, 3), 4, 4), 5, uint64(i)))
+	}
+	for _, s := range []string{"", "cpu", "nanoseconds", "main.f", "a.go"} {
+		b = msg(b, 6, []byte(s))
+	}
+	return b
+}
+
+// maxStackAlloc is what decoding a stack bomb may allocate in all: far above what a
+// stack of maxStackFrames frames costs, far below what the bombs expand to.
+const maxStackAlloc = 64 << 20
+
+// allocated is the bytes f allocates (the growth of runtime.MemStats.TotalAlloc).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// expectStackLimit runs decode and requires the LimitError of limit stack frames, with
+// at most maxStackAlloc bytes allocated.
+func expectStackLimit(t *testing.T, limit int64, decode func() error) {
+	t.Helper()
+	var err error
+	n := allocated(func() { err = decode() })
+	var lim *providers.LimitError
+	if !errors.As(err, &lim) {
+		t.Fatalf("got %T %v, want a LimitError", err, err)
+	}
+	t.Logf("%v (%d MiB allocated)", lim, n>>20)
+	if lim.Limit != limit || lim.Unit != "stack_frames" || lim.Source != 0 {
+		t.Errorf("limit %d %s at source %d, want %d stack_frames at source 0", lim.Limit, lim.Unit, lim.Source, limit)
+	}
+	if !testtool.Race && n > maxStackAlloc {
+		t.Errorf("%d MiB allocated, want at most %d MiB", n>>20, maxStackAlloc>>20)
+	}
+}
+
+// Issue 40: a pprof profile whose locations' inlined lines, named again and again by its
+// samples, expand to stacks beyond maxStackFrames, or to more than maxSampledFrames
+// frames over all the samples, fails typed in little memory, by either reader and
+// through the bounded file reader; stacks up to the bound decode.
+func TestPprofStackBombs(t *testing.T) {
+	perSample := maxSampledFrames/maxStackFrames + 1
+	tests := []struct {
+		name                            string
+		locations, lines, refs, samples int
+		// limit is the LimitError's bound; 0 when the profile decodes.
+		limit int64
+	}{
+		{"issue 40: 30,000 lines named 100,000 times", 1, 30_000, 100_000, 1, maxStackFrames},
+		{"recursion one frame past the bound", 1, 1, maxStackFrames + 1, 1, maxStackFrames},
+		{"inlined lines past the bound", 1, maxStackFrames + 1, 1, 1, maxStackFrames},
+		{"samples at the bound beyond the total", 1, maxStackFrames / 2, 2, perSample, maxSampledFrames},
+		{"distinct frames at the bound", maxStackFrames, 1, maxStackFrames, 1, 0},
+		{"inlined frames at the bound", 4096, 16, 4096, 2, 0},
+		{"recursion at the bound", 1, 1, maxStackFrames, 3, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := stackPprof(tt.locations, tt.lines, tt.refs, tt.samples)
+			t.Logf("profile of %d KiB", len(data)>>10)
+			readers := []struct {
+				name   string
+				decode func() (*Sampled, error)
+			}{
+				{"streaming", func() (*Sampled, error) { s, _, err := DecodePprof(bytes.NewReader(data), Options{}); return s, err }},
+				{"profile.Parse", func() (*Sampled, error) { s, _, err := parsedPprof(data, Options{}); return s, err }},
+			}
+			for _, r := range readers {
+				if tt.limit != 0 {
+					expectStackLimit(t, tt.limit, func() error { _, err := r.decode(); return err })
+					continue
+				}
+				s, err := r.decode()
+				if err != nil {
+					t.Fatalf("%s: %v", r.name, err)
+				}
+				if s.Samples != int64(tt.samples) || len(s.Frames) != tt.locations || s.stackFrames != int64(tt.samples*tt.lines*tt.refs) {
+					t.Errorf("%s: %d samples, %d frames, %d stack frames", r.name, s.Samples, len(s.Frames), s.stackFrames)
+				}
+			}
+			if tt.limit != 0 {
+				expectStackLimit(t, tt.limit, func() error { return decodePprofFile(t, gzipOf(t, func(w io.Writer) { w.Write(data) })) })
+			}
+		})
+	}
+}
+
+// cpuprofileSampled is cpuprofileChain(depth) with samples samples of its leaf.
+func cpuprofileSampled(depth, samples int) []byte {
+	doc := cpuprofileChain(depth)
+	doc = append(doc[:len(doc)-1], `,"samples":[`...)
+	doc = append(doc, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("%d,", depth), samples), ",")...)
+	doc = append(doc, `],"timeDeltas":[`...)
+	doc = append(doc, strings.TrimSuffix(strings.Repeat("1,", samples), ",")...)
+	return append(doc, "]}"...)
+}
+
+// Issue 40: every sampled format bounds a stack as it reads it, before the stack is
+// built: a stack of maxStackFrames frames decodes and one more frame fails typed. A V8
+// CPU profile, whose samples name nodes that stand for their whole path, is bounded by
+// its depth in nodes (TestCPUProfileDeepChain), and in all by maxSampledFrames.
+func TestStackDepthBound(t *testing.T) {
+	collapsed := func(n int) []byte { return []byte(strings.Repeat("a;", n-1) + "a 1\n") }
+	perfScript := func(n int) []byte {
+		return []byte("prog 1 1.0: cycles:\n" + strings.Repeat("\tffffffff81000000 f+0x1 (/lib/x.so)\n", n) + "\n")
+	}
+	speedscopeDoc := func(n int) []byte {
+		return []byte(`{"shared":{"frames":[{"name":"a"}]},"profiles":[{"type":"sampled","unit":"none","samples":[[` +
+			strings.TrimSuffix(strings.Repeat("0,", n), ",") + `]],"weights":[1]}]}`)
+	}
+	decodeCollapsed := func(r io.Reader) error { _, err := DecodeCollapsed(r, Options{Edges: true}); return err }
+	decodePerfScript := func(r io.Reader) error { _, err := DecodePerfScript(r, Options{Edges: true}); return err }
+	chainDepth := 1 << 14
+	tests := []struct {
+		name   string
+		doc    []byte
+		decode func(io.Reader) error
+		// limit and unit are the LimitError's; limit is 0 when the document decodes.
+		limit int64
+		unit  string
+	}{
+		{"collapsed at the bound", collapsed(maxStackFrames), decodeCollapsed, 0, ""},
+		{"collapsed past the bound", collapsed(maxStackFrames + 1), decodeCollapsed, maxStackFrames, "stack_frames"},
+		{"perf script at the bound", perfScript(maxStackFrames), decodePerfScript, 0, ""},
+		{"perf script past the bound", perfScript(maxStackFrames + 1), decodePerfScript, maxStackFrames, "stack_frames"},
+		{"speedscope at the bound", speedscopeDoc(maxStackFrames), speedscope, 0, ""},
+		{"speedscope past the bound", speedscopeDoc(maxStackFrames + 1), speedscope, maxStackFrames, "stack_frames"},
+		{"cpuprofile samples beyond the total", cpuprofileSampled(chainDepth, maxSampledFrames/chainDepth+1), cpuprofile, maxSampledFrames, "stack_frames"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			n := allocated(func() { err = tt.decode(bytes.NewReader(tt.doc)) })
+			t.Logf("document of %d KiB: %v (%d MiB allocated)", len(tt.doc)>>10, err, n>>20)
+			if !testtool.Race && n > maxStackAlloc {
+				t.Errorf("%d MiB allocated, want at most %d MiB", n>>20, maxStackAlloc>>20)
+			}
+			if tt.limit == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var lim *providers.LimitError
+			if !errors.As(err, &lim) || lim.Limit != tt.limit || lim.Unit != tt.unit {
+				t.Fatalf("got %v, want the LimitError of %d %s", err, tt.limit, tt.unit)
+			}
+		})
+	}
+}

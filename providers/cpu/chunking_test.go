@@ -13,7 +13,7 @@ import (
 )
 
 // sampled compares Sampled values whole.
-var sampled = cmp.AllowUnexported(Sampled{})
+var sampled = cmp.AllowUnexported(Sampled{}, edgeSeen{})
 
 // TestDecodePprofStreamAnyChunking requires DecodePprofStream to read a generated pprof
 // profile larger than the reader's first 4 KiB buffer and the corpus one (gzipped and

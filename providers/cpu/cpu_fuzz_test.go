@@ -168,6 +168,10 @@ func FuzzDecodePprof(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// Issue 40: a location of 300 inlined lines named 300 times by one sample, a stack of
+	// 90,000 frames from 1.5 KiB (beyond maxStackFrames), and one just under it (65,280).
+	f.Add(stackPprof(1, 300, 300, 1))
+	f.Add(stackPprof(1, 256, 255, 1))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzztool.Bounded(t, func() {
 			for _, in := range [][]byte{b, gzipped(b)} {

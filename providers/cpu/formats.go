@@ -24,8 +24,9 @@ const (
 // speedscopeUnits scales a Speedscope value unit to seconds; none counts samples.
 var speedscopeUnits = map[string]float64{"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1}
 
-// maxCPUProfileDepth bounds the depth of a V8 CPU profile's node tree.
-const maxCPUProfileDepth = 1 << 16
+// maxCPUProfileDepth bounds the depth of a V8 CPU profile's node tree: a node's stack
+// has a frame per ancestor, so the bound is maxStackFrames.
+const maxCPUProfileDepth = maxStackFrames
 
 // jsonError is the error of a JSON profile that did not decode: the bound of the reader
 // (decompressed bytes) as itself, anything else a DecodeError with message.
@@ -146,6 +147,9 @@ func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 		}
 		stack := make([]int, 0, 64)
 		for si, smp := range p.Samples {
+			if len(smp) > maxStackFrames {
+				return nil, 0, stackLimit(fmt.Sprintf("Speedscope profile %d sample %d", pi, si))
+			}
 			stack = stack[:0]
 			for _, fi := range smp {
 				if fi < 0 || fi >= len(frames) {
@@ -201,9 +205,14 @@ func DecodeCollapsed(r io.Reader, o Options) (*Sampled, error) {
 			return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d does not end with a sample count", lineNo)}
 		}
 		stack = stack[:0]
-		for _, name := range strings.Split(line[:sp], ";") {
+		for rest := line[:sp]; rest != ""; {
+			var name string
+			name, rest, _ = strings.Cut(rest, ";")
 			if name == "" {
 				continue
+			}
+			if len(stack) == maxStackFrames {
+				return nil, stackLimit(fmt.Sprintf("line %d of the collapsed stacks", lineNo))
 			}
 			i, err := s.Frame(Frame{Function: name})
 			if err != nil {
@@ -255,19 +264,18 @@ var symOffset = regexp.MustCompile(`\+0x[0-9a-fA-F]+$`)
 func DecodePerfScript(r io.Reader, o Options) (*Sampled, error) {
 	s := NewSampled("samples", o)
 	br := bufio.NewReaderSize(r, 1<<16)
-	var leafFirst []int
-	inSample := false
+	// stack is the sample's frames, leaf first as they are read, then reversed in place.
+	var stack []int
+	inSample, sampleLine := false, 0
 	flush := func() error {
 		if !inSample {
 			return nil
 		}
-		stack := make([]int, len(leafFirst))
-		for i, f := range leafFirst {
-			stack[len(leafFirst)-1-i] = f
-		}
-		leafFirst = leafFirst[:0]
+		slices.Reverse(stack)
+		err := s.Add(stack, 1, 1)
+		stack = stack[:0]
 		inSample = false
-		return s.Add(stack, 1, 1)
+		return err
 	}
 	for lineNo := 1; ; lineNo++ {
 		line, err := readBoundedLine(br, maxCollapsedLine)
@@ -290,17 +298,20 @@ func DecodePerfScript(r io.Reader, o Options) (*Sampled, error) {
 			if !inSample {
 				return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d is a frame outside a sample", lineNo)}
 			}
+			if len(stack) == maxStackFrames {
+				return nil, stackLimit(fmt.Sprintf("the sample at line %d of the perf script output", sampleLine))
+			}
 			f := parsePerfFrame(strings.TrimSpace(line))
 			i, err := s.Frame(f)
 			if err != nil {
 				return nil, err
 			}
-			leafFirst = append(leafFirst, i)
+			stack = append(stack, i)
 		default:
 			if err := flush(); err != nil {
 				return nil, err
 			}
-			inSample = true
+			inSample, sampleLine = true, lineNo
 		}
 	}
 }

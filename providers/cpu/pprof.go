@@ -185,7 +185,7 @@ func aggregateParsed(p *profile.Profile, o Options) (*Sampled, PprofInfo, error)
 	s := newPprofSampled(info.SampleUnit, o)
 	frames := map[uint64][]int{} // location id -> frames leaf first
 	stack := make([]int, 0, 64)
-	for _, smp := range p.Sample {
+	for si, smp := range p.Sample {
 		if idx >= len(smp.Value) {
 			return nil, info, &providers.DecodeError{Message: "a pprof sample has fewer values than sample types"}
 		}
@@ -199,6 +199,9 @@ func aggregateParsed(p *profile.Profile, o Options) (*Sampled, PprofInfo, error)
 					return nil, info, err
 				}
 				frames[loc.ID] = fs
+			}
+			if len(fs) > maxStackFrames-len(stack) {
+				return nil, info, pprofStackLimit(si)
 			}
 			for fi := len(fs) - 1; fi >= 0; fi-- { // callers of inlined frames first
 				stack = append(stack, fs[fi])
@@ -730,6 +733,7 @@ func (p *pprofStream) aggregate(o Options) (*Sampled, PprofInfo, error) {
 	var smp pprofSample
 	stack := make([]int, 0, 64)
 	var bound error
+	si := -1
 	err = p.samples.each(func(b []byte) error {
 		if err := p.sample(b, &smp, idx); err != nil {
 			return err
@@ -737,6 +741,7 @@ func (p *pprofStream) aggregate(o Options) (*Sampled, PprofInfo, error) {
 		if bound != nil {
 			return nil // a bound was reached: only checking now
 		}
+		si++
 		stack = stack[:0]
 		for li := len(smp.locs) - 1; li >= 0; li-- { // root first
 			l := smp.locs[li]
@@ -748,6 +753,10 @@ func (p *pprofStream) aggregate(o Options) (*Sampled, PprofInfo, error) {
 				}
 				f = locFrames{int32(start), int32(len(list) - start)}
 				frames[l] = f
+			}
+			if int(f.n) > maxStackFrames-len(stack) {
+				bound = pprofStackLimit(si)
+				return nil
 			}
 			for fi := f.start + f.n - 1; fi >= f.start; fi-- { // callers of inlined frames first
 				stack = append(stack, list[fi])
@@ -763,6 +772,12 @@ func (p *pprofStream) aggregate(o Options) (*Sampled, PprofInfo, error) {
 		return nil, info, bound
 	}
 	return s, info, nil
+}
+
+// pprofStackLimit is the LimitError of sample si (counted from 0), whose locations' lines
+// make a stack of more than maxStackFrames frames.
+func pprofStackLimit(si int) *providers.LimitError {
+	return stackLimit(fmt.Sprintf("pprof sample %d (its locations' lines, counted at every reference)", si))
 }
 
 // locFrames are the frames of a location in the aggregation's list, leaf-most (inlined)

@@ -28,6 +28,33 @@ const (
 	maxEdges  = 1_000_000
 )
 
+// Bounds on the stacks of one sampled profile (issue 40). A format that names frames by
+// reference lets a few bytes stand for many frames: a pprof location of 30,000 inlined
+// lines named 100,000 times by one sample is a 215 KiB file whose stack is 3*10^9 frames,
+// and a V8 node deep in its tree stands for its whole path each time a sample names it.
+// Decoders count a stack's frames as they expand it and fail past maxStackFrames, before
+// the stack is built; Add fails once the stacks of all the samples pass maxSampledFrames.
+//
+// maxStackFrames is far beyond any real stack: profilers cut stacks off well below it (Go
+// at 64 to 128 frames, Linux perf at 127 by default, V8 at 255, async-profiler at 2,048)
+// and runtimes overflow first (Python's default recursion limit is 1,000 frames, Node's
+// default stack holds about 10,000 small frames). maxSampledFrames bounds the
+// work of the aggregation, which visits every frame of every stack (a few nanoseconds a
+// frame, about 100 with caller edges): a profile that reaches it holds millions of samples
+// hundreds of frames deep, where text formats, which spell every frame out, need more than
+// the 1 GiB input bound.
+const (
+	maxStackFrames   = 1 << 16
+	maxSampledFrames = 1 << 28
+)
+
+// stackLimit is the LimitError of a stack of more than maxStackFrames frames; what names
+// the stack ("pprof sample 3").
+func stackLimit(what string) *providers.LimitError {
+	return &providers.LimitError{Limit: maxStackFrames, Unit: "stack_frames",
+		Message: fmt.Sprintf("%s has a stack of more than %d frames", what, maxStackFrames)}
+}
+
 // Sampled is a sampled CPU profile aggregated as it is decoded: self and inclusive weight
 // per frame and caller-to-callee edges, each counted once per sample.
 type Sampled struct {
@@ -49,8 +76,18 @@ type Sampled struct {
 	index map[Frame]int
 	edges bool
 	adds  int64
-	seen  []int64 // by frame: the last Add call that counted it
-	seenE map[[2]int]int64
+	// stackFrames counts the frames of the stacks added, up to maxSampledFrames.
+	stackFrames int64
+	seen        []int64 // by frame: the last Add call that counted it
+	// edgeAt is Edges with the last Add call that counted each edge: one lookup per
+	// frame of a stack.
+	edgeAt map[[2]int]*edgeSeen
+}
+
+// edgeSeen is an edge and the last Add call that counted it.
+type edgeSeen struct {
+	*Edge
+	seen int64
 }
 
 // Edge aggregates one caller-to-callee pair.
@@ -70,7 +107,7 @@ type Options struct {
 
 // NewSampled returns an empty profile in unit.
 func NewSampled(unit string, o Options) *Sampled {
-	return &Sampled{Unit: unit, Scale: 1, edges: o.Edges, Edges: map[[2]int]*Edge{}, index: map[Frame]int{}, seenE: map[[2]int]int64{}}
+	return &Sampled{Unit: unit, Scale: 1, edges: o.Edges, Edges: map[[2]int]*Edge{}, index: map[Frame]int{}, edgeAt: map[[2]int]*edgeSeen{}}
 }
 
 // reserve makes room for n frames.
@@ -107,7 +144,9 @@ func (s *Sampled) Frame(f Frame) (int, error) {
 // leaf. A negative sample count is a DecodeError; counts that overflow int64 (collapsed stacks and V8 hit counts are
 // integers as written) are a LimitError, and a total weight that is no longer finite
 // (large Speedscope weights or V8 time deltas) a DecodeError: every sum stays exact or
-// finite, as the JSON result needs.
+// finite, as the JSON result needs. A stack of more than maxStackFrames frames, or one
+// that takes the frames of all the stacks added beyond maxSampledFrames, is a LimitError
+// (decoders bound a stack before they build it; this is the bound on the whole profile).
 func (s *Sampled) Add(stack []int, count int64, weight float64) error {
 	if count < 0 {
 		return &providers.DecodeError{Message: fmt.Sprintf("a sample count of %d; counts are >= 0", count)}
@@ -118,6 +157,14 @@ func (s *Sampled) Add(stack []int, count int64, weight float64) error {
 	if total := s.TotalWeight + weight; math.IsNaN(total) || math.IsInf(total, 0) {
 		return &providers.DecodeError{Message: "the profile's total sample weight is not a finite number"}
 	}
+	if len(stack) > maxStackFrames {
+		return stackLimit("a sample")
+	}
+	if int64(len(stack)) > maxSampledFrames-s.stackFrames {
+		return &providers.LimitError{Limit: maxSampledFrames, Unit: "stack_frames",
+			Message: fmt.Sprintf("the profile's samples have more than %d stack frames in all", maxSampledFrames)}
+	}
+	s.stackFrames += int64(len(stack))
 	s.Samples += count
 	s.TotalWeight += weight
 	if len(stack) == 0 {
@@ -138,18 +185,18 @@ func (s *Sampled) Add(stack []int, count int64, weight float64) error {
 			continue
 		}
 		k := [2]int{stack[i-1], f}
-		if s.seenE[k] == id {
-			continue
-		}
-		s.seenE[k] = id
-		e := s.Edges[k]
+		e := s.edgeAt[k]
 		if e == nil {
 			if len(s.Edges) >= maxEdges {
 				return &providers.LimitError{Message: fmt.Sprintf("the profile has more than %d distinct caller edges", maxEdges), Limit: maxEdges}
 			}
-			e = &Edge{}
-			s.Edges[k] = e
+			e = &edgeSeen{Edge: &Edge{}}
+			s.Edges[k], s.edgeAt[k] = e.Edge, e
 		}
+		if e.seen == id {
+			continue
+		}
+		e.seen = id
 		e.Samples += count
 		e.Weight += weight
 	}
