@@ -30,6 +30,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/go-faster/errors v0.8.0
 	github.com/go-faster/jx v1.2.0
+	github.com/ianlancetaylor/demangle v0.0.0-20250417193237-f615e6bd150b
 	github.com/ogen-go/ogen v1.24.0
 	go.opentelemetry.io/proto/otlp v1.11.1
 )

@@ -1028,8 +1028,52 @@ func (x *TableViewFields) ApplyDefaults() {
 	}
 }
 
+// TraceFilterFields are summarize_pytorch_trace's fields.
+type TraceFilterFields struct {
+	// PyTorch event kinds to keep (summarize_pytorch_trace's); omitted or []: all.
+	EventKind []string `json:"event_kind,omitempty"`
+	// Categories to keep, exactly (Nsight Systems operations: runtime, nvtx, osrt; OTLP: the span kind).
+	Category []string `json:"category,omitempty"`
+	// Keep names containing this (case-sensitive, as written).
+	NameContains *string `json:"name_contains,omitempty"`
+	// Keep slices at least this long (ns).
+	MinDurationNS *int64 `json:"min_duration_ns,omitempty"`
+}
+
+// TraceSliceFields are summarize_trace's and summarize_trace_operations's fields: the
+// table view and the slice filters (which apply to the operation's rows, not to tables).
+type TraceSliceFields struct {
+	// Nsight Systems sources (and OTLP for summarize_trace): "tables" pages the source's raw table rows, {table, ...columns}, instead of the operation's rows.
+	View string `json:"view,omitempty"`
+	// With view "tables": table name prefixes (case-insensitive); omitted or []: the catalog's tables for this operation (summarize_trace: all).
+	Tables []string `json:"tables,omitempty"`
+	// PyTorch event kinds to keep (summarize_pytorch_trace's); omitted or []: all.
+	EventKind []string `json:"event_kind,omitempty"`
+	// Categories to keep, exactly (Nsight Systems operations: runtime, nvtx, osrt; OTLP: the span kind).
+	Category []string `json:"category,omitempty"`
+	// Keep names containing this (case-sensitive, as written).
+	NameContains *string `json:"name_contains,omitempty"`
+	// Keep slices at least this long (ns).
+	MinDurationNS *int64 `json:"min_duration_ns,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *TraceSliceFields) ApplyDefaults() {
+	if isZero(x.View) {
+		x.View = "operation"
+	}
+}
+
 // WindowFields are inspect_trace_window's fields.
 type WindowFields struct {
+	// PyTorch event kinds to keep (summarize_pytorch_trace's); omitted or []: all.
+	EventKind []string `json:"event_kind,omitempty"`
+	// Categories to keep, exactly (Nsight Systems operations: runtime, nvtx, osrt; OTLP: the span kind).
+	Category []string `json:"category,omitempty"`
+	// Keep names containing this (case-sensitive, as written).
+	NameContains *string `json:"name_contains,omitempty"`
+	// Keep slices at least this long (ns).
+	MinDurationNS *int64 `json:"min_duration_ns,omitempty"`
 	// Inclusive window start in nanoseconds.
 	StartNS any `json:"start_ns"`
 	// Exclusive window end in nanoseconds; positive and greater than start_ns.
@@ -1112,18 +1156,35 @@ type PytorchEventRow struct {
 	LaunchOpName *string `json:"launch_op_name"`
 }
 
-// TraceOperationRow aggregates the spans of one operation: same name, kind and status.
+// TraceOperationRow aggregates the spans of one operation: same name, kind and status
+// (OTLP), the calls of one name in one table (Nsight Systems), or the slices of one name
+// and category (Chrome, PyTorch, Perfetto, rocprof; decision 0037). The optional fields
+// are the slice formats' and are absent for the others.
 type TraceOperationRow struct {
-	// Span name (Nsight Systems: the API function or NVTX range text); an empty name is <unnamed>.
+	// Span name (Nsight Systems: the API function or NVTX range text; slice formats: the slice name, C++ symbols demangled); an empty name is <unnamed>.
 	Operation string `json:"operation"`
-	// OTLP enum names: SPAN_KIND_SERVER ..., STATUS_CODE_UNSET | STATUS_CODE_OK | STATUS_CODE_ERROR; Nsight Systems: the table (runtime, nvtx, osrt) and null.
-	SpanKind   string  `json:"span_kind"`
+	// Slice formats: the name as written, when operation is its demangled form.
+	MangledName *string `json:"mangled_name,omitempty"`
+	// OTLP enum names: SPAN_KIND_SERVER ..., STATUS_CODE_UNSET | STATUS_CODE_OK | STATUS_CODE_ERROR; Nsight Systems: the table (runtime, nvtx, osrt) and null; slice formats: the category (<uncategorized> when it has none) and null.
+	SpanKind string `json:"span_kind"`
+	// Slice formats: summarize_pytorch_trace's event kind of the slices, when they have one.
+	EventKind  *string `json:"event_kind,omitempty"`
 	StatusCode *string `json:"status_code"`
 	CallCount  int64   `json:"call_count"`
 	// Over the spans with a start and an end not before it; mean is rounded half to even, null when none has.
 	TotalDurationNS any `json:"total_duration_ns"`
-	MeanDurationNS  any `json:"mean_duration_ns"`
-	MaxDurationNS   any `json:"max_duration_ns"`
+	// Slice formats: the summed self time, each slice's duration less its child slices' on its track (never below 0).
+	SelfDurationNS any `json:"self_duration_ns,omitempty"`
+	MeanDurationNS any `json:"mean_duration_ns"`
+	MaxDurationNS  any `json:"max_duration_ns"`
+	// Slice formats: total_duration_ns over the summed total of the listed rows of the same span_kind, rounded to 4 decimals.
+	ShareOfKind *float64 `json:"share_of_kind,omitempty"`
+	// GPU kernels, memcpy and memset of torch.profiler traces: the operator (Kineto External id, the innermost) that launched most of the row's time; absent when none is linked.
+	LaunchOpName *string `json:"launch_op_name,omitempty"`
+	// The number of distinct operators that launched the row's slices.
+	LaunchOpCount *int64 `json:"launch_op_count,omitempty"`
+	// GPU activity: the distinct streams of the row's slices, ascending (the first 16).
+	Streams []int64 `json:"streams,omitempty"`
 }
 
 // TraceLifecycleRow is one span start, span end or span event.
@@ -2222,7 +2283,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatXctrace, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "TableViewFields",
+		FieldsDefinition: "TraceSliceFields",
 		CaptureProviders: []string{"torch-profiler", "rocprofv3", "xctrace", "nsight-systems"},
 		Experiment:       false,
 		Released:         true,
@@ -2269,7 +2330,7 @@ var Operations = []OperationDecl{
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NoFields",
+		FieldsDefinition: "TraceFilterFields",
 		CaptureProviders: []string{"torch-profiler"},
 		Experiment:       false,
 		Released:         true,
@@ -2285,20 +2346,25 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeTraceOperations,
-		Description:      "Rank the operations of one OTLP trace (spans by name, kind and status) or Nsight Systems export (CUDA API calls, NVTX ranges, OS runtime calls by name) by total duration, with call count, mean and max.",
-		Formats:          []Format{FormatOtlp, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
+		Description:      "Rank the operations of one trace by total duration, with call count, mean and max: the slices of a Chrome, torch.profiler/Kineto, Perfetto or rocprof trace by name and category (with self time, share, and for GPU kernels the launching operator and streams), OTLP spans by name, kind and status, Nsight Systems CUDA API calls, NVTX ranges and OS runtime calls by name.",
+		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatXctrace, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "TableViewFields",
-		CaptureProviders: []string{"nsight-systems"},
+		FieldsDefinition: "TraceSliceFields",
+		CaptureProviders: []string{"torch-profiler", "rocprofv3", "xctrace", "nsight-systems"},
 		Experiment:       false,
 		Released:         true,
-		Limitations:      []string{"Durations are end minus start of each span; a span without both timestamps counts as a call but not in the durations (missing_duration_count)."},
+		Limitations:      []string{"Durations are end minus start of each span; a span without both timestamps counts as a call but not in the durations (missing_duration_count).", "Slice formats: only slices with a positive duration are ranked; self time subtracts each slice's children on its track, so a parent's self time includes what it waits for on other tracks (GPU work it launched)."},
 		FormatLimitations: map[Format][]string{
-			FormatNsysParquet: []string{"Read from Nsight Systems' parquetdir export (nsys export --type parquetdir): the tables used are loaded from their <TABLE>.parquet files into a scratch SQLite database and read as the SQLite export is; table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
-			FormatNsysRep:     []string{"The report was converted with this machine's nsys (nsys export --type sqlite); the nsys executable's digest is bound into the result. Table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
-			FormatNsysSqlite:  []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
-			FormatOtlp:        []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
+			FormatChromeTrace:    []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented."},
+			FormatNsysParquet:    []string{"Read from Nsight Systems' parquetdir export (nsys export --type parquetdir): the tables used are loaded from their <TABLE>.parquet files into a scratch SQLite database and read as the SQLite export is; table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
+			FormatNsysRep:        []string{"The report was converted with this machine's nsys (nsys export --type sqlite); the nsys executable's digest is bound into the result. Table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
+			FormatNsysSqlite:     []string{"Read from Nsight Systems' SQLite export (nsys export --type sqlite); table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},
+			FormatOtlp:           []string{"OTLP spans are read from the JSON encoding (lowerCamelCase keys, hex ids, unknown fields ignored) or protobuf; attributes other than service.name are not read."},
+			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
+			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
+			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
 		},
 		Rows: []string{"TraceOperationRow", "SourceTableRow"},
 	},

@@ -77,7 +77,7 @@ func TestSummarizeAndWindowAgainstPython(t *testing.T) {
 	}
 	in := providers.Input{Path: path, Format: gen.FormatChromeTrace}
 
-	a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
+	a, err := summarize(context.Background(), &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestSummarizeNamesAgainstPython(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := providers.Input{Path: path, Format: c.format}
-			a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
+			a, err := summarize(context.Background(), &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -239,12 +239,12 @@ func noFields(in providers.Input) *providers.Request[gen.TableViewFields] {
 
 func benchOTLPSummary(b *testing.B, proto bool) {
 	req := noFields(otlpBenchInput(b, proto))
-	benchAnalysis(b, func(ctx context.Context) (*providers.Analysis, error) { return summarize(ctx, req) }, 0, 100)
+	benchAnalysis(b, func(ctx context.Context) (*providers.Analysis, error) { return summarize(ctx, sliceReq(req)) }, 0, 100)
 }
 
 func benchOTLPOperations(b *testing.B, proto bool) {
 	req := noFields(otlpBenchInput(b, proto))
-	benchAnalysis(b, func(ctx context.Context) (*providers.Analysis, error) { return summarizeOperations(ctx, req) }, 0, -1)
+	benchAnalysis(b, func(ctx context.Context) (*providers.Analysis, error) { return summarizeOperations(ctx, sliceReq(req)) }, 0, -1)
 }
 
 func BenchmarkOTLPSummarize1MJSON(b *testing.B)   { benchOTLPSummary(b, false) }
@@ -392,7 +392,7 @@ func BenchmarkGPULaunches1MDeepPage(b *testing.B) {
 // benchTablesPage is a page of view "tables" of summarize_trace (every table).
 func benchTablesPage(b *testing.B, in providers.Input, offset int64) {
 	req := tablesReq(in)
-	benchAnalysis(b, func(ctx context.Context) (*providers.Analysis, error) { return summarize(ctx, req) }, offset, 100)
+	benchAnalysis(b, func(ctx context.Context) (*providers.Analysis, error) { return summarize(ctx, sliceReq(req)) }, offset, 100)
 }
 
 // BenchmarkNsysTables1MFirstPage and ...DeepPage page the generated export's own tables

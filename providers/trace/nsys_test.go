@@ -276,7 +276,7 @@ func TestNsysOperationsAgainstPython(t *testing.T) {
 	if err := json.Unmarshal(python3(t, nsysOpsTruth, path), &want); err != nil {
 		t.Fatal(err)
 	}
-	a, err := summarizeOperations(context.Background(), nsysReq(path))
+	a, err := summarizeOperations(context.Background(), sliceReq(nsysReq(path)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,4 +308,17 @@ k = [r[0] for r in db.execute('select rowid from %s order by start' % t)]
 	}
 	python3(t, script+"db.commit()\n", src, dst)
 	return dst
+}
+
+// sliceReq is r with the fields of summarize_trace and summarize_trace_operations.
+func sliceReq(r *providers.Request[gen.TableViewFields]) *providers.Request[gen.TraceSliceFields] {
+	return &providers.Request[gen.TraceSliceFields]{Inputs: r.Inputs, Limits: r.Limits,
+		Fields: &gen.TraceSliceFields{View: r.Fields.View, Tables: r.Fields.Tables}}
+}
+
+// asView runs an analyzer of summarize_trace's fields on a request of the table view's.
+func asView(f func(context.Context, *providers.Request[gen.TraceSliceFields]) (*providers.Analysis, error)) func(context.Context, *providers.Request[gen.TableViewFields]) (*providers.Analysis, error) {
+	return func(ctx context.Context, r *providers.Request[gen.TableViewFields]) (*providers.Analysis, error) {
+		return f(ctx, sliceReq(r))
+	}
 }

@@ -165,7 +165,7 @@ db = sqlite3.connect(sys.argv[1])
 print(sum(db.execute('select count(*) from %s where end < start' % t).fetchone()[0] for t in
     ('CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_MEMSET', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'NVTX_EVENTS')))
 `, variant)
-	a, err := summarize(context.Background(), nsysReq(variant))
+	a, err := summarize(context.Background(), sliceReq(nsysReq(variant)))
 	if err != nil {
 		t.Fatal(err)
 	}

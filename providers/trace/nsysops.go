@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
+	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
@@ -34,14 +36,14 @@ type nsysOp struct {
 // nsysOperations groups an export's runtime API calls, NVTX ranges and OS runtime calls
 // by (table, name) in SQL; a call whose end precedes its start counts as a call without
 // a duration.
-func nsysOperations(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+func nsysOperations(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, f *filter) (*providers.Analysis, error) {
 	src, a, done, err := nsysInput(ctx, in, limits)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	var ops []*nsysOp
-	var events, missing int64
+	var events, missing, excluded int64
 	counts := map[string]any{}
 	err = src.withNsys(ctx, func(d *nsysDB) error {
 		for _, t := range nsysOpTables {
@@ -49,9 +51,25 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 			if !d.tables[t.table] {
 				continue
 			}
+			where, args := f.nsysWhere(t.kind, t.name, t.where)
+			if f != nil {
+				var all, kept int64
+				if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM `+t.from+t.where).Scan(&all); err != nil {
+					return d.sqlErr(ctx, err)
+				}
+				if where != "" {
+					if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM `+t.from+where, args...).Scan(&kept); err != nil {
+						return d.sqlErr(ctx, err)
+					}
+				}
+				excluded += all - kept
+				if where == "" {
+					continue
+				}
+			}
 			rows, err := d.sql.QueryContext(ctx, `SELECT `+t.name+` AS name, count(*), sum(e."end" >= e.start),
 				sum(CASE WHEN e."end" >= e.start THEN e."end" - e.start END), max(CASE WHEN e."end" >= e.start THEN e."end" - e.start END)
-				FROM `+t.from+t.where+` GROUP BY name`)
+				FROM `+t.from+where+` GROUP BY name`, args...)
 			if err != nil {
 				return d.sqlErr(ctx, err)
 			}
@@ -89,23 +107,18 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 	}
 	sort.Slice(ops, func(i, j int) bool {
 		a, b := ops[i], ops[j]
-		if c := a.total.Cmp(b.total); c != 0 {
-			return c > 0
-		}
-		if a.calls != b.calls {
-			return a.calls > b.calls
-		}
-		if a.name != b.name {
-			return a.name < b.name
-		}
-		return a.kind < b.kind
+		return ranksBefore(a.total.Cmp(b.total), a.calls, b.calls, a.name, b.name, a.kind, b.kind)
 	})
 	m := map[string]any{"operation_count": len(ops), "event_count": events, "missing_duration_count": missing}
 	for k, v := range counts {
 		m[k] = v
 	}
 	var lim []string
-	if len(ops) == 0 {
+	f.figures(m, excluded)
+	switch {
+	case len(ops) == 0 && excluded > 0:
+		lim = append(lim, f.emptyNote(excluded, "calls and ranges"))
+	case len(ops) == 0:
 		lim = append(lim, "no_operations_activity_observed: the export holds no CUDA API call, NVTX range or OS runtime call.")
 	}
 	a.Metrics, a.Limitations = m, lim
@@ -118,4 +131,35 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 		return row
 	})
 	return a, nil
+}
+
+// nsysWhere is the WHERE clause of one operations table under the filters, with its
+// arguments: the table's own condition (base, "" or " WHERE ..."), the row's span kind
+// (the table) for category, the name expression for name_contains, and end minus start
+// for min_duration_ns. It is "" when the filters exclude the whole table: its rows have
+// no PyTorch event kind, or its kind is not a category asked for.
+func (f *filter) nsysWhere(kind, name, base string) (string, []any) {
+	if f == nil {
+		return base, nil
+	}
+	if len(f.kinds) > 0 || (len(f.cats) > 0 && !slices.Contains(f.cats, kind)) {
+		return "", nil
+	}
+	var conds []string
+	var args []any
+	if base != "" {
+		conds = append(conds, strings.TrimPrefix(base, " WHERE "))
+	}
+	if f.contains != "" {
+		conds = append(conds, `instr(`+name+`, ?) > 0`)
+		args = append(args, f.contains)
+	}
+	if f.minDur > 0 {
+		conds = append(conds, `e."end" - e.start >= ?`)
+		args = append(args, f.minDur)
+	}
+	if len(conds) == 0 {
+		return " WHERE 1", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
 }

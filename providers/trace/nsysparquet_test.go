@@ -111,10 +111,10 @@ func TestNsysParquetEqualsSQLite(t *testing.T) {
 		}, 3000},
 		// View "tables": all 52 tables, and the operation's own filter.
 		{"summarize_trace tables", func(in providers.Input) (*providers.Analysis, error) {
-			return summarize(context.Background(), tablesReq(in))
+			return summarize(context.Background(), sliceReq(tablesReq(in)))
 		}, 9000},
 		{"summarize_trace_operations tables", func(in providers.Input) (*providers.Analysis, error) {
-			return summarizeOperations(context.Background(), tablesReq(in))
+			return summarizeOperations(context.Background(), sliceReq(tablesReq(in)))
 		}, 7500},
 	}
 	for _, op := range ops {
@@ -234,7 +234,7 @@ func TestNsysParquetScratchRemoved(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	req := &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{pq}}
-	if _, err := summarizeOperations(context.Background(), req); err != nil {
+	if _, err := summarizeOperations(context.Background(), sliceReq(req)); err != nil {
 		t.Fatal(err)
 	}
 	a, err := inspectLaunches(context.Background(), req)

@@ -118,7 +118,7 @@ func TestNsysSlicesAgainstPython(t *testing.T) {
 			if err := json.Unmarshal(python3(t, nsysSliceTruth, c.path), &truth); err != nil {
 				t.Fatal(err)
 			}
-			a, err := summarize(context.Background(), nsysReq(c.path))
+			a, err := summarize(context.Background(), sliceReq(nsysReq(c.path)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -117,16 +117,30 @@ func checkView(op gen.OperationName, f *gen.TableViewFields, in providers.Input)
 
 // tablesView answers view "tables" when the fields ask for it (ok), or refuses the
 // fields; otherwise the operation reads its own rows.
-func tablesView(ctx context.Context, op gen.OperationName, req *providers.Request[gen.TableViewFields]) (a *providers.Analysis, ok bool, err error) {
+func tablesView[F gen.TableViewFields | gen.TraceSliceFields](ctx context.Context, op gen.OperationName, req *providers.Request[F]) (a *providers.Analysis, ok bool, err error) {
 	in := req.Inputs[0]
-	if ok, err = checkView(op, req.Fields, in); !ok || err != nil {
+	var f *gen.TableViewFields
+	switch x := any(req.Fields).(type) {
+	case *gen.TableViewFields:
+		f = x
+	case *gen.TraceSliceFields:
+		if x != nil {
+			f = &gen.TableViewFields{View: x.View, Tables: x.Tables}
+			if ok, err = checkView(op, f, in); ok && err == nil && sliceFilter(x) != nil {
+				return nil, false, &providers.FieldError{Field: []any{"view"}, Accepted: []string{"operation"},
+					Message: `the filters (event_kind, category, name_contains, min_duration_ns) select the operation's rows, not tables: omit view, or omit the filters`,
+					Details: map[string]any{"option": "view"}}
+			}
+		}
+	}
+	if ok, err = checkView(op, f, in); !ok || err != nil {
 		return nil, ok, err
 	}
 	if in.Format == gen.FormatOtlp {
-		a, err = otlpTablesAnalysis(ctx, in, req.Fields.Tables)
+		a, err = otlpTablesAnalysis(ctx, in, f.Tables)
 		return a, true, err
 	}
-	a, err = tablesAnalysis(ctx, op, req.Fields, in, req.Limits)
+	a, err = tablesAnalysis(ctx, op, f, in, req.Limits)
 	return a, true, err
 }
 

@@ -106,14 +106,14 @@ func TestNsysTablesAgainstPython(t *testing.T) {
 		metric   string
 		limit    int64
 	}{
-		{"summarize_trace corpus", corpus, summarize, nil, nil, "accelerator_activity_observed", 997},
+		{"summarize_trace corpus", corpus, asView(summarize), nil, nil, "accelerator_activity_observed", 997},
 		{"inspect_gpu_launches corpus", corpus, inspectLaunches, nil, launchTablePrefixes, "accelerator_activity_observed", 400},
-		{"summarize_trace_operations corpus", corpus, summarizeOperations, nil, operationTablePrefixes, "operation_row_count", 3000},
+		{"summarize_trace_operations corpus", corpus, asView(summarizeOperations), nil, operationTablePrefixes, "operation_row_count", 3000},
 		{"summarize_trace_lifecycle corpus", corpus, summarizeLifecycle, nil, lifecycleTablePrefixes, "lifecycle_row_count", 3},
-		{"prefixes in any case", corpus, summarize, []string{"stringids", "cupti_activity_kind_mem", "TARGET_INFO_GPU"},
+		{"prefixes in any case", corpus, asView(summarize), []string{"stringids", "cupti_activity_kind_mem", "TARGET_INFO_GPU"},
 			[]string{"stringids", "cupti_activity_kind_mem", "TARGET_INFO_GPU"}, "accelerator_activity_observed", 50},
-		{"variant", variant, summarize, []string{"MPI_"}, []string{"MPI_"}, "accelerator_activity_observed", 2},
-		{"variant operations", variant, summarizeOperations, []string{"MPI_", "CUPTI_ACTIVITY_KIND_SYNC"},
+		{"variant", variant, asView(summarize), []string{"MPI_"}, []string{"MPI_"}, "accelerator_activity_observed", 2},
+		{"variant operations", variant, asView(summarizeOperations), []string{"MPI_", "CUPTI_ACTIVITY_KIND_SYNC"},
 			[]string{"MPI_", "CUPTI_ACTIVITY_KIND_SYNC"}, "operation_row_count", 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -159,7 +159,7 @@ func TestNsysTablesAgainstPython(t *testing.T) {
 // and prefixes that match nothing give an empty, complete page.
 func TestNsysTablesSentinels(t *testing.T) {
 	in := providers.Input{Path: corpusFile(t, nsysCorpus), Format: gen.FormatNsysSqlite}
-	a, err := summarize(context.Background(), tablesReq(in, "StringIds"))
+	a, err := summarize(context.Background(), sliceReq(tablesReq(in, "StringIds")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestNsysTablesFieldErrors(t *testing.T) {
 				// OTLP has a table view for summarize_trace only (catalog §1.3).
 				analyze = summarizeOperations
 			}
-			_, err := analyze(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &c.fields, Inputs: []providers.Input{c.in}})
+			_, err := analyze(context.Background(), sliceReq(&providers.Request[gen.TableViewFields]{Fields: &c.fields, Inputs: []providers.Input{c.in}}))
 			var fe *providers.FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want a field error", err)
@@ -232,8 +232,10 @@ db.commit()
 `, p)
 	in := providers.Input{Path: p, Format: gen.FormatNsysSqlite}
 	for name, analyze := range map[string]func() (*providers.Analysis, error){
-		"view tables":                func() (*providers.Analysis, error) { return summarize(context.Background(), tablesReq(in)) },
-		"summarize_trace_operations": func() (*providers.Analysis, error) { return summarizeOperations(context.Background(), nsysReq(p)) },
+		"view tables": func() (*providers.Analysis, error) { return summarize(context.Background(), sliceReq(tablesReq(in))) },
+		"summarize_trace_operations": func() (*providers.Analysis, error) {
+			return summarizeOperations(context.Background(), sliceReq(nsysReq(p)))
+		},
 	} {
 		_, err := analyze()
 		var ue *providers.UnsupportedError
@@ -260,7 +262,7 @@ func TestTablesPageEndsAtTheByteBudget(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			full := func() []json.RawMessage {
-				a, err := summarize(context.Background(), tablesReq(c.in, c.tables...))
+				a, err := summarize(context.Background(), sliceReq(tablesReq(c.in, c.tables...)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -273,7 +275,7 @@ func TestTablesPageEndsAtTheByteBudget(t *testing.T) {
 			if len(full) < 4 {
 				t.Fatalf("%d rows", len(full))
 			}
-			a, err := summarize(context.Background(), tablesReq(c.in, c.tables...))
+			a, err := summarize(context.Background(), sliceReq(tablesReq(c.in, c.tables...)))
 			if err != nil {
 				t.Fatal(err)
 			}

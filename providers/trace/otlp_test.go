@@ -358,7 +358,7 @@ func TestOTLPOperationsAgainstPython(t *testing.T) {
 			in := providers.Input{Path: c.path, Format: gen.FormatOtlp}
 			req := &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}}
 
-			a, err := summarize(context.Background(), req)
+			a, err := summarize(context.Background(), sliceReq(req))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -375,7 +375,7 @@ func TestOTLPOperationsAgainstPython(t *testing.T) {
 			got, _ := pageAll[sliceCols](t, a.Rows, 2)
 			compareRows(t, "summarize_trace", tr.Slices, got)
 
-			a, err = summarizeOperations(context.Background(), req)
+			a, err = summarizeOperations(context.Background(), sliceReq(req))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -745,7 +745,7 @@ func summarizeOTLPFile[T any](t *testing.T, name string, b []byte) []T {
 		t.Fatal(err)
 	}
 	in := providers.Input{Path: path, Format: gen.FormatOtlp}
-	a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
+	a, err := summarize(context.Background(), &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in}})
 	if err != nil {
 		t.Fatal(err)
 	}

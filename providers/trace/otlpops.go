@@ -122,12 +122,12 @@ type spanKey struct {
 
 // otlpSlices is the ranked population of summarize_trace and inspect_trace_window over
 // an OTLP source: the timed spans pick accepts, as slices.
-func otlpSlices(in providers.Input, less func(a, b *otlpSlice) bool, pick func(ts, dur int64) bool,
+func otlpSlices(in providers.Input, f *filter, less func(a, b *otlpSlice) bool, pick func(ts, dur int64) bool,
 	figures func(m map[string]any, n int64) string, row func(s *otlpSlice) any) providers.Rows {
 	return &ranked[otlpSlice]{less: less,
 		fill: func(ctx context.Context, keep func(*otlpSlice)) (int64, *providers.Page, error) {
 			traces := map[[16]byte]int64{}
-			var n, untimed int64
+			var n, untimed, excluded int64
 			var c otlpSlice
 			st, err := readOTLP(ctx, in, func(s *OTLPSpan) error {
 				t, ok := traces[s.TraceID]
@@ -147,6 +147,10 @@ func otlpSlices(in providers.Input, less func(a, b *otlpSlice) bool, pick func(t
 				if !pick(ts, dur) {
 					return nil
 				}
+				if !f.span(s.Name, kindName(s.Kind), dur, true) {
+					excluded++
+					return nil
+				}
 				n++
 				c = otlpSlice{id: s.Ordinal, ts: ts, dur: dur, track: t, name: s.Name, kind: s.Kind, service: s.Service,
 					trace: s.TraceID, parentSpan: s.ParentSpanID, hasParent: s.HasParent}
@@ -160,7 +164,12 @@ func otlpSlices(in providers.Input, less func(a, b *otlpSlice) bool, pick func(t
 			m["trace_count"] = len(traces)
 			m["untimed_span_count"] = untimed
 			lim := otlpLimitations(st)
-			if empty := figures(m, n); n == 0 {
+			empty := figures(m, n)
+			f.figures(m, excluded)
+			switch {
+			case n == 0 && excluded > 0:
+				lim = append(lim, f.emptyNote(excluded, "spans"))
+			case n == 0:
 				lim = append(lim, empty)
 			}
 			return n, &providers.Page{Metrics: m, Limitations: lim}, nil
@@ -219,8 +228,8 @@ func otlpSliceRow(s *otlpSlice) any {
 		TrackID: s.track, Category: &kind, ProcessName: s.service, Phase: "span"}
 }
 
-func summarizeOTLP(in providers.Input) *providers.Analysis {
-	return &providers.Analysis{Provider: provider(), Rows: otlpSlices(in, otlpByStart,
+func summarizeOTLP(in providers.Input, f *filter) *providers.Analysis {
+	return &providers.Analysis{Provider: provider(), Rows: otlpSlices(in, f, otlpByStart,
 		func(_, dur int64) bool { return dur > 0 },
 		func(m map[string]any, n int64) string {
 			m["slice_count"] = n
@@ -228,8 +237,8 @@ func summarizeOTLP(in providers.Input) *providers.Analysis {
 		}, otlpSliceRow)}
 }
 
-func windowOTLP(in providers.Input, start, end int64) *providers.Analysis {
-	return &providers.Analysis{Provider: provider(), Rows: otlpSlices(in, otlpByStartID,
+func windowOTLP(in providers.Input, start, end int64, f *filter) *providers.Analysis {
+	return &providers.Analysis{Provider: provider(), Rows: otlpSlices(in, f, otlpByStartID,
 		func(ts, dur int64) bool { return overlaps(ts, dur, start, end) },
 		func(m map[string]any, n int64) string {
 			m["matching_slice_count"] = n
@@ -291,21 +300,43 @@ func cmpU(a, b uint64) int {
 // maxOperations bounds the distinct operations one read aggregates.
 const maxOperations = providers.MaxProjectionRows
 
-func summarizeOperations(ctx context.Context, req *providers.Request[gen.TableViewFields]) (*providers.Analysis, error) {
+func summarizeOperations(ctx context.Context, req *providers.Request[gen.TraceSliceFields]) (*providers.Analysis, error) {
 	if a, ok, err := tablesView(ctx, gen.OperationNameSummarizeTraceOperations, req); ok || err != nil {
 		return a, err
 	}
-	in := req.Inputs[0]
-	if isNsys(in.Format) {
-		return nsysOperations(ctx, in, req.Limits)
+	in, f := req.Inputs[0], sliceFilter(req.Fields)
+	if err := unavailable(in); err != nil {
+		return nil, err
 	}
+	switch {
+	case isNsys(in.Format):
+		return nsysOperations(ctx, in, req.Limits, f)
+	case in.Format != gen.FormatOtlp:
+		tp, err := admitTraceProcessor(ctx, in, req.Limits)
+		if err != nil {
+			return nil, err
+		}
+		return sliceOperations(ctx, in, tp, f, &providers.Analysis{Provider: provider()})
+	}
+	return otlpOperations(ctx, in, f)
+}
+
+// otlpOperations ranks an OTLP trace's spans by (name, kind, status).
+func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*providers.Analysis, error) {
 	type key struct {
 		name         string
 		kind, status int32
 	}
 	ops := map[key]*operation{}
-	var missing, dropped int64
+	var missing, dropped, excluded int64
 	st, err := readOTLP(ctx, in, func(s *OTLPSpan) error {
+		if f != nil {
+			_, dur, timed := timing(s)
+			if !f.span(s.Name, kindName(s.Kind), dur, timed) {
+				excluded++
+				return nil
+			}
+		}
 		k := key{s.Name, s.Kind, s.StatusCode}
 		o := ops[k]
 		if o == nil {
@@ -344,7 +375,11 @@ func summarizeOperations(ctx context.Context, req *providers.Request[gen.TableVi
 	if dropped > 0 {
 		lim = append(lim, fmt.Sprintf("More than %d distinct operations: %d spans of further operations were not aggregated.", maxOperations, dropped))
 	}
-	if len(list) == 0 {
+	f.figures(m, excluded)
+	switch {
+	case len(list) == 0 && excluded > 0:
+		lim = append(lim, f.emptyNote(excluded, "spans"))
+	case len(list) == 0:
 		lim = append(lim, "no_spans_observed: the trace holds no span.")
 	}
 	return &providers.Analysis{Provider: provider(), Metrics: m, Limitations: lim,

@@ -307,7 +307,7 @@ func TestOTLPTablesAgainstPython(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := providers.Input{Path: c.path, Format: gen.FormatOtlp}
 			for _, limit := range []int64{1000, 3} {
-				got := allRows(t, func() (*providers.Analysis, error) { return summarize(context.Background(), tablesReq(in)) }, limit)
+				got := allRows(t, func() (*providers.Analysis, error) { return summarize(context.Background(), sliceReq(tablesReq(in))) }, limit)
 				if diff := cmp.Diff(testtool.JSONValue(t, c.want), testtool.JSONValue(t, got)); diff != "" {
 					t.Fatalf("rows by %d (-python +flameox):\n%s", limit, diff)
 				}
@@ -316,7 +316,7 @@ func TestOTLPTablesAgainstPython(t *testing.T) {
 				}
 			}
 			// Prefixes select tables by name, in any case.
-			a, err := summarize(context.Background(), tablesReq(in, "EVENTS", "li"))
+			a, err := summarize(context.Background(), sliceReq(tablesReq(in, "EVENTS", "li")))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,7 +342,7 @@ func TestOTLPTablesAgainstPython(t *testing.T) {
 func TestOTLPTablesProtobufCorpus(t *testing.T) {
 	path := testtool.Corpus(t, "local__otel_js_otlp_protobuf_trace.binpb")
 	tr := runOTLPTruth(t, protocSpans(t, path), "spans")
-	a, err := summarize(context.Background(), tablesReq(providers.Input{Path: path, Format: gen.FormatOtlp}, "spans"))
+	a, err := summarize(context.Background(), sliceReq(tablesReq(providers.Input{Path: path, Format: gen.FormatOtlp}, "spans")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestOTLPTablesProtobufCorpus(t *testing.T) {
 // TestOTLPTablesNoMatch: prefixes that match no OTLP table give an empty, complete page,
 // an empty tables list and a limitation naming the five tables.
 func TestOTLPTablesNoMatch(t *testing.T) {
-	a, err := summarize(context.Background(), tablesReq(providers.Input{Path: testtool.Corpus(t, "otlp__trace.json"), Format: gen.FormatOtlp}, "nothing"))
+	a, err := summarize(context.Background(), sliceReq(tablesReq(providers.Input{Path: testtool.Corpus(t, "otlp__trace.json"), Format: gen.FormatOtlp}, "nothing")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -456,7 +456,7 @@ func TestPerfettoCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := providers.Input{Path: path, Format: gen.FormatPerfetto}
-		a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
+		a, err := summarize(context.Background(), &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in}})
 		if err != nil {
 			return nil, err
 		}

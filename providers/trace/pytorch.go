@@ -50,7 +50,7 @@ func eventKind(n *Nested) string {
 
 func gpu(kind string) bool { return kind == "kernel" || kind == "memcpy" || kind == "memset" }
 
-func summarizePytorch(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+func summarizePytorch(ctx context.Context, req *providers.Request[gen.TraceFilterFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
 	if err := unavailable(in); err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func summarizePytorch(ctx context.Context, req *providers.Request[gen.NoFields])
 	}
 	var slices int64
 	kinds := map[string]int64{}
-	q := &query{in: in, tp: tp, less: byStart,
+	q := &query{in: in, tp: tp, less: byStart, filter: pytorchFilter(req.Fields),
 		begin: func() { slices, kinds = 0, map[string]int64{} },
 		pick: func(s *Nested) (string, bool) {
 			if s.Dur <= 0 {
@@ -180,8 +180,9 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 	if err := unavailable(in); err != nil {
 		return nil, err
 	}
+	f := windowFilter(req.Fields)
 	if in.Format == gen.FormatOtlp {
-		return windowOTLP(in, start, end), nil
+		return windowOTLP(in, start, end, f), nil
 	}
 	in, a, done, err := nsysTraceInput(ctx, in, req.Limits)
 	if err != nil {
@@ -192,7 +193,7 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 	if err != nil {
 		return nil, err
 	}
-	q := &query{in: in, tp: tp, less: byStartID,
+	q := &query{in: in, tp: tp, less: byStartID, filter: f,
 		pick: func(s *Nested) (string, bool) { return "", overlaps(s.TS, s.Dur, start, end) },
 		figures: func(m map[string]any, n int64) string {
 			m["matching_slice_count"] = n

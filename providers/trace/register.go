@@ -104,16 +104,16 @@ func byStart(a, b *slice) bool {
 	return a.ID < b.ID
 }
 
-func summarize(ctx context.Context, req *providers.Request[gen.TableViewFields]) (*providers.Analysis, error) {
+func summarize(ctx context.Context, req *providers.Request[gen.TraceSliceFields]) (*providers.Analysis, error) {
 	if a, ok, err := tablesView(ctx, gen.OperationNameSummarizeTrace, req); ok || err != nil {
 		return a, err
 	}
-	in := req.Inputs[0]
+	in, f := req.Inputs[0], sliceFilter(req.Fields)
 	if err := unavailable(in); err != nil {
 		return nil, err
 	}
 	if in.Format == gen.FormatOtlp {
-		return summarizeOTLP(in), nil
+		return summarizeOTLP(in, f), nil
 	}
 	in, a, done, err := nsysTraceInput(ctx, in, req.Limits)
 	if err != nil {
@@ -124,7 +124,7 @@ func summarize(ctx context.Context, req *providers.Request[gen.TableViewFields])
 	if err != nil {
 		return nil, err
 	}
-	q := &query{in: in, tp: tp, less: byStart,
+	q := &query{in: in, tp: tp, less: byStart, filter: f,
 		pick: func(s *Nested) (string, bool) { return "", s.Dur > 0 },
 		figures: func(m map[string]any, n int64) string {
 			m["slice_count"] = n

@@ -151,6 +151,8 @@ type query struct {
 	// an empty population carries.
 	figures func(m map[string]any, n int64) (empty string)
 	project func(ctx context.Context, sc *scan, sel []slice) ([]any, error)
+	// filter narrows the population pick accepts (nil: no filter).
+	filter *filter
 }
 
 func (q *query) rows() providers.Rows {
@@ -160,7 +162,7 @@ func (q *query) rows() providers.Rows {
 			if q.begin != nil {
 				q.begin()
 			}
-			var n int64
+			var n, excluded int64
 			var err error
 			// c is reused for every candidate: keep copies (and owns) only what it keeps,
 			// so a candidate costs no allocation.
@@ -168,6 +170,10 @@ func (q *query) rows() providers.Rows {
 			sc, err = read(ctx, q.in, q.tp, func(s *Nested) error {
 				kind, ok := q.pick(s)
 				if !ok {
+					return nil
+				}
+				if !q.filter.passKind(s, kind) {
+					excluded++
 					return nil
 				}
 				n++
@@ -180,7 +186,12 @@ func (q *query) rows() providers.Rows {
 			}
 			m := sc.metrics()
 			lim := sc.limitations()
-			if empty := q.figures(m, n); n == 0 {
+			empty := q.figures(m, n)
+			q.filter.figures(m, excluded)
+			switch {
+			case n == 0 && excluded > 0:
+				lim = append(lim, q.filter.emptyNote(excluded, "slices"))
+			case n == 0:
 				lim = append(lim, empty)
 			}
 			return n, &providers.Page{Metrics: m, Limitations: lim}, nil

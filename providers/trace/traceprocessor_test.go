@@ -139,7 +139,7 @@ func TestTraceProcessorFallback(t *testing.T) {
 		{ID: 1, ParentID: p(0), Name: "inner", Ts: 1200, Dur: 300, TrackID: 0, Category: s("cf"), ThreadName: s("worker"), ProcessName: s("app"), Phase: "X"},
 	}
 
-	a, err := summarize(ctx, &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}, Limits: limits})
+	a, err := summarize(ctx, &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in}, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestTraceProcessorFallback(t *testing.T) {
 
 	// Output trace_processor did not print for this query is refused typed.
 	t.Setenv("FLAMEOX_TRACE_PROCESSOR", writeFake(t, trace, malformedOutput))
-	a, err = summarize(ctx, &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}, Limits: limits})
+	a, err = summarize(ctx, &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in}, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestTraceProcessorFallback(t *testing.T) {
 
 	// Without trace_processor_shell: the typed unavailable state.
 	t.Setenv("FLAMEOX_TRACE_PROCESSOR", filepath.Join(t.TempDir(), "missing"))
-	a, err = summarize(ctx, &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}, Limits: limits})
+	a, err = summarize(ctx, &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in}, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestTraceProcessorFallback(t *testing.T) {
 func TestTraceProcessorNotForNativeTraces(t *testing.T) {
 	t.Setenv("FLAMEOX_TRACE_PROCESSOR", writeFake(t, "/nowhere", ""))
 	in := providers.Input{Path: corpusFile(t, "perfetto-mcp-rs__basic.perfetto-trace"), Format: gen.FormatPerfetto}
-	a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}})
+	a, err := summarize(context.Background(), &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestTraceProcessorUnusable(t *testing.T) {
 	}
 	in := providers.Input{Path: trace, Format: gen.FormatPerfetto}
 	page := func(limits gen.EffectiveLimits) error {
-		a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in}, Limits: limits})
+		a, err := summarize(context.Background(), &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in}, Limits: limits})
 		if err != nil {
 			return err
 		}
@@ -375,7 +375,7 @@ func TestTraceProcessorQueryNulls(t *testing.T) {
 	}
 	t.Setenv("FLAMEOX_TRACE_PROCESSOR", writeFake(t, trace, out.String()))
 	in := providers.Input{Path: trace, Format: gen.FormatPerfetto}
-	a, err := summarize(context.Background(), &providers.Request[gen.TableViewFields]{Fields: &gen.TableViewFields{}, Inputs: []providers.Input{in},
+	a, err := summarize(context.Background(), &providers.Request[gen.TraceSliceFields]{Fields: &gen.TraceSliceFields{}, Inputs: []providers.Input{in},
 		Limits: gen.EffectiveLimits{TimeoutSeconds: 30, MaxOutputBytes: 1 << 20, MaxMemoryBytes: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
