@@ -354,8 +354,3 @@ func (l *parquetLoad) table(table, path string, size int64) (err error) {
 	}
 	return nil
 }
-
-// isNsys reports whether f is an Nsight Systems format, read through the SQLite readers.
-func isNsys(f gen.Format) bool {
-	return f == gen.FormatNsysSqlite || f == gen.FormatNsysRep || f == gen.FormatNsysParquet
-}

@@ -204,8 +204,7 @@ func (d *nsysDB) nsysNames(ctx context.Context, meta MetaSink) error {
 // its SQLite export (the analysis names the converting nsys), else in itself. done
 // removes a conversion's scratch directory.
 func nsysTraceInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (providers.Input, *providers.Analysis, func(), error) {
-	switch in.Format {
-	case gen.FormatNsysSqlite, gen.FormatNsysRep, gen.FormatNsysParquet:
+	if isNsys(in.Format) {
 		src, a, done, err := nsysInput(ctx, in, limits)
 		if err != nil {
 			return in, nil, nil, err

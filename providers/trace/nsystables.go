@@ -136,7 +136,7 @@ func tablesView[F gen.TableViewFields | gen.TraceSliceFields](ctx context.Contex
 	if ok, err = checkView(op, f, in); !ok || err != nil {
 		return nil, ok, err
 	}
-	if in.Format == gen.FormatOtlp {
+	if isOTLP(in.Format) {
 		a, err = otlpTablesAnalysis(ctx, in, f.Tables)
 		return a, true, err
 	}

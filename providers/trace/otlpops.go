@@ -311,7 +311,7 @@ func summarizeOperations(ctx context.Context, req *providers.Request[gen.TraceSl
 	switch {
 	case isNsys(in.Format):
 		return nsysOperations(ctx, in, req.Limits, f)
-	case in.Format != gen.FormatOtlp:
+	case !isOTLP(in.Format):
 		tp, err := admitTraceProcessor(ctx, in, req.Limits)
 		if err != nil {
 			return nil, err

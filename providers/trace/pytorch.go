@@ -181,7 +181,7 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 		return nil, err
 	}
 	f := windowFilter(req.Fields)
-	if in.Format == gen.FormatOtlp {
+	if isOTLP(in.Format) {
 		return windowOTLP(in, start, end, f), nil
 	}
 	in, a, done, err := nsysTraceInput(ctx, in, req.Limits)

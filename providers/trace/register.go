@@ -76,7 +76,7 @@ func provider() gen.Provider { return gen.Provider{ID: "flameox-trace", Version:
 
 // unavailable answers an xctrace source, which only macOS reads.
 func unavailable(in providers.Input) error {
-	if in.Format != gen.FormatXctrace {
+	if familyOf(in.Format) != familyMacOnly {
 		return nil
 	}
 	return &providers.UnavailableError{Provider: "xctrace", Executable: "xcrun",
@@ -112,7 +112,7 @@ func summarize(ctx context.Context, req *providers.Request[gen.TraceSliceFields]
 	if err := unavailable(in); err != nil {
 		return nil, err
 	}
-	if in.Format == gen.FormatOtlp {
+	if isOTLP(in.Format) {
 		return summarizeOTLP(in, f), nil
 	}
 	in, a, done, err := nsysTraceInput(ctx, in, req.Limits)

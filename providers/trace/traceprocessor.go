@@ -58,7 +58,7 @@ func (probeSink) ProcessName(pid int64, name string)     {}
 // UNAVAILABLE_CAPABILITY as before). The probe stops at the first native slice, so a
 // trace with track events costs a short read.
 func admitTraceProcessor(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*traceProcessor, error) {
-	if in.Format != gen.FormatPerfetto && in.Format != gen.FormatRocprofPftrace {
+	if familyOf(in.Format) != familyPerfetto {
 		return nil, nil
 	}
 	path, ok := traceProcessorExecutable()

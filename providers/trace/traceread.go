@@ -52,7 +52,8 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
 	nest := NewNester(DefaultNesterOptions, names{s}, visit)
 	if in.Format == gen.FormatNsysSqlite {
-		// SQLite reads the file itself; the export's slices arrive in start order.
+		// SQLite reads the file itself (a report or parquetdir was converted to it
+		// before); the export's slices arrive in start order.
 		var err error
 		if s.stats, err = decodeNsys(ctx, in, nest); err != nil {
 			return nil, err
@@ -69,13 +70,14 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 	}
 	defer r.Close()
 	var decode func(ctx context.Context, sink Sink) error
-	switch in.Format {
-	case gen.FormatPerfetto, gen.FormatRocprofPftrace:
+	fam := familyOf(in.Format)
+	switch fam {
+	case familyPerfetto:
 		decode = func(ctx context.Context, sink Sink) (err error) {
 			s.stats, s.perfetto, err = DecodePerfetto(ctx, r, in.Index, PerfettoLimits{}, sink)
 			return err
 		}
-	case gen.FormatChromeTrace, gen.FormatPytorch:
+	case familyTraceEvent:
 		decode = func(ctx context.Context, sink Sink) (err error) {
 			s.stats, err = DecodeChrome(ctx, r, in.Index, ChromeLimits{}, sink)
 			return err
@@ -86,7 +88,7 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 	switch {
 	case !pipeline:
 		err = decode(ctx, nest)
-	case in.Format == gen.FormatChromeTrace || in.Format == gen.FormatPytorch:
+	case fam == familyTraceEvent:
 		// Parsing on a goroutine of its own, dispatching and nesting on this one, so
 		// that the two halves of the work share two CPUs (decision 0034).
 		s.stats, err = decodeChromeStaged(ctx, r, in.Index, ChromeLimits{}, nest)
