@@ -8,12 +8,16 @@
 // With an OTLP/JSON TRACE it also pages summarize_trace's view "tables" (the export's own
 // resources, scopes, spans, events and links) by submitting next_page unchanged.
 //
-// usage: node client.mjs FLAMEOX_BINARY FILE [TRACE]
+// With a torch.profiler (Kineto) KINETO trace it also ranks the trace's GPU kernels with
+// summarize_trace_operations under an event_kind filter, one row a page, following
+// next_page: the new optional row fields pass the SDK's output-schema validation.
+//
+// usage: node client.mjs FLAMEOX_BINARY FILE [TRACE [KINETO]]
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const [bin, file, trace] = process.argv.slice(2);
+const [bin, file, trace, kineto] = process.argv.slice(2);
 const transport = new StdioClientTransport({
   command: bin,
   args: ["mcp", "serve"],
@@ -92,6 +96,22 @@ if (trace) {
     targs = sc.next_page.arguments;
   }
   report.tables = { pages: tables, table_count: metrics.table_count, row_count: metrics.row_count };
+}
+
+if (kineto) {
+  let kargs = { sources: [{ kind: "path", path: kineto }], event_kind: ["kernel"], page_size: 1 };
+  const ranked = [];
+  for (let i = 0; i < 5; i++) {
+    const sc = await call("summarize_trace_operations", kargs);
+    for (const r of sc.blocks[sc.blocks.length - 1].rows) {
+      ranked.push([r.operation, r.mangled_name ?? null, r.event_kind, r.call_count, r.total_duration_ns, r.self_duration_ns,
+        r.share_of_kind, r.launch_op_name ?? null, r.launch_op_count ?? null, r.streams ?? null]);
+    }
+    if (!sc.next_page) break;
+    kargs = sc.next_page.arguments;
+    if (JSON.stringify(kargs.event_kind) !== JSON.stringify(["kernel"])) throw new Error("next_page lost the filter");
+  }
+  report.kernels = ranked;
 }
 
 const bad = await client.callTool({
