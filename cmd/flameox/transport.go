@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,6 +22,12 @@ const (
 	maxFrameBytes = mcp.DefaultMaxLineLength
 	// maxFrameDepth is the deepest nesting of objects and arrays the SDK decodes.
 	maxFrameDepth = 1000
+	// drainTimeout bounds how long `mcp serve` outlives its input: at the end of stdin
+	// the session waits up to this long for the requests it has read to be answered. A
+	// request still unanswered then is cancelled without a reply (the SDK writes nothing
+	// once the input has ended), so a hung call cannot keep the process forever. A client
+	// that wants a longer call's answer keeps stdin open until the answer arrives.
+	drainTimeout = time.Minute
 )
 
 // lineTransport is the stdio transport of `mcp serve`: newline-delimited JSON-RPC like
@@ -29,10 +36,15 @@ const (
 // answered here with a JSON-RPC error (-32700 parse error, -32600 invalid request; id
 // null when it cannot be read) and the session goes on reading. The SDK's transport ends
 // the session on such a frame without a reply.
+//
+// At the end of the input every request read before it is answered before the session
+// ends (see lineConn.Read), within drainTimeout; with the SDK's transport the session
+// ended at once and dropped the replies still due.
 type lineTransport struct {
 	in       io.Reader
 	out      io.Writer
-	maxFrame int // 0 means maxFrameBytes
+	maxFrame int           // 0 means maxFrameBytes
+	drain    time.Duration // 0 means drainTimeout
 }
 
 // Connect implements mcp.Transport.
@@ -41,7 +53,12 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	if max <= 0 {
 		max = maxFrameBytes
 	}
-	c := &lineConn{in: t.in, out: t.out, incoming: make(chan frameOrErr), closed: make(chan struct{})}
+	drain := t.drain
+	if drain <= 0 {
+		drain = drainTimeout
+	}
+	c := &lineConn{in: t.in, out: t.out, drain: drain, incoming: make(chan frameOrErr), closed: make(chan struct{}),
+		pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1)}
 	go c.readLoop(max)
 	return c, nil
 }
@@ -52,14 +69,23 @@ type frameOrErr struct {
 }
 
 type lineConn struct {
-	in  io.Reader
-	out io.Writer
+	in    io.Reader
+	out   io.Writer
+	drain time.Duration
 
 	writeMu sync.Mutex
 
 	incoming  chan frameOrErr
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	// pendingMu guards pending and writeFailed. pending holds the ids of the requests Read
+	// delivered and no response has been written for; answered is signalled (it holds one
+	// token at most) whenever one is answered or a write fails.
+	pendingMu   sync.Mutex
+	pending     map[jsonrpc.ID]bool
+	writeFailed bool
+	answered    chan struct{}
 }
 
 // readLoop reads frames until the input ends or fails, hands each JSON-RPC message to
@@ -286,26 +312,81 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
+// write writes one line; a failed write ends any wait for replies (see drained).
 func (c *lineConn) write(b []byte) error {
 	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
 	_, err := c.out.Write(append(b, '\n'))
+	c.writeMu.Unlock()
+	if err != nil {
+		c.pendingMu.Lock()
+		c.writeFailed = true
+		c.pendingMu.Unlock()
+		c.signalAnswered()
+	}
 	return err
 }
 
-// Read implements mcp.Connection.
+// methodListen is the SEP-2575 subscriptions/listen request, which by design is answered
+// only when the session ends: the end of the input does not wait for it.
+const methodListen = "subscriptions/listen"
+
+// Read implements mcp.Connection. It returns the end of the input (or a read error) only
+// once every request it delivered has been answered, no write can succeed any more, or
+// the drain bound has passed (see drainTimeout). The SDK's connection stops writing
+// replies and cancels the requests in flight as soon as Read fails, so delivering EOF
+// at once dropped the replies to the requests that came just before it.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case v := <-c.incoming:
-		return v.msg, v.err
+		if v.err != nil {
+			return nil, c.drained(ctx, v.err)
+		}
+		if req, ok := v.msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method != methodListen {
+			c.pendingMu.Lock()
+			c.pending[req.ID] = true
+			c.pendingMu.Unlock()
+		}
+		return v.msg, nil
 	case <-c.closed:
 		return nil, io.EOF
 	}
 }
 
-// Write implements mcp.Connection.
+// drained waits until no reply is due, a write has failed, the connection is closed or
+// c.drain has passed, and returns err, the error that ended the input.
+func (c *lineConn) drained(ctx context.Context, err error) error {
+	bound := time.NewTimer(c.drain)
+	defer bound.Stop()
+	for {
+		c.pendingMu.Lock()
+		done := len(c.pending) == 0 || c.writeFailed
+		c.pendingMu.Unlock()
+		if done {
+			return err
+		}
+		select {
+		case <-c.answered:
+		case <-bound.C:
+			return err
+		case <-c.closed:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (c *lineConn) signalAnswered() {
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
+}
+
+// Write implements mcp.Connection. A response written (stdout is not buffered) settles
+// its request for Read's wait at the end of the input.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -314,7 +395,16 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	return c.write(b)
+	if err := c.write(b); err != nil {
+		return err
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.pendingMu.Lock()
+		delete(c.pending, resp.ID)
+		c.pendingMu.Unlock()
+		c.signalAnswered()
+	}
+	return nil
 }
 
 // Close implements mcp.Connection: it stops reading and closes the input where it can be

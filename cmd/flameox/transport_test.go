@@ -3,12 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // rawServer is `flameox mcp serve` run in process on pipes, spoken to in raw lines.
@@ -250,5 +255,141 @@ func TestMCPServeAnswersAnOversizeFrame(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Error("mcp serve did not end at the end of input")
+	}
+}
+
+// Lines of a session that ends its input right after its requests.
+const (
+	initializeLine  = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	initializedLine = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+)
+
+// TestMCPServeAnswersEveryRequestBeforeEOF gives `mcp serve` requests followed at once by
+// the end of its input: every request gets its reply before the server exits 0. The
+// SDK's connection closed at the read EOF and dropped the replies still due (tools/list,
+// at times initialize too, and a tools/call still running).
+func TestMCPServeAnswersEveryRequestBeforeEOF(t *testing.T) {
+	t.Setenv("FLAMEOX_DATA_DIR", filepath.Join(t.TempDir(), "store"))
+	small := filepath.Join(t.TempDir(), "small.txt")
+	if err := os.WriteFile(small, []byte("first\nsecond\nthird\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pathJSON, _ := json.Marshal(small)
+	call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"preview_artifact","arguments":{"sources":[{"kind":"path","path":` + string(pathJSON) + `}]}}}`
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	var pings []string
+	for i := 10; i < 30; i++ {
+		pings = append(pings, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
+	}
+	cases := []struct {
+		name  string
+		input string
+		want  []string // the ids of the replies, in any order
+	}{
+		{"tools/list", strings.Join([]string{initializeLine, initializedLine, list}, "\n") + "\n", []string{"1", "2"}},
+		{"no final newline", strings.Join([]string{initializeLine, initializedLine, list}, "\n"), []string{"1", "2"}},
+		{"tools/call in flight", strings.Join([]string{initializeLine, initializedLine, call}, "\n") + "\n", []string{"1", "3"}},
+		{"call, list and pings", strings.Join(append([]string{initializeLine, initializedLine, call, list}, pings...), "\n") + "\n",
+			append([]string{"1", "2", "3"}, strings.Fields("10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29")...)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, stderr bytes.Buffer
+			if code := run([]string{"mcp", "serve"}, strings.NewReader(c.input), &out, &stderr); code != 0 {
+				t.Errorf("mcp serve exited %d: %s", code, stderr.String())
+			}
+			got := map[string]map[string]json.RawMessage{}
+			for _, line := range strings.Split(out.String(), "\n") {
+				if line == "" {
+					continue
+				}
+				var r map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					t.Fatalf("the server wrote %q: %v", line, err)
+				}
+				got[string(r["id"])] = r
+			}
+			for _, id := range c.want {
+				r := got[id]
+				if r == nil {
+					t.Errorf("no reply of id %s; the replies:\n%s", id, out.String())
+					continue
+				}
+				delete(got, id)
+				var res struct {
+					Tools             []struct{ Name string }
+					IsError           bool
+					StructuredContent struct{ Status string }
+				}
+				if err := json.Unmarshal(r["result"], &res); err != nil || r["error"] != nil {
+					t.Errorf("reply %s: %s", id, r["error"])
+				}
+				switch id {
+				case "2":
+					if len(res.Tools) == 0 {
+						t.Errorf("tools/list listed no tools: %s", r["result"])
+					}
+				case "3":
+					if res.IsError || res.StructuredContent.Status != "complete" {
+						t.Errorf("preview_artifact: %.300s", r["result"])
+					}
+				}
+			}
+			for id := range got {
+				t.Errorf("an unexpected reply of id %s", id)
+			}
+		})
+	}
+}
+
+// TestLineTransportDrainIsBounded ends the input while a call that returns only when
+// cancelled is in flight: once the drain bound has passed the session ends anyway, and the
+// call is cancelled without a reply.
+func TestLineTransportDrainIsBounded(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "drain", Version: "1"}, nil)
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	s.AddTool(&mcp.Tool{Name: "hang", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			close(started)
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ended := make(chan error, 1)
+	go func() {
+		ended <- s.Run(context.Background(), &lineTransport{in: inR, out: outW, drain: time.Millisecond})
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	exchange := func(line, wantID string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if wantID == "" {
+			return
+		}
+		var r struct{ ID json.RawMessage }
+		if !lines.Scan() || json.Unmarshal(lines.Bytes(), &r) != nil || string(r.ID) != wantID {
+			t.Fatalf("after %.40s the session wrote %q, want the reply of id %s", line, lines.Text(), wantID)
+		}
+	}
+	exchange(initializeLine, "1")
+	exchange(initializedLine, "")
+	exchange(`{"jsonrpc":"2.0","id":"hang","method":"tools/call","params":{"name":"hang","arguments":{}}}`, "")
+	<-started
+	inW.Close()
+	if err := <-ended; err != nil {
+		t.Errorf("the session ended with %v", err)
+	}
+	for lines.Scan() {
+		t.Errorf("the session wrote %s after the end of its input", lines.Text())
+	}
+	select {
+	case <-cancelled:
+	default:
+		t.Error("the session ended before the hung call returned")
 	}
 }
