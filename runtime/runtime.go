@@ -48,7 +48,10 @@ type Tool struct {
 	Title       string
 	Description string
 	Family      string
-	Operation   gen.OperationDecl // zero for a lifecycle tool
+	// Toolset is the group a server loads the tool with (--toolsets); lifecycle tools are
+	// evidence.
+	Toolset   gen.Toolset
+	Operation gen.OperationDecl // zero for a lifecycle tool
 	// CaptureProviders are the provider kinds a capture tool offers.
 	CaptureProviders []string
 	Annotations      Annotations
@@ -216,6 +219,7 @@ type catalogFile struct {
 		Title        string      `json:"title"`
 		Description  string      `json:"description"`
 		Family       string      `json:"family"`
+		Toolset      gen.Toolset `json:"toolset"`
 		Operation    string      `json:"operation"`
 		Annotations  Annotations `json:"annotations"`
 		InputSchema  string      `json:"input_schema"`
@@ -257,7 +261,7 @@ func (rt *Runtime) loadCatalog() error {
 		if err != nil {
 			return err
 		}
-		t := &Tool{Name: c.Name, Title: c.Title, Description: c.Description, Family: c.Family, Operation: op,
+		t := &Tool{Name: c.Name, Title: c.Title, Description: c.Description, Family: c.Family, Toolset: c.Toolset, Operation: op,
 			Annotations: c.Annotations, InputSchema: in, OutputSchema: out, CaptureProviders: c.Providers}
 		rt.tools = append(rt.tools, t)
 		rt.byName[t.Name] = t
@@ -270,13 +274,7 @@ func (rt *Runtime) loadCatalog() error {
 func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *failure.Failure) {
 	t, ok := rt.byName[name]
 	if !ok {
-		f := failure.New(gen.FailureCodeUnknownTool, "there is no tool named %q", name).
-			Field(failure.Path("name"), rt.ToolNames()).With("requested_tool", name)
-		if near := validate.Nearest(name, rt.ToolNames()); near != "" {
-			f.Message += "; did you mean " + near + "?"
-			f.With("did_you_mean", near)
-		}
-		return nil, f
+		return nil, UnknownTool(name, rt.ToolNames())
 	}
 	switch t.Family {
 	case "lifecycle", "capture":
@@ -298,6 +296,18 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 		return lifecycleHandlers[name](ctx, rt, normalizeNumbers(inst))
 	}
 	return rt.Analyze(ctx, name, raw)
+}
+
+// UnknownTool is the UNKNOWN_TOOL failure of a call of name, listing the tools a caller
+// can call (known) and the nearest of them.
+func UnknownTool(name string, known []string) *failure.Failure {
+	f := failure.New(gen.FailureCodeUnknownTool, "there is no tool named %q", name).
+		Field(failure.Path("name"), known).With("requested_tool", name)
+	if near := validate.Nearest(name, known); near != "" {
+		f.Message += "; did you mean " + near + "?"
+		f.With("did_you_mean", near)
+	}
+	return f
 }
 
 // Analyze runs the named analysis tool on raw JSON arguments and caches the result under

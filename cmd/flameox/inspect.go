@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -15,27 +16,40 @@ import (
 )
 
 func newInspectCommand(stdout io.Writer) *cobra.Command {
-	var tool string
+	var tool, sets string
 	var full bool
 	cmd := &cobra.Command{
 		Use:   "inspect",
 		Short: "Print the MCP tool catalog: compact, one tool's exact schemas (--tool), or all (--full)",
-		Args:  cobra.NoArgs,
+		Long: "Print the MCP tool catalog a server serves: compact, one tool's exact schemas (--tool), or all\n" +
+			"(--full). --toolsets (or FLAMEOX_TOOLSETS) selects the toolsets as for mcp serve.",
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if tool != "" && full {
 				return failure.Invalid(failure.Path("tool"), nil, "--tool and --full are mutually exclusive")
+			}
+			sel, f := resolveToolsets(sets, c.Flags().Changed("toolsets"), os.Getenv(toolsetsVariable))
+			if f != nil {
+				return f
 			}
 			rt, err := newRuntime(nil)
 			if err != nil {
 				return err
 			}
+			var names []string
+			for _, t := range sel.tools(rt) {
+				names = append(names, t.Name)
+			}
 			switch {
 			case tool != "":
 				t, ok := rt.Tool(tool)
+				if ok && !sel.has(t) {
+					return sel.unloaded(t, names)
+				}
 				if !ok {
 					return failure.New(gen.FailureCodeUnknownOperation, "there is no tool named %q", tool).
-						Field(failure.Path("tool"), rt.ToolNames()).
-						With("requested_tool", tool).With("available_tools", rt.ToolNames()).
+						Field(failure.Path("tool"), names).
+						With("requested_tool", tool).With("available_tools", names).
 						With("recovery", "run flameox mcp inspect to list the tools")
 				}
 				out := map[string]any{"tools": []any{fullTool(t)}}
@@ -52,28 +66,29 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 				return writeJSON(stdout, out)
 			case full:
 				var tools []any
-				for _, t := range rt.Tools() {
+				for _, t := range sel.tools(rt) {
 					tools = append(tools, fullTool(t))
 				}
-				return writeJSON(stdout, map[string]any{"tools": tools, "server": serverView()})
+				return writeJSON(stdout, map[string]any{"tools": tools, "server": serverView(sel)})
 			}
 			var tools, ops []any
-			for _, t := range rt.Tools() {
+			for _, t := range sel.tools(rt) {
 				var schema struct {
 					Required []string `json:"required"`
 				}
 				_ = json.Unmarshal(t.InputSchema, &schema)
-				tools = append(tools, map[string]any{"name": t.Name, "description": t.Description,
+				tools = append(tools, map[string]any{"name": t.Name, "toolset": t.Toolset, "description": t.Description,
 					"required_inputs": schema.Required, "annotations": mcpTool(t).Annotations})
 				if t.Family == "analysis" {
 					ops = append(ops, operationView(rt, t, false))
 				}
 			}
-			return writeJSON(stdout, map[string]any{"tool_count": len(tools), "tools": tools, "operations": ops})
+			return writeJSON(stdout, map[string]any{"tool_count": len(tools), "toolsets": sel.names(), "tools": tools, "operations": ops})
 		},
 	}
 	cmd.Flags().StringVar(&tool, "tool", "", "print one tool's exact input and output schemas, its rich result schema and an example call")
 	cmd.Flags().BoolVar(&full, "full", false, "print every tool with its schemas")
+	cmd.Flags().StringVar(&sets, "toolsets", "", toolsetsUsage())
 	return cmd
 }
 
@@ -109,8 +124,8 @@ func resultSchema(tool string) (any, error) {
 	return nil, fmt.Errorf("the catalog has no result schema for %s", tool)
 }
 
-func serverView() map[string]any {
-	return map[string]any{"name": gen.ServerName, "version": runtime.Version,
+func serverView(sel toolsets) map[string]any {
+	return map[string]any{"name": gen.ServerName, "version": runtime.Version, "instructions": sel.instructions(),
 		"tools_list_cache": map[string]any{"ttl_ms": gen.CatalogTTLMillis, "scope": gen.CatalogScope}}
 }
 
@@ -130,6 +145,7 @@ func operationView(rt *runtime.Runtime, t *runtime.Tool, detailed bool) map[stri
 	capture, capturable := rt.Tool("capture_and_" + string(op.Name))
 	v := map[string]any{
 		"operation":            string(op.Name),
+		"toolset":              string(op.Toolset),
 		"tool":                 analysis.Name,
 		"capture_tool":         nil,
 		"summary":              op.Description,

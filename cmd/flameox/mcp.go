@@ -17,12 +17,17 @@ import (
 )
 
 func newServeCommand() *cobra.Command {
-	var limits string
+	var limits, sets string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the Flameox tools over MCP on stdio",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// An unknown toolset fails before anything is served.
+			sel, f := resolveToolsets(sets, c.Flags().Changed("toolsets"), os.Getenv(toolsetsVariable))
+			if f != nil {
+				return f
+			}
 			rt, err := newRuntime([]byte(limits))
 			if err != nil {
 				return err
@@ -30,7 +35,7 @@ func newServeCommand() *cobra.Command {
 			defer rt.Close() // the session scratch disappears with the server
 			ctx, stop := signal.NotifyContext(c.Context(), shutdownSignals...)
 			defer stop()
-			s := newServer(rt)
+			s := newServer(rt, sel)
 			s.AddReceivingMiddleware(cancelOnShutdown(ctx))
 			err = s.Run(ctx, &lineTransport{in: c.InOrStdin(), out: c.OutOrStdout()})
 			if ctx.Err() != nil {
@@ -41,6 +46,7 @@ func newServeCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&limits, "limits", "", "RequestLimits JSON: startup ceilings for this server")
+	cmd.Flags().StringVar(&sets, "toolsets", "", toolsetsUsage())
 	return cmd
 }
 
@@ -62,11 +68,12 @@ func cancelOnShutdown(shutdown context.Context) mcp.Middleware {
 	}
 }
 
-// newServer projects the runtime's catalog onto an MCP server. Tools are registered with
-// the low-level AddTool so the SDK never validates: the runtime does, against the same
-// schema bytes that tools/list publishes.
-func newServer(rt *runtime.Runtime) *mcp.Server {
+// newServer projects the tools of the selected toolsets onto an MCP server. Tools are
+// registered with the low-level AddTool so the SDK never validates: the runtime does,
+// against the same schema bytes that tools/list publishes.
+func newServer(rt *runtime.Runtime, sel toolsets) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: gen.ServerName, Version: runtime.Version}, &mcp.ServerOptions{
+		Instructions: sel.instructions(),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 			if _, ok := req.(*mcp.ListToolsRequest); ok {
@@ -76,23 +83,29 @@ func newServer(rt *runtime.Runtime) *mcp.Server {
 		},
 	})
 	rank := map[string]int{}
-	for i, t := range rt.Tools() {
+	var names []string
+	for i, t := range sel.tools(rt) {
 		s.AddTool(mcpTool(t), handler(rt, t.Name))
 		rank[t.Name] = i
+		names = append(names, t.Name)
 	}
-	s.AddReceivingMiddleware(catalogOrder(rank), unknownTool(rt, rank))
+	s.AddReceivingMiddleware(catalogOrder(rank), unknownTool(rt, sel, rank, names))
 	return s
 }
 
-// unknownTool answers a call of a tool the catalog does not have with the structured
-// UNKNOWN_TOOL failure, listing the tool names, instead of the SDK's protocol error: an
+// unknownTool answers a call of a tool the server does not serve with the structured
+// UNKNOWN_TOOL failure, listing the served tool names (and, for a catalog tool of a
+// toolset the server did not load, that toolset), instead of the SDK's protocol error: an
 // agent acts on it like on any other failure.
-func unknownTool(rt *runtime.Runtime, rank map[string]int) mcp.Middleware {
+func unknownTool(rt *runtime.Runtime, sel toolsets, rank map[string]int, served []string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
 				if _, known := rank[call.Params.Name]; !known {
-					_, f := rt.Call(ctx, call.Params.Name, nil)
+					f := runtime.UnknownTool(call.Params.Name, served)
+					if t, ok := rt.Tool(call.Params.Name); ok {
+						f = sel.unloaded(t, served)
+					}
 					return toolResult(f.Envelope(), true)
 				}
 			}

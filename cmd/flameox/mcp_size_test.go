@@ -55,7 +55,7 @@ func rawToolsList(t *testing.T) []json.RawMessage {
 	}
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := newServer(rt).Connect(ctx, st, nil)
+	ss, err := newServer(rt, allToolsets()).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func connectWith(t *testing.T, limits, store string, opts *mcp.ClientOptions) *s
 	}
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := newServer(rt).Connect(ctx, st, nil)
+	ss, err := newServer(rt, allToolsets()).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

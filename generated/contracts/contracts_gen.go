@@ -153,6 +153,29 @@ func PreparableProviderValues() []PreparableProvider {
 	return []PreparableProvider{PreparableProviderAiperf, PreparableProviderComputeSanitizer, PreparableProviderMemray, PreparableProviderNsightCompute, PreparableProviderNsightSystems, PreparableProviderNvbench, PreparableProviderOtlp, PreparableProviderPerf, PreparableProviderPerfetto, PreparableProviderPySpy, PreparableProviderRocprofv3, PreparableProviderTorch, PreparableProviderTriton}
 }
 
+// Toolset names a group of tools a server loads together (flameox mcp serve --toolsets):
+// every operation belongs to exactly one, its capture tool to its operation's, and the
+// lifecycle tools to evidence, which is always loaded.
+type Toolset string
+
+const (
+	ToolsetTrace     Toolset = "trace"
+	ToolsetCPU       Toolset = "cpu"
+	ToolsetMemory    Toolset = "memory"
+	ToolsetBenchmark Toolset = "benchmark"
+	ToolsetInference Toolset = "inference"
+	ToolsetGPU       Toolset = "gpu"
+	ToolsetTest      Toolset = "test"
+	ToolsetStatic    Toolset = "static"
+	ToolsetPreview   Toolset = "preview"
+	ToolsetEvidence  Toolset = "evidence"
+)
+
+// ToolsetValues lists every Toolset in declaration order.
+func ToolsetValues() []Toolset {
+	return []Toolset{ToolsetTrace, ToolsetCPU, ToolsetMemory, ToolsetBenchmark, ToolsetInference, ToolsetGPU, ToolsetTest, ToolsetStatic, ToolsetPreview, ToolsetEvidence}
+}
+
 // PathSource names one explicit native artifact, a file or a directory, by absolute path.
 type PathSource struct {
 	Kind string `json:"kind"`
@@ -2279,6 +2302,7 @@ func (u *NextAction) UnmarshalJSON(data []byte) error {
 var Operations = []OperationDecl{
 	{
 		Name:             OperationNameSummarizeTrace,
+		Toolset:          ToolsetTrace,
 		Description:      "List the slices of one trace (Chrome Trace Event JSON, torch.profiler, Perfetto track events, OTLP spans, Nsight Systems) by start, with parent, track, thread and process names and Kineto arguments.",
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatXctrace, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
@@ -2303,6 +2327,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectTraceCallGraph,
+		Toolset:          ToolsetTrace,
 		Description:      "Aggregate one trace's parent to child slice pairs by name: child count and summed duration, largest first.",
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
@@ -2326,7 +2351,8 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizePytorchTrace,
-		Description:      "List the PyTorch events of one torch.profiler trace by start: operators, steps, runtime calls, and GPU kernels, memcpy and memset with the operator that launched them.",
+		Toolset:          ToolsetTrace,
+		Description:      "List the PyTorch events of one torch.profiler (Kineto) trace by start: operators, steps, runtime calls, and GPU kernels, memcpy and memset with the operator that launched them.",
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace},
 		MinSources:       1,
 		MaxSources:       1,
@@ -2346,6 +2372,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeTraceOperations,
+		Toolset:          ToolsetTrace,
 		Description:      "Rank the operations of one trace by total duration, with call count, mean and max: the slices of a Chrome, torch.profiler/Kineto, Perfetto or rocprof trace by name and category (with self time, share, and for GPU kernels the launching operator and streams), OTLP spans by name, kind and status, Nsight Systems CUDA API calls, NVTX ranges and OS runtime calls by name.",
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatXctrace, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
@@ -2370,6 +2397,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeTraceLifecycle,
+		Toolset:          ToolsetTrace,
 		Description:      "List the span starts, span ends and span events of one OTLP trace, or the starts and ends of an Nsight Systems export's GPU activity, CUDA calls and NVTX ranges, in time order, with trace, span and parent ids.",
 		Formats:          []Format{FormatOtlp, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
@@ -2389,6 +2417,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectTraceWindow,
+		Toolset:          ToolsetTrace,
 		Description:      "List the slices of one trace overlapping the nanosecond window [start_ns, end_ns), by start.",
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
@@ -2413,6 +2442,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameRankCPUHotspots,
+		Toolset:          ToolsetCPU,
 		Description:      "Rank the functions of one CPU profile (cProfile pstats, py-spy Speedscope, perf collapsed stacks or perf.data, V8 cpuprofile, pprof) by self and inclusive weight, with file and line.",
 		Formats:          []Format{FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof},
 		MinSources:       1,
@@ -2434,6 +2464,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectCPUCallers,
+		Toolset:          ToolsetCPU,
 		Description:      "List the caller to callee edges of one CPU profile with call counts and times (pstats) or sample counts and weights (sampled formats), optionally around functions matching a substring.",
 		Formats:          []Format{FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof},
 		MinSources:       1,
@@ -2455,6 +2486,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameRankAllocationHotspots,
+		Toolset:          ToolsetMemory,
 		Description:      "Rank the frames of one memory profile (V8 heapprofile, Go heap pprof, memray capture at its high-water mark) by inclusive then self allocated bytes, with file, line and allocation count.",
 		Formats:          []Format{FormatHeapprofile, FormatPprof, FormatMemray},
 		MinSources:       1,
@@ -2473,6 +2505,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameRankRetainedMemory,
+		Toolset:          ToolsetMemory,
 		Description:      "Rank the frames of one Go heap profile (inuse_space or inuse_objects) or memray capture (allocations never freed) by memory still in use, with file and line.",
 		Formats:          []Format{FormatPprof, FormatMemray},
 		MinSources:       1,
@@ -2491,6 +2524,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeBenchmarks,
+		Toolset:          ToolsetBenchmark,
 		Description:      "List every measurement of 1-32 benchmark results (pyperf, Flameox benchmark-samples, NVBench, hyperfine, Go benchmark output) with its identity, warmup flag and loop count, plus per-series mean, median and counts.",
 		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
 		MinSources:       1,
@@ -2504,6 +2538,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameAnalyzeBenchmarkScaling,
+		Toolset:          ToolsetBenchmark,
 		Description:      "Fit value = coefficient * input^exponent by log-log least squares per benchmark series against a numeric input dimension (exponent, coefficient, r_squared, or inconclusive with the reason).",
 		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
 		MinSources:       1,
@@ -2517,6 +2552,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameCompareBenchmarks,
+		Toolset:          ToolsetBenchmark,
 		Description:      "Compare matching benchmark series of 2-32 results against a baseline: means of per-iteration values and the ratio candidate/baseline; series missing from any result are counted as unmatched.",
 		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
 		MinSources:       2,
@@ -2530,6 +2566,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeInference,
+		Toolset:          ToolsetInference,
 		Description:      "Summarize one inference benchmark export: AIPerf per-request records (one row per request with tokens, TTFT, latency, TPOT and ITL in ns; percentiles computed from the records) or its aggregate JSON/CSV, vLLM bench serve and SGLang bench_serving results (the producer's own aggregates, one row set per run record), or a Mooncake request trace (one row per request). Metrics carry counts and the comparison identity digests.",
 		Formats:          []Format{FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace},
 		MinSources:       1,
@@ -2549,6 +2586,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameCompareInference,
+		Toolset:          ToolsetInference,
 		Description:      "Compare one metric of 2-32 inference benchmark exports of one format against a baseline: the mean per export (AIPerf: successful requests, default latency_ns; Mooncake: requests, default input_length; vLLM, SGLang and AIPerf aggregates: run records, default the request throughput or mean latency) and the ratio candidate/baseline. Known-different workload or system identities fail unless allow_heterogeneous is true; identity fields missing from an export make the comparison partial.",
 		Formats:          []Format{FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace},
 		MinSources:       2,
@@ -2568,6 +2606,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectGPULaunches,
+		Toolset:          ToolsetGPU,
 		Description:      "List the GPU kernels, memcpy and memset of one Nsight Systems report or SQLite export by start, each with its launching CUDA runtime call, launch latency, grid, block and registers.",
 		Formats:          []Format{FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
@@ -2586,6 +2625,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectGPUKernelMetrics,
+		Toolset:          ToolsetGPU,
 		Description:      "List the per-launch metric measurements and rule observations of one Nsight Compute report (.ncu-rep, via ncu) or ncu --csv export.",
 		Formats:          []Format{FormatNsightCompute, FormatNsightComputeCSV},
 		MinSources:       1,
@@ -2603,6 +2643,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectTritonAutotune,
+		Toolset:          ToolsetGPU,
 		Description:      "List the autotune selections of Triton cache entries (*.autotune.json): key, every candidate config with its timings (ms), the chosen config (lowest timings, as Triton picks).",
 		Formats:          []Format{FormatTritonCache},
 		MinSources:       1,
@@ -2619,6 +2660,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectSanitizerFailures,
+		Toolset:          ToolsetGPU,
 		Description:      "List the records of one Compute Sanitizer XML log (--xml): kind, level, error, memory space, direction, size, address, device function, file, line, block and thread, racecheck hazards; counts by kind, level and classification. An empty log is a clean result.",
 		Formats:          []Format{FormatComputeSanitizer},
 		MinSources:       1,
@@ -2635,6 +2677,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectKernelValidation,
+		Toolset:          ToolsetGPU,
 		Description:      "List the cases, outputs, metric measurements (value, comparator, threshold, status) and failure witnesses of one flameox.kernel-validation.v2 document, with the producer's verdict and coverage.",
 		Formats:          []Format{FormatKernelValidation},
 		MinSources:       1,
@@ -2651,6 +2694,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameCompareKernelValidation,
+		Toolset:          ToolsetGPU,
 		Description:      "Compare the metrics of 2-32 kernel-validation documents against a baseline, matched by case, dimensions, output, dtype, shape, metric and unit: values, delta, ratio and statuses; identities missing from any document are counted as unmatched.",
 		Formats:          []Format{FormatKernelValidation},
 		MinSources:       2,
@@ -2667,6 +2711,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeFailures,
+		Toolset:          ToolsetTest,
 		Description:      "Classify the failing, erroring, flaky, interrupted and unexecuted tests of one Flameox pytest event stream, with completion and outcome counts; or list the observations a workload wrote.",
 		Formats:          []Format{FormatPytest, FormatObservations},
 		MinSources:       1,
@@ -2684,6 +2729,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectPytestFixtures,
+		Toolset:          ToolsetTest,
 		Description:      "Rank the fixtures of one Flameox pytest event stream by setup plus teardown work (aggregate rows), then list every invocation with its worker, durations and outcomes.",
 		Formats:          []Format{FormatPytest},
 		MinSources:       1,
@@ -2700,6 +2746,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameSummarizeCoverage,
+		Toolset:          ToolsetTest,
 		Description:      "List the executed lines and branch arcs of one coverage.py data file (.coverage, SQLite) per file and context, with file, line and arc counts.",
 		Formats:          []Format{FormatCoverage},
 		MinSources:       1,
@@ -2716,7 +2763,8 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNameInspectPerformanceCandidates,
-		Description:      "Normalize every result of one SARIF 2.1.0 log (any analyzer) to candidates: rule, level, message, file relative to source_root, region, suppression; unsuppressed and most severe first. Metrics count normalized, excluded, invalid and omitted results and report analyzer failures.",
+		Toolset:          ToolsetStatic,
+		Description:      "Normalize every result of one SARIF 2.1.0 log (Semgrep --sarif, ESLint's SARIF formatter, CodeQL, Ruff or any analyzer) to candidates: rule, level, message, file relative to source_root, region, suppression; unsuppressed and most severe first. Metrics count normalized, excluded, invalid and omitted results and report analyzer failures.",
 		Formats:          []Format{FormatSarif},
 		MinSources:       1,
 		MaxSources:       1,
@@ -2732,6 +2780,7 @@ var Operations = []OperationDecl{
 	},
 	{
 		Name:             OperationNamePreviewArtifact,
+		Toolset:          ToolsetPreview,
 		Description:      "Page through the logical rows of 1-32 artifacts in order: text lines (or fragments of long lines), JSON entries, JSONL records, CSV records or Parquet records. Each row carries its input_sha256.",
 		Formats:          []Format{FormatJSON, FormatJsonl, FormatCSV, FormatText, FormatParquet},
 		MinSources:       1,

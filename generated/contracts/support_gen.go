@@ -27,6 +27,8 @@ type OperationDecl struct {
 	FormatLimitations map[Format][]string
 	// Rows names the row definitions of the paged table (Go types of this package).
 	Rows []string
+	// Toolset is the toolset of the operation's analysis and capture tools.
+	Toolset Toolset
 }
 
 // CaptureOutput is one native output of a capture provider.

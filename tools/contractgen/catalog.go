@@ -234,6 +234,7 @@ type lifecycleTool struct {
 	Annotations string `json:"annotations"`
 	Input       string `json:"input"`
 	Output      string `json:"output"`
+	Toolset     string `json:"toolset"`
 }
 
 // lifecycleFiles renders the evidence tools' schemas into files and returns their catalog
@@ -275,6 +276,7 @@ func (m *model) lifecycleFiles(files map[string][]byte) ([]any, error) {
 			"title":         t.Title,
 			"description":   t.Description,
 			"family":        "lifecycle",
+			"toolset":       t.Toolset,
 			"annotations":   annotations,
 			"input_schema":  paths.Input,
 			"output_schema": paths.Output,
@@ -308,6 +310,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 	for _, op := range m.ops {
 		ops = append(ops, map[string]any{
 			"operation":            op.Name,
+			"toolset":              op.Toolset,
 			"title":                op.Title,
 			"description":          op.Description,
 			"accepted_formats":     op.Formats,
@@ -341,6 +344,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			"title":         op.Title,
 			"description":   op.Description,
 			"family":        "analysis",
+			"toolset":       op.Toolset,
 			"operation":     op.Name,
 			"annotations":   annotations,
 			"input_schema":  paths.Input,
@@ -379,6 +383,7 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 			"title":             captureTitle(op.Title),
 			"description":       captureDescription(op, c),
 			"family":            "capture",
+			"toolset":           op.Toolset,
 			"operation":         op.Name,
 			"capture_providers": kinds,
 			"annotations":       captureAnnotations,

@@ -104,6 +104,7 @@ type model struct {
 // operation is one entry of the CUE operation registry.
 type operation struct {
 	Name             string
+	Toolset          string
 	Title            string
 	Description      string
 	Formats          []string
@@ -131,6 +132,7 @@ func (m *model) loadRegistry() error {
 		var op operation
 		if err := v.Decode(&struct {
 			Name             *string              `json:"name"`
+			Toolset          *string              `json:"toolset"`
 			Title            *string              `json:"title"`
 			Description      *string              `json:"description"`
 			Formats          *[]string            `json:"formats"`
@@ -142,7 +144,7 @@ func (m *model) loadRegistry() error {
 			Limitations      *[]string            `json:"limitations"`
 			FormatLims       *map[string][]string `json:"format_limitations"`
 			Rows             *[]string            `json:"rows"`
-		}{&op.Name, &op.Title, &op.Description, &op.Formats, &op.MinSources, &op.MaxSources,
+		}{&op.Name, &op.Toolset, &op.Title, &op.Description, &op.Formats, &op.MinSources, &op.MaxSources,
 			&op.CaptureProviders, &op.Experiment, &op.Released, &op.Limitations, &op.FormatLimitations, &op.Rows}); err != nil {
 			return fmt.Errorf("operation %d: %w", len(m.ops), err)
 		}
@@ -157,6 +159,28 @@ func (m *model) loadRegistry() error {
 			}
 		}
 		m.ops = append(m.ops, op)
+	}
+	return m.checkToolsets()
+}
+
+// checkToolsets fails when a toolset other than evidence (the lifecycle tools') holds no
+// released operation: --toolsets would accept a name that loads nothing.
+func (m *model) checkToolsets() error {
+	names, ok := enumValues(m.def("Toolset"))
+	if !ok {
+		return fmt.Errorf("#Toolset is not a string enum")
+	}
+	for _, n := range names {
+		if n == "evidence" {
+			continue
+		}
+		used := false
+		for _, op := range m.ops {
+			used = used || (op.Released && op.Toolset == n)
+		}
+		if !used {
+			return fmt.Errorf("toolset %s holds no released operation", n)
+		}
 	}
 	return nil
 }
