@@ -142,16 +142,20 @@ var agentTasks = []agentTask{
 		tool: "inspect_triton_autotune", file: "h200__triton-add.autotune.json",
 		args: map[string]any{"page_size": 1}, calls: 1, maxBytes: 2600,
 		answer: func(r []map[string]any) string { return fields(firstRow(r), "chosen_index", "chosen_timing_ms") }},
-	// cuBLAS's nvjet kernel is the GEMM; today the agent reads every metric row of the
-	// three launches to find its Speed Of Light rule (issue 32, item 2, is to make this a
-	// per-launch row).
-	{id: "ncu-gemm", question: "What limits the GEMM in this Nsight Compute export (every metric row read)?",
+	// cuBLAS's nvjet kernel is the GEMM: its launch row carries its throughputs, occupancy
+	// and rules, the largest estimated speedup first.
+	{id: "ncu-gemm", question: "What limits the GEMM in this Nsight Compute export?",
 		tool: "inspect_gpu_kernel_metrics", file: "h200__ncu-torch-matmul-gelu-details.csv",
-		args: map[string]any{"page_size": 100}, calls: 0, maxBytes: 170000,
+		args: map[string]any{"page_size": 3}, calls: 1, maxBytes: 13000,
 		answer: func(r []map[string]any) string {
 			for _, row := range taskRows(r) {
-				if k, _ := row["kernel"].(string); (strings.Contains(strings.ToLower(k), "gemm") || strings.HasPrefix(k, "nvjet")) && row["rule"] == "SOLBottleneck" {
-					return fields(row, "launch_id", "rule", "section")
+				if k, _ := row["kernel"].(string); strings.HasPrefix(k, "nvjet") {
+					rules, _ := row["rules"].([]any)
+					if len(rules) == 0 {
+						return ""
+					}
+					top, _ := rules[0].(map[string]any)
+					return fields(row, "launch_id", "compute_throughput_pct", "theoretical_occupancy_pct") + " " + fields(top, "rule", "estimated_speedup")
 				}
 			}
 			return ""

@@ -991,6 +991,27 @@ func (x *InferenceCompareFields) ApplyDefaults() {
 	}
 }
 
+// KernelMetricFields are inspect_gpu_kernel_metrics's fields (decision 0040).
+type KernelMetricFields struct {
+	// launches: one row per kernel launch (the default); metrics: the metric measurements and rule observations.
+	View string `json:"view,omitempty"`
+	// Keep these launch IDs (ncu's ID column); omitted or []: all.
+	LaunchID []int64 `json:"launch_id,omitempty"`
+	// View metrics: keep rows of these sections, exactly (details page names, such as Occupancy; rule observations name their section id, such as SpeedOfLight).
+	Section []string `json:"section,omitempty"`
+	// View metrics: keep measurements whose metric name contains this (case-sensitive).
+	MetricContains *string `json:"metric_contains,omitempty"`
+	// View metrics: keep only the rule observations.
+	RulesOnly *bool `json:"rules_only,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *KernelMetricFields) ApplyDefaults() {
+	if isZero(x.View) {
+		x.View = "launches"
+	}
+}
+
 // NoFields is the field set of an operation without operation-specific fields.
 type NoFields struct {
 }
@@ -1483,6 +1504,32 @@ type GpuLaunchRow struct {
 	ApiStartNS      any     `json:"api_start_ns"`
 	ApiThreadID     *int64  `json:"api_thread_id"`
 	LaunchLatencyNS any     `json:"launch_latency_ns"`
+}
+
+// GpuKernelLaunchRow summarizes one profiled kernel launch: its identity, the figures of
+// ncu's Speed Of Light, Occupancy and Launch Statistics sections (or the raw metrics they
+// read), and its rule results by estimated speedup, largest first.
+type GpuKernelLaunchRow struct {
+	LaunchID int64 `json:"launch_id"`
+	// The demangled kernel name as ncu prints it.
+	Kernel    string  `json:"kernel"`
+	Device    *string `json:"device"`
+	Stream    *string `json:"stream"`
+	BlockSize *string `json:"block_size"`
+	GridSize  *string `json:"grid_size"`
+	// gpu__time_duration.sum in nanoseconds, converted exactly from ncu's printed unit; null when not collected.
+	DurationNS *float64 `json:"duration_ns"`
+	// Speed Of Light: Compute (SM) and Memory Throughput, % of peak.
+	ComputeThroughputPct *float64 `json:"compute_throughput_pct"`
+	MemoryThroughputPct  *float64 `json:"memory_throughput_pct"`
+	// Occupancy: achieved and theoretical, %.
+	AchievedOccupancyPct    *float64 `json:"achieved_occupancy_pct"`
+	TheoreticalOccupancyPct *float64 `json:"theoretical_occupancy_pct"`
+	RegistersPerThread      *float64 `json:"registers_per_thread"`
+	// Rule results, largest estimated speedup first, then those without an estimate in the report's order.
+	Rules []map[string]any `json:"rules"`
+	// Rule results past the first 64 of the launch, not listed.
+	RulesNotListed *int64 `json:"rules_not_listed,omitempty"`
 }
 
 // GpuKernelMetricRow is one measurement (a metric of one profiled kernel launch) or one observation (a rule result for a launch).
@@ -2626,20 +2673,20 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNameInspectGPUKernelMetrics,
 		Toolset:          ToolsetGPU,
-		Description:      "List the per-launch metric measurements and rule observations of one Nsight Compute report (.ncu-rep, via ncu) or ncu --csv export.",
+		Description:      "Summarize the kernel launches of one Nsight Compute report (.ncu-rep, via ncu) or ncu --csv export: per launch its duration, compute and memory throughput, occupancy, registers and the rules with their estimated speedup, largest first; or (view metrics) the metric measurements and rule observations, filtered by launch, section, metric or rules only.",
 		Formats:          []Format{FormatNsightCompute, FormatNsightComputeCSV},
 		MinSources:       1,
 		MaxSources:       1,
-		FieldsDefinition: "NoFields",
+		FieldsDefinition: "KernelMetricFields",
 		CaptureProviders: []string{"nsight-compute"},
 		Experiment:       false,
 		Released:         true,
-		Limitations:      []string{"Rows follow the report's order: launches by ID, metrics in ncu's order; values are as ncu printed them (its units and rounding), numbers without thousands separators.", "An observation is a rule's guidance for one launch; its estimated speedup is ncu's own estimate, not a measurement."},
+		Limitations:      []string{"View launches: a figure is null when the report did not collect its section (or raw metric); values are as ncu printed them, durations converted to nanoseconds.", "View metrics: rows follow the report's order: launches by ID, metrics in ncu's order; values are as ncu printed them (its units and rounding), numbers without thousands separators.", "An observation is a rule's guidance for one launch; its estimated speedup is ncu's own estimate, not a measurement."},
 		FormatLimitations: map[Format][]string{
 			FormatNsightCompute:    []string{"The report was converted with this machine's ncu (--import --csv): measurements from the raw page (every collected metric by its id), observations and section names from the details page; the ncu executable's digest is bound into the result.", "CSV exports do not record profiling ranges, so range_count is null."},
 			FormatNsightComputeCSV: []string{"One ncu --csv page (details or raw) as exported: a details page names sections and carries rule results; a raw page carries every collected metric by id, without sections or rule results.", "CSV exports do not record profiling ranges, so range_count is null."},
 		},
-		Rows: []string{"GpuKernelMetricRow"},
+		Rows: []string{"GpuKernelLaunchRow", "GpuKernelMetricRow"},
 	},
 	{
 		Name:             OperationNameInspectTritonAutotune,

@@ -111,6 +111,8 @@ type report struct {
 	sections  map[string]struct{}
 	strs      map[string]string
 	raw       bool
+	// summaries are the launches view's figures and rule results, by launch index.
+	summaries []launchSummary
 }
 
 func newReport() *report {
@@ -135,6 +137,7 @@ func (r *report) intern(s string) string {
 func (r *report) rows() int64 { return r.metrics + r.observed }
 
 func (r *report) add(e entry) {
+	r.summarize(e.launch, &e)
 	if len(r.entries) <= providers.MaxProjectionRows {
 		r.entries = append(r.entries, e)
 	}
@@ -313,6 +316,10 @@ func decodeRaw(ctx context.Context, cr *csv.Reader, header []string, src int, ke
 			r.note(r.metricIDs, names[i])
 			if len(r.entries) > providers.MaxProjectionRows {
 				r.metrics++
+				if _, ok := summaryMetrics[[2]string{"", names[i]}]; ok {
+					v, num := parseValue(rec[i])
+					r.summarize(li, &entry{launch: li, metric: names[i], unit: units[i], value: strings.Clone(v), numeric: num})
+				}
 				continue
 			}
 			v, num := parseValue(rec[i])

@@ -7,11 +7,13 @@ package ncu
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
@@ -36,8 +38,11 @@ var detectors = []providers.Detector{
 	{Format: gen.FormatNsightComputeCSV, Container: gen.FormatCSV, Match: func(_ string, head []byte) bool { return IsCSVHead(head) }},
 }
 
-func inspect(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
-	in := req.Inputs[0]
+func inspect(ctx context.Context, req *providers.Request[gen.KernelMetricFields]) (*providers.Analysis, error) {
+	in, f := req.Inputs[0], req.Fields
+	if err := checkFields(f); err != nil {
+		return nil, err
+	}
 	r := newReport()
 	a := &providers.Analysis{Provider: gen.Provider{ID: "nsight-compute-csv", Version: "native-1"}}
 	if in.Format == gen.FormatNsightCompute {
@@ -48,12 +53,12 @@ func inspect(ctx context.Context, req *providers.Request[gen.NoFields]) (*provid
 		a.Provider = gen.Provider{ID: "nsight-compute", Version: "sha256:" + exe.SHA256}
 		a.Implementation = map[string]string{"ncu": exe.SHA256}
 	} else {
-		f, err := providers.OpenBounded(ctx, in, req.Limits.MaxInputBytes)
+		fh, err := providers.OpenBounded(ctx, in, req.Limits.MaxInputBytes)
 		if err != nil {
 			return nil, err
 		}
-		err = decodePage(ctx, f, in.Index, keepAll, r)
-		f.Close()
+		err = decodePage(ctx, fh, in.Index, keepAll, r)
+		fh.Close()
 		if err != nil {
 			return nil, err
 		}
@@ -62,8 +67,76 @@ func inspect(ctx context.Context, req *providers.Request[gen.NoFields]) (*provid
 	if r.rows() == 0 {
 		a.Limitations = append(a.Limitations, "no_kernel_metrics_observed: the report holds no measurement or rule result.")
 	}
-	a.Rows = providers.Project(len(r.entries), r.row)
+	keep := launchIDs(f.LaunchID)
+	if f.View == "metrics" {
+		idx := r.selectEntries(f, keep)
+		a.Rows = providers.Project(len(idx), func(i int) gen.GpuKernelMetricRow { return r.row(idx[i]) })
+		if filtered(f) {
+			a.Metrics["filter_excluded_count"] = int64(len(r.entries) - len(idx))
+			if int64(len(r.entries)) < r.rows() {
+				a.Limitations = append(a.Limitations, fmt.Sprintf("The filters were applied to the first %d rows of the report, which holds %d.", len(r.entries), r.rows()))
+			}
+			if len(idx) == 0 && r.rows() > 0 {
+				a.Limitations = append(a.Limitations, "no_rows_match_filters: no measurement or rule result passes launch_id, section, metric_contains and rules_only; widen or omit them.")
+			}
+		}
+		return a, nil
+	}
+	var idx []int
+	for i := range r.launches {
+		if keep == nil || keep[r.launches[i].id] {
+			idx = append(idx, i)
+		}
+	}
+	if keep != nil {
+		a.Metrics["filter_excluded_count"] = int64(len(r.launches) - len(idx))
+		if len(idx) == 0 && len(r.launches) > 0 {
+			a.Limitations = append(a.Limitations, "no_rows_match_filters: no launch of the report has the launch_id asked for; omit launch_id for every launch (launch_count says how many there are).")
+		}
+	}
+	a.Rows = providers.Project(len(idx), func(i int) launchRow { return r.launchRow(idx[i]) })
 	return a, nil
+}
+
+// filtered reports whether the metrics view's rows are filtered.
+func filtered(f *gen.KernelMetricFields) bool {
+	return len(f.LaunchID) > 0 || len(f.Section) > 0 || f.MetricContains != nil || f.RulesOnly != nil && *f.RulesOnly
+}
+
+// checkFields refuses the metrics view's filters with the launches view.
+func checkFields(f *gen.KernelMetricFields) error {
+	if f.View == "metrics" {
+		return nil
+	}
+	for _, c := range []struct {
+		name string
+		set  bool
+	}{{"section", len(f.Section) > 0}, {"metric_contains", f.MetricContains != nil}, {"rules_only", f.RulesOnly != nil}} {
+		if c.set {
+			return &providers.FieldError{Field: []any{"view"}, Accepted: []string{"metrics"},
+				Message: fmt.Sprintf(`%s filters the rows of view "metrics": add "view": "metrics", or omit %s for one row per launch`, c.name, c.name),
+				Details: map[string]any{"option": c.name}}
+		}
+	}
+	return nil
+}
+
+// selectEntries is the kept rows the metrics view's filters pass, in the report's order.
+func (r *report) selectEntries(f *gen.KernelMetricFields, keep map[int64]bool) []int {
+	idx := make([]int, 0, len(r.entries))
+	rulesOnly := f.RulesOnly != nil && *f.RulesOnly
+	for i := range r.entries {
+		e := &r.entries[i]
+		switch {
+		case keep != nil && !keep[r.launches[e.launch].id]:
+		case len(f.Section) > 0 && !slices.Contains(f.Section, e.section):
+		case rulesOnly && !e.observation:
+		case f.MetricContains != nil && (e.observation || !strings.Contains(e.metric, *f.MetricContains)):
+		default:
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 func (r *report) figures() map[string]any {
