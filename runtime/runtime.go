@@ -63,6 +63,8 @@ type Tool struct {
 	inputOnce sync.Once
 	input     *validate.Schema
 	inputErr  error
+	// ceilings are the server's, when its input schema publishes them (publishCeilings).
+	ceilings *gen.EffectiveLimits
 }
 
 // validator returns the compiled input schema.
@@ -74,13 +76,21 @@ func (t *Tool) validator() (*validate.Schema, *failure.Failure) {
 	return t.input, nil
 }
 
-// Validate checks raw arguments against the tool's input schema.
+// Validate checks raw arguments against the tool's input schema. A limit above the
+// published server ceiling (but within the contract) is LIMIT_EXCEEDED, as when the
+// runtime lowers the limits.
 func (t *Tool) Validate(raw []byte) (any, *failure.Failure) {
 	v, f := t.validator()
 	if f != nil {
 		return nil, f
 	}
-	return v.Validate(raw)
+	inst, f := v.Validate(raw)
+	if f != nil && t.ceilings != nil {
+		if g := ceilingFailure(f, raw, *t.ceilings); g != nil {
+			return nil, g
+		}
+	}
+	return inst, f
 }
 
 // Annotations are MCP behaviour hints.
@@ -188,6 +198,9 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, err
 			return nil, f
 		}
 		rt.limits = eff
+	}
+	if err := rt.publishCeilings(); err != nil {
+		return nil, err
 	}
 	return rt, nil
 }
