@@ -90,6 +90,12 @@ func open(ctx context.Context, in providers.Input) (*db, error) {
 	}
 	s, err := sqlitefile.Open(ctx, in.Path)
 	if err != nil {
+		var damaged *sqlitefile.CorruptError
+		if errors.As(err, &damaged) {
+			return nil, &providers.DecodeError{Source: in.Index,
+				Message: fmt.Sprintf("source %d is a damaged SQLite file (PRAGMA quick_check: %s); nothing was queried", in.Index, damaged.Problem),
+				Details: map[string]any{"integrity_check": damaged.Problem}}
+		}
 		var ce *sqlitefile.ComputedError
 		if errors.As(err, &ce) {
 			return nil, &providers.UnsupportedError{Source: in.Index,

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -197,6 +198,9 @@ func TestNsysSQLiteMalformed(t *testing.T) {
 		{"gzip", write("gz.sqlite", []byte{0x1f, 0x8b, 8, 0}), &providers.UnsupportedError{}},
 		{"other database", other, &providers.UnsupportedError{}},
 		{"truncated", write("trunc.sqlite", corpus[:len(corpus)/3]), &providers.DecodeError{}},
+		// Issue 40: interior pages that all point at one child make a scan revisit it at
+		// every level; quick_check refuses the file before any query.
+		{"b-tree DAG", testtool.SQLiteDAG(t, corpusFile(t, nsysCorpus)), &providers.DecodeError{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, err := inspectLaunches(context.Background(), nsysReq(c.path))
@@ -211,6 +215,9 @@ func TestNsysSQLiteMalformed(t *testing.T) {
 				}
 				if strings.Contains(e.Message, dir) {
 					t.Errorf("message names a host path: %q", e.Message)
+				}
+				if c.name == "b-tree DAG" && (!strings.Contains(e.Message, "damaged SQLite file (PRAGMA quick_check: ") || !strings.Contains(e.Message, "2nd reference to page")) {
+					t.Errorf("message %q does not say the file is damaged", e.Message)
 				}
 			case *providers.UnsupportedError:
 				var e *providers.UnsupportedError

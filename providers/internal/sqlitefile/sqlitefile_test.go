@@ -7,7 +7,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/flameox/flameox/internal/testtool"
 )
 
 // create writes a database with the statements, through the driver in read-write mode.
@@ -98,5 +101,31 @@ func TestOpenBoundsAndPragmas(t *testing.T) {
 	}
 	if _, err := d.ExecContext(ctx, "INSERT INTO a VALUES (1)"); err == nil {
 		t.Fatal("an insert succeeded")
+	}
+}
+
+// TestOpenRefusesDamagedBTrees: a file whose interior pages all point at one child (a
+// scan would visit it once per cell at every level: a 40 KiB file made a query take
+// 4 GB) is refused by PRAGMA quick_check before any query, and the refusal names pages,
+// not the path.
+func TestOpenRefusesDamagedBTrees(t *testing.T) {
+	stmts := []string{"CREATE TABLE a (x INTEGER PRIMARY KEY, y TEXT)"}
+	for i := 0; i < 40; i++ {
+		stmts = append(stmts, "WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n WHERE v < 100) INSERT INTO a (y) SELECT printf('%0200d', v) FROM n")
+	}
+	p := create(t, stmts...)
+	if d, err := Open(context.Background(), p); err != nil {
+		t.Fatalf("the intact file: %v", err)
+	} else {
+		d.Close()
+	}
+	dag := testtool.SQLiteDAG(t, p)
+	_, err := Open(context.Background(), dag)
+	var ce *CorruptError
+	if !errors.As(err, &ce) {
+		t.Fatalf("open = %v, want a CorruptError", err)
+	}
+	if !strings.Contains(ce.Problem, "page") || strings.Contains(ce.Error(), dag) {
+		t.Errorf("problem %q", ce.Problem)
 	}
 }
