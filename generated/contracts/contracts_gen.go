@@ -929,6 +929,15 @@ type WorkloadFailure struct {
 type AllocationFields struct {
 	// pprof only: alloc_space (default) or alloc_objects.
 	SampleType *string `json:"sample_type,omitempty"`
+	// inclusive (default) ranks by inclusive, then self value; self by self, then inclusive.
+	Order string `json:"order,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *AllocationFields) ApplyDefaults() {
+	if isZero(x.Order) {
+		x.Order = "inclusive"
+	}
 }
 
 // CompareFields are compare_benchmarks's and compare_kernel_validation's fields.
@@ -952,6 +961,10 @@ type CpuCallerFields struct {
 	Function *string `json:"function,omitempty"`
 	// Edges into (callers) or out of (callees) a match, or both.
 	Direction string `json:"direction,omitempty"`
+	// Keep only functions whose file path contains one of these (case-sensitive).
+	IncludePaths []string `json:"include_paths,omitempty"`
+	// Drop functions whose file path contains any of these (site-packages, ~ = built-ins).
+	ExcludePaths []string `json:"exclude_paths,omitempty"`
 	// pprof only; default: the profile's.
 	SampleType *string `json:"sample_type,omitempty"`
 }
@@ -965,6 +978,10 @@ func (x *CpuCallerFields) ApplyDefaults() {
 
 // CpuHotspotFields are rank_cpu_hotspots's fields.
 type CpuHotspotFields struct {
+	// Keep only functions whose file path contains one of these (case-sensitive).
+	IncludePaths []string `json:"include_paths,omitempty"`
+	// Drop functions whose file path contains any of these (site-packages, ~ = built-ins).
+	ExcludePaths []string `json:"exclude_paths,omitempty"`
 	// pstats: self_time_seconds (default) or the *_calls/cumulative ones; sampled formats: self_weight (default) or inclusive_weight (ranks callers of hot code first).
 	Metric *string `json:"metric,omitempty"`
 	// pprof only (cpu, samples, ...); default: the profile's.
@@ -1035,6 +1052,15 @@ func (x *PreviewFields) ApplyDefaults() {
 type RetainedFields struct {
 	// pprof only: inuse_space (default) or inuse_objects.
 	SampleType *string `json:"sample_type,omitempty"`
+	// inclusive (default) ranks by inclusive, then self value; self by self, then inclusive.
+	Order string `json:"order,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *RetainedFields) ApplyDefaults() {
+	if isZero(x.Order) {
+		x.Order = "inclusive"
+	}
 }
 
 // ScalingFields are analyze_benchmark_scaling's fields.
@@ -1311,7 +1337,7 @@ type CpuCallerSampledRow struct {
 	Unit           string  `json:"unit"`
 }
 
-// AllocationHotspotRow is one frame of a V8 sampling heap profile or a Memray capture, ranked by inclusive bytes, then self bytes, then frame id.
+// AllocationHotspotRow is one frame of a V8 sampling heap profile or a Memray capture, ranked by the request's order: inclusive bytes, then self bytes (the default), or self bytes, then inclusive bytes; then frame id.
 type AllocationHotspotRow struct {
 	// 1-based position in the ranking.
 	Rank     int64  `json:"rank"`
@@ -1330,7 +1356,7 @@ type AllocationHotspotRow struct {
 	FrameID int64 `json:"frame_id"`
 }
 
-// MemoryPprofRow is one function of a Go heap profile, ranked by the selected sample type.
+// MemoryPprofRow is one function of a Go heap profile, ranked by the selected sample type in the request's order (inclusive or self value first).
 type MemoryPprofRow struct {
 	// 1-based position in the ranking.
 	Rank     int64   `json:"rank"`
@@ -1571,7 +1597,7 @@ type TritonAutotuneRow struct {
 	// The autotune key as cached: the key arguments' values, then the argument dtypes.
 	Key            []any `json:"key"`
 	CandidateCount int64 `json:"candidate_count"`
-	// The chosen candidate (the lowest timings, compared in order as Triton compares them) and its first timing.
+	// The chosen candidate (the lowest timings, compared in order as Triton compares them) and its first timing (median_ms; null when not finite).
 	ChosenIndex    *int64           `json:"chosen_index"`
 	ChosenConfig   map[string]any   `json:"chosen_config"`
 	ChosenTimingMS *float64         `json:"chosen_timing_ms"`
@@ -1684,6 +1710,12 @@ type PytestFailureRow struct {
 	PhaseOutcomes map[string]any `json:"phase_outcomes"`
 	// Attempts of the test: 1, more when a rerun plugin ran it again; 0 when never started.
 	PhaseAttempts int64 `json:"phase_attempts"`
+	// The short message pytest recorded for the failure: the crash line of the report (the exception and its text, what pytest's JUnit XML and short test summary show), else the report's text; a collection error's last report line. At most 1024 bytes of UTF-8: a longer one is cut on a character boundary and ends with "..." (message_truncated). Absent when the stream records none (unexecuted tests, a test interrupted before any failure, streams written before the plugin recorded messages).
+	Message *string `json:"message,omitempty"`
+	// The phase whose report holds message: failing_phase for failed and errored rows; for flaky and interrupted rows, the first failed phase of the last attempt that failed. Present with message.
+	MessagePhase *string `json:"message_phase,omitempty"`
+	// true when message was cut to its 1024 bytes; absent otherwise.
+	MessageTruncated *bool `json:"message_truncated,omitempty"`
 }
 
 // ObservationRow is one observation a workload wrote.
@@ -2504,7 +2536,7 @@ var Operations = []OperationDecl{
 			FormatPerf:       []string{"Sampled profile: weights are sample counts from collapsed stacks, so functions shorter than the sampling interval may not appear.", "Collapsed stacks carry function names only: no file or line, and frames perf could not resolve appear as [unknown]."},
 			FormatPerfData:   []string{"Sampled profile: weights are sample counts, so functions shorter than the sampling interval may not appear.", "perf.data was converted with this machine's perf script; symbols resolve against the binaries present now, and unresolved frames appear as [unknown] with their object file."},
 			FormatPprof:      []string{"Sampled profile: weights are the selected sample type's values; functions shorter than the sampling period may not appear.", "Frames are functions (name, file, start line); inlined calls are expanded, and unsymbolized locations appear as addresses."},
-			FormatPstats:     []string{"cProfile and profile are deterministic instrumentation: per-call overhead inflates the times of small, frequently called functions.", "pstats files are not compatible across Python versions; this reader decodes the marshal data CPython 3 writes.", "A profile shows where time went, not why; a hot function is not necessarily the cause of slowness."},
+			FormatPstats:     []string{"cProfile and profile are deterministic instrumentation: per-call overhead inflates the times of small, frequently called functions.", "pstats files are not compatible across Python versions; this reader decodes the marshal data CPython 3 writes.", "pstats keys a function by file, line and name: line is the line of its definition (def), not of a hot statement; pstats records no time per line.", "A profile shows where time went, not why; a hot function is not necessarily the cause of slowness."},
 			FormatPySpy:      []string{"Sampled profile: times are estimated from periodic stack samples at the sampling rate, so functions shorter than the interval may not appear.", "Samples with an empty stack are counted as unresolved; py-spy frames without a file are native or idle frames."},
 		},
 		Rows: []string{"CpuHotspotPstatsRow", "CpuHotspotSampledRow"},
@@ -2526,7 +2558,7 @@ var Operations = []OperationDecl{
 			FormatPerf:       []string{"Sampled profile: weights are sample counts from collapsed stacks, so functions shorter than the sampling interval may not appear.", "Collapsed stacks carry function names only: no file or line, and frames perf could not resolve appear as [unknown]."},
 			FormatPerfData:   []string{"Sampled profile: weights are sample counts, so functions shorter than the sampling interval may not appear.", "perf.data was converted with this machine's perf script; symbols resolve against the binaries present now, and unresolved frames appear as [unknown] with their object file."},
 			FormatPprof:      []string{"Sampled profile: weights are the selected sample type's values; functions shorter than the sampling period may not appear.", "Frames are functions (name, file, start line); inlined calls are expanded, and unsymbolized locations appear as addresses."},
-			FormatPstats:     []string{"cProfile and profile are deterministic instrumentation: per-call overhead inflates the times of small, frequently called functions.", "pstats files are not compatible across Python versions; this reader decodes the marshal data CPython 3 writes.", "A profile shows where time went, not why; a hot function is not necessarily the cause of slowness."},
+			FormatPstats:     []string{"cProfile and profile are deterministic instrumentation: per-call overhead inflates the times of small, frequently called functions.", "pstats files are not compatible across Python versions; this reader decodes the marshal data CPython 3 writes.", "pstats keys a function by file, line and name: line is the line of its definition (def), not of a hot statement; pstats records no time per line.", "A profile shows where time went, not why; a hot function is not necessarily the cause of slowness."},
 			FormatPySpy:      []string{"Sampled profile: times are estimated from periodic stack samples at the sampling rate, so functions shorter than the interval may not appear.", "Samples with an empty stack are counted as unresolved; py-spy frames without a file are native or idle frames."},
 		},
 		Rows: []string{"CpuCallerPstatsRow", "CpuCallerSampledRow"},
@@ -2770,7 +2802,7 @@ var Operations = []OperationDecl{
 		Limitations:      []string{},
 		FormatLimitations: map[Format][]string{
 			FormatObservations: []string{"Observations are what the workload wrote: each line must hold exactly name, phase, monotonic_ns and values; Flameox does not check the clock or the values."},
-			FormatPytest:       []string{"The pytest stream is Flameox's own (flameox_pytest_plugin), not pytest-reportlog; durations are pytest's per-phase durations and the plugin's perf_counter timing of fixtures, in integer nanoseconds.", "A stream that ends without run_finished (a run killed by a timeout or signal) is read up to its last complete line: completion is interrupted and a torn last line is dropped.", "xfail tests count as skipped and non-strict xpass tests as passed, as pytest's JUnit XML reports them; only failing, erroring, flaky, interrupted and unexecuted tests are rows.", "Reruns are seen only when a rerun plugin (pytest-rerunfailures) reports them; without one, retried and flaky are 0."},
+			FormatPytest:       []string{"The pytest stream is Flameox's own (flameox_pytest_plugin), not pytest-reportlog; durations are pytest's per-phase durations and the plugin's perf_counter timing of fixtures, in integer nanoseconds.", "A stream that ends without run_finished (a run killed by a timeout or signal) is read up to its last complete line: completion is interrupted and a torn last line is dropped.", "xfail tests count as skipped and non-strict xpass tests as passed, as pytest's JUnit XML reports them; only failing, erroring, flaky, interrupted and unexecuted tests are rows.", "Reruns are seen only when a rerun plugin (pytest-rerunfailures) reports them; without one, retried and flaky are 0.", "A row's message is pytest's short message of one phase (message_phase), at most 1024 bytes: a test that failed in its call and again in its teardown shows the call's; the full traceback is not kept."},
 		},
 		Rows: []string{"PytestFailureRow", "ObservationRow"},
 	},

@@ -167,8 +167,11 @@ func sampledMetrics(s *Sampled, m map[string]any) map[string]any {
 }
 
 // analysis resolves the format-specific fields and decodes the single source.
-func analysis(ctx context.Context, in []providers.Input, limits gen.EffectiveLimits, metric, sampleType *string, edges bool) (*decoded, error) {
+func analysis(ctx context.Context, in []providers.Input, limits gen.EffectiveLimits, metric, sampleType *string, paths *pathFilter, edges bool) (*decoded, error) {
 	if err := fieldChecks(in[0], metric, sampleType); err != nil {
+		return nil, err
+	}
+	if err := paths.check(in[0]); err != nil {
 		return nil, err
 	}
 	o := Options{Edges: edges}
@@ -178,8 +181,12 @@ func analysis(ctx context.Context, in []providers.Input, limits gen.EffectiveLim
 	return decode(ctx, in[0], limits, o)
 }
 
+// rankHotspots is rank_cpu_hotspots: functions (pstats) or frames (sampled formats) by
+// the chosen metric, those outside the path filters left out after the whole profile's
+// figures are taken.
 func rankHotspots(ctx context.Context, req *providers.Request[gen.CpuHotspotFields]) (*providers.Analysis, error) {
-	p, err := analysis(ctx, req.Inputs, req.Limits, req.Fields.Metric, req.Fields.SampleType, false)
+	paths := newPathFilter(req.Fields.IncludePaths, req.Fields.ExcludePaths)
+	p, err := analysis(ctx, req.Inputs, req.Limits, req.Fields.Metric, req.Fields.SampleType, paths, false)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +200,11 @@ func rankHotspots(ctx context.Context, req *providers.Request[gen.CpuHotspotFiel
 		a.Metrics["metric"] = metric
 		unit := p.sampled.Unit
 		s := p.sampled
-		a.Rows = providers.ProjectSlice(s.HotspotOrder(metric == "inclusive_weight"), func(i int32) gen.CpuHotspotSampledRow {
+		order := s.HotspotOrder(metric == "inclusive_weight")
+		listed := keep(order, func(i int32) bool { return paths.pass(s.Frames[i].File) })
+		paths.figures(a.Metrics, len(order)-len(listed))
+		a.Limitations = append(a.Limitations, paths.notes(len(listed), len(order)-len(listed), "frames")...)
+		a.Rows = providers.ProjectSlice(listed, func(i int32) gen.CpuHotspotSampledRow {
 			h := s.Hotspot(int(i))
 			return gen.CpuHotspotSampledRow{Function: h.Function, File: providers.Nullable(h.File), Line: providers.Nullable(h.Line),
 				Column: providers.Nullable(h.Column), SelfWeight: h.SelfWeight, InclusiveWeight: h.InclusiveWeight,
@@ -212,7 +223,10 @@ func rankHotspots(ctx context.Context, req *providers.Request[gen.CpuHotspotFiel
 		total += t.funcs[i].tt
 	}
 	a.Metrics = map[string]any{"function_count": len(order), "metric": metric, "total_self_time_seconds": total}
-	a.Rows = providers.ProjectSlice(order, func(i int32) gen.CpuHotspotPstatsRow {
+	listed := keep(order, func(i int32) bool { return paths.pass(t.strs[t.funcs[i].file]) })
+	paths.figures(a.Metrics, len(order)-len(listed))
+	a.Limitations = append(a.Limitations, paths.notes(len(listed), len(order)-len(listed), "functions")...)
+	a.Rows = providers.ProjectSlice(listed, func(i int32) gen.CpuHotspotPstatsRow {
 		x := &t.funcs[i]
 		return gen.CpuHotspotPstatsRow{Function: t.strs[x.name], File: t.strs[x.file], Line: x.line, PrimitiveCalls: x.cc,
 			TotalCalls: x.nc, SelfTimeSeconds: x.tt, CumulativeTimeSeconds: x.ct}
@@ -220,8 +234,11 @@ func rankHotspots(ctx context.Context, req *providers.Request[gen.CpuHotspotFiel
 	return a, nil
 }
 
+// inspectCallers is inspect_cpu_callers: the caller edges around the functions matching
+// function, in direction, whose caller and callee both pass the path filters.
 func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFields]) (*providers.Analysis, error) {
-	p, err := analysis(ctx, req.Inputs, req.Limits, nil, req.Fields.SampleType, true)
+	paths := newPathFilter(req.Fields.IncludePaths, req.Fields.ExcludePaths)
+	p, err := analysis(ctx, req.Inputs, req.Limits, nil, req.Fields.SampleType, paths, true)
 	if err != nil {
 		return nil, err
 	}
@@ -231,10 +248,13 @@ func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFie
 	}
 	direction := req.Fields.Direction
 	a := &providers.Analysis{Provider: p.provider, Implementation: p.implementation, Limitations: p.limitations}
-	matching := 0
+	matching, excluded := 0, 0
 	if t := p.pstats; t != nil {
-		edges := t.callerEdges(function, direction)
-		matching = len(edges)
+		all := t.callerEdges(function, direction)
+		edges := keep(all, func(e pstatsEdge) bool {
+			return paths.pass(t.strs[t.callers[e.caller].file]) && paths.pass(t.strs[t.funcs[e.callee].file])
+		})
+		matching, excluded = len(edges), len(all)-len(edges)
 		a.Metrics = map[string]any{"function_count": len(t.funcs), "edge_count": t.edges, "matching_edge_count": len(edges)}
 		a.Rows = providers.ProjectSlice(edges, func(e pstatsEdge) gen.CpuCallerPstatsRow {
 			c, callee := &t.callers[e.caller], &t.funcs[e.callee]
@@ -247,8 +267,9 @@ func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFie
 			return row
 		})
 	} else {
-		edges := p.sampled.CallerEdges(function, direction)
-		matching = len(edges)
+		all := p.sampled.CallerEdges(function, direction)
+		edges := keep(all, func(e EdgeRow) bool { return paths.pass(e.Caller.File) && paths.pass(e.Callee.File) })
+		matching, excluded = len(edges), len(all)-len(edges)
 		a.Metrics = sampledMetrics(p.sampled, p.metrics)
 		a.Metrics["edge_count"], a.Metrics["matching_edge_count"] = len(p.sampled.Edges), len(edges)
 		unit := p.sampled.Unit
@@ -263,10 +284,28 @@ func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFie
 		filter = function
 	}
 	a.Metrics["function_filter"], a.Metrics["direction"] = filter, direction
-	if matching == 0 {
+	paths.figures(a.Metrics, excluded)
+	a.Limitations = append(a.Limitations, paths.notes(matching, excluded, "caller edges")...)
+	if matching == 0 && excluded == 0 {
 		a.Limitations = append(a.Limitations, "No caller edge matches the request.")
 	}
 	return a, nil
+}
+
+// keep is the elements of s that pass, in order; s itself when all do.
+func keep[E any](s []E, pass func(E) bool) []E {
+	for i, e := range s {
+		if !pass(e) {
+			out := append(make([]E, 0, len(s)-1), s[:i]...)
+			for _, e := range s[i+1:] {
+				if pass(e) {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+	}
+	return s
 }
 
 // pySpyVersion is the pinned py-spy release, the one prepare_providers installs.

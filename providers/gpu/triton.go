@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
@@ -47,7 +50,10 @@ func tritonDecodeErr(src int, entry int, format string, args ...any) error {
 		Details: map[string]any{"entry": entry}}
 }
 
-// readTriton decodes the entries of in: one JSON value after another.
+// readTriton decodes the entries of in: one JSON value after another. Python's json
+// writes a non-finite float as a bare literal (Infinity, -Infinity, NaN), which strict
+// JSON rejects; Triton's autotuner caches [inf, inf, inf] for a config that failed, so
+// such literals are accepted outside strings (acceptNonFinite).
 func readTriton(ctx context.Context, in providers.Input) ([]gen.TritonAutotuneRow, error) {
 	f, err := providers.OpenBounded(ctx, in, maxTritonBytes)
 	if err != nil {
@@ -55,7 +61,18 @@ func readTriton(ctx context.Context, in providers.Input) ([]gen.TritonAutotuneRo
 	}
 	defer f.Close()
 	src := in.Index
-	dec := json.NewDecoder(f)
+	b, err := io.ReadAll(f)
+	if err != nil {
+		var lim *providers.LimitError
+		if errors.As(err, &lim) {
+			return nil, lim
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &providers.DecodeError{Source: src, Message: fmt.Sprintf("source %d cannot be read to its end (a damaged compressed stream?)", src)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(acceptNonFinite(b)))
 	dec.UseNumber()
 	var rows []gen.TritonAutotuneRow
 	for n := 0; ; n++ {
@@ -65,10 +82,6 @@ func readTriton(ctx context.Context, in providers.Input) ([]gen.TritonAutotuneRo
 			break
 		}
 		if err != nil {
-			var lim *providers.LimitError
-			if errors.As(err, &lim) {
-				return nil, lim
-			}
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -103,8 +116,9 @@ func tritonRow(raw json.RawMessage, src, n int) (gen.TritonAutotuneRow, error) {
 		return gen.TritonAutotuneRow{}, &providers.LimitError{Source: src, Limit: maxTritonCandidates, Unit: "configs",
 			Message: fmt.Sprintf("source %d: entry %d has more than %d configs", src, n, maxTritonCandidates)}
 	}
-	row := gen.TritonAutotuneRow{Index: int64(n), Key: e.Key, CandidateCount: int64(len(e.ConfigsTimings)),
+	row := gen.TritonAutotuneRow{Index: int64(n), Key: unmarkAll(e.Key), CandidateCount: int64(len(e.ConfigsTimings)),
 		Candidates: make([]map[string]any, 0, len(e.ConfigsTimings))}
+	firsts := make([]float64, len(e.ConfigsTimings))
 	var best []float64
 	for i, ct := range e.ConfigsTimings {
 		if len(ct) != 2 {
@@ -116,45 +130,104 @@ func tritonRow(raw json.RawMessage, src, n int) (gen.TritonAutotuneRow, error) {
 		if err := cd.Decode(&cfg); err != nil || cfg == nil {
 			return row, tritonDecodeErr(src, n, "configs_timings[%d] has no config object", i)
 		}
-		nums, vals, err := timings(ct[1])
+		cfg = unmark(cfg).(map[string]any)
+		vals, err := timings(ct[1])
 		if err != nil {
 			return row, tritonDecodeErr(src, n, "configs_timings[%d] has timings that are not numbers", i)
 		}
-		row.Candidates = append(row.Candidates, map[string]any{"config": cfg, "timings_ms": nums})
+		row.Candidates = append(row.Candidates, tritonCandidate(cfg, vals))
+		firsts[i] = math.NaN()
+		if len(vals) > 0 {
+			firsts[i] = vals[0]
+		}
 		if len(vals) > 0 && (best == nil || less(vals, best)) {
 			best = vals
 			k := int64(i)
 			row.ChosenIndex, row.ChosenConfig = &k, cfg
-			t := vals[0]
-			row.ChosenTimingMS = &t
+			row.ChosenTimingMS = finite(vals[0])
+		}
+	}
+	if row.ChosenIndex != nil {
+		chosen := firsts[*row.ChosenIndex]
+		for i, c := range row.Candidates {
+			c["ratio_to_chosen"] = ratio(firsts[i], chosen)
 		}
 	}
 	return row, nil
 }
 
-// timings reads a timings value: a list of numbers (Triton 3) or one number (older
-// Triton, whose do_bench returned a float).
-func timings(raw json.RawMessage) ([]json.Number, []float64, error) {
-	var list []json.Number
-	if err := json.Unmarshal(raw, &list); err != nil {
-		var one json.Number
-		if err := json.Unmarshal(raw, &one); err != nil {
-			return nil, nil, err
+// tritonQuantiles are the quantiles Triton's autotuner asks do_bench for, in the order it
+// caches them (Autotuner._bench: quantiles=(0.5, 0.2, 0.8)), as candidate fields.
+var tritonQuantiles = [3]string{"median_ms", "p20_ms", "p80_ms"}
+
+// tritonCandidate is the candidate of one config and its timings: Triton's three
+// quantiles labelled, or any other shape as cached under timings_ms; ratio_to_chosen is
+// set once the chosen config is known (null without one).
+func tritonCandidate(cfg map[string]any, vals []float64) map[string]any {
+	c := map[string]any{"config": cfg, "ratio_to_chosen": nil}
+	if len(vals) > 0 && math.IsInf(vals[0], 1) {
+		c["failed"] = true
+	}
+	if len(vals) == len(tritonQuantiles) {
+		for i, name := range tritonQuantiles {
+			c[name] = finite(vals[i])
 		}
-		list = []json.Number{one}
+		return c
+	}
+	list := make([]*float64, len(vals))
+	for i, v := range vals {
+		list[i] = finite(v)
+	}
+	for _, name := range tritonQuantiles {
+		c[name] = nil
+	}
+	c["timings_ms"] = list
+	return c
+}
+
+// ratio is t over chosen rounded to 4 decimals (correctly, as Python's round), or null
+// when it is not finite.
+func ratio(t, chosen float64) *float64 {
+	r := t / chosen
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return nil
+	}
+	r, _ = strconv.ParseFloat(strconv.FormatFloat(r, 'f', 4, 64), 64)
+	return &r
+}
+
+// finite is v, or null when v is not finite (JSON has no infinity).
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// timings reads a timings value: a list of numbers (Triton 3's quantiles) or one number
+// (a do_bench that returned a float). Non-finite literals come marked (acceptNonFinite).
+func timings(raw json.RawMessage) ([]float64, error) {
+	var list []any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&list); err != nil {
+		var one any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		if err := d.Decode(&one); err != nil {
+			return nil, err
+		}
+		list = []any{one}
 	}
 	vals := make([]float64, len(list))
-	for i, s := range list {
-		v, err := strconv.ParseFloat(string(s), 64)
-		if err != nil {
-			return nil, nil, err
+	for i, x := range list {
+		v, ok := number(x)
+		if !ok {
+			return nil, errors.New("not a number")
 		}
 		vals[i] = v
 	}
-	if list == nil {
-		list = []json.Number{}
-	}
-	return list, vals, nil
+	return vals, nil
 }
 
 // less compares timings as Python compares lists: element by element, then by length.
@@ -184,4 +257,94 @@ func inspectTriton(ctx context.Context, req *providers.Request[gen.NoFields]) (*
 	}
 	return &providers.Analysis{Provider: tritonProvider(), Metrics: m, Rows: providers.ProjectSlice(rows, func(r gen.TritonAutotuneRow) gen.TritonAutotuneRow { return r }),
 		Limitations: lim}, nil
+}
+
+// nonFiniteMark prefixes the strings that stand for Python's bare non-finite literals.
+const nonFiniteMark = "\x00"
+
+var nonFiniteLiterals = []string{"-Infinity", "Infinity", "NaN"}
+
+// acceptNonFinite rewrites the bare literals Python's json module writes for non-finite
+// floats (NaN, Infinity, -Infinity), which strict JSON rejects, into marked strings
+// outside JSON strings; number and unmark read them back. b is returned as is when it
+// holds none.
+func acceptNonFinite(b []byte) []byte {
+	if !bytes.Contains(b, []byte("Infinity")) && !bytes.Contains(b, []byte("NaN")) {
+		return b
+	}
+	var out []byte
+	inString, escaped, last := false, false, 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			continue
+		}
+		for _, lit := range nonFiniteLiterals {
+			if bytes.HasPrefix(b[i:], []byte(lit)) {
+				out = append(append(out, b[last:i]...), `"\u0000`...)
+				out = append(append(out, lit...), '"')
+				i += len(lit) - 1
+				last = i + 1
+				break
+			}
+		}
+	}
+	return append(out, b[last:]...)
+}
+
+// number reads a decoded JSON number (json.Number) or a marked non-finite literal.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		return f, err == nil
+	case string:
+		switch x {
+		case nonFiniteMark + "NaN":
+			return math.NaN(), true
+		case nonFiniteMark + "Infinity":
+			return math.Inf(1), true
+		case nonFiniteMark + "-Infinity":
+			return math.Inf(-1), true
+		}
+	}
+	return 0, false
+}
+
+// unmark replaces the marked non-finite literals in a decoded value (a config or a key)
+// with their names as strings, as Flameox carries non-finite values in JSON.
+func unmark(v any) any {
+	switch x := v.(type) {
+	case string:
+		if name, ok := strings.CutPrefix(x, nonFiniteMark); ok && slices.Contains(nonFiniteLiterals, name) {
+			return name
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = unmark(e)
+		}
+	case []any:
+		return unmarkAll(x)
+	}
+	return v
+}
+
+// unmarkAll is unmark over a list, in place.
+func unmarkAll(l []any) []any {
+	for i, e := range l {
+		l[i] = unmark(e)
+	}
+	return l
 }

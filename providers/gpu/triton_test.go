@@ -19,18 +19,39 @@ import (
 
 // tritonTruth reads cache entries (one JSON document a line, or one document) with
 // Python's json and picks each entry's config as Triton's autotuner does:
-// min(timings, key=timings.get), lists compared as Python compares them.
+// min(timings, key=timings.get), lists compared as Python compares them. Triton's
+// Autotuner._bench caches do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8)), so a list of
+// three is the median, 20th and 80th percentile, in that order, and [inf, inf, inf] a
+// config that failed; the ratio is the first timing over the chosen one's, round(r, 4).
 const tritonTruth = `
-import json, sys
+import json, math, sys
 text = open(sys.argv[1]).read()
 docs = [json.loads(l) for l in text.splitlines() if l.strip()] if sys.argv[2] == "lines" else [json.loads(text)]
+fin = lambda x: x if math.isfinite(x) else None
+def ratio(t, c):
+    try:
+        r = t / c
+    except ZeroDivisionError:
+        return None
+    return round(r, 4) if math.isfinite(r) else None
 rows = []
 for n, e in enumerate(docs):
-    cands = [{"config": c, "timings_ms": t if isinstance(t, list) else [t]} for c, t in e["configs_timings"]]
-    best = min(range(len(cands)), key=lambda i: cands[i]["timings_ms"]) if cands else None
+    times = [t if isinstance(t, list) else [t] for c, t in e["configs_timings"]]
+    best = min(range(len(times)), key=lambda i: times[i]) if times else None
+    cands = []
+    for (c, _), ts in zip(e["configs_timings"], times):
+        cand = {"config": c}
+        if ts and ts[0] == math.inf:
+            cand["failed"] = True
+        if len(ts) == 3:
+            cand.update(median_ms=fin(ts[0]), p20_ms=fin(ts[1]), p80_ms=fin(ts[2]))
+        else:
+            cand.update(median_ms=None, p20_ms=None, p80_ms=None, timings_ms=[fin(x) for x in ts])
+        cand["ratio_to_chosen"] = ratio(ts[0], times[best][0]) if ts else None
+        cands.append(cand)
     rows.append({"index": n, "key": e["key"], "candidate_count": len(cands), "chosen_index": best,
-        "chosen_config": cands[best]["config"] if best is not None else None,
-        "chosen_timing_ms": cands[best]["timings_ms"][0] if best is not None else None,
+        "chosen_config": e["configs_timings"][best][0] if best is not None else None,
+        "chosen_timing_ms": fin(times[best][0]) if best is not None else None,
         "candidates": cands, "cache_hit": None})
 json.dump(rows, sys.stdout)
 `
@@ -79,6 +100,76 @@ func TestTritonCorpusAgainstPythonJSON(t *testing.T) {
 	c := rows[0].ChosenConfig
 	if b, _ := json.Marshal([]any{c["kwargs"], c["num_warps"]}); string(b) != `[{"BLOCK":1024},4]` {
 		t.Errorf("chosen kwargs and num_warps %s; the corpus README says BLOCK 1024, num_warps 4", b)
+	}
+	// The chosen config's own candidate: its median is chosen_timing_ms, its ratio 1, and
+	// its 20th percentile is at most the median and the 80th at least (quantiles as
+	// Triton asks for them, in that order).
+	chosen := testtool.JSONValue(t, rows[0].Candidates[*rows[0].ChosenIndex]).(map[string]any)
+	if chosen["median_ms"] != *rows[0].ChosenTimingMS || chosen["ratio_to_chosen"] != 1.0 {
+		t.Errorf("the chosen candidate %v; want median %v and ratio 1", chosen, *rows[0].ChosenTimingMS)
+	}
+	if p20, p50, p80 := chosen["p20_ms"].(float64), chosen["median_ms"].(float64), chosen["p80_ms"].(float64); p20 > p50 || p50 > p80 {
+		t.Errorf("quantiles out of order: p20 %v, median %v, p80 %v", p20, p50, p80)
+	}
+}
+
+// TestTritonTimingShapes checks the labelled timings against Python's json on entries
+// written as Triton writes them (json.dumps of Autotuner.configs_timings): the corpus
+// entry with a config that failed (Triton caches [inf, inf, inf], which json.dumps
+// writes as bare Infinity), an entry whose every config failed, a do_bench that returned
+// one number, one that returned two, and a chosen median of 0.
+func TestTritonTimingShapes(t *testing.T) {
+	py := testtool.Require(t, "python3")
+	corpus := testtool.Corpus(t, "h200__triton-add.autotune.json")
+	dir := t.TempDir()
+	const write = `
+import json, sys
+inf = float("inf")
+e = json.load(open(sys.argv[1]))
+failed = dict(e["configs_timings"][0][0], kwargs={"BLOCK": 8192}, num_warps=1)
+e["configs_timings"].append([failed, [inf, inf, inf]])
+entries = [e,
+    {"key": [7, "torch.float16"], "configs_timings": [[{"kwargs": {"B": 1}}, [inf, inf, inf]], [{"kwargs": {"B": 2}}, [inf, inf, inf]]]},
+    {"key": [8], "configs_timings": [[{"kwargs": {"B": 1}}, 0.5], [{"kwargs": {"B": 2}}, 0.25], [{"kwargs": {"B": 3}}, inf]]},
+    {"key": [9], "configs_timings": [[{"kwargs": {"B": 1}}, [0.3, 0.1]], [{"kwargs": {"B": 2}}, [0.3, 0.2]]]},
+    {"key": [10], "configs_timings": [[{"kwargs": {"B": 1}}, [0.0, 0.0, 0.0]], [{"kwargs": {"B": 2}}, [0.1, 0.05, 0.2]]]}]
+with open(sys.argv[2], "w") as f:
+    for x in entries:
+        f.write(json.dumps(x) + "\n")
+`
+	path := filepath.Join(dir, tritonBundle)
+	if out, err := exec.Command(py, "-c", write, corpus, path).CombinedOutput(); err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	checkTritonTruth(t, path, "lines", 5)
+	rows, err := readTriton(context.Background(), tritonInput(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name       string
+		entry, idx int
+		want       string
+	}{
+		{"failed beside working configs", 0, 4, `{"config":{"ir_override":null,"kwargs":{"BLOCK":8192},"maxnreg":null,"num_ctas":1,"num_stages":3,"num_warps":1,"pre_hook":null},"failed":true,"median_ms":null,"p20_ms":null,"p80_ms":null,"ratio_to_chosen":null}`},
+		{"every config failed", 1, 0, `{"config":{"kwargs":{"B":1}},"failed":true,"median_ms":null,"p20_ms":null,"p80_ms":null,"ratio_to_chosen":null}`},
+		{"scalar timing", 2, 0, `{"config":{"kwargs":{"B":1}},"median_ms":null,"p20_ms":null,"p80_ms":null,"ratio_to_chosen":2,"timings_ms":[0.5]}`},
+		{"scalar failed", 2, 2, `{"config":{"kwargs":{"B":3}},"failed":true,"median_ms":null,"p20_ms":null,"p80_ms":null,"ratio_to_chosen":null,"timings_ms":[null]}`},
+		{"two timings", 3, 1, `{"config":{"kwargs":{"B":2}},"median_ms":null,"p20_ms":null,"p80_ms":null,"ratio_to_chosen":1,"timings_ms":[0.3,0.2]}`},
+		{"chosen median 0", 4, 1, `{"config":{"kwargs":{"B":2}},"median_ms":0.1,"p20_ms":0.05,"p80_ms":0.2,"ratio_to_chosen":null}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(rows[tt.entry].Candidates[tt.idx])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want {
+				t.Errorf("candidate %s;\nwant %s", b, tt.want)
+			}
+		})
+	}
+	if rows[1].ChosenIndex == nil || *rows[1].ChosenIndex != 0 || rows[1].ChosenTimingMS != nil {
+		t.Errorf("every config failed: chosen %v, timing %v; want Triton's first (min of equal lists) and a null timing", rows[1].ChosenIndex, rows[1].ChosenTimingMS)
 	}
 }
 
@@ -136,6 +227,8 @@ func TestTritonRefusesMalformedAndForeignSources(t *testing.T) {
 		{"foreign json", `{"traceEvents": []}`, "unsupported"},
 		{"bad pair", `{"key": [1], "configs_timings": [[{"num_warps": 4}]]}`, "decode"},
 		{"bad timing", `{"key": [1], "configs_timings": [[{"num_warps": 4}, ["fast"]]]}`, "decode"},
+		{"non-finite as a string", `{"key": [1], "configs_timings": [[{"num_warps": 4}, ["Infinity"]]]}`, "decode"},
+		{"bare literal misspelt", `{"key": [1], "configs_timings": [[{"num_warps": 4}, [Inf]]]}`, "decode"},
 		{"second entry broken", `{"key": [1], "configs_timings": []}` + "\n" + `{"key": 2}`, "decode"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

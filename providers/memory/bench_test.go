@@ -94,7 +94,7 @@ func BenchmarkDecodeHeapProfile100MB(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			_ = hp.Order()
+			_ = hp.Order(false)
 		}))
 	}
 	b.ReportMetric(testtool.MiB(peak), "peak-MiB")

@@ -431,19 +431,24 @@ func (d *heapDecoder) finish() {
 	}
 }
 
-// Order is the ranking: inclusive bytes descending, self bytes descending, frame id.
-func (p *HeapProfile) Order() []int32 {
+// Order is the ranking: inclusive bytes descending, then self bytes descending (self
+// first when self is set), then frame id.
+func (p *HeapProfile) Order(self bool) []int32 {
 	o := make([]int32, len(p.Frames))
 	for i := range o {
 		o[i] = int32(i)
 	}
 	sort.Slice(o, func(a, b int) bool {
 		x, y := &p.Frames[o[a]], &p.Frames[o[b]]
-		if x.Inclusive != y.Inclusive {
-			return x.Inclusive > y.Inclusive
+		x1, x2, y1, y2 := x.Inclusive, x.Self, y.Inclusive, y.Self
+		if self {
+			x1, x2, y1, y2 = x2, x1, y2, y1
 		}
-		if x.Self != y.Self {
-			return x.Self > y.Self
+		if x1 != y1 {
+			return x1 > y1
+		}
+		if x2 != y2 {
+			return x2 > y2
 		}
 		return x.ID < y.ID
 	})

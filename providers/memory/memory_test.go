@@ -1,17 +1,19 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
@@ -55,8 +57,14 @@ func analyze(t *testing.T, path string, format gen.Format, sampleType *string) (
 // heapTruth computes the rows with python3's json module (testdata/heaptruth.py).
 func heapTruth(t *testing.T, path string) (rows []map[string]any, total, samples float64) {
 	t.Helper()
+	return heapTruthOrdered(t, path, "inclusive")
+}
+
+// heapTruthOrdered computes the rows in the given order (inclusive or self).
+func heapTruthOrdered(t *testing.T, path, order string) (rows []map[string]any, total, samples float64) {
+	t.Helper()
 	py := testtool.Require(t, "python3")
-	out, err := exec.Command(py, "testdata/heaptruth.py", path).Output()
+	out, err := exec.Command(py, "testdata/heaptruth.py", path, order).Output()
 	if err != nil {
 		t.Fatalf("heaptruth.py: %v", err)
 	}
@@ -87,7 +95,7 @@ func TestHeapProfileMatchesPython(t *testing.T) {
 			if got == nil {
 				got = []map[string]any{}
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := gocmp.Diff(want, got); diff != "" {
 				t.Errorf("rows differ from python (-python +flameox):\n%s", diff)
 			}
 			if a.Metrics["total_bytes"] != int64(total) {
@@ -107,6 +115,41 @@ func TestHeapProfileMatchesPython(t *testing.T) {
 	a, err = analyze(t, testtool.Corpus(t, "speedscope__node10_sampling_heap.heapprofile"), gen.FormatHeapprofile, nil)
 	if err != nil || page(t, a)[0]["allocation_count"] != nil || a.Metrics["sample_count"] != nil {
 		t.Errorf("node 10 profile: %v %v", err, a.Metrics)
+	}
+}
+
+// TestHeapProfileOrderMatchesPython ranks the corpus profiles in both orders and compares
+// every row with python3's ranking of the same file; the default is the inclusive order.
+func TestHeapProfileOrderMatchesPython(t *testing.T) {
+	for _, name := range []string{"local__node_heap_prof_interval4096.heapprofile", "speedscope__node10_sampling_heap.heapprofile"} {
+		for _, order := range []string{"self", "inclusive", ""} {
+			t.Run(name+"/"+cmp.Or(order, "default"), func(t *testing.T) {
+				path := testtool.Corpus(t, name)
+				a, err := rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{
+					Fields: &gen.AllocationFields{Order: order}, Inputs: []providers.Input{{Path: path, Format: gen.FormatHeapprofile}},
+					Limits: gen.LimitDefaults})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := page(t, a)
+				want, _, _ := heapTruthOrdered(t, path, cmp.Or(order, "inclusive"))
+				if diff := gocmp.Diff(want, got); diff != "" {
+					t.Errorf("rows differ from python (-python +flameox):\n%s", diff)
+				}
+				// By self bytes the first row allocates; by inclusive bytes it is the
+				// outermost caller, which allocates nothing itself.
+				if first := got[0]; (order == "self") != (first["self_bytes"].(float64) > 0) {
+					t.Errorf("order %q: first row %v", order, first)
+				}
+			})
+		}
+	}
+	// Any other order is a FieldError naming the field and the accepted values.
+	_, err := rankRetained(context.Background(), &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{Order: "flat"},
+		Inputs: []providers.Input{{Path: testtool.Corpus(t, "local__node_heap_prof_interval4096.heapprofile"), Format: gen.FormatPprof}}, Limits: gen.LimitDefaults})
+	var fe *providers.FieldError
+	if !errors.As(err, &fe) || !slices.Equal(fe.Accepted, []string{"self", "inclusive"}) || fe.Field[0] != "order" {
+		t.Errorf("order flat: %v", err)
 	}
 }
 
@@ -182,7 +225,7 @@ func TestHeapProfileNodeCapture(t *testing.T) {
 	}
 	rows := page(t, a)
 	want, _, _ := heapTruth(t, prof)
-	if diff := cmp.Diff(want, rows); diff != "" {
+	if diff := gocmp.Diff(want, rows); diff != "" {
 		t.Errorf("rows differ from python (-python +flameox):\n%s", diff)
 	}
 	// allocateRecords allocates the most itself, and only its callers, whose inclusive

@@ -131,8 +131,9 @@ type memrayLine struct {
 }
 
 // rankMemray reads one memray capture with memray's FileReader in the chosen Python,
-// bounded by the request's timeout, memory and output limits.
-func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, which string) (*providers.Analysis, error) {
+// bounded by the request's timeout, memory and output limits, and ranks its frames
+// (self bytes first when self is set).
+func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, which string, self bool) (*providers.Analysis, error) {
 	named, exe, err := memrayInterpreter(in)
 	if err != nil {
 		return nil, err
@@ -166,7 +167,7 @@ func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLim
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		return nil, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader failed", in.Index), Details: map[string]any{"exit_code": res.ExitCode}}
 	}
-	a, err := decodeMemrayOutput(out, in)
+	a, err := decodeMemrayOutput(out, in, self)
 	if err != nil {
 		return nil, err
 	}
@@ -174,8 +175,9 @@ func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLim
 	return a, nil
 }
 
-// decodeMemrayOutput reads the reader's JSON lines into the ranked analysis.
-func decodeMemrayOutput(path string, in providers.Input) (*providers.Analysis, error) {
+// decodeMemrayOutput reads the reader's JSON lines into the analysis ranked by inclusive,
+// then self bytes (self, then inclusive when self is set), then frame id.
+func decodeMemrayOutput(path string, in providers.Input, self bool) (*providers.Analysis, error) {
 	bad := func(what string) error {
 		return &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader's output is malformed (%s)", in.Index, what)}
 	}
@@ -229,6 +231,9 @@ func decodeMemrayOutput(path string, in providers.Input) (*providers.Analysis, e
 	}
 	slices.SortFunc(order, func(x, y int) int {
 		a, b := &frames[x], &frames[y]
+		if self {
+			return cmp.Or(cmp.Compare(b.Self, a.Self), cmp.Compare(b.Inclusive, a.Inclusive), cmp.Compare(*a.Frame, *b.Frame))
+		}
 		return cmp.Or(cmp.Compare(b.Inclusive, a.Inclusive), cmp.Compare(b.Self, a.Self), cmp.Compare(*a.Frame, *b.Frame))
 	})
 	a := &providers.Analysis{Provider: gen.Provider{ID: "memray", Version: *version}, Metrics: metrics}

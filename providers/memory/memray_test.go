@@ -88,11 +88,12 @@ func fakeCapture(t *testing.T, python string, records any) string {
 	return out
 }
 
-// memrayTruth aggregates the fake's records with python3 alone (testdata/memraytruth.py).
-func memrayTruth(t *testing.T, path, which string) (rows []map[string]any, metrics map[string]any) {
+// memrayTruth aggregates the fake's records with python3 alone (testdata/memraytruth.py),
+// ranked in order (inclusive or self).
+func memrayTruth(t *testing.T, path, which, order string) (rows []map[string]any, metrics map[string]any) {
 	t.Helper()
 	py := testtool.Require(t, "python3")
-	out, err := exec.Command(py, "testdata/memraytruth.py", path, which).Output()
+	out, err := exec.Command(py, "testdata/memraytruth.py", path, which, order).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +110,18 @@ func memrayTruth(t *testing.T, path, which string) (rows []map[string]any, metri
 // rankMemrayFile ranks path with python as the server's $FLAMEOX_MEMRAY_PYTHON.
 func rankMemrayFile(t *testing.T, path, python string, retained bool) (*providers.Analysis, error) {
 	t.Helper()
+	return rankMemrayOrdered(t, path, python, retained, "")
+}
+
+// rankMemrayOrdered ranks path in the given order ("" leaves the field unset).
+func rankMemrayOrdered(t *testing.T, path, python string, retained bool, order string) (*providers.Analysis, error) {
+	t.Helper()
 	t.Setenv(memrayPythonVariable, python)
 	in := []providers.Input{{Path: path, Format: gen.FormatMemray}}
 	if retained {
-		return rankRetained(context.Background(), &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{}, Inputs: in, Limits: gen.LimitDefaults})
+		return rankRetained(context.Background(), &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{Order: order}, Inputs: in, Limits: gen.LimitDefaults})
 	}
-	return rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{Fields: &gen.AllocationFields{}, Inputs: in, Limits: gen.LimitDefaults})
+	return rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{Fields: &gen.AllocationFields{Order: order}, Inputs: in, Limits: gen.LimitDefaults})
 }
 
 func TestMemrayMatchesFakeRecords(t *testing.T) {
@@ -124,13 +131,22 @@ func TestMemrayMatchesFakeRecords(t *testing.T) {
 		name     string
 		which    string
 		retained bool
-	}{{"high_watermark", memrayHighWatermark, false}, {"leaked", memrayLeaked, true}} {
+		order    string
+	}{
+		{"high_watermark", memrayHighWatermark, false, ""}, {"leaked", memrayLeaked, true, ""},
+		{"high_watermark by self", memrayHighWatermark, false, "self"}, {"leaked by self", memrayLeaked, true, "self"},
+		{"high_watermark by inclusive", memrayHighWatermark, false, "inclusive"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := rankMemrayFile(t, capture, py, tc.retained)
+			a, err := rankMemrayOrdered(t, capture, py, tc.retained, tc.order)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantRows, wantMetrics := memrayTruth(t, capture, tc.which)
+			order := tc.order
+			if order == "" {
+				order = "inclusive" // the default
+			}
+			wantRows, wantMetrics := memrayTruth(t, capture, tc.which, order)
 			if d := cmp.Diff(wantRows, page(t, a)); d != "" {
 				t.Errorf("rows (-python3 +flameox):\n%s", d)
 			}

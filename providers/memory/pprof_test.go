@@ -1,14 +1,18 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
@@ -20,8 +24,29 @@ import (
 // out, as in the CPU family's test: this reader expands inlined calls into their function.
 func goToolPprofTop(t *testing.T, path, sampleType string) map[string][2]int64 {
 	t.Helper()
+	res := map[string][2]int64{}
+	for _, e := range goToolPprofList(t, path, sampleType, false) {
+		res[e.name] = [2]int64{e.flat, e.cum}
+	}
+	return res
+}
+
+// pprofEntry is one line of go tool pprof -top.
+type pprofEntry struct {
+	name      string
+	flat, cum int64
+}
+
+// goToolPprofList runs `go tool pprof -sample_index=<st> -top` (with -cum when cum is set)
+// and returns its lines in pprof's order: by flat value, or by cum value with -cum. Names
+// pprof lists as "(inline)" are left out.
+func goToolPprofList(t *testing.T, path, sampleType string, cum bool) []pprofEntry {
+	t.Helper()
 	gobin := testtool.Require(t, "go")
 	args := []string{"tool", "pprof", "-sample_index=" + sampleType, "-top", "-nodecount=1000000", "-nodefraction=0"}
+	if cum {
+		args = append(args, "-cum")
+	}
 	if strings.HasSuffix(sampleType, "_space") {
 		args = append(args, "-unit=B")
 	}
@@ -29,7 +54,7 @@ func goToolPprofTop(t *testing.T, path, sampleType string) map[string][2]int64 {
 	if err != nil {
 		t.Fatalf("go tool pprof: %v", err)
 	}
-	res := map[string][2]int64{}
+	var res []pprofEntry
 	inline := map[string]bool{}
 	started := false
 	for _, line := range strings.Split(string(out), "\n") {
@@ -51,12 +76,9 @@ func goToolPprofTop(t *testing.T, path, sampleType string) map[string][2]int64 {
 			inline[plain] = true
 			continue
 		}
-		res[name] = [2]int64{flat, cum}
+		res = append(res, pprofEntry{name, flat, cum})
 	}
-	for name := range inline {
-		delete(res, name)
-	}
-	return res
+	return slices.DeleteFunc(res, func(e pprofEntry) bool { return inline[e.name] })
 }
 
 // memProfile writes a heap profile with go test -memprofile -memprofilerate=1 on a
@@ -96,15 +118,109 @@ func TestAlloc(t *testing.T) {
 
 func rankGo(t *testing.T, path, sampleType string, retained bool) (*providers.Analysis, error) {
 	t.Helper()
+	return rankGoOrdered(t, path, sampleType, retained, "")
+}
+
+// rankGoOrdered ranks a Go heap profile in the given order ("" leaves the field unset).
+func rankGoOrdered(t *testing.T, path, sampleType string, retained bool, order string) (*providers.Analysis, error) {
+	t.Helper()
 	in := []providers.Input{{Path: path, Format: gen.FormatPprof}}
 	var st *string
 	if sampleType != "" {
 		st = &sampleType
 	}
 	if retained {
-		return rankRetained(context.Background(), &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{SampleType: st}, Inputs: in, Limits: gen.LimitDefaults})
+		return rankRetained(context.Background(), &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{SampleType: st, Order: order}, Inputs: in, Limits: gen.LimitDefaults})
 	}
-	return rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{Fields: &gen.AllocationFields{SampleType: st}, Inputs: in, Limits: gen.LimitDefaults})
+	return rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{Fields: &gen.AllocationFields{SampleType: st, Order: order}, Inputs: in, Limits: gen.LimitDefaults})
+}
+
+// rankGroup is the functions a ranking lists at one value, in descending order of value.
+type rankGroup struct {
+	value int64
+	names []string
+}
+
+// groups cuts an ordered list of (name, value) into the names of each value, the names
+// sorted: rankings that break ties differently give the same groups.
+func groups(names []string, values []int64) []rankGroup {
+	var out []rankGroup
+	for i, n := range names {
+		if len(out) == 0 || out[len(out)-1].value != values[i] {
+			out = append(out, rankGroup{value: values[i]})
+		}
+		g := &out[len(out)-1]
+		g.names = append(g.names, n)
+	}
+	for _, g := range out {
+		slices.Sort(g.names)
+	}
+	return out
+}
+
+// TestGoHeapOrderMatchesGoToolPprof ranks a go test -memprofile profile in both orders and
+// compares the ranking with go tool pprof's own: -top lists functions by flat (self) value,
+// -top -cum by cum (inclusive) value. pprof breaks ties by name and Flameox by the other
+// value, so the rankings are compared as the functions listed at each value, in order. By
+// inclusive value the test's runner (testing.tRunner) comes first; by self value the
+// function that allocates.
+func TestGoHeapOrderMatchesGoToolPprof(t *testing.T) {
+	prof := memProfile(t)
+	for _, c := range []struct {
+		sampleType string
+		retained   bool
+		order      string
+	}{
+		{"alloc_space", false, "self"}, {"alloc_space", false, "inclusive"}, {"alloc_space", false, ""},
+		{"alloc_objects", false, "self"}, {"alloc_objects", false, "inclusive"},
+		{"inuse_space", true, "self"}, {"inuse_space", true, "inclusive"}, {"inuse_space", true, ""},
+		{"inuse_objects", true, "self"}, {"inuse_objects", true, "inclusive"},
+	} {
+		t.Run(c.sampleType+"/"+cmp.Or(c.order, "default"), func(t *testing.T) {
+			a, err := rankGoOrdered(t, prof, c.sampleType, c.retained, c.order)
+			if err != nil {
+				t.Fatal(err)
+			}
+			self := c.order == "self"
+			truth := goToolPprofList(t, prof, c.sampleType, !self)
+			listed := map[string]bool{}
+			var wantNames, gotNames []string
+			var wantValues, gotValues []int64
+			for _, e := range truth {
+				listed[e.name] = true
+				wantNames = append(wantNames, e.name)
+				wantValues = append(wantValues, map[bool]int64{true: e.flat, false: e.cum}[self])
+			}
+			key := map[bool]string{true: "self_value", false: "inclusive_value"}[self]
+			rows := page(t, a)
+			seen := map[string]bool{}
+			for i, r := range rows {
+				if r["rank"] != float64(i+1) {
+					t.Fatalf("row %d has rank %v", i, r["rank"])
+				}
+				n := r["function"].(string)
+				if !listed[n] {
+					continue
+				}
+				if seen[n] {
+					t.Fatalf("%s has two rows", n)
+				}
+				seen[n] = true
+				gotNames = append(gotNames, n)
+				gotValues = append(gotValues, int64(r[key].(float64)))
+			}
+			if d := gocmp.Diff(groups(wantNames, wantValues), groups(gotNames, gotValues), gocmp.AllowUnexported(rankGroup{})); d != "" {
+				t.Errorf("ranking by %s (-go tool pprof +flameox):\n%s", key, d)
+			}
+			first := rows[0]["function"].(string)
+			if self && !strings.HasPrefix(first, "example.com/alloc.allocate") {
+				t.Errorf("by self value %s ranks first, want an allocating function", first)
+			}
+			if !self && strings.HasPrefix(first, "example.com/alloc.allocate") {
+				t.Errorf("by inclusive value the allocating %s ranks first, not one of its callers", first)
+			}
+		})
+	}
 }
 
 // TestGoHeapMatchesGoToolPprof compares self and inclusive values per function with go

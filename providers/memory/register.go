@@ -41,35 +41,62 @@ var (
 
 func rankAllocations(ctx context.Context, req *providers.Request[gen.AllocationFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
+	self, err := selfOrder(req.Fields.Order)
+	if err != nil {
+		return nil, err
+	}
 	switch in.Format {
 	case gen.FormatPprof:
-		return rankPprof(ctx, in, req.Limits, req.Fields.SampleType, allocTypes)
+		return rankPprof(ctx, in, req.Limits, req.Fields.SampleType, allocTypes, self)
 	case gen.FormatHeapprofile:
 		if req.Fields.SampleType != nil {
 			return nil, sampleTypeOnlyPprof(in)
 		}
-		return rankHeapProfile(ctx, in, req.Limits)
+		return rankHeapProfile(ctx, in, req.Limits, self)
 	case gen.FormatMemray:
 		if req.Fields.SampleType != nil {
 			return nil, sampleTypeOnlyPprof(in)
 		}
-		return rankMemray(ctx, in, req.Limits, memrayHighWatermark)
+		return rankMemray(ctx, in, req.Limits, memrayHighWatermark, self)
 	}
 	return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("rank_allocation_hotspots does not read %s sources", in.Format)}
 }
 
 func rankRetained(ctx context.Context, req *providers.Request[gen.RetainedFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
+	self, err := selfOrder(req.Fields.Order)
+	if err != nil {
+		return nil, err
+	}
 	switch in.Format {
 	case gen.FormatPprof:
-		return rankPprof(ctx, in, req.Limits, req.Fields.SampleType, retainTypes)
+		return rankPprof(ctx, in, req.Limits, req.Fields.SampleType, retainTypes, self)
 	case gen.FormatMemray:
 		if req.Fields.SampleType != nil {
 			return nil, sampleTypeOnlyPprof(in)
 		}
-		return rankMemray(ctx, in, req.Limits, memrayLeaked)
+		return rankMemray(ctx, in, req.Limits, memrayLeaked, self)
 	}
 	return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("rank_retained_memory does not read %s sources", in.Format)}
+}
+
+// Memory ranking orders (the order field): inclusive first (the default) or self first.
+const (
+	orderInclusive = "inclusive"
+	orderSelf      = "self"
+)
+
+// selfOrder reports whether order ranks by self value first; the contract admits only
+// self and inclusive (empty is the default, inclusive).
+func selfOrder(order string) (bool, error) {
+	switch order {
+	case orderSelf:
+		return true, nil
+	case orderInclusive, "":
+		return false, nil
+	}
+	return false, &providers.FieldError{Field: []any{"order"}, Accepted: []string{orderSelf, orderInclusive},
+		Message: fmt.Sprintf("order %q is not one memory rankings use; use self or inclusive", order)}
 }
 
 func sampleTypeOnlyPprof(in providers.Input) error {
@@ -78,7 +105,7 @@ func sampleTypeOnlyPprof(in providers.Input) error {
 		Details: map[string]any{"option": "sample_type", "accepted_formats": []string{string(gen.FormatPprof)}, "source_index": in.Index}}
 }
 
-func rankHeapProfile(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+func rankHeapProfile(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, self bool) (*providers.Analysis, error) {
 	f, err := providers.OpenBounded(ctx, in, limits.MaxInputBytes)
 	if err != nil {
 		return nil, err
@@ -102,7 +129,7 @@ func rankHeapProfile(ctx context.Context, in providers.Input, limits gen.Effecti
 	if len(p.Frames) == 0 || p.TotalBytes == 0 {
 		a.Limitations = append(a.Limitations, "The profile holds no sampled allocation: no allocation reached the sampling interval (node --heap-prof-interval, 512 KiB by default) before it was written.")
 	}
-	order := p.Order()
+	order := p.Order(self)
 	a.Rows = providers.Project(len(order), func(i int) gen.AllocationHotspotRow {
 		h := &p.Frames[order[i]]
 		row := gen.AllocationHotspotRow{Rank: int64(i + 1), Function: h.Function, File: providers.Nullable(h.URL), Line: providers.Nullable(h.Line),
@@ -116,8 +143,9 @@ func rankHeapProfile(ctx context.Context, in providers.Input, limits gen.Effecti
 	return a, nil
 }
 
-// rankPprof ranks a Go heap profile by one of the operation's sample types.
-func rankPprof(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, sampleType *string, accepted []string) (*providers.Analysis, error) {
+// rankPprof ranks a Go heap profile by one of the operation's sample types, inclusive
+// value first, or self value first when self is set (go tool pprof -top's flat order).
+func rankPprof(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, sampleType *string, accepted []string, self bool) (*providers.Analysis, error) {
 	want := accepted[0]
 	if sampleType != nil {
 		want = *sampleType
@@ -150,7 +178,7 @@ func rankPprof(ctx context.Context, in providers.Input, limits gen.EffectiveLimi
 	a := &providers.Analysis{Provider: gen.Provider{ID: "pprof"},
 		Metrics: map[string]any{"sample_type": info.SampleType, "sample_types": info.SampleTypes, "unit": unit,
 			"total_value": int64(s.TotalWeight * s.Scale), "frame_count": len(s.Frames), "sample_count": s.Samples}}
-	order := s.HotspotOrder(true)
+	order := s.HotspotOrder(!self)
 	a.Rows = providers.Project(len(order), func(i int) gen.MemoryPprofRow {
 		f := int(order[i])
 		h := s.Hotspot(f)

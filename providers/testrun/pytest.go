@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"unicode/utf8"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
@@ -30,6 +31,7 @@ type event struct {
 	Fixture      string  `json:"fixture"`
 	Scope        string  `json:"scope"`
 	InvocationID string  `json:"invocation_id"`
+	Message      *string `json:"message"`
 }
 
 // testEntry is one test (or collection error) in first-seen order.
@@ -42,6 +44,11 @@ type testEntry struct {
 	attempts  int64
 	// outcomes of the last attempt's phases.
 	outcomes map[string]string
+	// failure is the first failed phase of the last attempt that failed (attempt
+	// failAttempt), and its message when the stream records one.
+	failure     string
+	failAttempt int64
+	message     *string
 }
 
 // invocation is one fixture setup and its teardown.
@@ -91,6 +98,16 @@ func (r *run) entry(source int, nodeid string, collect bool) (*testEntry, error)
 var phases = []string{"setup", "call", "teardown"}
 
 func validPhase(p string) bool { return p == "setup" || p == "call" || p == "teardown" }
+
+// phaseOrder is a phase's position in a test's run; an unknown phase comes last.
+func phaseOrder(p string) int {
+	for i, q := range phases {
+		if p == q {
+			return i
+		}
+	}
+	return len(phases)
+}
 
 // readPytest reads one pytest event stream.
 func readPytest(ctx context.Context, in providers.Input, maxBytes int64) (*run, error) {
@@ -153,13 +170,21 @@ func (r *run) apply(source int, lr *lineReader, idx int, ev *event) error {
 			e.attempts++
 		}
 		e.outcomes[ev.Phase] = ev.Outcome
+		// pytest-rerunfailures reports a failed attempt it runs again as rerun.
+		if (ev.Outcome == "failed" || ev.Outcome == "rerun") && (e.failAttempt != attempt || phaseOrder(ev.Phase) < phaseOrder(e.failure)) {
+			e.failure, e.failAttempt, e.message = ev.Phase, attempt, ev.Message
+		}
 	case "collection_error":
 		id := ""
 		if ev.Nodeid != nil {
 			id = *ev.Nodeid
 		}
-		if _, err := r.entry(source, id, true); err != nil {
+		e, err := r.entry(source, id, true)
+		if err != nil {
 			return err
+		}
+		if e.message == nil {
+			e.failure, e.message = "collect", ev.Message
 		}
 	case "fixture_phase":
 		if ev.Fixture == "" || ev.InvocationID == "" || (ev.Phase != "setup" && ev.Phase != "teardown") {
@@ -288,7 +313,7 @@ func summarizePytest(ctx context.Context, in providers.Input, limits gen.Effecti
 	if err != nil {
 		return nil, err
 	}
-	var collected, executed, unexecuted, unfinished, passed, failed, skipped, errored, retried, flaky int64
+	var collected, executed, unexecuted, unfinished, passed, failed, skipped, errored, retried, flaky, silent int64
 	var rows []gen.PytestFailureRow
 	for _, e := range r.entries {
 		class, failing, bucket := r.classify(e)
@@ -329,8 +354,23 @@ func summarizePytest(ctx context.Context, in providers.Input, limits gen.Effecti
 		for k, v := range e.outcomes {
 			outcomes[k] = v
 		}
-		rows = append(rows, gen.PytestFailureRow{Index: int64(e.index), Nodeid: e.nodeid, Classification: class,
-			FailingPhase: failing, PhaseOutcomes: outcomes, PhaseAttempts: e.attempts})
+		row := gen.PytestFailureRow{Index: int64(e.index), Nodeid: e.nodeid, Classification: class,
+			FailingPhase: failing, PhaseOutcomes: outcomes, PhaseAttempts: e.attempts}
+		if e.message != nil {
+			msg, cut := boundMessage(*e.message)
+			phase := e.failure
+			row.Message, row.MessagePhase = &msg, &phase
+			if cut {
+				row.MessageTruncated = &cut
+			}
+		} else if failing != nil {
+			silent++
+		}
+		rows = append(rows, row)
+	}
+	lim := r.limitations()
+	if silent > 0 {
+		lim = append(lim, fmt.Sprintf("%d failed or errored rows carry no message: the stream records none for them (it was written before flameox_pytest_plugin recorded messages).", silent))
 	}
 	m := map[string]any{
 		"completion": r.completion(unexecuted, unfinished),
@@ -338,8 +378,27 @@ func summarizePytest(ctx context.Context, in providers.Input, limits gen.Effecti
 		"passed": passed, "failed": failed, "skipped": skipped, "errored": errored,
 		"retried": retried, "flaky": flaky, "exit_status": r.exitStatus,
 	}
-	return &providers.Analysis{Provider: provider(), Metrics: m, Limitations: r.limitations(),
+	return &providers.Analysis{Provider: provider(), Metrics: m, Limitations: lim,
 		Rows: providers.ProjectSlice(rows, func(x gen.PytestFailureRow) gen.PytestFailureRow { return x })}, nil
+}
+
+// maxMessageBytes bounds a row's message, in bytes of UTF-8.
+const maxMessageBytes = 1024
+
+// messageCut marks the end of a message cut to maxMessageBytes.
+const messageCut = "..."
+
+// boundMessage returns s cut to at most maxMessageBytes on a character boundary, ending
+// with messageCut, and whether it cut.
+func boundMessage(s string) (string, bool) {
+	if len(s) <= maxMessageBytes {
+		return s, false
+	}
+	cut := maxMessageBytes - len(messageCut)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + messageCut, true
 }
 
 // aggregate is one fixture (name and scope) over its invocations.

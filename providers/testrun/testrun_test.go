@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -401,13 +405,230 @@ func TestSummarizePytestFlaky(t *testing.T) {
 	if truth["test_flaky.py::test_flaky"] != "passed" || string(n) != "2" {
 		t.Fatalf("the suite did not pass on its rerun: junit %v, attempts %s", truth, n)
 	}
+	// The first attempt's call failed on `assert n >= 1` with n = 0: pytest's rewritten
+	// assertion says so, and the row keeps that attempt's message.
 	want := []map[string]any{{"index": 0.0, "nodeid": "test_flaky.py::test_flaky", "classification": "flaky", "failing_phase": nil,
-		"phase_outcomes": map[string]any{"setup": "passed", "call": "passed", "teardown": "passed"}, "phase_attempts": 2.0}}
+		"phase_outcomes": map[string]any{"setup": "passed", "call": "passed", "teardown": "passed"}, "phase_attempts": 2.0,
+		"message": "assert 0 >= 1", "message_phase": "call"}}
 	if diff := cmp.Diff(want, rs); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 	if a.Metrics["flaky"] != int64(1) || a.Metrics["retried"] != int64(1) || a.Metrics["passed"] != int64(1) {
 		t.Errorf("metrics %v", a.Metrics)
+	}
+}
+
+// messages fails in every phase, with short, multi-line, non-ASCII and long messages.
+const messages = `import pytest
+
+def test_assert():
+    assert 1 == 0, "one is not zero"
+
+def test_setup(broken):
+    pass
+
+def test_call_and_teardown(bad_teardown):
+    raise ValueError("call broke")
+
+def test_missing_fixture(no_such_fixture):
+    pass
+
+def test_long():
+    raise ValueError("\u00e9" * 3000 + "end")
+
+def test_multiline():
+    raise RuntimeError("first line\nsecond line \u2603")
+
+@pytest.mark.xfail(strict=True, reason="strict")
+def test_xpass_strict():
+    pass
+`
+
+// junitMessage is the first failure or error pytest's JUnit XML records for a node id: its
+// phase (call for a failure; setup or teardown for an error, from pytest's "failed on
+// <phase> with" frame; collect for a collection error), its message without that frame, and
+// the element's text (the report's full text).
+type junitMessage struct{ phase, message, text string }
+
+var junitError = regexp.MustCompile(`(?s)^failed on (setup|teardown) with "(.*)"$`)
+
+// junitMessages reads pytest's JUnit XML: the first failure or error of each node id, in
+// the file's order (a test that fails its call and its teardown is written twice).
+func junitMessages(t *testing.T, path string) map[string]junitMessage {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type element struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	}
+	var j struct {
+		Cases []struct {
+			Classname string   `xml:"classname,attr"`
+			Name      string   `xml:"name,attr"`
+			Failure   *element `xml:"failure"`
+			Error     *element `xml:"error"`
+		} `xml:"testsuite>testcase"`
+	}
+	if err := xml.Unmarshal(b, &j); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]junitMessage{}
+	for _, c := range j.Cases {
+		id := c.Classname + ".py::" + c.Name
+		if c.Classname == "" {
+			id = c.Name + ".py"
+		}
+		if _, seen := out[id]; seen {
+			continue
+		}
+		switch {
+		case c.Failure != nil:
+			out[id] = junitMessage{"call", c.Failure.Message, c.Failure.Text}
+		case c.Error != nil && c.Classname == "":
+			out[id] = junitMessage{"collect", c.Error.Message, c.Error.Text}
+		case c.Error != nil:
+			m := junitError.FindStringSubmatch(c.Error.Message)
+			if m == nil {
+				t.Fatalf("%s: JUnit error message %q", id, c.Error.Message)
+			}
+			out[id] = junitMessage{m[1], m[2], c.Error.Text}
+		}
+	}
+	return out
+}
+
+// TestPytestMessagesAgainstJUnit compares each failed and errored row's message and phase
+// with the failure or error pytest's own JUnit XML writes for the test: the same message
+// (pytest's crash message, else the report's text), cut to 1 KiB on a character boundary
+// and marked; a collection error's message is a line of its report.
+func TestPytestMessagesAgainstJUnit(t *testing.T) {
+	requirePytest(t, "xdist")
+	files := map[string]string{"conftest.py": conftest, "test_messages.py": messages, "test_broken.py": collectError}
+	for _, args := range [][]string{{"--continue-on-collection-errors"}, {"--continue-on-collection-errors", "-n", "2"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			dir := runPytest(t, files, args...)
+			truth := junitMessages(t, filepath.Join(dir, "junit.xml"))
+			_, rs := analyze(t, summarize, filepath.Join(dir, "pytest.jsonl"), gen.FormatPytest)
+			if len(truth) != 8 {
+				t.Fatalf("JUnit records %d failing tests, want 8: %v", len(truth), truth)
+			}
+			seen := 0
+			for _, r := range rs {
+				id := r["nodeid"].(string)
+				want, ok := truth[id]
+				if !ok {
+					t.Errorf("%s: a %s row pytest's JUnit XML has no failure for", id, r["classification"])
+					continue
+				}
+				seen++
+				msg, _ := r["message"].(string)
+				if r["message_phase"] != want.phase || r["failing_phase"] != want.phase {
+					t.Errorf("%s: message_phase %v, failing_phase %v, JUnit %s", id, r["message_phase"], r["failing_phase"], want.phase)
+				}
+				if want.phase == "collect" {
+					// JUnit's message is "collection failure"; its text is the report.
+					if msg == "" || !strings.Contains(want.text, msg) || r["message_truncated"] != nil {
+						t.Errorf("%s: message %q is not a line of the report %q", id, msg, want.text)
+					}
+					continue
+				}
+				bounded, cut := boundMessage(want.message)
+				if msg != bounded {
+					t.Errorf("%s: message %q, JUnit %q", id, msg, want.message)
+				}
+				if (r["message_truncated"] == true) != cut || (!cut && r["message_truncated"] != nil) {
+					t.Errorf("%s: message_truncated %v, JUnit message of %d bytes", id, r["message_truncated"], len(want.message))
+				}
+				if len(msg) > maxMessageBytes || !utf8.ValidString(msg) {
+					t.Errorf("%s: message of %d bytes, valid UTF-8 %v", id, len(msg), utf8.ValidString(msg))
+				}
+			}
+			if seen != len(truth) {
+				t.Errorf("%d rows for %d JUnit failures", seen, len(truth))
+			}
+			// The long message is cut; the call-and-teardown test shows its call's message.
+			byID := map[string]map[string]any{}
+			for _, r := range rs {
+				byID[r["nodeid"].(string)] = r
+			}
+			long := byID["test_messages.py::test_long"]
+			if long["message_truncated"] != true || !strings.HasSuffix(long["message"].(string), "...") {
+				t.Errorf("long message not marked: %v", long)
+			}
+			if both := byID["test_messages.py::test_call_and_teardown"]; both["message"] != "ValueError: call broke" || both["classification"] != "failed" {
+				t.Errorf("call and teardown: %v", both)
+			}
+		})
+	}
+}
+
+func TestBoundMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+		cut  bool
+	}{
+		{"short", "assert 1 == 0", "assert 1 == 0", false},
+		{"exactly the bound", strings.Repeat("a", maxMessageBytes), strings.Repeat("a", maxMessageBytes), false},
+		{"one byte over", strings.Repeat("a", maxMessageBytes+1), strings.Repeat("a", maxMessageBytes-3) + "...", true},
+		// 1021 bytes of 2-byte runes end mid-rune: the cut steps back to 1020.
+		{"two-byte runes", strings.Repeat("é", maxMessageBytes), strings.Repeat("é", (maxMessageBytes-3)/2) + "...", true},
+		// "x" then 4-byte runes: 1021 = 1 + 4*255, a boundary.
+		{"four-byte runes", "x" + strings.Repeat("😀", 300), "x" + strings.Repeat("😀", 255) + "...", true},
+		{"four-byte runes off boundary", "xy" + strings.Repeat("😀", 300), "xy" + strings.Repeat("😀", 254) + "...", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, cut := boundMessage(tc.in)
+			if got != tc.want || cut != tc.cut {
+				t.Errorf("boundMessage: %d bytes cut=%v, want %d bytes cut=%v", len(got), cut, len(tc.want), tc.cut)
+			}
+			if len(got) > maxMessageBytes || !utf8.ValidString(got) {
+				t.Errorf("%d bytes, valid %v", len(got), utf8.ValidString(got))
+			}
+		})
+	}
+}
+
+// TestMessagesFromTheStream: a row takes the message of the first failed phase of the
+// last attempt that failed; a failed row without one (an older stream) is a limitation.
+func TestMessagesFromTheStream(t *testing.T) {
+	phase := func(node, p, outcome string, attempt int, msg string) string {
+		m := ""
+		if msg != "" {
+			m = `,"message":` + strconv.Quote(msg)
+		}
+		return fmt.Sprintf(`{"event":"test_phase","nodeid":%q,"phase":%q,"outcome":%q,"attempt":%d%s}`+"\n", node, p, outcome, attempt, m)
+	}
+	stream := `{"event":"test_collected","nodeid":"a"}` + "\n" +
+		phase("a", "setup", "passed", 1, "") + phase("a", "call", "failed", 1, "call a") + phase("a", "teardown", "failed", 1, "teardown a") +
+		phase("b", "setup", "passed", 1, "") + phase("b", "call", "rerun", 1, "first try") + phase("b", "setup", "passed", 2, "") +
+		phase("b", "call", "passed", 2, "") + phase("b", "teardown", "passed", 2, "") +
+		phase("c", "setup", "failed", 1, "") + phase("c", "teardown", "passed", 1, "") +
+		phase("d", "setup", "passed", 1, "") + phase("d", "call", "failed", 1, strings.Repeat("x", 2000)) + phase("d", "teardown", "passed", 1, "") +
+		`{"event":"collection_error","nodeid":"e.py","message":"E   ImportError: no"}` + "\n" +
+		`{"event":"run_finished","exitstatus":1}` + "\n"
+	a, rs := analyze(t, summarize, writeFile(t, stream), gen.FormatPytest)
+	got := map[string][3]any{}
+	for _, r := range rs {
+		got[r["nodeid"].(string)] = [3]any{r["message"], r["message_phase"], r["message_truncated"]}
+	}
+	want := map[string][3]any{
+		"a":    {"call a", "call", nil},
+		"b":    {"first try", "call", nil},
+		"c":    {nil, nil, nil},
+		"d":    {strings.Repeat("x", maxMessageBytes-3) + "...", "call", true},
+		"e.py": {"E   ImportError: no", "collect", nil},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(strings.Join(a.Limitations, "\n"), "1 failed or errored rows carry no message") {
+		t.Errorf("limitations %q", a.Limitations)
 	}
 }
 

@@ -4,7 +4,7 @@ Frames are call frames merged by (functionName, scriptId, url, lineNumber, colum
 the (root) node is not a frame. self: sum of selfSize; inclusive: the subtree bytes of the
 outermost node of each frame on every stack; count: samples naming the frame's nodes (None
 without a samples array); id: first appearance in pre-order. Printed ranked by inclusive
-desc, self desc, id.
+desc, self desc, id; with a second argument "self", by self desc, inclusive desc, id.
 """
 import json
 import sys
@@ -35,7 +35,10 @@ def visit(n, on_stack):
 sys.setrecursionlimit(100000)
 for c in doc["head"].get("children", []):
     visit(c, frozenset())
-rows = sorted(frames.values(), key=lambda f: (-f["inclusive"], -f["self"], f["id"]))
+if len(sys.argv) > 2 and sys.argv[2] == "self":
+    rows = sorted(frames.values(), key=lambda f: (-f["self"], -f["inclusive"], f["id"]))
+else:
+    rows = sorted(frames.values(), key=lambda f: (-f["inclusive"], -f["self"], f["id"]))
 out = []
 for i, f in enumerate(rows):
     name, _, url, line, col = f["key"]

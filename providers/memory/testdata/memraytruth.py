@@ -1,7 +1,10 @@
 """Independent truth for the fake memray captures: the records the fake wrote (its JSON
 after memray's magic), aggregated per (function, file, line) with python3 alone.
 
-usage: python3 memraytruth.py CAPTURE high_watermark|leaked  -> JSON {rows, metrics}
+usage: python3 memraytruth.py CAPTURE high_watermark|leaked [inclusive|self]  -> JSON {rows, metrics}
+
+Rows are ranked by inclusive, then self bytes (self, then inclusive with "self"), then
+first appearance.
 """
 import json
 import sys
@@ -24,7 +27,11 @@ for r in recs:
         k = tuple(r["stack"][0])
         agg[k]["self"] += r["size"]
         agg[k]["count"] += r["n_allocations"]
-order = sorted(first, key=lambda k: (-agg[k]["inclusive"], -agg[k]["self"], first.index(k)))
+by_self = len(sys.argv) > 3 and sys.argv[3] == "self"
+if by_self:
+    order = sorted(first, key=lambda k: (-agg[k]["self"], -agg[k]["inclusive"], first.index(k)))
+else:
+    order = sorted(first, key=lambda k: (-agg[k]["inclusive"], -agg[k]["self"], first.index(k)))
 rows = [{"rank": i + 1, "function": k[0], "file": k[1], "line": k[2], "self_bytes": agg[k]["self"],
          "inclusive_bytes": agg[k]["inclusive"], "allocation_count": agg[k]["count"], "frame_id": first.index(k)}
         for i, k in enumerate(order)]

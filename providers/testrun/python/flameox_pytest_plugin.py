@@ -11,12 +11,19 @@ file as the controller (which receives the test reports):
 
   run_started       {schema, pytest_version, worker_id}
   test_collected    {nodeid}
-  test_phase        {nodeid, phase, outcome, duration_ns, worker_id, attempt, xfail}
+  test_phase        {nodeid, phase, outcome, duration_ns, worker_id, attempt, xfail[, message]}
   collection_error  {nodeid, message}
   fixture_phase     {fixture, scope, phase, outcome, worker_id, invocation_id, nodeid, duration_ns}
   run_finished      {exitstatus}
   interrupted       {}
   internal_error    {message}
+
+A failed test_phase (and a rerun one: an attempt pytest-rerunfailures runs again) carries
+message: the report's crash message (longrepr.reprcrash, what pytest's JUnit XML and short
+test summary show), else the report's text, as pytest's JUnit XML chooses. A collection
+error's message is its crash message, else the last line of its report. Messages are cut
+to MAX_MESSAGE bytes of UTF-8 on a character boundary; Flameox keeps 1 KiB of them and
+says when it cut one.
 """
 
 import json
@@ -29,6 +36,7 @@ OUTPUT = "FLAMEOX_PYTEST_OUTPUT"
 SCHEMA = "flameox.pytest.v1"
 MAX_LINE = 64 * 1024
 MAX_TEXT = 1024
+MAX_MESSAGE = 2048
 
 _fd = None
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -63,6 +71,27 @@ def _text(exc):
         return None
     msg = "%s: %s" % (type(exc).__name__, exc)
     return msg[:MAX_TEXT]
+
+
+def _bounded(text):
+    b = text.encode("utf-8", "replace")
+    if len(b) <= MAX_MESSAGE:
+        return text
+    return b[:MAX_MESSAGE].decode("utf-8", "ignore")
+
+
+def _message(report, collect=False):
+    """The short message of a failed report, bounded to MAX_MESSAGE bytes."""
+    longrepr = getattr(report, "longrepr", None)
+    if longrepr is None:
+        return None
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None) is not None:
+        return _bounded(str(crash.message))
+    if collect:
+        lines = (getattr(report, "longreprtext", None) or str(longrepr)).strip().splitlines()
+        return _bounded(lines[-1]) if lines else None
+    return _bounded(str(longrepr))
 
 
 def pytest_configure(config):
@@ -100,11 +129,7 @@ def pytest_collectreport(report):
         return
     if _worker != "main":
         return  # the controller receives the failed collect reports of its workers
-    msg = None
-    lr = getattr(report, "longreprtext", None) or ""
-    if lr:
-        msg = lr.strip().splitlines()[-1][:MAX_TEXT]
-    _emit("collection_error", nodeid=report.nodeid, message=msg)
+    _emit("collection_error", nodeid=report.nodeid, message=_message(report, collect=True))
 
 
 def pytest_runtest_logreport(report):
@@ -121,6 +146,11 @@ def pytest_runtest_logreport(report):
     if phase == "setup":
         _attempts[key] = _attempts.get(key, 0) + 1
     attempt = _attempts.get(key, 1)
+    fields = {}
+    if report.failed or outcome == "rerun":  # pytest-rerunfailures: a failed attempt it reruns
+        msg = _message(report)
+        if msg is not None:
+            fields["message"] = msg
     _emit(
         "test_phase",
         nodeid=report.nodeid,
@@ -130,6 +160,7 @@ def pytest_runtest_logreport(report):
         worker_id=worker,
         attempt=attempt,
         xfail=hasattr(report, "wasxfail"),
+        **fields
     )
 
 
