@@ -1102,7 +1102,7 @@ func (x *TableViewFields) ApplyDefaults() {
 type TraceFilterFields struct {
 	// PyTorch event kinds to keep (summarize_pytorch_trace's); omitted or []: all.
 	EventKind []string `json:"event_kind,omitempty"`
-	// Categories to keep, exactly (Nsight Systems operations: runtime, nvtx, osrt; OTLP: the span kind).
+	// Categories to keep, exactly (Nsight Systems operations: kernel, memcpy, memset, runtime, nvtx, osrt; OTLP: the span kind).
 	Category []string `json:"category,omitempty"`
 	// Keep names containing this (case-sensitive, as written).
 	NameContains *string `json:"name_contains,omitempty"`
@@ -1119,7 +1119,7 @@ type TraceSliceFields struct {
 	Tables []string `json:"tables,omitempty"`
 	// PyTorch event kinds to keep (summarize_pytorch_trace's); omitted or []: all.
 	EventKind []string `json:"event_kind,omitempty"`
-	// Categories to keep, exactly (Nsight Systems operations: runtime, nvtx, osrt; OTLP: the span kind).
+	// Categories to keep, exactly (Nsight Systems operations: kernel, memcpy, memset, runtime, nvtx, osrt; OTLP: the span kind).
 	Category []string `json:"category,omitempty"`
 	// Keep names containing this (case-sensitive, as written).
 	NameContains *string `json:"name_contains,omitempty"`
@@ -1138,7 +1138,7 @@ func (x *TraceSliceFields) ApplyDefaults() {
 type WindowFields struct {
 	// PyTorch event kinds to keep (summarize_pytorch_trace's); omitted or []: all.
 	EventKind []string `json:"event_kind,omitempty"`
-	// Categories to keep, exactly (Nsight Systems operations: runtime, nvtx, osrt; OTLP: the span kind).
+	// Categories to keep, exactly (Nsight Systems operations: kernel, memcpy, memset, runtime, nvtx, osrt; OTLP: the span kind).
 	Category []string `json:"category,omitempty"`
 	// Keep names containing this (case-sensitive, as written).
 	NameContains *string `json:"name_contains,omitempty"`
@@ -1228,16 +1228,16 @@ type PytorchEventRow struct {
 
 // TraceOperationRow aggregates the spans of one operation: same name, kind and status
 // (OTLP), the calls of one name in one table (Nsight Systems), or the slices of one name
-// and category (Chrome, PyTorch, Perfetto, rocprof; decision 0037). The optional fields
-// are the slice formats' and are absent for the others.
+// and category (Chrome, PyTorch, Perfetto, rocprof; decision 0038). The optional fields
+// are absent where a format has no such figure.
 type TraceOperationRow struct {
 	// Span name (Nsight Systems: the API function or NVTX range text; slice formats: the slice name, C++ symbols demangled); an empty name is <unnamed>.
 	Operation string `json:"operation"`
 	// Slice formats: the name as written, when operation is its demangled form.
 	MangledName *string `json:"mangled_name,omitempty"`
-	// OTLP enum names: SPAN_KIND_SERVER ..., STATUS_CODE_UNSET | STATUS_CODE_OK | STATUS_CODE_ERROR; Nsight Systems: the table (runtime, nvtx, osrt) and null; slice formats: the category (<uncategorized> when it has none) and null.
+	// OTLP enum names: SPAN_KIND_SERVER ..., STATUS_CODE_UNSET | STATUS_CODE_OK | STATUS_CODE_ERROR; Nsight Systems: the table (kernel, memcpy, memset, runtime, nvtx, osrt) and null; slice formats: the category (<uncategorized> when it has none) and null.
 	SpanKind string `json:"span_kind"`
-	// Slice formats: summarize_pytorch_trace's event kind of the slices, when they have one.
+	// Slice formats and Nsight Systems GPU activity: summarize_pytorch_trace's event kind of the rows, when they have one.
 	EventKind  *string `json:"event_kind,omitempty"`
 	StatusCode *string `json:"status_code"`
 	CallCount  int64   `json:"call_count"`
@@ -1247,7 +1247,7 @@ type TraceOperationRow struct {
 	SelfDurationNS any `json:"self_duration_ns,omitempty"`
 	MeanDurationNS any `json:"mean_duration_ns"`
 	MaxDurationNS  any `json:"max_duration_ns"`
-	// Slice formats: total_duration_ns over the summed total of the listed rows of the same span_kind, rounded to 4 decimals.
+	// Slice formats and Nsight Systems: total_duration_ns over the summed total of the listed rows of the same span_kind, rounded to 4 decimals.
 	ShareOfKind *float64 `json:"share_of_kind,omitempty"`
 	// GPU kernels, memcpy and memset of torch.profiler traces: the operator (Kineto External id, the innermost) that launched most of the row's time; absent when none is linked.
 	LaunchOpName *string `json:"launch_op_name,omitempty"`
@@ -2452,7 +2452,7 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNameSummarizeTraceOperations,
 		Toolset:          ToolsetTrace,
-		Description:      "Rank the operations of one trace by total duration, with call count, mean and max: the slices of a Chrome, torch.profiler/Kineto, Perfetto or rocprof trace by name and category (with self time, share, and for GPU kernels the launching operator and streams), OTLP spans by name, kind and status, Nsight Systems CUDA API calls, NVTX ranges and OS runtime calls by name.",
+		Description:      "Rank the operations of one trace by total duration, with call count, mean and max: the slices of a Chrome, torch.profiler/Kineto, Perfetto or rocprof trace by name and category (with self time, share, and for GPU kernels the launching operator and streams), OTLP spans by name, kind and status, Nsight Systems GPU kernels, memcpy and memset (with their streams), CUDA API calls, NVTX ranges and OS runtime calls by name.",
 		Formats:          []Format{FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatXctrace, FormatNsysSqlite, FormatNsysRep, FormatNsysParquet},
 		MinSources:       1,
 		MaxSources:       1,

@@ -248,19 +248,32 @@ func TestNsysSQLiteDetection(t *testing.T) {
 	}
 }
 
-// nsysOpsTruth groups the export's runtime calls, NVTX ranges (events with an end) and
-// OS runtime calls by name in Python and sorts them by total duration descending, calls
-// descending, name and kind; the mean is rounded half to even.
+// nsysOpsTruth groups the export's kernels (by short name), memcpys (by copy kind label),
+// memsets, runtime calls, NVTX ranges (events with an end) and OS runtime calls by name
+// in Python and sorts them by total duration descending, calls descending, name and
+// kind; the mean is rounded half to even, the share is of the kind's summed total, the
+// GPU rows list their distinct streams.
 const nsysOpsTruth = `
 import sys, json, sqlite3
 db = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro&immutable=1', uri=True)
 names = dict(db.execute('select id, value from StringIds'))
+tables = {r[0] for r in db.execute("select name from sqlite_master where type = 'table'")}
 ops = {}
-def add(kind, name, start, end):
-    o = ops.setdefault((kind, name if name else '<unnamed>'), [0, 0, 0, None])
+def add(kind, name, start, end, stream=None):
+    o = ops.setdefault((kind, name if name else '<unnamed>'), [0, 0, 0, None, set()])
     o[0] += 1
     if end >= start:
         o[1] += 1; o[2] += end - start; o[3] = max(o[3] or 0, end - start)
+    if stream is not None:
+        o[4].add(stream)
+for s, e, n, st in db.execute('select start, end, shortName, streamId from CUPTI_ACTIVITY_KIND_KERNEL'):
+    add('kernel', names.get(n), s, e, st)
+labels = dict(db.execute('select id, label from ENUM_CUDA_MEMCPY_OPER')) if 'ENUM_CUDA_MEMCPY_OPER' in tables else {}
+for s, e, k, st in db.execute('select start, end, copyKind, streamId from CUPTI_ACTIVITY_KIND_MEMCPY'):
+    add('memcpy', '[CUDA memcpy %s]' % labels.get(k, k), s, e, st)
+if 'CUPTI_ACTIVITY_KIND_MEMSET' in tables:
+    for s, e, st in db.execute('select start, end, streamId from CUPTI_ACTIVITY_KIND_MEMSET'):
+        add('memset', '[CUDA memset]', s, e, st)
 for s, e, n in db.execute('select start, end, nameId from CUPTI_ACTIVITY_KIND_RUNTIME'):
     add('runtime', names.get(n), s, e)
 for s, e, t, tid in db.execute('select start, end, text, textId from NVTX_EVENTS'):
@@ -271,8 +284,22 @@ for s, e, n in db.execute('select start, end, nameId from OSRT_API'):
 def mean(total, n):
     q, r = divmod(total, n)
     return q + (1 if 2 * r > n or (2 * r == n and q % 2) else 0)
-rows = [dict(operation=name, span_kind=kind, status_code=None, call_count=o[0], total_duration_ns=o[2],
-             mean_duration_ns=mean(o[2], o[1]) if o[1] else None, max_duration_ns=o[3]) for (kind, name), o in ops.items()]
+kind_total = {}
+for (kind, name), o in ops.items():
+    kind_total[kind] = kind_total.get(kind, 0) + o[2]
+rows = []
+for (kind, name), o in ops.items():
+    r = dict(operation=name, span_kind=kind)
+    if kind in ('kernel', 'memcpy', 'memset'):
+        r['event_kind'] = kind
+    r.update(status_code=None, call_count=o[0], total_duration_ns=o[2],
+             mean_duration_ns=mean(o[2], o[1]) if o[1] else None, max_duration_ns=o[3])
+    if kind_total[kind]:
+        v = round(o[2] / kind_total[kind], 4)
+        r['share_of_kind'] = int(v) if v == int(v) else v
+    if o[4]:
+        r['streams'] = sorted(o[4])[:16]
+    rows.append(r)
 rows.sort(key=lambda r: (-r['total_duration_ns'], -r['call_count'], r['operation'].encode(), r['span_kind']))
 json.dump(rows, sys.stdout)
 `

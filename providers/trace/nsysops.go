@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -15,22 +17,50 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// nsysOpTables are the tables summarize_trace_operations reads from an export: the span
-// kind, the table, and the SQL expression of an event's name.
-var nsysOpTables = []struct {
-	kind, metric, table, name, from, where string
-}{
-	{"runtime", "runtime_call_count", "CUPTI_ACTIVITY_KIND_RUNTIME", "s.value", "CUPTI_ACTIVITY_KIND_RUNTIME e LEFT JOIN StringIds s ON s.id = e.nameId", ""},
-	{"nvtx", "nvtx_range_count", "NVTX_EVENTS", "coalesce(e.text, s.value)", "NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId", ` WHERE e."end" IS NOT NULL`},
-	{"osrt", "osrt_call_count", "OSRT_API", "s.value", "OSRT_API e LEFT JOIN StringIds s ON s.id = e.nameId", ""},
+// nsysOpTable is one table summarize_trace_operations reads from an export: the span
+// kind of its rows, its metric, the SQL expressions of an event's name (plain: without
+// the enum table, when the export lacks it), the FROM and WHERE clauses, and for GPU
+// activity the PyTorch event kind and the stream column.
+type nsysOpTable struct {
+	kind, metric, table, name, plain, from, where string
+	event, stream                                 string
+	// enum is the table name resolves labels from; plain and fromPlain are used without it.
+	enum, fromPlain string
+}
+
+// nsysOpTables are the tables summarize_trace_operations reads, GPU activity first.
+var nsysOpTables = []nsysOpTable{
+	{kind: "kernel", metric: "kernel_count", table: "CUPTI_ACTIVITY_KIND_KERNEL", name: "s.value",
+		from: "CUPTI_ACTIVITY_KIND_KERNEL e LEFT JOIN StringIds s ON s.id = e.shortName", event: "kernel", stream: "e.streamId"},
+	{kind: "memcpy", metric: "memcpy_count", table: "CUPTI_ACTIVITY_KIND_MEMCPY",
+		name: "'[CUDA memcpy ' || coalesce(c.label, e.copyKind) || ']'", from: "CUPTI_ACTIVITY_KIND_MEMCPY e LEFT JOIN ENUM_CUDA_MEMCPY_OPER c ON c.id = e.copyKind",
+		enum: "ENUM_CUDA_MEMCPY_OPER", plain: "'[CUDA memcpy ' || e.copyKind || ']'", fromPlain: "CUPTI_ACTIVITY_KIND_MEMCPY e",
+		event: "memcpy", stream: "e.streamId"},
+	{kind: "memset", metric: "memset_count", table: "CUPTI_ACTIVITY_KIND_MEMSET", name: "'[CUDA memset]'",
+		from: "CUPTI_ACTIVITY_KIND_MEMSET e", event: "memset", stream: "e.streamId"},
+	{kind: "runtime", metric: "runtime_call_count", table: "CUPTI_ACTIVITY_KIND_RUNTIME", name: "s.value",
+		from: "CUPTI_ACTIVITY_KIND_RUNTIME e LEFT JOIN StringIds s ON s.id = e.nameId"},
+	{kind: "nvtx", metric: "nvtx_range_count", table: "NVTX_EVENTS", name: "coalesce(e.text, s.value)",
+		from: "NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId", where: ` WHERE e."end" IS NOT NULL`},
+	{kind: "osrt", metric: "osrt_call_count", table: "OSRT_API", name: "s.value",
+		from: "OSRT_API e LEFT JOIN StringIds s ON s.id = e.nameId"},
+}
+
+// resolved is t as the export d reads it: without its enum table, the plain name.
+func (t nsysOpTable) resolved(d *nsysDB) nsysOpTable {
+	if t.enum != "" && !d.tables[t.enum] {
+		t.name, t.from = t.plain, t.fromPlain
+	}
+	return t
 }
 
 // nsysOp is one aggregated operation of an export.
 type nsysOp struct {
-	name, kind   string
-	calls, timed int64
-	total        *big.Int
-	max          int64
+	name, kind, event string
+	calls, timed      int64
+	total             *big.Int
+	max               int64
+	streams           []int64
 }
 
 // nsysOperations groups an export's runtime API calls, NVTX ranges and OS runtime calls
@@ -51,7 +81,8 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 			if !d.tables[t.table] {
 				continue
 			}
-			where, args := f.nsysWhere(t.kind, t.name, t.where)
+			t = t.resolved(d)
+			where, args := f.nsysWhere(t.kind, t.event, t.name, t.where)
 			if f != nil {
 				var all, kept int64
 				if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM `+t.from+t.where).Scan(&all); err != nil {
@@ -67,7 +98,11 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 					continue
 				}
 			}
-			rows, err := d.sql.QueryContext(ctx, `SELECT `+t.name+` AS name, count(*), sum(e."end" >= e.start),
+			streams := "NULL"
+			if t.stream != "" {
+				streams = "group_concat(DISTINCT " + t.stream + ")"
+			}
+			rows, err := d.sql.QueryContext(ctx, `SELECT `+t.name+` AS name, count(*), sum(e."end" >= e.start), `+streams+`,
 				sum(CASE WHEN e."end" >= e.start THEN e."end" - e.start END), max(CASE WHEN e."end" >= e.start THEN e."end" - e.start END)
 				FROM `+t.from+where+` GROUP BY name`, args...)
 			if err != nil {
@@ -75,10 +110,10 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 			}
 			var n int64
 			for rows.Next() {
-				var name sql.NullString
+				var name, streams sql.NullString
 				var calls int64
 				var timed, total, mx sql.NullInt64
-				if err := rows.Scan(&name, &calls, &timed, &total, &mx); err != nil {
+				if err := rows.Scan(&name, &calls, &timed, &streams, &total, &mx); err != nil {
 					rows.Close()
 					return d.sqlErr(ctx, err)
 				}
@@ -87,8 +122,8 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 					return &providers.LimitError{Source: in.Index, Limit: maxOperations, Unit: "operations",
 						Message: fmt.Sprintf("source %d holds more than %d distinct operations", in.Index, maxOperations)}
 				}
-				ops = append(ops, &nsysOp{name: name.String, kind: t.kind, calls: calls, timed: timed.Int64,
-					total: big.NewInt(total.Int64), max: mx.Int64})
+				ops = append(ops, &nsysOp{name: name.String, kind: t.kind, event: t.event, calls: calls, timed: timed.Int64,
+					total: big.NewInt(total.Int64), max: mx.Int64, streams: streamList(streams.String)})
 				n += calls
 				missing += calls - timed.Int64
 			}
@@ -119,11 +154,25 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 	case len(ops) == 0 && excluded > 0:
 		lim = append(lim, f.emptyNote(excluded, "calls and ranges"))
 	case len(ops) == 0:
-		lim = append(lim, "no_operations_activity_observed: the export holds no CUDA API call, NVTX range or OS runtime call.")
+		lim = append(lim, "no_operations_activity_observed: the export holds no GPU kernel, memcpy or memset, CUDA API call, NVTX range or OS runtime call.")
 	}
 	a.Metrics, a.Limitations = m, lim
+	totals := map[string]*big.Int{}
+	for _, o := range ops {
+		if totals[o.kind] == nil {
+			totals[o.kind] = new(big.Int)
+		}
+		totals[o.kind].Add(totals[o.kind], o.total)
+	}
 	a.Rows = providers.ProjectSlice(ops, func(o *nsysOp) gen.TraceOperationRow {
-		row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: o.kind, CallCount: o.calls, TotalDurationNS: bigNanos(o.total)}
+		row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: o.kind, CallCount: o.calls, TotalDurationNS: bigNanos(o.total),
+			ShareOfKind: share(o.total, totals[o.kind])}
+		if o.event != "" {
+			row.EventKind = ptr(o.event)
+		}
+		if len(o.streams) > 0 {
+			row.Streams = o.streams
+		}
 		if o.timed > 0 {
 			row.MeanDurationNS = bigNanos(meanHalfEven(o.total, o.timed))
 			row.MaxDurationNS = nanos(o.max)
@@ -133,16 +182,42 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 	return a, nil
 }
 
+// share is part over whole rounded to 4 decimals; nil when whole is 0.
+func share(part, whole *big.Int) *float64 {
+	if whole == nil || whole.Sign() == 0 {
+		return nil
+	}
+	r, _ := new(big.Rat).SetFrac(part, whole).Float64()
+	return ptr(math.Round(r*1e4) / 1e4)
+}
+
+// streamList is a group_concat of stream ids, distinct and ascending (the first
+// maxStreams).
+func streamList(s string) []int64 {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		if v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64); err == nil {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > maxStreams {
+		out = out[:maxStreams]
+	}
+	return out
+}
+
 // nsysWhere is the WHERE clause of one operations table under the filters, with its
 // arguments: the table's own condition (base, "" or " WHERE ..."), the row's span kind
-// (the table) for category, the name expression for name_contains, and end minus start
-// for min_duration_ns. It is "" when the filters exclude the whole table: its rows have
-// no PyTorch event kind, or its kind is not a category asked for.
-func (f *filter) nsysWhere(kind, name, base string) (string, []any) {
+// (the table) for category, the table's PyTorch event kind (GPU activity) for
+// event_kind, the name expression for name_contains, and end minus start for
+// min_duration_ns. It is "" when the filters exclude the whole table.
+func (f *filter) nsysWhere(kind, event, name, base string) (string, []any) {
 	if f == nil {
 		return base, nil
 	}
-	if len(f.kinds) > 0 || (len(f.cats) > 0 && !slices.Contains(f.cats, kind)) {
+	if (len(f.kinds) > 0 && !slices.Contains(f.kinds, event)) || (len(f.cats) > 0 && !slices.Contains(f.cats, kind)) {
 		return "", nil
 	}
 	var conds []string
