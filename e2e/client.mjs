@@ -12,12 +12,15 @@
 // summarize_trace_operations under an event_kind filter, one row a page, following
 // next_page: the new optional row fields pass the SDK's output-schema validation.
 //
-// usage: node client.mjs FLAMEOX_BINARY FILE [TRACE [KINETO]]
+// With an Nsight Compute details page NCU it also reads the default launches view of
+// inspect_gpu_kernel_metrics.
+//
+// usage: node client.mjs FLAMEOX_BINARY FILE [TRACE [KINETO [NCU]]]
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const [bin, file, trace, kineto] = process.argv.slice(2);
+const [bin, file, trace, kineto, ncu] = process.argv.slice(2);
 const transport = new StdioClientTransport({
   command: bin,
   args: ["mcp", "serve"],
@@ -112,6 +115,12 @@ if (kineto) {
     if (JSON.stringify(kargs.event_kind) !== JSON.stringify(["kernel"])) throw new Error("next_page lost the filter");
   }
   report.kernels = ranked;
+}
+
+if (ncu) {
+  const sc = await call("inspect_gpu_kernel_metrics", { sources: [{ kind: "path", path: ncu }] });
+  report.launches = sc.blocks[sc.blocks.length - 1].rows.map((r) => [r.launch_id, r.duration_ns, r.compute_throughput_pct,
+    r.achieved_occupancy_pct, r.rules.map((x) => [x.rule, x.estimated_speedup])]);
 }
 
 const bad = await client.callTool({
