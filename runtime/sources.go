@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -135,6 +136,10 @@ func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 		if !out[i].declared {
 			f, ff := rt.sniff(out[i].path, op, i)
 			if ff != nil {
+				if na := ff.NextAction; na != nil && na.CallTool != nil {
+					// The tool that reads the format is called on this source, as given.
+					na.CallTool.Arguments = sourceArguments(req.sources[i])
+				}
 				return nil, ff
 			}
 			out[i].format = f
@@ -337,7 +342,7 @@ func (rt *Runtime) sniff(path string, op gen.OperationDecl, i int) (gen.Format, 
 	f := unsupportedFormat(op, i, got).With("detected", true).Field(failure.Path("sources", i), op.FormatStrings())
 	if readers := operationsReading(gen.Format(got)); len(readers) > 0 {
 		f.NextAction = &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: readers[0], Arguments: map[string]any{},
-			Message: fmt.Sprintf("Source %d reads as %s, which %s does not accept: call %s with the same sources (arguments are this call's sources, unchanged).",
+			Message: fmt.Sprintf("Source %d reads as %s, which %s does not accept: call %s on it (arguments hold that source as given).",
 				i, got, op.Name, strings.Join(readers, " or "))}}
 	}
 	return "", f
@@ -416,4 +421,13 @@ func (rt *Runtime) resolveDirectory(req *request, i int, p *gen.PathSource, tota
 			With("source_index", i).With("expected_sha256", *want).With("actual_sha256", sum)
 	}
 	return r, nil
+}
+
+// sourceArguments are the arguments of a call on one source, as the caller gave it.
+func sourceArguments(src gen.Source) map[string]any {
+	var v any
+	if b, err := json.Marshal(src); err == nil && json.Unmarshal(b, &v) == nil {
+		return map[string]any{"sources": []any{v}}
+	}
+	return map[string]any{}
 }
