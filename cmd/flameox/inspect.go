@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -114,11 +115,7 @@ func resultSchema(tool string) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			var s any
-			if err := json.Unmarshal(b, &s); err != nil {
-				return nil, err
-			}
-			return s, nil
+			return decodeExact(b)
 		}
 	}
 	return nil, fmt.Errorf("the catalog has no result schema for %s", tool)
@@ -132,9 +129,20 @@ func serverView(sel toolsets) map[string]any {
 // fullTool is the MCP Tool object exactly as tools/list carries it.
 func fullTool(t *runtime.Tool) any {
 	b, _ := json.Marshal(mcpTool(t))
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
+	m, _ := decodeExact(b)
 	return m
+}
+
+// decodeExact decodes JSON keeping numbers as written (json.Number): schema bounds such
+// as 9223372036854775807 print exactly, not as the float64 nearest to them.
+func decodeExact(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // operationView describes the operation behind an analysis or capture tool, with its
