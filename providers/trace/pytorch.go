@@ -102,16 +102,25 @@ func summarizePytorch(ctx context.Context, req *providers.Request[gen.TraceFilte
 }
 
 // launches links the GPU activity of a page to the CPU operators that launched it: the
-// operator slice carrying the same Kineto External id (the innermost when several do).
-// It reads the trace again only when the page holds GPU activity with an External id.
+// innermost operator around the CPU slice (a CUDA runtime call) that carries the same
+// correlation id, else the operator slice carrying the same Kineto External id (the
+// innermost when several do), as summarize_trace_operations links them (decision 0038).
+// It reads the trace again only when the page holds GPU activity with either id.
 func launches(ctx context.Context, in providers.Input, tp *traceProcessor, sel []slice) error {
-	want := map[int64][]*slice{}
+	byExt, byCorr := map[int64][]*slice{}, map[int64][]*slice{}
 	for i := range sel {
-		if gpu(sel[i].kind) && sel[i].Args.ExternalID != nil {
-			want[*sel[i].Args.ExternalID] = append(want[*sel[i].Args.ExternalID], &sel[i])
+		if !gpu(sel[i].kind) {
+			continue
+		}
+		a := &sel[i].Args
+		if a.CorrelationID != nil {
+			byCorr[*a.CorrelationID] = append(byCorr[*a.CorrelationID], &sel[i])
+		}
+		if a.ExternalID != nil {
+			byExt[*a.ExternalID] = append(byExt[*a.ExternalID], &sel[i])
 		}
 	}
-	if len(want) == 0 {
+	if len(byExt) == 0 && len(byCorr) == 0 {
 		return nil
 	}
 	type op struct {
@@ -119,29 +128,67 @@ func launches(ctx context.Context, in providers.Input, tp *traceProcessor, sel [
 		depth int32
 		name  string
 	}
-	found := map[int64]op{}
+	type frame struct {
+		id       int64
+		operator *op
+	}
+	foundExt, foundCorr := map[int64]op{}, map[int64]op{}
+	stacks := map[int64][]frame{}
 	_, err := read(ctx, in, tp, func(s *Nested) error {
-		if s.Args.ExternalID == nil || eventKind(s) != "operator" {
+		if s.Dur <= 0 {
 			return nil
 		}
-		x := *s.Args.ExternalID
-		if _, ok := want[x]; !ok {
-			return nil
+		kind := eventKind(s)
+		var self *op
+		if kind == "operator" {
+			self = &op{s.ID, s.Depth, sliceName(s.Name)}
+			if x := s.Args.ExternalID; x != nil {
+				if _, ok := byExt[*x]; ok {
+					if o, ok := foundExt[*x]; !ok || s.Depth > o.depth {
+						foundExt[*x] = *self
+					}
+				}
+			}
 		}
-		if o, ok := found[x]; !ok || s.Depth > o.depth {
-			found[x] = op{s.ID, s.Depth, sliceName(s.Name)}
+		// The chain of slices around s on its track, s last.
+		st := stacks[s.Track]
+		i := len(st) - 1
+		for i >= 0 && st[i].id != s.ParentID {
+			i--
+		}
+		st = append(st[:i+1], frame{s.ID, self})
+		stacks[s.Track] = st
+		if c := s.Args.CorrelationID; c != nil && !gpu(kind) {
+			if _, ok := byCorr[*c]; ok {
+				for j := len(st) - 1; j >= 0; j-- {
+					if st[j].operator != nil {
+						foundCorr[*c] = *st[j].operator
+						break
+					}
+				}
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for x, ss := range want {
-		if o, ok := found[x]; ok {
-			for _, s := range ss {
+	link := func(o op, ss []*slice) {
+		for _, s := range ss {
+			if s.launch == nil {
 				id, name := o.id, o.name
 				s.launch, s.launchN = &id, &name
 			}
+		}
+	}
+	for c, ss := range byCorr {
+		if o, ok := foundCorr[c]; ok {
+			link(o, ss)
+		}
+	}
+	for x, ss := range byExt {
+		if o, ok := foundExt[x]; ok {
+			link(o, ss)
 		}
 	}
 	return nil

@@ -377,3 +377,89 @@ func TestTraceFilters(t *testing.T) {
 		}
 	})
 }
+
+// launchTruth maps each GPU slice (its event ordinal) of a Trace Event file to the
+// operator that launched it, as rankTruth links them: the innermost operator containing
+// the CPU slice with the same correlation id, else the innermost operator with the same
+// External id.
+const launchTruth = `
+import sys, json, gzip
+from decimal import Decimal, ROUND_HALF_EVEN
+path = sys.argv[1]
+doc = json.loads((gzip.open if path.endswith('.gz') else open)(path, 'rb').read(), parse_float=Decimal)
+events = doc['traceEvents'] if isinstance(doc, dict) else doc
+ns = lambda v: int((Decimal(str(v)) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+sl = [dict(i=i, ts=ns(e['ts']), dur=ns(e['dur']), name=e.get('name', ''), cat=e.get('cat', ''),
+           track=(e.get('pid', 0), e.get('tid', 0)), args=e.get('args') or {})
+      for i, e in enumerate(events) if e.get('ph') == 'X' and ns(e.get('dur', 0)) > 0]
+is_op = lambda s: s['name'].startswith(('aten::', 'autograd::', 'torch::'))
+gpu = ('kernel', 'gpu_memcpy', 'gpu_memset')
+ops, corr, stacks = {}, {}, {}
+for s in sl:
+    x = s['args'].get('External id')
+    if is_op(s) and x is not None:
+        o = ops.get(x)
+        if o is None or (s['ts'], -s['dur']) > (o['ts'], -o['dur']):
+            ops[x] = s
+for s in sorted(sl, key=lambda s: (s['ts'], -s['dur'], s['i'])):
+    st = stacks.setdefault(s['track'], [])
+    while st and not (st[-1]['ts'] <= s['ts'] and s['ts'] + s['dur'] <= st[-1]['ts'] + st[-1]['dur']):
+        st.pop()
+    st.append(s)
+    c = s['args'].get('correlation')
+    if c is not None and s['cat'] not in gpu:
+        inner = [p for p in st if is_op(p)]
+        if inner:
+            corr[c] = inner[-1]
+out = {}
+for s in sl:
+    if s['cat'] in gpu:
+        o = corr.get(s['args'].get('correlation')) or ops.get(s['args'].get('External id'))
+        out[str(s['i'])] = o['name'] if o else None
+print(json.dumps(out))
+`
+
+// TestPytorchLaunchesAgainstPython checks every GPU row of summarize_pytorch_trace on
+// the corpus torch.profiler traces: its launching operator is the one Python finds
+// through the correlation id, else the External id (the 2023 A100 trace links kernels to
+// operators only through the correlation id).
+func TestPytorchLaunchesAgainstPython(t *testing.T) {
+	for _, name := range []string{"hta__kineto-simple-add-a100.pt.trace.json.gz", "h200__torch-mlp-train.pt.trace.json"} {
+		t.Run(name, func(t *testing.T) {
+			path := corpusFile(t, name)
+			var want map[string]*string
+			if err := json.Unmarshal(python3(t, launchTruth, path), &want); err != nil {
+				t.Fatal(err)
+			}
+			a, err := summarizePytorch(context.Background(), &providers.Request[gen.TraceFilterFields]{Inputs: []providers.Input{{Path: path, Format: gen.FormatPytorch}},
+				Fields: &gen.TraceFilterFields{EventKind: []string{"kernel", "memcpy", "memset"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := pageAll[gen.PytorchEventRow](t, a.Rows, 100)
+			if len(rows) != len(want) {
+				t.Fatalf("%d GPU rows, python has %d", len(rows), len(want))
+			}
+			linked := 0
+			for _, r := range rows {
+				w := want[fmt.Sprint(r.ID)]
+				if !cmp.Equal(r.LaunchOpName, w) {
+					t.Errorf("slice %d %.40q launched by %v, python %v", r.ID, r.Name, deref(r.LaunchOpName), deref(w))
+				}
+				if w != nil {
+					linked++
+				}
+			}
+			if linked == 0 {
+				t.Error("no GPU slice has a launching operator")
+			}
+		})
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}
