@@ -78,7 +78,7 @@ func ceilingFailure(f *failure.Failure, raw []byte, ceilings gen.EffectiveLimits
 		return nil
 	}
 	var args struct {
-		PageSize *int64            `json:"page_size"`
+		PageSize *int64             `json:"page_size"`
 		Limits   *gen.RequestLimits `json:"limits"`
 	}
 	if json.Unmarshal(raw, &args) != nil {

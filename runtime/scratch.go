@@ -163,17 +163,31 @@ func (s *scratch) release(ds []*scratchDir) {
 // temporary directory: flameox-session-PID-START-RANDOM.
 const scratchPrefix = "flameox-session-"
 
-// removeStaleScratch removes the session scratch directories in dir (the system temporary
-// directory) that belong to this user and whose owning process is provably gone: a server
-// or CLI killed before it could remove its own. Directories of live owners, of other users
-// and of names without an owner tag are left alone.
+// stalePrefixes begin the names of the owner-tagged scratch directories removeStaleScratch
+// sweeps: sessions' and analysis workers'.
+var stalePrefixes = []string{scratchPrefix, workerScratchPrefix}
+
+// ownerOf returns the owner part (PID-START-RANDOM) of a swept scratch directory's name.
+func ownerOf(name string) (string, bool) {
+	for _, p := range stalePrefixes {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
+// removeStaleScratch removes the session and worker scratch directories in dir (the system
+// temporary directory) that belong to this user and whose owning process is provably gone:
+// a server or CLI killed before it could remove its own. Directories of live owners, of
+// other users and of names without an owner tag are left alone.
 func removeStaleScratch(dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		name, ok := strings.CutPrefix(e.Name(), scratchPrefix)
+		name, ok := ownerOf(e.Name())
 		if !ok || !e.IsDir() || !owner.Gone(name) {
 			continue
 		}

@@ -2,10 +2,16 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/flameox/flameox/internal/owner"
 )
 
 func TestScratchIOFailureIsRetryableWithItsReason(t *testing.T) {
@@ -25,5 +31,68 @@ func TestScratchIOFailureIsRetryableWithItsReason(t *testing.T) {
 		if env := f.Envelope(); env.Message == "" || strings.Contains(env.Message, "/secret") {
 			t.Errorf("%v: message %q", tt.err, env.Message)
 		}
+	}
+}
+
+// TestScratchOfGoneOwnersIsSwept: removeStaleScratch removes the session and worker scratch
+// directories whose owner process is gone (a server killed with SIGKILL leaves a worker's
+// request.json behind) and keeps those of live owners and names without an owner tag.
+func TestScratchOfGoneOwnersIsSwept(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("no true")
+	}
+	gone := fmt.Sprintf("%d-%d", dead.Process.Pid, 12345)
+	live := exec.Command("sleep", "600")
+	if err := live.Start(); err != nil {
+		t.Skip("no sleep")
+	}
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+	child := fmt.Sprintf("%d-%d", live.Process.Pid, owner.ProcessStart(live.Process.Pid))
+
+	tmp := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		swept bool
+	}{
+		{workerScratchPrefix + gone + "-111", true},
+		{scratchPrefix + gone + "-222", true},
+		{workerScratchPrefix + child + "-333", false},
+		{workerScratchPrefix + owner.Tag() + "-444", false},
+		{scratchPrefix + child + "-555", false},
+		{workerScratchPrefix + "123456789", false}, // no owner tag: made before tags
+		{"flameox-other-" + gone + "-666", false},
+	} {
+		dir := filepath.Join(tmp, c.name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "request.json"), []byte(`{"inputs":[]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(c.name, func(t *testing.T) {
+			removeStaleScratch(tmp)
+			if _, err := os.Stat(dir); c.swept != os.IsNotExist(err) {
+				t.Errorf("swept %v, want %v (stat: %v)", os.IsNotExist(err), c.swept, err)
+			}
+		})
+	}
+}
+
+// TestScratchOfWorkerCarriesItsOwner: a worker's scratch is named after this process, so a
+// later start can tell whether its owner is gone.
+func TestScratchOfWorkerCarriesItsOwner(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dir, err := workerScratch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, ok := ownerOf(filepath.Base(dir))
+	if !ok || !strings.HasPrefix(name, owner.Tag()+"-") || owner.Gone(name) {
+		t.Errorf("worker scratch %s: owner %q", filepath.Base(dir), name)
+	}
+	removeStaleScratch(filepath.Dir(dir))
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("the scratch of a live worker owner was swept: %v", err)
 	}
 }

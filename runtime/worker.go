@@ -15,6 +15,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/owner"
 	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 )
@@ -154,9 +155,21 @@ func compressed(path string) bool {
 // and the escaping of the reply's own JSON.
 const replySlack = 4 << 20
 
+// workerScratchPrefix begins the name of every analysis worker's scratch directory in the
+// system temporary directory: flameox-worker-PID-START-RANDOM, the owner tag of the server
+// process that starts the worker.
+const workerScratchPrefix = "flameox-worker-"
+
+// workerScratch creates a worker's scratch directory (its request.json names input paths).
+// The name carries the owner tag, so that a later start removes the directory of a server
+// killed before it could (removeStaleScratch).
+func workerScratch() (string, error) {
+	return os.MkdirTemp("", workerScratchPrefix+owner.Tag()+"-")
+}
+
 // analyzeInWorker runs the analysis of req over its resolved inputs in a worker.
 func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resolved) (*Result, *failure.Failure) {
-	dir, err := os.MkdirTemp("", "flameox-worker-")
+	dir, err := workerScratch()
 	if err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's scratch directory cannot be created; check TMPDIR's free space and permissions")
 	}

@@ -110,16 +110,72 @@ func versionOf(exe string) string {
 var forwarded = []string{
 	"UV_OFFLINE", "UV_CACHE_DIR", "UV_PYTHON_DOWNLOADS", "UV_NO_CONFIG",
 	"PIP_NO_INDEX", "PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CACHE_DIR", "PIP_NO_CACHE_DIR",
-	"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "SSL_CERT_FILE", "PIP_CERT",
+	"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy",
+	"SSL_CERT_FILE", "PIP_CERT",
 }
 
-// urlValued are forwarded variables whose values are URLs, which must carry no credentials.
-var urlValued = map[string]bool{"PIP_FIND_LINKS": true, "PIP_INDEX_URL": true, "PIP_EXTRA_INDEX_URL": true,
-	"HTTPS_PROXY": true, "https_proxy": true, "HTTP_PROXY": true, "http_proxy": true}
+// proxyVariables are the forwarded proxy URLs. Installers read a value without a scheme
+// (user:secret@host:port) as an http:// URL, so it is checked as one.
+var proxyVariables = map[string]bool{"HTTPS_PROXY": true, "https_proxy": true, "HTTP_PROXY": true, "http_proxy": true,
+	"ALL_PROXY": true, "all_proxy": true}
+
+// indexVariables are the forwarded index and find-links locations: whitespace-separated
+// URLs or paths. Flameox has no index variable of its own.
+var indexVariables = map[string]bool{"PIP_INDEX_URL": true, "PIP_EXTRA_INDEX_URL": true, "PIP_FIND_LINKS": true}
 
 // credentialVariable matches named-index credentials (uv's UV_INDEX_<NAME>_USERNAME and
 // _PASSWORD, pip's keyring and token variables).
 var credentialVariable = regexp.MustCompile(`^(UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)|UV_PUBLISH_(USERNAME|PASSWORD|TOKEN)|PIP_[A-Z0-9_]*(PASSWORD|TOKEN|KEYRING[A-Z_]*))$`)
+
+// Reasons a forwarded URL is refused, as details.reason of the SETUP_FAILURE.
+const (
+	reasonCredentialURL   = "credential_url"   // userinfo: user:secret@ or user@
+	reasonCredentialQuery = "credential_query" // an index URL's query string, where tokens travel
+	reasonUnparsableURL   = "unparsable_url"   // a value that cannot be checked is not passed on
+)
+
+// asURL parses a proxy or index value as the installers read it: a value without "://"
+// is taken as if "http://" preceded it, so user:secret@host:port has userinfo.
+func asURL(v string) (*url.URL, error) {
+	if !strings.Contains(v, "://") {
+		v = "http://" + v
+	}
+	return url.Parse(v)
+}
+
+// urlRefusal returns the reason a forwarded variable's value may not reach an
+// installer, or "". Proxy values (with or without a scheme) may carry no userinfo;
+// index values may carry neither userinfo nor a query string, except absolute paths,
+// which are local directories.
+func urlRefusal(name, value string) string {
+	proxy, index := proxyVariables[name], indexVariables[name]
+	if !proxy && !index {
+		return ""
+	}
+	for _, part := range strings.Fields(value) {
+		if index && filepath.IsAbs(part) {
+			continue
+		}
+		u, err := asURL(part)
+		switch {
+		case err != nil:
+			return reasonUnparsableURL
+		case u.User != nil:
+			return reasonCredentialURL
+		case index && u.RawQuery != "":
+			return reasonCredentialQuery
+		}
+	}
+	return ""
+}
+
+// urlRefusals are the messages of the refusals urlRefusal reports; each names the
+// variable and never its value.
+var urlRefusals = map[string]string{
+	reasonCredentialURL:   "%s carries credentials in its URL",
+	reasonCredentialQuery: "%s carries a query string in its index URL, where tokens travel",
+	reasonUnparsableURL:   "%s is not a URL Flameox can check for credentials",
+}
 
 // environment is the installer's environment, or the SETUP_FAILURE of a policy refusal:
 // index credentials in the environment are never passed to an installer, and a
@@ -142,14 +198,10 @@ func (in *Installer) environment(environ []string) ([]string, *failure.Failure) 
 		if v == "" {
 			continue
 		}
-		if urlValued[name] {
-			for _, part := range strings.Fields(v) {
-				if u, err := url.Parse(part); err == nil && u.User != nil {
-					return nil, failure.New(gen.FailureCodeSetupFailure,
-						"%s carries credentials in its URL; Flameox does not pass credentials to installers: use an index without them, or install py-spy %s yourself and set FLAMEOX_PY_SPY to it", name, PySpyVersion).
-						With("refused_variable", name).With("reason", "credential_url")
-				}
-			}
+		if reason := urlRefusal(name, v); reason != "" {
+			return nil, failure.New(gen.FailureCodeSetupFailure,
+				urlRefusals[reason]+"; Flameox does not pass credentials to installers: use a proxy or index without them, or install py-spy %s yourself and set FLAMEOX_PY_SPY to it", name, PySpyVersion).
+				With("refused_variable", name).With("reason", reason)
 		}
 		env = append(env, name+"="+v)
 	}

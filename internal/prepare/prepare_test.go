@@ -236,6 +236,70 @@ func TestInstallerEnvironmentPolicy(t *testing.T) {
 	}
 }
 
+func TestInstallerEnvironmentRefusesCredentialURLs(t *testing.T) {
+	for _, c := range []struct {
+		name, value, reason string
+	}{
+		// Proxies, with and without a scheme, upper and lower case.
+		{"HTTPS_PROXY", "http://me:hunter2@proxy:3128", "credential_url"},
+		{"HTTPS_PROXY", "me:hunter2@proxy:3128", "credential_url"},
+		{"https_proxy", "me:hunter2@proxy:3128", "credential_url"},
+		{"HTTP_PROXY", "me:hunter2@proxy:3128", "credential_url"},
+		{"http_proxy", "socks5://me:hunter2@proxy:1080", "credential_url"},
+		{"ALL_PROXY", "me:hunter2@proxy:3128", "credential_url"},
+		{"all_proxy", "http://hunter2@proxy:3128", "credential_url"},
+		{"ALL_PROXY", "hunter2@proxy", "credential_url"},
+		// Index URLs: userinfo, a token in the query string, either in a list.
+		{"PIP_INDEX_URL", "https://me:hunter2@pypi.example/simple", "credential_url"},
+		{"PIP_INDEX_URL", "https://pypi.example/simple?token=hunter2", "credential_query"},
+		{"PIP_INDEX_URL", "me:hunter2@pypi.example/simple", "credential_url"},
+		{"PIP_EXTRA_INDEX_URL", "https://pypi.example/simple https://me:hunter2@corp.example/simple", "credential_url"},
+		{"PIP_EXTRA_INDEX_URL", "https://corp.example/simple?hunter2", "credential_query"},
+		{"PIP_FIND_LINKS", "https://wheels.example/?sig=hunter2", "credential_query"},
+		{"PIP_FIND_LINKS", "/w https://me:hunter2@wheels.example/", "credential_url"},
+		// A value that cannot be checked is not passed on.
+		{"HTTPS_PROXY", "http://me:hunter2%zz@proxy:3128", "unparsable_url"},
+		{"PIP_INDEX_URL", "https://pypi.example:hunter2/simple", "unparsable_url"},
+	} {
+		t.Run(c.name+"/"+c.reason, func(t *testing.T) {
+			in := &Installer{Dir: t.TempDir(), Host: host("debian", map[string]string{"PATH": "/bin", c.name: c.value}, "python3")}
+			_, _, f := in.PySpy(context.Background(), []string{c.name + "=" + c.value})
+			wantFailure(t, f, gen.FailureCodeSetupFailure, c.reason, "hunter2", c.value)
+			if f.Details["refused_variable"] != c.name {
+				t.Errorf("%s: refused %v", c.name, f.Details)
+			}
+		})
+	}
+}
+
+func TestInstallerEnvironmentForwardsURLsWithoutCredentials(t *testing.T) {
+	for _, c := range []struct{ name, value string }{
+		{"HTTPS_PROXY", "http://proxy:3128"},
+		{"HTTPS_PROXY", "proxy:3128"},
+		{"https_proxy", "proxy.example"},
+		{"HTTP_PROXY", "[::1]:3128"},
+		{"ALL_PROXY", "socks5h://proxy:1080"},
+		{"all_proxy", "proxy:1080"},
+		{"NO_PROXY", "localhost,.corp.example"},
+		{"PIP_INDEX_URL", "https://pypi.example/simple"},
+		{"PIP_INDEX_URL", "https://pypi.example/simple?"},
+		{"PIP_EXTRA_INDEX_URL", "https://a.example/simple https://b.example/simple"},
+		{"PIP_FIND_LINKS", "/w"},
+		{"PIP_FIND_LINKS", "/srv/a@b/wheels?c"},
+		{"PIP_FIND_LINKS", "file:///w ./wheels"},
+	} {
+		in := &Installer{Host: host("debian", map[string]string{"PATH": "/bin", c.name: c.value})}
+		env, f := in.environment([]string{c.name + "=" + c.value})
+		if f != nil {
+			t.Errorf("%s=%s: %v", c.name, c.value, f)
+			continue
+		}
+		if d := cmp.Diff([]string{"PATH=/bin", c.name + "=" + c.value}, env); d != "" {
+			t.Errorf("installer environment (-want +got):\n%s", d)
+		}
+	}
+}
+
 // fakeUV writes a stand-in for uv, named as such, that records its argv and
 // environment and installs testtool.FakePySpy into --target, after sleeping sleep.
 func fakeUV(t *testing.T, sleep string) (bin, log string) {
