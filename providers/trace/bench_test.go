@@ -458,3 +458,23 @@ func BenchmarkReadStepsFile(b *testing.B) {
 		})
 	}
 }
+
+// chromeBenchInput is a generated Chrome trace of 1,000,000 events on 8 threads.
+func chromeBenchInput(b *testing.B) providers.Input {
+	return benchFile(b, "chrome-1m.json", gen.FormatChromeTrace, func(p string) error {
+		return buffered(p, func(w *bufio.Writer) error { return WriteChromeTrace(w, 1_000_000, 8, 1) })
+	})
+}
+
+// BenchmarkSummarizeTrace1MChrome is summarize_trace's first page over it, and
+// BenchmarkTraceOperations1MChrome summarize_trace_operations's ranking (self time and
+// launch links included): both read the whole trace once.
+func BenchmarkSummarizeTrace1MChrome(b *testing.B) {
+	req := operationsReq(chromeBenchInput(b), gen.TraceSliceFields{})
+	benchAnalysis(b, func(ctx context.Context) (*providers.Analysis, error) { return summarize(ctx, req) }, 0, 100)
+}
+
+func BenchmarkTraceOperations1MChrome(b *testing.B) {
+	req := operationsReq(chromeBenchInput(b), gen.TraceSliceFields{})
+	benchAnalysis(b, func(ctx context.Context) (*providers.Analysis, error) { return summarizeOperations(ctx, req) }, 0, -1)
+}
