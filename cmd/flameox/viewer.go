@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -89,7 +90,7 @@ func startViewer(rt *runtime.Runtime, addr, token string) (*http.Server, net.Lis
 		return nil, nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the evidence viewer could not listen on %s", addr).
 			Field(failure.Path("addr"), nil)
 	}
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln, nil
+	return newViewerServer(h), newLimitListener(ln, viewerMaxConns), nil
 }
 
 func loopbackHost(host string) bool {
@@ -122,8 +123,16 @@ func viewerHandler(rt *runtime.Runtime, token string) (http.Handler, error) {
 		return nil, err
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		r.Body = http.MaxBytesReader(w, r.Body, maxViewerRequestBytes)
+		vw := newViewerResponse(w)
+		defer vw.arm() // a response the handler left empty is written after it returns
+		w = vw
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", sandboxCSP)
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		h.Set("Referrer-Policy", "no-referrer")
 		if token != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
@@ -133,7 +142,6 @@ func viewerHandler(rt *runtime.Runtime, token string) (http.Handler, error) {
 				return
 			}
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxViewerRequestBytes)
 		if !strings.HasPrefix(r.URL.Path, "/api/") {
 			v.servePage(w, r)
 			return
@@ -299,10 +307,19 @@ func (v *viewer) GetArtifact(_ context.Context, p viewerapi.GetArtifactParams, w
 		return nil
 	}
 	defer a.File.Close()
+	head := make([]byte, 2)
+	n, _ := a.File.ReadAt(head, 0)
 	etag := `"` + a.SHA256 + `"`
 	h := w.Header()
 	h.Set("ETag", etag)
 	h.Set("Accept-Ranges", "bytes")
+	// Download only: stored bytes are hostile input (an XHTML "Sanitizer log" runs its
+	// script when a browser renders it on the viewer's origin). octet-stream is rendered
+	// by no browser, attachment makes navigation a download, and the sandbox CSP set for
+	// every API response would keep a rendering scriptless and origin-less anyway.
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment",
+		map[string]string{"filename": artifactFileName(a.SHA256, a.Format, head[:n])}))
 	if p.IfNoneMatch.Set && (p.IfNoneMatch.Value == etag || p.IfNoneMatch.Value == "*") {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
@@ -319,16 +336,24 @@ func (v *viewer) GetArtifact(_ context.Context, p viewerapi.GetArtifactParams, w
 		status = http.StatusPartialContent
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+length-1, a.Size))
 	}
-	head := make([]byte, 2)
-	n, _ := a.File.ReadAt(head, 0)
-	h.Set("Content-Type", artifactMediaType(a.Format, head[:n]))
 	h.Set("Content-Length", strconv.FormatInt(length, 10))
 	if _, err := a.File.Seek(start, io.SeekStart); err != nil {
 		return err
 	}
 	w.WriteHeader(status)
-	_, err := io.CopyN(w, a.File, length)
-	return err
+	// Each chunk has artifactChunkTimeout to reach the client, so a download of any size
+	// proceeds while the client reads and a stalled one is cut. io.CopyN keeps sendfile.
+	rc := http.NewResponseController(w)
+	for length > 0 {
+		chunk := min(length, artifactChunkBytes)
+		_ = rc.SetWriteDeadline(time.Now().Add(artifactChunkTimeout))
+		if _, err := io.CopyN(w, a.File, chunk); err != nil {
+			// The status and length are sent: the short body tells the client.
+			return nil
+		}
+		length -= chunk
+	}
+	return nil
 }
 
 func isSHA256(s string) bool {
@@ -394,23 +419,34 @@ func parseRange(spec string, size int64) (start, length int64, f *failure.Failur
 	return s, e - s + 1, nil
 }
 
-// artifactMediaType is the content type of an artifact: gzip as stored, else by its
-// recorded format, else application/octet-stream.
-func artifactMediaType(format gen.Format, head []byte) string {
-	if sourcefile.IsGzip(head) {
-		return "application/gzip"
-	}
+// artifactFileName is the download name of an artifact: its digest and an extension for
+// the format the named evidence records (.bin when unknown), with .gz when the payload is
+// gzip (served as stored). The name is lowercase hexadecimal, letters, dots and dashes.
+func artifactFileName(sum string, format gen.Format, head []byte) string {
+	ext := ".bin"
 	switch format {
 	case "json", "chrome-trace", "pytorch", "cpuprofile", "heapprofile", "nvbench", "hyperfine", "sarif":
-		return "application/json"
+		ext = ".json"
 	case "jsonl":
-		return "application/x-ndjson"
+		ext = ".jsonl"
 	case "csv", "nsight-compute-csv":
-		return "text/csv; charset=utf-8"
+		ext = ".csv"
 	case "text", "perf", "go-bench":
-		return "text/plain; charset=utf-8"
+		ext = ".txt"
 	case "pytest", "compute-sanitizer":
-		return "application/xml"
+		ext = ".xml"
+	case "parquet":
+		ext = ".parquet"
+	case "pstats":
+		ext = ".prof"
+	case "pprof":
+		ext = ".pb"
 	}
-	return "application/octet-stream"
+	if sourcefile.IsGzip(head) {
+		if ext == ".bin" {
+			ext = ""
+		}
+		ext += ".gz"
+	}
+	return sum + ext
 }

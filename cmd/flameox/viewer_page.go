@@ -55,8 +55,16 @@ const (
 	flameGraphMaxPages = 200
 )
 
-// pageCSP keeps the page to its own origin: no inline script, no remote anything.
+// pageCSP keeps the page to its own origin: no inline script or style (index.html has
+// none; the script sets text and attributes, never markup or style attributes), no remote
+// anything. It is set on the page and its assets only.
 const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// sandboxCSP is the policy of every other response (the API, artifacts, charts, failures):
+// nothing they hold is a document the viewer navigates to, so a browser that renders one
+// anyway (an artifact that is XHTML or SVG, a chart opened by its URL) runs no script in
+// it, loads nothing, and gives it an opaque origin that cannot read the API.
+const sandboxCSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox"
 
 // servePage answers the page routes (everything outside /api/).
 func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
@@ -85,9 +93,8 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 			"this viewer page takes no query parameters (only /charts/timeline/ takes start_ns and end_ns)"))
 		return
 	}
-	w.Header().Set("Content-Security-Policy", pageCSP)
-	w.Header().Set("Referrer-Policy", "no-referrer")
 	if isAsset {
+		w.Header().Set("Content-Security-Policy", pageCSP)
 		b, err := viewerPage.ReadFile(asset[0])
 		if err != nil {
 			httpFailure(w, http.StatusInternalServerError, failure.Wrap(err, gen.FailureCodeInternalFailure, "the viewer page is missing"))

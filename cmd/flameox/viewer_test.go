@@ -202,7 +202,8 @@ func TestViewerAPI(t *testing.T) {
 		}
 		h := raw.Response.Header
 		for k, want := range map[string]string{"ETag": `"` + digest + `"`, "Cache-Control": "no-store",
-			"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"} {
+			"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes",
+			"Content-Disposition": "attachment; filename=" + digest + ".prof", "X-Content-Type-Options": "nosniff"} {
 			if h.Get(k) != want {
 				t.Errorf("%s: got %q, want %q", k, h.Get(k), want)
 			}
@@ -403,7 +404,8 @@ func (b bearer) Do(r *http.Request) (*http.Response, error) {
 }
 
 // TestViewerGzipArtifact checks that a gzip payload is served as stored: the bytes of the
-// corpus file, application/gzip, and no Content-Encoding a client would undo.
+// corpus file, for download (octet-stream, a .gz file name), and no Content-Encoding a
+// client would undo.
 func TestViewerGzipArtifact(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	src := filepath.Join(corpusDir(t), "speedscope__simple.pprof.gz")
@@ -438,7 +440,10 @@ func TestViewerGzipArtifact(t *testing.T) {
 	if resp.StatusCode != 200 || !bytes.Equal(got, want) {
 		t.Errorf("status %d, %d bytes; want 200 and the %d bytes of the corpus file", resp.StatusCode, len(got), len(want))
 	}
-	if ct, ce := resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"); ct != "application/gzip" || ce != "" {
-		t.Errorf("Content-Type %q, Content-Encoding %q; want application/gzip and none", ct, ce)
+	if ct, ce := resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"); ct != "application/octet-stream" || ce != "" {
+		t.Errorf("Content-Type %q, Content-Encoding %q; want application/octet-stream and none", ct, ce)
+	}
+	if got, want := resp.Header.Get("Content-Disposition"), "attachment; filename="+hex.EncodeToString(sum[:])+".pb.gz"; got != want {
+		t.Errorf("Content-Disposition %q, want %q", got, want)
 	}
 }

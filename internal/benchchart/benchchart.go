@@ -17,8 +17,8 @@ package benchchart
 
 import (
 	"cmp"
+	"encoding/xml"
 	"fmt"
-	"html"
 	"io"
 	"maps"
 	"math"
@@ -236,7 +236,14 @@ func fill(baseline bool) string {
 	return "#e0954a"
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc escapes s for SVG text and attribute values: encoding/xml writes control
+// characters that XML cannot hold as U+FFFD (html.EscapeString left them raw and the SVG
+// ill-formed), as the flame graph does.
+func esc(s string) string {
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder does not fail
+	return b.String()
+}
 
 // FromRows reads summarize_benchmarks's measurement rows.
 func FromRows(rows []map[string]any) []Measurement {

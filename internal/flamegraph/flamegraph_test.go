@@ -3,7 +3,10 @@ package flamegraph
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -106,5 +109,62 @@ func TestSVGEscapes(t *testing.T) {
 	}
 	if len(doc.G) != 2 || doc.G[1].Function != name || doc.G[1].File != "<f>" || doc.G[1].Script != nil {
 		t.Errorf("frames %+v", doc.G)
+	}
+}
+
+// TestSVGControlCharacters checks that a function name, file, unit or title holding any
+// control character (C0, DEL, C1), a noncharacter or invalid UTF-8 still gives an SVG
+// that encoding/xml parses: characters XML 1.0 cannot hold become U+FFFD, tab, newline
+// and carriage return survive in attribute values, and the rest is kept.
+func TestSVGControlCharacters(t *testing.T) {
+	type tc struct {
+		name, in, want string
+	}
+	var cases []tc
+	for c := rune(0); c < 0x20; c++ {
+		want := "\uFFFD"
+		if c == '\t' || c == '\n' || c == '\r' {
+			want = string(c)
+		}
+		cases = append(cases, tc{fmt.Sprintf("U+%04X", c), string(c), want})
+	}
+	for c := rune(0x7f); c <= 0x9f; c++ { // DEL and C1: XML 1.0 characters, kept
+		cases = append(cases, tc{fmt.Sprintf("U+%04X", c), string(c), string(c)})
+	}
+	cases = append(cases, tc{"U+FFFE", "\uFFFE", "\uFFFD"}, tc{"U+FFFF", "\uFFFF", "\uFFFD"},
+		tc{"invalid UTF-8", "\xff", "\uFFFD"}, tc{"markup", `<&>"'`, `<&>"'`})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			name := "f" + c.in + "g" + strings.Repeat("x", 20) // long enough for a label
+			g := New("s" + c.in)
+			g.AddFunction(Frame{Function: name, File: "m" + c.in + ".py", Line: 1}, 1)
+			var b bytes.Buffer
+			if err := g.Layout().WriteSVG(&b, "t"+c.in); err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Caption string `xml:"text"`
+				G       []struct {
+					Function string `xml:"data-function,attr"`
+					File     string `xml:"data-file,attr"`
+					Title    string `xml:"title"`
+					Label    string `xml:"text"`
+				} `xml:"g"`
+			}
+			if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+				t.Fatalf("the SVG is not XML: %v\n%q", err, b.String())
+			}
+			if !utf8.Valid(b.Bytes()) {
+				t.Errorf("the SVG is not UTF-8: %q", b.String())
+			}
+			want := "f" + c.want + "g" + strings.Repeat("x", 20)
+			if len(doc.G) != 2 || doc.G[1].Function != want || doc.G[1].File != "m"+c.want+".py" ||
+				!strings.HasPrefix(doc.G[1].Title, want+" (m"+c.want+".py:1)") || doc.G[1].Label != want {
+				t.Errorf("frames %q, want function %q", doc.G, want)
+			}
+			if !strings.HasPrefix(doc.Caption, "t"+c.want+": ") || !strings.Contains(doc.Caption, " s"+c.want+" in ") {
+				t.Errorf("caption %q", doc.Caption)
+			}
+		})
 	}
 }

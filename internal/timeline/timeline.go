@@ -19,9 +19,9 @@ package timeline
 
 import (
 	"cmp"
+	"encoding/xml"
 	"fmt"
 	"hash/fnv"
-	"html"
 	"io"
 	"math"
 	"slices"
@@ -278,7 +278,14 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc escapes s for SVG text and attribute values: encoding/xml writes control
+// characters that XML cannot hold as U+FFFD (html.EscapeString left them raw and the SVG
+// ill-formed), as the flame graph does.
+func esc(s string) string {
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder does not fail
+	return b.String()
+}
 
 // color is a cool hue picked from the slice name, so a name keeps its colour.
 func color(name string) string {

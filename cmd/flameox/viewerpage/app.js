@@ -116,7 +116,10 @@ async function loadEvidence(id) {
   for (const inp of b.inputs || []) {
     const tr = el("tr");
     const a = el("a", inp.sha256, "mono");
-    a.href = `/api/artifacts/${inp.sha256}?evidence_id=${ev.evidence_id}`;
+    // Download only: the server sends artifacts as attachments, never to be rendered here.
+    a.href = `/api/artifacts/${encodeURIComponent(inp.sha256)}?evidence_id=${encodeURIComponent(ev.evidence_id)}`;
+    a.setAttribute("download", "");
+    a.title = "Download the stored bytes";
     const td = el("td"); td.append(a);
     tr.append(el("td", inp.format), el("td", inp.role), td, el("td", inp.size_bytes, "num"));
     inputs.append(tr);
