@@ -73,28 +73,58 @@ func graph(t *testing.T, deps bool) map[string][]string {
 
 func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
 
+// family is the provider family a package (a path relative to the module) belongs to:
+// the direct child of providers/ it is under, other than internal (shared formats and
+// helpers) and all (which imports every family to register them); "" for any other.
+func family(pkg string) string {
+	rest, ok := strings.CutPrefix(pkg, "providers/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "internal" || name == "all" {
+		return ""
+	}
+	return name
+}
+
 func TestImportBoundaries(t *testing.T) {
 	rules := []struct {
 		name   string
 		from   func(pkg string) bool
 		deps   bool
-		banned func(imp string) bool
+		banned func(pkg, imp string) bool // whether pkg may not import imp
 	}{
 		{"runtime reaches no provider family", func(p string) bool { return under(p, "runtime") }, true,
-			func(i string) bool { return strings.HasPrefix(i, module+"/providers/") }},
+			func(_, i string) bool { return strings.HasPrefix(i, module+"/providers/") }},
 		{"providers and the repository import nothing under runtime", func(p string) bool {
 			return under(p, "providers") || under(p, "repository")
-		}, true, func(i string) bool { return under(i, module+"/runtime") }},
+		}, true, func(_, i string) bool { return under(i, module+"/runtime") }},
 		{"internal leaves import no runtime, provider or repository package", func(p string) bool { return under(p, "internal") }, true,
-			func(i string) bool {
+			func(_, i string) bool {
 				return under(i, module+"/runtime") || under(i, module+"/providers") || under(i, module+"/repository")
 			}},
 		{"the provider interface imports only generated contracts and internal leaves", func(p string) bool { return p == "providers" }, false,
-			func(i string) bool {
+			func(_, i string) bool {
 				return strings.HasPrefix(i, module+"/") && !under(i, module+"/generated") && !under(i, module+"/internal")
 			}},
 		{"cmd reaches the store only through the runtime", func(p string) bool { return under(p, "cmd") }, false,
-			func(i string) bool { return under(i, module+"/repository") }},
+			func(_, i string) bool { return under(i, module+"/repository") }},
+		// A format two families read is a package under providers/internal, not one
+		// family's exported API (docs/decisions/0044-profile-package.md). The shared
+		// leaves import no family at all, and the provider interface and internal/ none
+		// either (the rules above), so direct imports are enough: no chain reaches another
+		// family.
+		{"no provider family imports another family, nor a shared provider leaf any family", func(p string) bool {
+			return under(p, "providers") && p != "providers" && !under(p, "providers/all")
+		}, false, func(p, i string) bool {
+			f := family(strings.TrimPrefix(i, module+"/"))
+			return strings.HasPrefix(i, module+"/") && f != "" && f != family(p)
+		}},
+		{"internal leaves import only internal and generated packages of the module", func(p string) bool { return under(p, "internal") }, false,
+			func(_, i string) bool {
+				return strings.HasPrefix(i, module+"/") && !under(i, module+"/internal") && !under(i, module+"/generated")
+			}},
 	}
 	direct, deps := graph(t, false), graph(t, true)
 	for _, r := range rules {
@@ -109,7 +139,7 @@ func TestImportBoundaries(t *testing.T) {
 			}
 			checked++
 			for _, i := range imps {
-				if r.banned(i) {
+				if r.banned(pkg, i) {
 					t.Errorf("%s: %s imports %s", r.name, pkg, strings.TrimPrefix(i, module+"/"))
 				}
 			}

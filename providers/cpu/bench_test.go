@@ -3,18 +3,16 @@ package cpu
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/pprof/profile"
-
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sampled/sampledtest"
 )
 
 // The ranking benchmarks measure Flameox and the reference tool on the same file in the
@@ -148,99 +146,11 @@ const (
 	pprofSamples   = 420000
 )
 
-// pprofFile writes (once) a synthetic CPU profile of the given numbers of functions and
-// samples (see syntheticPprof), gzip-compressed as Go writes profiles.
-func pprofFile(tb testing.TB, functions, samples int) string {
-	p := filepath.Join(testtool.BenchDir(), fmt.Sprintf("flameox-bench-tree-%d-%d.pprof.gz", functions, samples))
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	prof := syntheticPprof(functions, samples)
-	tmp := p + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := prof.Write(f); err != nil { // Write gzips
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		tb.Fatal(err)
-	}
-	return p
-}
-
-// syntheticPprof builds a CPU profile shaped like a real one: one location per function,
-// every eighth with a second, inlined function on its line list, arranged in a call tree
-// of 32 levels (each function called from one of the level above); 2,000 more locations
-// carry an address only, in a mapped library. A sample is the path from the root to a
-// random function, with a library frame on top one time in twenty, and carries a count
-// and a time in nanoseconds.
-func syntheticPprof(functions, samples int) *profile.Profile {
-	r := rand.New(rand.NewPCG(1, 2))
-	lib := &profile.Mapping{ID: 1, Start: 0x7f0000000000, Limit: 0x7f0000100000, File: "/usr/lib/libfast.so"}
-	prof := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
-		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 10_000_000,
-		Mapping: []*profile.Mapping{lib},
-	}
-	for i := 0; i < functions; i++ {
-		prof.Function = append(prof.Function, &profile.Function{ID: uint64(i + 1), Name: fmt.Sprintf("example.com/pkg%d.Function%d", i%200, i),
-			Filename: fmt.Sprintf("/src/pkg%d/file%d.go", i%200, i%7), StartLine: int64(i % 1000)})
-	}
-	for i := 0; i < functions; i++ {
-		loc := &profile.Location{ID: uint64(i + 1), Address: uint64(0x400000 + i*16), Line: []profile.Line{{Function: prof.Function[i], Line: int64(i%1000 + 3)}}}
-		if i%8 == 0 { // an inlined call: the callee's line comes first
-			callee := prof.Function[(i+1)%functions]
-			loc.Line = append([]profile.Line{{Function: callee, Line: 9}}, loc.Line...)
-		}
-		prof.Location = append(prof.Location, loc)
-	}
-	var libs []*profile.Location
-	for i := 0; i < 2000; i++ {
-		loc := &profile.Location{ID: uint64(functions + i + 1), Mapping: lib, Address: lib.Start + uint64(i*64)}
-		prof.Location = append(prof.Location, loc)
-		libs = append(libs, loc)
-	}
-	// Level l holds about functions*l/528 functions (1+2+...+32 = 528 parts).
-	parent := make([]int, functions)
-	levelStart := []int{0}
-	for l, next := 1, 1; l <= 32 && next < functions; l++ {
-		size := max(1, functions*l/528)
-		prev := levelStart[len(levelStart)-1]
-		levelStart = append(levelStart, next)
-		for i := next; i < min(functions, next+size); i++ {
-			parent[i] = prev + r.IntN(next-prev)
-		}
-		next += size
-		if l == 32 || next >= functions {
-			for i := next; i < functions; i++ { // the remainder joins the last level
-				parent[i] = prev + r.IntN(levelStart[len(levelStart)-1]-prev)
-			}
-		}
-	}
-	parent[0] = -1
-	for i := 0; i < samples; i++ {
-		s := &profile.Sample{Value: []int64{1 + int64(r.IntN(3)), 10_000_000 * (1 + int64(r.IntN(3)))}}
-		if r.IntN(20) == 0 {
-			s.Location = append(s.Location, libs[r.IntN(len(libs))])
-		}
-		for f := r.IntN(functions); f >= 0; f = parent[f] { // leaf first, as pprof stores stacks
-			s.Location = append(s.Location, prof.Location[f])
-		}
-		prof.Sample = append(prof.Sample, s)
-	}
-	return prof
-}
-
 // BenchmarkRankPprof ranks a 10 MB profile of 50,000 functions (first page of 100 rows)
 // beside `go tool pprof -top -nodecount=100` on the same file.
 func BenchmarkRankPprof(b *testing.B) {
 	gobin := testtool.Require(b, "go")
-	p := pprofFile(b, pprofFunctions, pprofSamples)
+	p := sampledtest.PprofFile(b, pprofFunctions, pprofSamples)
 	// Build the pprof tool outside the measurement and run its binary itself, so that its
 	// own memory is what is measured.
 	tool, err := exec.Command(gobin, "tool", "-n", "pprof").Output()

@@ -1,57 +1,20 @@
 package cpu
 
 import (
-	"bytes"
-	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers/internal/sampled"
 )
 
-// sampled compares Sampled values whole.
-var sampled = cmp.AllowUnexported(Sampled{}, edgeSeen{})
-
-// TestDecodePprofStreamAnyChunking requires DecodePprofStream to read a generated pprof
-// profile larger than the reader's first 4 KiB buffer and the corpus one (gzipped and
-// not), with the default sample type, a named one and a missing one (refused), and their
-// malformed copies, the same however the reader splits them.
-func TestDecodePprofStreamAnyChunking(t *testing.T) {
-	check := func(t *testing.T, inputs []testtool.ChunkInput, o Options) {
-		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
-			testtool.CheckAnyChunking(t, inputs, func(r io.Reader, reread func() io.Reader) testtool.ChunkResult {
-				s, info, err := DecodePprofStream(r, func() (io.ReadCloser, error) { return io.NopCloser(reread()), nil }, o)
-				return testtool.Result(struct {
-					S    *Sampled
-					Info PprofInfo
-				}{s, info}, err)
-			}, sampled)
-		})
-	}
-	t.Run("generated", func(t *testing.T) {
-		var raw, gz bytes.Buffer
-		if err := awkwardPprof(300, 2000).WriteUncompressed(&raw); err != nil {
-			t.Fatal(err)
-		}
-		if err := awkwardPprof(300, 2000).Write(&gz); err != nil {
-			t.Fatal(err)
-		}
-		inputs := append(testtool.WithMalformed("awkward.pprof", raw.Bytes()), testtool.WithMalformed("awkward.pprof.gz", gz.Bytes())...)
-		check(t, inputs, Options{Edges: true})
-		check(t, inputs, Options{SampleType: "alloc_space"})
-		check(t, testtool.Refused(inputs), Options{SampleType: "missing"})
-	})
-	t.Run("corpus", func(t *testing.T) {
-		inputs := testtool.CorpusInputs(t, "speedscope__simple.pprof.gz")
-		inputs = append(inputs, testtool.WithMalformed("speedscope__simple.pprof", gunzipCorpus("speedscope__simple.pprof.gz"))...)
-		check(t, inputs, Options{Edges: true})
-		check(t, inputs, Options{SampleType: "samples"})
-		check(t, testtool.Refused(inputs), Options{SampleType: "missing"})
-	})
-}
+// wholeSampled compares sampled.Sampled values whole, unexported fields included: the
+// struct types of package sampled (Sampled and its edge records) may be introspected.
+var wholeSampled = cmp.Exporter(func(t reflect.Type) bool { return t.PkgPath() == reflect.TypeFor[sampled.Sampled]().PkgPath() })
 
 // TestDecodeSpeedscopeAnyChunking requires DecodeSpeedscope to read the corpus
 // Speedscope documents (a sampled one, and two evented ones it refuses) and their
@@ -61,12 +24,12 @@ func TestDecodeSpeedscopeAnyChunking(t *testing.T) {
 	inputs = append(inputs, testtool.Refused(testtool.CorpusInputs(t, "speedscope__evented_0.0.1.speedscope.json",
 		"speedscope__invalid_out-of-order-events.speedscope.json"))...)
 	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
-		s, n, err := DecodeSpeedscope(r, Options{Edges: true})
+		s, n, err := DecodeSpeedscope(r, sampled.Options{Edges: true})
 		return testtool.Result(struct {
-			S        *Sampled
+			S        *sampled.Sampled
 			Profiles int
 		}{s, n}, err)
-	}, sampled)
+	}, wholeSampled)
 }
 
 // TestDecodeCollapsedAnyChunking requires DecodeCollapsed to read collapsed stacks (the
@@ -76,9 +39,9 @@ func TestDecodeCollapsedAnyChunking(t *testing.T) {
 	inputs := testtool.WithMalformed("collapsed", []byte("main;a;b 5\nmain;a 3\n\nmain;c;b 2\n"))
 	inputs = append(inputs, testtool.WithMalformed("collapsed-crlf", []byte("main;;a 1\r\n;;; 2\n 0\nmain;a;main;a 4"))...)
 	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
-		s, err := DecodeCollapsed(r, Options{Edges: true})
+		s, err := DecodeCollapsed(r, sampled.Options{Edges: true})
 		return testtool.Result(s, err)
-	}, sampled)
+	}, wholeSampled)
 }
 
 // TestDecodePerfScriptAnyChunking requires DecodePerfScript to read perf script output
@@ -90,9 +53,9 @@ func TestDecodePerfScriptAnyChunking(t *testing.T) {
 	inputs = append(inputs, testtool.WithMalformed("perf-script-python", []byte("python3 4242 12345.678901:    250000 cpu-clock:pppH:\n\tffffffff813c7e55 sched_balance+0x5 ([kernel.kallsyms])\n"+
 		"\t    7f0a1b2c3d4e a;b (/usr/lib/libc.so.6)\n\t               0 (/usr/bin/python3)\n\t 1 f f f\r\nnext 1\n"))...)
 	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
-		s, err := DecodePerfScript(r, Options{Edges: true})
+		s, err := DecodePerfScript(r, sampled.Options{Edges: true})
 		return testtool.Result(s, err)
-	}, sampled)
+	}, wholeSampled)
 }
 
 // TestDecodeCPUProfileAnyChunking requires DecodeCPUProfile to read V8 CPU profiles
@@ -106,9 +69,9 @@ func TestDecodeCPUProfileAnyChunking(t *testing.T) {
 	inputs = append(inputs, testtool.WithMalformed("cpuprofile-hitcounts", []byte(`{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":"","lineNumber":-1,"columnNumber":-1},"children":[2]},`+
 		`{"id":2,"callFrame":{"functionName":"","url":"","lineNumber":0,"columnNumber":0},"hitCount":4}],"startTime":0,"endTime":1}`))...)
 	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
-		s, err := DecodeCPUProfile(r, Options{Edges: true})
+		s, err := DecodeCPUProfile(r, sampled.Options{Edges: true})
 		return testtool.Result(s, err)
-	}, sampled)
+	}, wholeSampled)
 }
 
 // TestDecodePstatsAnyChunking requires DecodePstats to read the corpus pstats files

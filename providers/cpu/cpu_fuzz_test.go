@@ -2,86 +2,14 @@ package cpu
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/hex"
 	"io"
-	"math"
-	"slices"
 	"testing"
 
 	"github.com/flameox/flameox/providers/internal/fuzztool"
+	"github.com/flameox/flameox/providers/internal/sampled"
+	"github.com/flameox/flameox/providers/internal/sampled/sampledtest"
 )
-
-// finite fails the target when x is NaN or infinite.
-func finite(t *testing.T, what string, x float64) {
-	t.Helper()
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		t.Fatalf("%s = %v", what, x)
-	}
-}
-
-// atMost reports whether a <= b up to the rounding of a sum of floats.
-func atMost(a, b float64) bool { return a <= b+1e-9*math.Max(math.Abs(a), math.Abs(b))+1e-12 }
-
-// checkSampled checks what every sampled decoder returns: counts >= 0, finite weights,
-// parallel per-frame slices, the samples with a stack (self samples per frame) plus the
-// unresolved ones equal to Samples, and edges between interned frames. signed is set
-// for pprof, whose sample values may be negative (diff profiles); the other formats'
-// weights are >= 0, and then a frame's self weight is at most its inclusive weight and
-// both at most the total.
-func checkSampled(t *testing.T, s *Sampled, signed bool) {
-	t.Helper()
-	if s == nil {
-		t.Fatal("nil profile without an error")
-	}
-	fuzztool.NonNegative(t, "Samples", s.Samples)
-	fuzztool.NonNegative(t, "Unresolved", s.Unresolved)
-	finite(t, "TotalWeight", s.TotalWeight)
-	finite(t, "Scale", s.Scale)
-	if !(s.Scale > 0) {
-		t.Fatalf("Scale = %v", s.Scale)
-	}
-	if !signed && s.TotalWeight < 0 {
-		t.Fatalf("TotalWeight = %v < 0", s.TotalWeight)
-	}
-	n := len(s.Frames)
-	if len(s.Self) != n || len(s.Inclusive) != n || len(s.SelfSamples) != n {
-		t.Fatalf("%d frames, %d self, %d inclusive, %d self samples", n, len(s.Self), len(s.Inclusive), len(s.SelfSamples))
-	}
-	selfSamples := s.Unresolved
-	for i := range n {
-		fuzztool.NonNegative(t, "SelfSamples", s.SelfSamples[i])
-		finite(t, "Self", s.Self[i])
-		finite(t, "Inclusive", s.Inclusive[i])
-		if !signed && (s.Self[i] < 0 || !atMost(s.Self[i], s.Inclusive[i]) || !atMost(s.Inclusive[i], s.TotalWeight)) {
-			t.Fatalf("frame %d: self %v, inclusive %v, total %v", i, s.Self[i], s.Inclusive[i], s.TotalWeight)
-		}
-		selfSamples += s.SelfSamples[i]
-		if selfSamples < 0 {
-			t.Fatalf("self samples overflow")
-		}
-	}
-	if selfSamples != s.Samples {
-		t.Fatalf("self samples %d + unresolved %d != Samples %d", selfSamples-s.Unresolved, s.Unresolved, s.Samples)
-	}
-	for k, e := range s.Edges {
-		if k[0] < 0 || k[0] >= n || k[1] < 0 || k[1] >= n {
-			t.Fatalf("edge %v between frames outside [0, %d)", k, n)
-		}
-		fuzztool.NonNegative(t, "edge Samples", e.Samples)
-		finite(t, "edge Weight", e.Weight)
-		if e.Samples > s.Samples {
-			t.Fatalf("edge %v has %d of %d samples", k, e.Samples, s.Samples)
-		}
-	}
-	// Ranking must take whatever was decoded.
-	if got := s.Hotspots(); len(got) != n {
-		t.Fatalf("%d hotspots of %d frames", len(got), n)
-	}
-	if inc := s.HotspotOrder(true); len(inc) != n {
-		t.Fatalf("inclusive order has %d of %d frames", len(inc), n)
-	}
-}
 
 // FuzzDecodePstats: go test ./providers/cpu -run '^$' -fuzz FuzzDecodePstats -fuzztime 1m
 func FuzzDecodePstats(f *testing.F) {
@@ -144,73 +72,6 @@ func FuzzDecodePstats(f *testing.F) {
 	})
 }
 
-// FuzzDecodePprof: go test ./providers/cpu -run '^$' -fuzz FuzzDecodePprof -fuzztime 1m
-func FuzzDecodePprof(f *testing.F) {
-	fuzztool.Corpus(f, "speedscope__simple.pprof.gz")
-	// The corpus profile un-gzipped, so that mutations reach the protobuf and not only
-	// the gzip framing.
-	if b := gunzipCorpus("speedscope__simple.pprof.gz"); b != nil {
-		f.Add(b)
-	}
-	for _, h := range []string{
-		"", "1f8b", "0a00",
-		// Profile{sample_type:[{type:1, unit:2}], sample:[{location_id:[1], value:[5]}],
-		// location:[{id:1, line:[{function_id:1, line:3}]}], function:[{id:1, name:3, filename:4}],
-		// string_table:["", "cpu", "nanoseconds", "main", "a.go"]}
-		"0a0408011002" + "1206" + "0a0101" + "120105" + "2206" + "0801" + "2202" + "0801" + "2a06" + "0801" + "1003" + "2004" +
-			"3200" + "3203637075" + "320b6e616e6f7365636f6e6473" + "32046d61696e" + "3204612e676f",
-		// a sample with a negative value and no location
-		"0a0408011002" + "120b" + "10ffffffffffffffffff01" + "3200" + "3203637075" + "320b6e616e6f7365636f6e6473",
-	} {
-		b, err := hex.DecodeString(h)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	// Issue 40: a location of 300 inlined lines named 300 times by one sample, a stack of
-	// 90,000 frames from 1.5 KiB (beyond maxStackFrames), and one just under it (65,280).
-	f.Add(stackPprof(1, 300, 300, 1))
-	f.Add(stackPprof(1, 256, 255, 1))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzztool.Bounded(t, func() {
-			for _, in := range [][]byte{b, gzipped(b)} {
-				s, info, err := DecodePprof(bytes.NewReader(in), Options{Edges: true})
-				fuzztool.CheckError(t, err)
-				if err != nil {
-					continue
-				}
-				checkSampled(t, s, true)
-				if info.SampleType != "" && !slices.Contains(info.SampleTypes, info.SampleType) {
-					t.Fatalf("sample type %q is not one of %v", info.SampleType, info.SampleTypes)
-				}
-			}
-		})
-	})
-}
-
-// gzipped is b in one gzip layer.
-func gzipped(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	return buf.Bytes()
-}
-
-// gunzipCorpus is a gzip file of the shared corpus decompressed, or nil without it.
-func gunzipCorpus(name string) []byte {
-	zr, err := gzip.NewReader(bytes.NewReader(fuzztool.File(name)))
-	if err != nil {
-		return nil
-	}
-	var out bytes.Buffer
-	if _, err := out.ReadFrom(zr); err != nil {
-		return nil
-	}
-	return out.Bytes()
-}
-
 // FuzzDecodeSpeedscope: go test ./providers/cpu -run '^$' -fuzz FuzzDecodeSpeedscope -fuzztime 1m
 func FuzzDecodeSpeedscope(f *testing.F) {
 	fuzztool.Corpus(f, "speedscope__two-sampled.speedscope.json", "speedscope__evented_0.0.1.speedscope.json",
@@ -231,7 +92,7 @@ func FuzzDecodeSpeedscope(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzztool.Bounded(t, func() {
-			s, profiles, err := DecodeSpeedscope(bytes.NewReader(b), Options{Edges: true})
+			s, profiles, err := DecodeSpeedscope(bytes.NewReader(b), sampled.Options{Edges: true})
 			fuzztool.CheckError(t, err)
 			if err != nil {
 				return
@@ -239,7 +100,7 @@ func FuzzDecodeSpeedscope(f *testing.F) {
 			if profiles <= 0 {
 				t.Fatalf("%d profiles decoded without an error", profiles)
 			}
-			checkSampled(t, s, false)
+			sampledtest.Check(t, s, false)
 		})
 	})
 }
@@ -266,16 +127,16 @@ func FuzzDecodeCPUProfile(f *testing.F) {
 }
 
 // fuzzSampled fuzzes one sampled-profile decoder (edges on): under fuzztool's bounds, a
-// typed error or a profile that passes checkSampled and check, when given.
-func fuzzSampled(f *testing.F, decode func(io.Reader, Options) (*Sampled, error), check func(*testing.T, *Sampled)) {
+// typed error or a profile that passes sampledtest.Check and check, when given.
+func fuzzSampled(f *testing.F, decode func(io.Reader, sampled.Options) (*sampled.Sampled, error), check func(*testing.T, *sampled.Sampled)) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzztool.Bounded(t, func() {
-			s, err := decode(bytes.NewReader(b), Options{Edges: true})
+			s, err := decode(bytes.NewReader(b), sampled.Options{Edges: true})
 			fuzztool.CheckError(t, err)
 			if err != nil {
 				return
 			}
-			checkSampled(t, s, false)
+			sampledtest.Check(t, s, false)
 			if check != nil {
 				check(t, s)
 			}
@@ -294,7 +155,7 @@ func FuzzDecodePerfScript(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	fuzzSampled(f, DecodePerfScript, func(t *testing.T, s *Sampled) {
+	fuzzSampled(f, DecodePerfScript, func(t *testing.T, s *sampled.Sampled) {
 		// Every sample weighs 1.
 		if s.TotalWeight != float64(s.Samples) {
 			t.Fatalf("TotalWeight %v for %d samples", s.TotalWeight, s.Samples)

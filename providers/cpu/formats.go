@@ -13,6 +13,7 @@ import (
 
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/jsonbound"
+	"github.com/flameox/flameox/providers/internal/sampled"
 )
 
 // Speedscope bounds, as upstream.
@@ -25,8 +26,8 @@ const (
 var speedscopeUnits = map[string]float64{"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1}
 
 // maxCPUProfileDepth bounds the depth of a V8 CPU profile's node tree: a node's stack
-// has a frame per ancestor, so the bound is maxStackFrames.
-const maxCPUProfileDepth = maxStackFrames
+// has a frame per ancestor, so the bound is sampled.MaxStackFrames.
+const maxCPUProfileDepth = sampled.MaxStackFrames
 
 // jsonError is the error of a JSON profile that did not decode: the bound of the reader
 // (decompressed bytes) as itself, anything else a DecodeError with message.
@@ -68,7 +69,7 @@ func decodeBounded(r io.Reader, v any, b jsonbound.Bounds, message string) error
 // DecodeSpeedscope reads a Speedscope document of sampled profiles (py-spy's
 // --format speedscope). Time units are scaled to seconds and "none" counts samples;
 // evented profiles and byte weights are refused. Every profile is merged.
-func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
+func DecodeSpeedscope(r io.Reader, o sampled.Options) (*sampled.Sampled, int, error) {
 	var doc struct {
 		Shared struct {
 			Frames []struct {
@@ -113,10 +114,10 @@ func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 		}
 		unit = u
 	}
-	s := NewSampled(unit, o)
+	s := sampled.NewSampled(unit, o)
 	frames := make([]int, len(doc.Shared.Frames))
 	for i, f := range doc.Shared.Frames {
-		fr := Frame{Function: f.Name}
+		fr := sampled.Frame{Function: f.Name}
 		if f.File != nil {
 			fr.File = *f.File
 		}
@@ -147,8 +148,8 @@ func DecodeSpeedscope(r io.Reader, o Options) (*Sampled, int, error) {
 		}
 		stack := make([]int, 0, 64)
 		for si, smp := range p.Samples {
-			if len(smp) > maxStackFrames {
-				return nil, 0, stackLimit(fmt.Sprintf("Speedscope profile %d sample %d", pi, si))
+			if len(smp) > sampled.MaxStackFrames {
+				return nil, 0, sampled.StackLimit(fmt.Sprintf("Speedscope profile %d sample %d", pi, si))
 			}
 			stack = stack[:0]
 			for _, fi := range smp {
@@ -177,8 +178,8 @@ const maxCollapsedLine = 256 << 10
 
 // DecodeCollapsed reads collapsed stacks ("root;...;leaf count" per line), the output of
 // stackcollapse-perf.pl and similar tools. Weights are sample counts.
-func DecodeCollapsed(r io.Reader, o Options) (*Sampled, error) {
-	s := NewSampled("samples", o)
+func DecodeCollapsed(r io.Reader, o sampled.Options) (*sampled.Sampled, error) {
+	s := sampled.NewSampled("samples", o)
 	br := bufio.NewReaderSize(r, 1<<16)
 	stack := make([]int, 0, 64)
 	for lineNo := 1; ; lineNo++ {
@@ -211,10 +212,10 @@ func DecodeCollapsed(r io.Reader, o Options) (*Sampled, error) {
 			if name == "" {
 				continue
 			}
-			if len(stack) == maxStackFrames {
-				return nil, stackLimit(fmt.Sprintf("line %d of the collapsed stacks", lineNo))
+			if len(stack) == sampled.MaxStackFrames {
+				return nil, sampled.StackLimit(fmt.Sprintf("line %d of the collapsed stacks", lineNo))
 			}
-			i, err := s.Frame(Frame{Function: name})
+			i, err := s.Frame(sampled.Frame{Function: name})
 			if err != nil {
 				return nil, err
 			}
@@ -261,8 +262,8 @@ var symOffset = regexp.MustCompile(`\+0x[0-9a-fA-F]+$`)
 // DecodePerfScript reads the default output of `perf script`: per sample a header line,
 // one indented "address symbol+offset (dso)" line per frame from leaf to root, and a
 // blank line. Weights are sample counts.
-func DecodePerfScript(r io.Reader, o Options) (*Sampled, error) {
-	s := NewSampled("samples", o)
+func DecodePerfScript(r io.Reader, o sampled.Options) (*sampled.Sampled, error) {
+	s := sampled.NewSampled("samples", o)
 	br := bufio.NewReaderSize(r, 1<<16)
 	// stack is the sample's frames, leaf first as they are read, then reversed in place.
 	var stack []int
@@ -298,8 +299,8 @@ func DecodePerfScript(r io.Reader, o Options) (*Sampled, error) {
 			if !inSample {
 				return nil, &providers.DecodeError{Message: fmt.Sprintf("line %d is a frame outside a sample", lineNo)}
 			}
-			if len(stack) == maxStackFrames {
-				return nil, stackLimit(fmt.Sprintf("the sample at line %d of the perf script output", sampleLine))
+			if len(stack) == sampled.MaxStackFrames {
+				return nil, sampled.StackLimit(fmt.Sprintf("the sample at line %d of the perf script output", sampleLine))
 			}
 			f := parsePerfFrame(strings.TrimSpace(line))
 			i, err := s.Frame(f)
@@ -317,8 +318,8 @@ func DecodePerfScript(r io.Reader, o Options) (*Sampled, error) {
 }
 
 // parsePerfFrame parses "ffffffff813c7e55 sched_balance+0x5 ([kernel.kallsyms])".
-func parsePerfFrame(line string) Frame {
-	f := Frame{Function: "[unknown]"}
+func parsePerfFrame(line string) sampled.Frame {
+	f := sampled.Frame{Function: "[unknown]"}
 	rest := line
 	if sp := strings.IndexByte(rest, ' '); sp >= 0 {
 		rest = strings.TrimSpace(rest[sp+1:])
@@ -342,7 +343,7 @@ func parsePerfFrame(line string) Frame {
 // DecodeCPUProfile reads a V8 CPU profile (node --cpu-prof, Chrome DevTools). Sample
 // weights are the time until the next sample, in seconds; a profile without samples
 // falls back to node hit counts.
-func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
+func DecodeCPUProfile(r io.Reader, o sampled.Options) (*sampled.Sampled, error) {
 	var doc struct {
 		Nodes []struct {
 			ID        int64 `json:"id"`
@@ -370,7 +371,7 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 	if len(doc.Samples) == 0 {
 		unit = "samples"
 	}
-	s := NewSampled(unit, o)
+	s := sampled.NewSampled(unit, o)
 	if unit == "seconds" {
 		s.Scale = 1e-6 // weights accumulate in microseconds
 	}
@@ -389,7 +390,7 @@ func DecodeCPUProfile(r io.Reader, o Options) (*Sampled, error) {
 		}
 		frame[i] = -1
 		if name != "(root)" {
-			fi, err := s.Frame(Frame{Function: name, File: n.CallFrame.URL, Line: n.CallFrame.LineNumber + 1, Column: n.CallFrame.ColumnNumber + 1})
+			fi, err := s.Frame(sampled.Frame{Function: name, File: n.CallFrame.URL, Line: n.CallFrame.LineNumber + 1, Column: n.CallFrame.ColumnNumber + 1})
 			if err != nil {
 				return nil, err
 			}

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
+
+	"github.com/flameox/flameox/providers/internal/sampled"
 )
 
 // The subset of CPython's marshal format (Python/marshal.c, version 2-4) that
@@ -64,7 +65,7 @@ type fkey struct {
 
 // unmarshaler decodes marshal data from a stream.
 type unmarshaler struct {
-	input
+	sampled.Input
 
 	refs []mval
 	strs []string
@@ -76,16 +77,16 @@ type unmarshaler struct {
 }
 
 func newUnmarshaler(r io.Reader) *unmarshaler {
-	return &unmarshaler{input: newInput(r), strIndex: map[string]uint32{}}
+	return &unmarshaler{Input: sampled.NewInput(r), strIndex: map[string]uint32{}}
 }
 
 func (u *unmarshaler) int32() (int32, error) {
-	if u.n-u.i >= 4 {
-		v := int32(binary.LittleEndian.Uint32(u.buf[u.i:]))
-		u.i += 4
+	if b := u.Buffered(); len(b) >= 4 {
+		v := int32(binary.LittleEndian.Uint32(b))
+		u.Skip(4)
 		return v, nil
 	}
-	b, err := u.take(4)
+	b, err := u.Take(4)
 	if err != nil {
 		return 0, err
 	}
@@ -99,14 +100,14 @@ func (u *unmarshaler) count() (int, error) {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("negative size at byte %d", u.pos())
+		return 0, fmt.Errorf("negative size at byte %d", u.Pos())
 	}
 	return int(n), nil
 }
 
 // reserve adds a reference slot for an object being read.
 func (u *unmarshaler) reserve() int {
-	u.refs = push(u.refs, mval{})
+	u.refs = sampled.Push(u.refs, mval{})
 	return len(u.refs) - 1
 }
 
@@ -117,7 +118,7 @@ func (u *unmarshaler) ref() (mval, error) {
 		return mval{}, err
 	}
 	if n >= len(u.refs) {
-		return mval{}, fmt.Errorf("reference %d to an object not yet read at byte %d", n, u.pos())
+		return mval{}, fmt.Errorf("reference %d to an object not yet read at byte %d", n, u.Pos())
 	}
 	return u.refs[n], nil
 }
@@ -132,7 +133,7 @@ func (u *unmarshaler) str(b []byte, ref bool) mval {
 	}
 	i := uint32(len(u.strs))
 	s := string(b)
-	u.strs = push(u.strs, s)
+	u.strs = sampled.Push(u.strs, s)
 	if !ref {
 		u.strIndex[s] = i
 	}
@@ -144,7 +145,7 @@ func (u *unmarshaler) internString(s string) mval {
 	i, ok := u.strIndex[s]
 	if !ok {
 		i = uint32(len(u.strs))
-		u.strs = push(u.strs, s)
+		u.strs = sampled.Push(u.strs, s)
 		u.strIndex[s] = i
 	}
 	return mval{kStr, uint64(i)}
@@ -190,7 +191,7 @@ func (u *unmarshaler) scalar(depth int) (mval, error) {
 	if depth > maxMarshalDepth {
 		return mval{}, fmt.Errorf("nesting deeper than %d", maxMarshalDepth)
 	}
-	code, err := u.byte()
+	code, err := u.Byte()
 	if err != nil {
 		return mval{}, err
 	}
@@ -205,7 +206,7 @@ func (u *unmarshaler) scalar(depth int) (mval, error) {
 		}
 		m = mval{kInt, uint64(int64(n))}
 	case 'g':
-		b, err := u.take(8)
+		b, err := u.Take(8)
 		if err != nil {
 			return mval{}, err
 		}
@@ -235,7 +236,7 @@ func (u *unmarshaler) scalar(depth int) (mval, error) {
 		return m, nil
 	}
 	if flag {
-		u.refs = push(u.refs, m)
+		u.refs = sampled.Push(u.refs, m)
 	}
 	return m, nil
 }
@@ -244,7 +245,7 @@ func (u *unmarshaler) scalar(depth int) (mval, error) {
 func (u *unmarshaler) strBytes(code byte) ([]byte, error) {
 	var n int
 	if code == 'z' || code == 'Z' {
-		b, err := u.byte()
+		b, err := u.Byte()
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +257,7 @@ func (u *unmarshaler) strBytes(code byte) ([]byte, error) {
 		}
 		n = c
 	}
-	return u.take(n)
+	return u.Take(n)
 }
 
 // value decodes the next object as a Go value.
@@ -264,7 +265,7 @@ func (u *unmarshaler) value(depth int) (any, error) {
 	if depth > maxMarshalDepth {
 		return nil, fmt.Errorf("nesting deeper than %d", maxMarshalDepth)
 	}
-	code, err := u.byte()
+	code, err := u.Byte()
 	if err != nil {
 		return nil, err
 	}
@@ -299,23 +300,23 @@ func (u *unmarshaler) object(code byte, depth, slot int) (any, error) {
 	case 'l':
 		return u.long()
 	case 'g':
-		b, err := u.take(8)
+		b, err := u.Take(8)
 		if err != nil {
 			return nil, err
 		}
 		return math.Float64frombits(binary.LittleEndian.Uint64(b)), nil
 	case 'f':
-		n, err := u.byte()
+		n, err := u.Byte()
 		if err != nil {
 			return nil, err
 		}
-		b, err := u.take(int(n))
+		b, err := u.Take(int(n))
 		if err != nil {
 			return nil, err
 		}
 		f, err := strconv.ParseFloat(string(b), 64)
 		if err != nil {
-			return nil, fmt.Errorf("bad float at byte %d", u.pos())
+			return nil, fmt.Errorf("bad float at byte %d", u.Pos())
 		}
 		return f, nil
 	case 'z', 'Z', 'a', 'A', 'u', 't':
@@ -326,10 +327,10 @@ func (u *unmarshaler) object(code byte, depth, slot int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := u.take(n)
+		b, err := u.Take(n)
 		return append([]byte(nil), b...), err
 	case ')':
-		n, err := u.byte()
+		n, err := u.Byte()
 		if err != nil {
 			return nil, err
 		}
@@ -374,17 +375,17 @@ func (u *unmarshaler) object(code byte, depth, slot int) (any, error) {
 	case 'R':
 		return nil, &py2Error{"string references ('R') exist only in Python 2 marshal"}
 	}
-	return nil, fmt.Errorf("unsupported marshal type code %q at byte %d", code, u.pos()-1)
+	return nil, fmt.Errorf("unsupported marshal type code %q at byte %d", code, u.Pos()-1)
 }
 
 // dictEnd consumes the '0' marker that ends a dict, if it comes next.
 func (u *unmarshaler) dictEnd() (bool, error) {
-	b, err := u.peek()
+	b, err := u.Peek()
 	if err != nil {
 		return false, err
 	}
 	if b == '0' {
-		u.i++
+		u.Skip(1)
 		return true, nil
 	}
 	return false, nil
@@ -413,22 +414,22 @@ func (u *unmarshaler) long() (any, error) {
 		n = -n
 	}
 	if n > 5 {
-		return nil, fmt.Errorf("integer wider than 64 bits at byte %d", u.pos())
+		return nil, fmt.Errorf("integer wider than 64 bits at byte %d", u.Pos())
 	}
 	var v uint64
 	for i := 0; i < int(n); i++ {
-		b, err := u.take(2)
+		b, err := u.Take(2)
 		if err != nil {
 			return nil, err
 		}
 		d := uint64(binary.LittleEndian.Uint16(b))
 		if d >= 1<<15 {
-			return nil, fmt.Errorf("bad long digit at byte %d", u.pos())
+			return nil, fmt.Errorf("bad long digit at byte %d", u.Pos())
 		}
 		v |= d << (15 * uint(i))
 	}
 	if v > math.MaxInt64 {
-		return nil, fmt.Errorf("integer wider than 64 bits at byte %d", u.pos())
+		return nil, fmt.Errorf("integer wider than 64 bits at byte %d", u.Pos())
 	}
 	if neg {
 		return -int64(v), nil
@@ -477,18 +478,9 @@ func (u *unmarshaler) code(depth int) (any, error) {
 	file, ok1 := objs[5].(string)
 	name, ok2 := objs[6].(string)
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("a code object in a layout other than CPython 3.11+ at byte %d", u.pos())
+		return nil, fmt.Errorf("a code object in a layout other than CPython 3.11+ at byte %d", u.Pos())
 	}
 	return codeObject{name: name, file: file, line: int64(line)}, nil
-}
-
-// push appends v to s, doubling the capacity when s is full: a large table is then
-// copied about once while it grows, not four times over as append's 1.25 factor does.
-func push[T any](s []T, v T) []T {
-	if len(s) == cap(s) {
-		s = slices.Grow(s, max(len(s), 256))
-	}
-	return append(s, v)
 }
 
 // intOf is m as an int (marshal ints and longs only).

@@ -10,12 +10,13 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sampled"
 )
 
 // decodePerfData converts perf.data with `perf script` through the broker (bounded by the
 // request's timeout, memory and output limits) and decodes its stacks. The perf binary's
 // digest is the provider version and is bound into the request identity.
-func decodePerfData(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, p *decoded, o Options) (*decoded, error) {
+func decodePerfData(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, p *decoded, o sampled.Options) (*decoded, error) {
 	perf, err := bindPerf()
 	if err != nil {
 		return nil, err

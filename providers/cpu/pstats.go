@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sampled"
 )
 
 // Func identifies a profiled function as pstats does: (file, line, function).
@@ -151,7 +152,7 @@ func decodePstatsTable(r io.Reader, callers bool) (*pstatsTable, error) {
 		// The unmarshaler's own messages name a type code or a byte offset, never a path.
 		return nil, &providers.DecodeError{Message: "the pstats file is not valid marshal data: " + err.Error()}
 	}
-	if !d.u.atEnd() {
+	if !d.u.AtEnd() {
 		return nil, &providers.DecodeError{Message: "the pstats file has data after its marshal value"}
 	}
 	if !d.isDict {
@@ -195,7 +196,7 @@ func isSeq(code byte) bool { return code == ')' || code == '(' || code == '[' }
 
 func (d *pstatsDecoder) read() error {
 	u := d.u
-	code, err := u.peek()
+	code, err := u.Peek()
 	if err != nil {
 		return err
 	}
@@ -204,7 +205,7 @@ func (d *pstatsDecoder) read() error {
 		return err
 	}
 	d.isDict = true
-	u.i++
+	u.Skip(1)
 	if code&flagRef != 0 {
 		u.refs = append(u.refs, u.boxed(dict(nil)))
 	}
@@ -232,7 +233,7 @@ func (d *pstatsDecoder) entry(i int) error {
 	}
 	rec := pstatsRecord{fkey: key}
 	first := len(d.callers)
-	code, err := u.peek()
+	code, err := u.Peek()
 	if err != nil {
 		return err
 	}
@@ -260,7 +261,7 @@ func (d *pstatsDecoder) entry(i int) error {
 	tt, ok3 := floatOf(s[2])
 	ct, ok4 := floatOf(s[3])
 	rec.cc, rec.nc, rec.tt, rec.ct = cc, nc, tt, ct
-	if code, err = u.peek(); err != nil {
+	if code, err = u.Peek(); err != nil {
 		return err
 	}
 	malformed := func() error {
@@ -281,7 +282,7 @@ func (d *pstatsDecoder) entry(i int) error {
 	if !(ok1 && ok2 && ok3 && ok4) {
 		d.fail(malformed())
 	}
-	u.i++
+	u.Skip(1)
 	for j := 0; ; j++ {
 		end, err := u.dictEnd()
 		if err != nil {
@@ -302,9 +303,9 @@ func (d *pstatsDecoder) entry(i int) error {
 // within the bound.
 func (d *pstatsDecoder) add(rec pstatsRecord, first int) {
 	if d.bad == nil && d.count <= maxPstatsFunctions {
-		d.funcs = push(d.funcs, rec)
+		d.funcs = sampled.Push(d.funcs, rec)
 		if d.keep {
-			d.firsts = push(d.firsts, first)
+			d.firsts = sampled.Push(d.firsts, first)
 		}
 	}
 }
@@ -319,7 +320,7 @@ func (d *pstatsDecoder) caller(i, j int) error {
 	if bad != nil {
 		d.fail(fmt.Errorf("entry %d caller %d: %w", i, j, bad))
 	}
-	code, err := u.peek()
+	code, err := u.Peek()
 	if err != nil {
 		return err
 	}
@@ -368,7 +369,7 @@ func (d *pstatsDecoder) addCaller(c pstatsCaller) error {
 		}
 	}
 	if d.keep && d.bad == nil && d.count <= maxPstatsFunctions {
-		d.callers = push(d.callers, c)
+		d.callers = sampled.Push(d.callers, c)
 	}
 	return nil
 }
@@ -376,7 +377,7 @@ func (d *pstatsDecoder) addCaller(c pstatsCaller) error {
 // edgeBound fails once the caller edges read expand beyond the bytes read or beyond
 // maxPstatsEdges, before they are kept.
 func (d *pstatsDecoder) edgeBound() error {
-	read := d.u.pos()
+	read := d.u.Pos()
 	if d.edges > maxPstatsEdges {
 		return &providers.LimitError{Message: fmt.Sprintf("the pstats file holds more than %d caller edges", maxPstatsEdges),
 			Limit: maxPstatsEdges, Unit: "caller_edges"}
@@ -400,12 +401,12 @@ func (d *pstatsDecoder) scalars(depth int) (s [4]mval, err error) {
 
 // seqLen consumes the code and length of a tuple or list without the reference flag.
 func (d *pstatsDecoder) seqLen() (int, error) {
-	code, err := d.u.byte()
+	code, err := d.u.Byte()
 	if err != nil {
 		return 0, err
 	}
 	if code == ')' {
-		n, err := d.u.byte()
+		n, err := d.u.Byte()
 		return int(n), err
 	}
 	return d.u.count()
@@ -426,7 +427,7 @@ func (d *pstatsDecoder) skip(n, depth int) error {
 // is a malformed key, err invalid marshal data.
 func (d *pstatsDecoder) key(depth int) (k fkey, bad, err error) {
 	u := d.u
-	code, err := u.peek()
+	code, err := u.Peek()
 	if err != nil {
 		return k, nil, err
 	}
@@ -443,12 +444,12 @@ func (d *pstatsDecoder) key(depth int) (k fkey, bad, err error) {
 	}
 	slot := -1
 	if code&flagRef != 0 {
-		u.i++
+		u.Skip(1)
 		slot = u.reserve()
 		code &^= flagRef
 		var n int
 		if code == ')' {
-			b, err := u.byte()
+			b, err := u.Byte()
 			if err != nil {
 				return k, nil, err
 			}
@@ -494,7 +495,7 @@ func (d *pstatsDecoder) keyElems(n, depth, slot int) (k fkey, bad, err error) {
 	}
 	k = fkey{file: uint32(e[0].bits), line: line, name: uint32(e[2].bits)}
 	if slot >= 0 {
-		u.keys = push(u.keys, k)
+		u.keys = sampled.Push(u.keys, k)
 		u.refs[slot] = mval{kKey, uint64(len(u.keys) - 1)}
 	}
 	return k, nil, nil
@@ -631,7 +632,7 @@ func (t *pstatsTable) rank(metric string) []int32 {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int {
-		if c := descending(keys[a], keys[b]); c != 0 {
+		if c := sampled.Descending(keys[a], keys[b]); c != 0 {
 			return c
 		}
 		if c := t.compareKeys(t.funcs[a].fkey, t.funcs[b].fkey); c != 0 {
@@ -640,19 +641,6 @@ func (t *pstatsTable) rank(metric string) []int32 {
 		return cmp.Compare(a, b)
 	})
 	return order
-}
-
-// descending orders x before y when x is larger; NaN comes last.
-func descending(x, y float64) int {
-	switch {
-	case x > y:
-		return -1
-	case x < y:
-		return 1
-	case x == y:
-		return 0
-	}
-	return cmp.Compare(y, x) // cmp.Compare orders NaN first
 }
 
 // compareKeys orders function keys by file, line, then function.
@@ -696,7 +684,7 @@ func (t *pstatsTable) callerEdges(function, direction string) []pstatsEdge {
 	for i := range t.funcs {
 		callee := match(t.funcs[i].fkey)
 		for j, c := range t.callersOf(i) {
-			if KeepEdge(match(c.fkey), callee, direction) {
+			if sampled.KeepEdge(match(c.fkey), callee, direction) {
 				out = append(out, pstatsEdge{callee: int32(i), caller: int32(t.firsts[i] + j)})
 			}
 		}
@@ -708,7 +696,7 @@ func (t *pstatsTable) callerEdges(function, direction string) []pstatsEdge {
 		return -1
 	}
 	slices.SortFunc(out, func(a, b pstatsEdge) int {
-		if c := descending(cum(a), cum(b)); c != 0 {
+		if c := sampled.Descending(cum(a), cum(b)); c != 0 {
 			return c
 		}
 		ra, rb := t.callers[a.caller].fkey, t.callers[b.caller].fkey

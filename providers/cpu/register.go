@@ -15,6 +15,7 @@ import (
 	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sampled"
 )
 
 // Register adds rank_cpu_hotspots and inspect_cpu_callers, the perf, node-cpu-profile,
@@ -57,7 +58,7 @@ const maxJSONProfileBytes = 64 << 20
 // decoded is one decoded CPU source.
 type decoded struct {
 	pstats   *pstatsTable
-	sampled  *Sampled
+	sampled  *sampled.Sampled
 	provider gen.Provider
 	metrics  map[string]any
 	// implementation names an external decoder executable bound into the request.
@@ -103,7 +104,7 @@ var (
 )
 
 // decode decodes the single CPU source.
-func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, o Options) (*decoded, error) {
+func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, o sampled.Options) (*decoded, error) {
 	p := &decoded{metrics: map[string]any{}}
 	switch in.Format {
 	case gen.FormatPerfData:
@@ -141,8 +142,8 @@ func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits,
 		p.sampled, err = DecodeCollapsed(f, o)
 	case gen.FormatPprof:
 		p.provider.ID = "pprof"
-		var info PprofInfo
-		p.sampled, info, err = decodePprof(f, func() (io.ReadCloser, error) {
+		var info sampled.PprofInfo
+		p.sampled, info, err = sampled.DecodePprofStream(f, func() (io.ReadCloser, error) {
 			return providers.OpenBounded(ctx, in, bound)
 		}, o)
 		p.metrics["sample_type"], p.metrics["sample_types"] = info.SampleType, info.SampleTypes
@@ -157,7 +158,7 @@ func decode(ctx context.Context, in providers.Input, limits gen.EffectiveLimits,
 }
 
 // sampledMetrics are the operation-level figures of a sampled profile.
-func sampledMetrics(s *Sampled, m map[string]any) map[string]any {
+func sampledMetrics(s *sampled.Sampled, m map[string]any) map[string]any {
 	m["frame_count"] = len(s.Frames)
 	m["sample_count"] = s.Samples
 	m["weight_unit"] = s.Unit
@@ -174,7 +175,7 @@ func analysis(ctx context.Context, in []providers.Input, limits gen.EffectiveLim
 	if err := paths.check(in[0]); err != nil {
 		return nil, err
 	}
-	o := Options{Edges: edges}
+	o := sampled.Options{Edges: edges}
 	if sampleType != nil {
 		o.SampleType = *sampleType
 	}
@@ -268,12 +269,12 @@ func inspectCallers(ctx context.Context, req *providers.Request[gen.CpuCallerFie
 		})
 	} else {
 		all := p.sampled.CallerEdges(function, direction)
-		edges := keep(all, func(e EdgeRow) bool { return paths.pass(e.Caller.File) && paths.pass(e.Callee.File) })
+		edges := keep(all, func(e sampled.EdgeRow) bool { return paths.pass(e.Caller.File) && paths.pass(e.Callee.File) })
 		matching, excluded = len(edges), len(all)-len(edges)
 		a.Metrics = sampledMetrics(p.sampled, p.metrics)
 		a.Metrics["edge_count"], a.Metrics["matching_edge_count"] = len(p.sampled.Edges), len(edges)
 		unit := p.sampled.Unit
-		a.Rows = providers.ProjectSlice(edges, func(e EdgeRow) gen.CpuCallerSampledRow {
+		a.Rows = providers.ProjectSlice(edges, func(e sampled.EdgeRow) gen.CpuCallerSampledRow {
 			return gen.CpuCallerSampledRow{CallerFunction: e.Caller.Function, CallerFile: providers.Nullable(e.Caller.File),
 				CallerLine: providers.Nullable(e.Caller.Line), CalleeFunction: e.Callee.Function, CalleeFile: providers.Nullable(e.Callee.File),
 				CalleeLine: providers.Nullable(e.Callee.Line), SampleCount: e.Samples, Weight: e.Weight, Unit: unit}

@@ -16,6 +16,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/sampled/sampledtest"
 )
 
 // heapProfileFile writes (once, under testtool.BenchDir) a V8 sampling heap profile of
@@ -100,16 +101,19 @@ func BenchmarkDecodeHeapProfile100MB(b *testing.B) {
 	b.ReportMetric(testtool.MiB(peak), "peak-MiB")
 }
 
-// heapPprofFile writes (once) a synthetic Go heap profile of the given numbers of
-// functions and samples, gzip-compressed as runtime/pprof writes it: the four sample
-// types of a heap profile (alloc_objects, alloc_space, inuse_objects, inuse_space), one
-// location per function in a call tree of 24 levels, and a sample per random path from the
-// root with a size class's objects and bytes.
+// heapPprofFile writes (once) heapPprof's profile, gzip-compressed as runtime/pprof
+// writes it.
 func heapPprofFile(tb testing.TB, functions, samples int) string {
-	p := filepath.Join(testtool.BenchDir(), fmt.Sprintf("flameox-bench-heap-%d-%d.pprof.gz", functions, samples))
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
+	return sampledtest.WriteOnce(tb, fmt.Sprintf("flameox-bench-heap-%d-%d.pprof.gz", functions, samples), func() *profile.Profile {
+		return heapPprof(functions, samples)
+	})
+}
+
+// heapPprof is a synthetic Go heap profile of the given numbers of functions and
+// samples: the four sample types of a heap profile (alloc_objects, alloc_space,
+// inuse_objects, inuse_space), one location per function in a call tree of 24 levels,
+// and a sample per random path from the root with a size class's objects and bytes.
+func heapPprof(functions, samples int) *profile.Profile {
 	r := rand.New(rand.NewSource(3))
 	prof := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
@@ -140,21 +144,7 @@ func heapPprofFile(tb testing.TB, functions, samples int) string {
 		}
 		prof.Sample = append(prof.Sample, s)
 	}
-	tmp := p + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := prof.Write(f); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		tb.Fatal(err)
-	}
-	return p
+	return prof
 }
 
 // rankRetainedFirstPage ranks path by inuse_space and encodes the first page of 100 rows.

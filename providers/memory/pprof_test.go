@@ -21,7 +21,7 @@ import (
 
 // goToolPprofTop runs `go tool pprof -sample_index=<st> -top` and returns flat and cum by
 // function name, in bytes (-unit=B) or objects. Names pprof lists as "(inline)" are left
-// out, as in the CPU family's test: this reader expands inlined calls into their function.
+// out, as in package sampled's test: its reader expands inlined calls into their function.
 func goToolPprofTop(t *testing.T, path, sampleType string) map[string][2]int64 {
 	t.Helper()
 	res := map[string][2]int64{}

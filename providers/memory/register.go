@@ -15,7 +15,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
-	"github.com/flameox/flameox/providers/cpu"
+	"github.com/flameox/flameox/providers/internal/sampled"
 )
 
 // Register adds the memory operations, their capture providers and the heapprofile detector.
@@ -160,8 +160,8 @@ func rankPprof(ctx context.Context, in providers.Input, limits gen.EffectiveLimi
 		return nil, err
 	}
 	defer f.Close()
-	s, info, err := cpu.DecodePprofStream(f, func() (io.ReadCloser, error) { return providers.OpenBounded(ctx, in, limits.MaxInputBytes) },
-		cpu.Options{SampleType: want})
+	s, info, err := sampled.DecodePprofStream(f, func() (io.ReadCloser, error) { return providers.OpenBounded(ctx, in, limits.MaxInputBytes) },
+		sampled.Options{SampleType: want})
 	if err != nil {
 		var fe *providers.FieldError
 		if asField(err, &fe) {

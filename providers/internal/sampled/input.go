@@ -1,11 +1,15 @@
-package cpu
+package sampled
 
-import "io"
+import (
+	"io"
+	"slices"
+)
 
-// input reads a stream through a buffer and counts the bytes consumed. The buffer starts
+// Input reads a stream through a buffer and counts the bytes consumed. The buffer starts
 // small and grows to 64 KiB once a buffer's worth has been read, so that a small input
-// costs little and a large one few reads.
-type input struct {
+// costs little and a large one few reads. The pprof reader reads through it, and so does
+// the CPU family's marshal reader (pstats).
+type Input struct {
 	r    io.Reader
 	buf  []byte
 	i, n int   // buf[i:n] is read and not consumed
@@ -13,13 +17,14 @@ type input struct {
 	err  error // the read error that ended the input
 }
 
-func newInput(r io.Reader) input { return input{r: r, buf: make([]byte, 4<<10)} }
+// NewInput reads r through a buffer.
+func NewInput(r io.Reader) Input { return Input{r: r, buf: make([]byte, 4<<10)} }
 
-// pos is the number of bytes consumed.
-func (in *input) pos() int64 { return in.base + int64(in.i) }
+// Pos is the number of bytes consumed.
+func (in *Input) Pos() int64 { return in.base + int64(in.i) }
 
 // fill makes k bytes (k <= len(buf)) available; false at the end of the input.
-func (in *input) fill(k int) bool {
+func (in *Input) fill(k int) bool {
 	for in.n-in.i < k {
 		if in.err != nil {
 			return false
@@ -42,11 +47,11 @@ func (in *input) fill(k int) bool {
 	return true
 }
 
-// atEnd reports whether the input ends here (a read error is not an end).
-func (in *input) atEnd() bool { return !in.fill(1) && in.err == io.EOF }
+// AtEnd reports whether the input ends here (a read error is not an end).
+func (in *Input) AtEnd() bool { return !in.fill(1) && in.err == io.EOF }
 
-// byte consumes one byte; io.ErrUnexpectedEOF at the end, or the read error.
-func (in *input) byte() (byte, error) {
+// Byte consumes one byte; io.ErrUnexpectedEOF at the end, or the read error.
+func (in *Input) Byte() (byte, error) {
 	if in.i < in.n {
 		b := in.buf[in.i]
 		in.i++
@@ -63,8 +68,8 @@ func (in *input) byte() (byte, error) {
 	return b, nil
 }
 
-// peek returns the next byte without consuming it.
-func (in *input) peek() (byte, error) {
+// Peek returns the next byte without consuming it.
+func (in *Input) Peek() (byte, error) {
 	if in.i < in.n {
 		return in.buf[in.i], nil
 	}
@@ -74,9 +79,16 @@ func (in *input) peek() (byte, error) {
 	return in.buf[in.i], nil
 }
 
-// take consumes n bytes: a slice of the buffer, valid until the next read, when they
+// Buffered is what has been read and not consumed: a slice of the buffer, valid until
+// the next read.
+func (in *Input) Buffered() []byte { return in.buf[in.i:in.n] }
+
+// Skip consumes n bytes of those Buffered returned (or the byte Peek returned).
+func (in *Input) Skip(n int) { in.i += n }
+
+// Take consumes n bytes: a slice of the buffer, valid until the next read, when they
 // fit in it.
-func (in *input) take(n int) ([]byte, error) {
+func (in *Input) Take(n int) ([]byte, error) {
 	if n <= len(in.buf) {
 		if !in.fill(n) {
 			return nil, io.ErrUnexpectedEOF
@@ -95,4 +107,13 @@ func (in *input) take(n int) ([]byte, error) {
 		in.i += c
 	}
 	return b, nil
+}
+
+// Push appends v to s, doubling the capacity when s is full: a large table is then
+// copied about once while it grows, not four times over as append's 1.25 factor does.
+func Push[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 256))
+	}
+	return append(s, v)
 }

@@ -1,4 +1,4 @@
-package cpu
+package sampled
 
 import (
 	"bytes"
@@ -78,8 +78,9 @@ func DecodePprof(r io.ReadSeeker, o Options) (*Sampled, PprofInfo, error) {
 }
 
 // DecodePprofStream is DecodePprof for a stream that cannot seek: a profile the
-// streaming reader does not take is read again from reread. The memory family reads Go
-// heap profiles with it (docs/decisions/0021-memory-evidence.md).
+// streaming reader does not take is read again from reread. The families read their
+// bounded source readers with it: the CPU family CPU profiles, the memory family Go heap
+// profiles (docs/decisions/0021-memory-evidence.md, 0044-profile-package.md).
 func DecodePprofStream(r io.Reader, reread func() (io.ReadCloser, error), o Options) (*Sampled, PprofInfo, error) {
 	return decodePprof(r, reread, o)
 }
@@ -200,7 +201,7 @@ func aggregateParsed(p *profile.Profile, o Options) (*Sampled, PprofInfo, error)
 				}
 				frames[loc.ID] = fs
 			}
-			if len(fs) > maxStackFrames-len(stack) {
+			if len(fs) > MaxStackFrames-len(stack) {
 				return nil, info, pprofStackLimit(si)
 			}
 			for fi := len(fs) - 1; fi >= 0; fi-- { // callers of inlined frames first
@@ -345,7 +346,7 @@ func (a *sampleArena) each(f func([]byte) error) error {
 
 // streamPprof reads a profile with the streaming reader.
 func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
-	raw := newInput(r)
+	raw := NewInput(r)
 	in := &raw
 	if raw.fill(2) && sourcefile.IsGzip(raw.buf[raw.i:raw.n]) {
 		zr, err := gzip.NewReader(&raw)
@@ -353,11 +354,11 @@ func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 			return nil, PprofInfo{}, errNotStreamed
 		}
 		// The input may itself be decompressed already (a gzip inside the gzip).
-		unzipped := newInput(&limitedReader{r: zr, max: maxPprofBytes,
+		unzipped := NewInput(&limitedReader{r: zr, max: maxPprofBytes,
 			err: pprofLimit(maxPprofBytes, "bytes", fmt.Sprintf("decompresses to more than %d bytes", maxPprofBytes))})
 		in = &unzipped
 	}
-	if in.atEnd() { // profile.Parse refuses empty data
+	if in.AtEnd() { // profile.Parse refuses empty data
 		return nil, PprofInfo{}, errNotStreamed
 	}
 	p := &pprofStream{}
@@ -376,7 +377,7 @@ func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 }
 
 // Read implements io.Reader over what the input has not consumed, for gzip.
-func (in *input) Read(b []byte) (int, error) {
+func (in *Input) Read(b []byte) (int, error) {
 	if !in.fill(1) {
 		return 0, in.err
 	}
@@ -386,7 +387,7 @@ func (in *input) Read(b []byte) (int, error) {
 }
 
 // uvarint consumes a varint.
-func (in *input) uvarint() (uint64, bool) {
+func (in *Input) uvarint() (uint64, bool) {
 	in.fill(binary.MaxVarintLen64)
 	v, n := protowire.ConsumeVarint(in.buf[in.i:in.n])
 	if n < 0 {
@@ -397,8 +398,8 @@ func (in *input) uvarint() (uint64, bool) {
 }
 
 // read reads the Profile message to the end of the input.
-func (p *pprofStream) read(in *input) bool {
-	for !in.atEnd() {
+func (p *pprofStream) read(in *Input) bool {
+	for !in.AtEnd() {
 		if in.err != nil && in.err != io.EOF && in.i == in.n {
 			return false // a read or decompression error
 		}
@@ -419,7 +420,7 @@ func (p *pprofStream) read(in *input) bool {
 			if typ == protowire.Fixed32Type {
 				n = 4
 			}
-			if _, err := in.take(n); err != nil {
+			if _, err := in.Take(n); err != nil {
 				return false
 			}
 		case protowire.BytesType:
@@ -431,7 +432,7 @@ func (p *pprofStream) read(in *input) bool {
 				return false
 			}
 			var err error
-			if data, err = in.take(int(n)); err != nil {
+			if data, err = in.Take(int(n)); err != nil {
 				return false
 			}
 		default:
@@ -484,7 +485,7 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 		}
 		p.str(int64(m[4]))
 		p.str(int64(m[5]))
-		p.mapIDs, p.mapFile = push(p.mapIDs, m[0]), push(p.mapFile, int64(m[4]))
+		p.mapIDs, p.mapFile = Push(p.mapIDs, m[0]), Push(p.mapFile, int64(m[4]))
 	case 4: // location: id, mapping_id, address, line (repeated Line), is_folded
 		var id, mapping, address uint64
 		lines := len(p.lineFuncs)
@@ -494,7 +495,7 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 				return true
 			case f == 4: // Line: function_id, line, column
 				var ln [3]uint64
-				p.lineFuncs = push(p.lineFuncs, 0)
+				p.lineFuncs = Push(p.lineFuncs, 0)
 				if typ != protowire.BytesType || !varints(line, ln[:]) {
 					return false
 				}
@@ -512,7 +513,7 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 		}) {
 			return false
 		}
-		p.locIDs, p.locs = push(p.locIDs, id), push(p.locs, pprofLoc{mapping: mapping, address: address, lines: lines})
+		p.locIDs, p.locs = Push(p.locIDs, id), Push(p.locs, pprofLoc{mapping: mapping, address: address, lines: lines})
 	case 5: // function: id, name, system_name, filename, start_line
 		var fn [5]uint64
 		if !isMsg || !varints(data, fn[:]) {
@@ -521,8 +522,8 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 		for _, x := range fn[1:4] {
 			p.str(int64(x))
 		}
-		p.funcIDs = push(p.funcIDs, fn[0])
-		p.funcs = push(p.funcs, pprofFunc{name: int64(fn[1]), file: int64(fn[3]), start: int64(fn[4])})
+		p.funcIDs = Push(p.funcIDs, fn[0])
+		p.funcs = Push(p.funcs, pprofFunc{name: int64(fn[1]), file: int64(fn[3]), start: int64(fn[4])})
 	case 6: // string_table
 		if !isMsg || len(p.strs) == 0 && len(data) > 0 {
 			return false // profile.Parse requires string_table[0] == ""
@@ -531,7 +532,7 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 			return false
 		}
 		p.strBytes += int64(len(data))
-		p.strs = push(p.strs, string(data))
+		p.strs = Push(p.strs, string(data))
 	case 7, 8, 15: // drop_frames, keep_frames, doc_url
 		if !isInt {
 			return false
@@ -754,7 +755,7 @@ func (p *pprofStream) aggregate(o Options) (*Sampled, PprofInfo, error) {
 				f = locFrames{int32(start), int32(len(list) - start)}
 				frames[l] = f
 			}
-			if int(f.n) > maxStackFrames-len(stack) {
+			if int(f.n) > MaxStackFrames-len(stack) {
 				bound = pprofStackLimit(si)
 				return nil
 			}
@@ -775,9 +776,9 @@ func (p *pprofStream) aggregate(o Options) (*Sampled, PprofInfo, error) {
 }
 
 // pprofStackLimit is the LimitError of sample si (counted from 0), whose locations' lines
-// make a stack of more than maxStackFrames frames.
+// make a stack of more than MaxStackFrames frames.
 func pprofStackLimit(si int) *providers.LimitError {
-	return stackLimit(fmt.Sprintf("pprof sample %d (its locations' lines, counted at every reference)", si))
+	return StackLimit(fmt.Sprintf("pprof sample %d (its locations' lines, counted at every reference)", si))
 }
 
 // locFrames are the frames of a location in the aggregation's list, leaf-most (inlined)

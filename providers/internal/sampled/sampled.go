@@ -1,4 +1,12 @@
-package cpu
+// Package sampled owns sampled profiles as the families read them: the aggregation of
+// stacks into per-frame self and inclusive weights and caller-to-callee edges (Sampled),
+// with the bounds on its frames, edges and stacks; the pprof format decoded into it
+// (DecodePprof, DecodePprofStream: a streaming protobuf reader, with
+// github.com/google/pprof/profile for what it does not take); and the buffered Input
+// the pprof reader and the CPU family's marshal (pstats) reader read through. It is a
+// format, not a family: the CPU family reads CPU profiles with it, the memory family Go
+// heap profiles (docs/decisions/0044-profile-package.md).
+package sampled
 
 import (
 	"cmp"
@@ -32,31 +40,32 @@ const (
 // reference lets a few bytes stand for many frames: a pprof location of 30,000 inlined
 // lines named 100,000 times by one sample is a 215 KiB file whose stack is 3*10^9 frames,
 // and a V8 node deep in its tree stands for its whole path each time a sample names it.
-// Decoders count a stack's frames as they expand it and fail past maxStackFrames, before
-// the stack is built; Add fails once the stacks of all the samples pass maxSampledFrames.
+// Decoders count a stack's frames as they expand it and fail past MaxStackFrames, before
+// the stack is built; Add fails once the stacks of all the samples pass MaxSampledFrames.
 //
-// maxStackFrames is far beyond any real stack: profilers cut stacks off well below it (Go
+// MaxStackFrames is far beyond any real stack: profilers cut stacks off well below it (Go
 // at 64 to 128 frames, Linux perf at 127 by default, V8 at 255, async-profiler at 2,048)
 // and runtimes overflow first (Python's default recursion limit is 1,000 frames, Node's
-// default stack holds about 10,000 small frames). maxSampledFrames bounds the
+// default stack holds about 10,000 small frames). MaxSampledFrames bounds the
 // work of the aggregation, which visits every frame of every stack (a few nanoseconds a
 // frame, about 100 with caller edges): a profile that reaches it holds millions of samples
 // hundreds of frames deep, where text formats, which spell every frame out, need more than
 // the 1 GiB input bound.
 const (
-	maxStackFrames   = 1 << 16
-	maxSampledFrames = 1 << 28
+	MaxStackFrames   = 1 << 16
+	MaxSampledFrames = 1 << 28
 )
 
-// stackLimit is the LimitError of a stack of more than maxStackFrames frames; what names
+// StackLimit is the LimitError of a stack of more than MaxStackFrames frames; what names
 // the stack ("pprof sample 3").
-func stackLimit(what string) *providers.LimitError {
-	return &providers.LimitError{Limit: maxStackFrames, Unit: "stack_frames",
-		Message: fmt.Sprintf("%s has a stack of more than %d frames", what, maxStackFrames)}
+func StackLimit(what string) *providers.LimitError {
+	return &providers.LimitError{Limit: MaxStackFrames, Unit: "stack_frames",
+		Message: fmt.Sprintf("%s has a stack of more than %d frames", what, MaxStackFrames)}
 }
 
-// Sampled is a sampled CPU profile aggregated as it is decoded: self and inclusive weight
-// per frame and caller-to-callee edges, each counted once per sample.
+// Sampled is a sampled profile (CPU time, or a Go heap profile's sample type) aggregated
+// as it is decoded: self and inclusive weight per frame and caller-to-callee edges, each
+// counted once per sample.
 type Sampled struct {
 	// Unit of every reported weight: seconds, samples, or the profile's own unit.
 	Unit string
@@ -76,7 +85,7 @@ type Sampled struct {
 	index map[Frame]int
 	edges bool
 	adds  int64
-	// stackFrames counts the frames of the stacks added, up to maxSampledFrames.
+	// stackFrames counts the frames of the stacks added, up to MaxSampledFrames.
 	stackFrames int64
 	seen        []int64 // by frame: the last Add call that counted it
 	// edgeAt is Edges with the last Add call that counted each edge: one lookup per
@@ -144,8 +153,8 @@ func (s *Sampled) Frame(f Frame) (int, error) {
 // leaf. A negative sample count is a DecodeError; counts that overflow int64 (collapsed stacks and V8 hit counts are
 // integers as written) are a LimitError, and a total weight that is no longer finite
 // (large Speedscope weights or V8 time deltas) a DecodeError: every sum stays exact or
-// finite, as the JSON result needs. A stack of more than maxStackFrames frames, or one
-// that takes the frames of all the stacks added beyond maxSampledFrames, is a LimitError
+// finite, as the JSON result needs. A stack of more than MaxStackFrames frames, or one
+// that takes the frames of all the stacks added beyond MaxSampledFrames, is a LimitError
 // (decoders bound a stack before they build it; this is the bound on the whole profile).
 func (s *Sampled) Add(stack []int, count int64, weight float64) error {
 	if count < 0 {
@@ -157,12 +166,12 @@ func (s *Sampled) Add(stack []int, count int64, weight float64) error {
 	if total := s.TotalWeight + weight; math.IsNaN(total) || math.IsInf(total, 0) {
 		return &providers.DecodeError{Message: "the profile's total sample weight is not a finite number"}
 	}
-	if len(stack) > maxStackFrames {
-		return stackLimit("a sample")
+	if len(stack) > MaxStackFrames {
+		return StackLimit("a sample")
 	}
-	if int64(len(stack)) > maxSampledFrames-s.stackFrames {
-		return &providers.LimitError{Limit: maxSampledFrames, Unit: "stack_frames",
-			Message: fmt.Sprintf("the profile's samples have more than %d stack frames in all", maxSampledFrames)}
+	if int64(len(stack)) > MaxSampledFrames-s.stackFrames {
+		return &providers.LimitError{Limit: MaxSampledFrames, Unit: "stack_frames",
+			Message: fmt.Sprintf("the profile's samples have more than %d stack frames in all", MaxSampledFrames)}
 	}
 	s.stackFrames += int64(len(stack))
 	s.Samples += count
@@ -238,10 +247,10 @@ func (s *Sampled) HotspotOrder(inclusive bool) []int32 {
 		first, second = s.Inclusive, s.Self
 	}
 	slices.SortFunc(order, func(a, b int32) int {
-		if c := descending(first[a]*s.Scale, first[b]*s.Scale); c != 0 {
+		if c := Descending(first[a]*s.Scale, first[b]*s.Scale); c != 0 {
 			return c
 		}
-		if c := descending(second[a]*s.Scale, second[b]*s.Scale); c != 0 {
+		if c := Descending(second[a]*s.Scale, second[b]*s.Scale); c != 0 {
 			return c
 		}
 		if frameLess(s.Frames[a], s.Frames[b]) {
@@ -253,6 +262,20 @@ func (s *Sampled) HotspotOrder(inclusive bool) []int32 {
 		return cmp.Compare(a, b)
 	})
 	return order
+}
+
+// Descending orders x before y when x is larger; NaN comes last: the order of the
+// hotspot rankings here and of the CPU family's pstats rankings.
+func Descending(x, y float64) int {
+	switch {
+	case x > y:
+		return -1
+	case x < y:
+		return 1
+	case x == y:
+		return 0
+	}
+	return cmp.Compare(y, x) // cmp.Compare orders NaN first
 }
 
 func frameLess(a, b Frame) bool {
