@@ -81,12 +81,10 @@ func (rt *Runtime) analyzeResolved(ctx context.Context, req *request, in []resol
 	if err != nil {
 		return nil, providerFailure(ctx, err, offsetPath)
 	}
-	if len(page.Rows) == 0 && page.More && b.rejected > 0 {
-		return nil, oversizedRow(req, b)
-	}
 	res, f := rt.envelope(req, in, a, page)
-	if f == nil && b.rejected > 0 && res.Truncation != nil && res.Truncation.Reason == "row_limit" {
-		// The page ended before max_rows: its next row would pass max_result_bytes.
+	if f == nil && b.cut && res.Truncation != nil && res.Truncation.Reason == "row_limit" {
+		// The page ended before max_rows: its next row would pass max_result_bytes (or
+		// its one row alone did).
 		res.Truncation.Reason = "result_bytes"
 	}
 	return res, f
@@ -96,22 +94,31 @@ func (rt *Runtime) analyzeResolved(ctx context.Context, req *request, in []resol
 // and limitations, and the digits of counts and offsets.
 const budgetSlack = 1024
 
-// pageBudget admits rows while the serialized result stays within max_result_bytes.
+// pageBudget admits rows while the serialized result stays within max_result_bytes
+// (decision 0011): a page ends before the row that would pass it, but its first row is
+// admitted whatever its size, complete and alone, so that no row is ever unreadable.
 type pageBudget struct {
 	left int
-	// room is what the envelope left for rows.
-	room int
-	// rejected is the serialized size of the first row that did not fit.
-	rejected int
+	// admitted counts the rows of the page so far.
+	admitted int
+	// cut is set once the budget ended the page: a row was refused, or a first row
+	// larger than the budget was admitted alone.
+	cut bool
 }
 
 func (b *pageBudget) fits(row json.RawMessage) bool {
-	n := jsonSize(row) + 1 // and its separating comma
-	if n > b.left {
-		b.rejected = n - 1
+	if b.cut {
 		return false
 	}
+	n := jsonSize(row) + 1 // and its separating comma
+	if n > b.left {
+		b.cut = true
+		if b.admitted > 0 {
+			return false
+		}
+	}
 	b.left -= n
+	b.admitted++
 	return true
 }
 
@@ -145,35 +152,7 @@ func (rt *Runtime) budget(req *request, in []resolved, a *providers.Analysis) (*
 	if err != nil {
 		return nil, failure.Unencodable(err)
 	}
-	room := int(req.limits.MaxResultBytes) - len(b) - budgetSlack
-	return &pageBudget{left: room, room: room}, nil
-}
-
-// oversizedRow is the failure of a page whose first row alone passes max_result_bytes.
-func oversizedRow(req *request, b *pageBudget) *failure.Failure {
-	hint := fmt.Sprintf("restart or reconnect Flameox with --limits '{\"max_result_bytes\": N}' for N of at least %d (at most %d)",
-		b.rejected+(int(req.limits.MaxResultBytes)-b.room), gen.LimitMaxima.MaxResultBytes)
-	if req.tool.Operation.Name == gen.OperationNamePreviewArtifact {
-		hint = "set text_fragment_chars (text sources) to split long lines, or " + hint
-	}
-	f := failure.New(gen.FailureCodeLimitExceeded,
-		"row %d is %d bytes serialized, more than this page's room within limits.max_result_bytes (%d bytes); a smaller page_size cannot help: %s",
-		req.offset, b.rejected, req.limits.MaxResultBytes, hint).
-		Field(failure.Path("limits", "max_result_bytes"), []string{"<=" + jsonNumber(float64(gen.LimitMaxima.MaxResultBytes))}).
-		With("field", "max_result_bytes").With("row_offset", req.offset).With("row_bytes", b.rejected).
-		With("effective_ceiling", req.limits.MaxResultBytes)
-	textOnly := req.tool.Operation.Name == gen.OperationNamePreviewArtifact
-	for _, in := range req.inputs {
-		textOnly = textOnly && in.format == gen.FormatText
-	}
-	if textOnly {
-		f.NextAction = &gen.NextAction{AdjustRequest: &gen.AdjustRequest{Kind: "adjust_request", FieldPath: failure.Path("text_fragment_chars"),
-			Message: "Retry with text_fragment_chars (for example 2000) to page this long line in fragments."}}
-	} else {
-		f.NextAction = &gen.NextAction{RestartReconnect: &gen.RestartReconnect{Kind: "restart_reconnect", Environment: map[string]any{},
-			Message: "Restart or reconnect Flameox with a higher --limits max_result_bytes, then retry the same call: " + hint + "."}}
-	}
-	return f
+	return &pageBudget{left: int(req.limits.MaxResultBytes) - len(b) - budgetSlack}, nil
 }
 
 // providerInputs projects the resolved sources for an analyzer.

@@ -151,8 +151,10 @@ func compressed(path string) bool {
 	return sourcefile.IsGzip(magic[:n]) || n == 4 && string(magic[:]) == "PAR1"
 }
 
-// replySlack is what a worker's reply may hold beyond max_result_bytes: the envelope
-// and the escaping of the reply's own JSON.
+// replySlack is what a worker's reply may hold beyond the contract's largest page: the
+// envelope and the escaping of the reply's own JSON. The reply is bounded by the
+// contract's max_result_bytes, not the request's: a page's first row is returned whole
+// even when it alone passes the request's budget (decision 0011).
 const replySlack = 4 << 20
 
 // workerScratchPrefix begins the name of every analysis worker's scratch directory in the
@@ -191,7 +193,7 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	spec := broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: dir,
 		Env:        append(os.Environ(), WorkerVariable+"="+reqFile),
 		StdoutFile: replyFile, ExcerptBytes: 4096,
-		MaxOutputBytes: req.limits.MaxResultBytes + replySlack, MaxRSSBytes: req.limits.MaxMemoryBytes}
+		MaxOutputBytes: max(req.limits.MaxResultBytes, gen.LimitMaxima.MaxResultBytes) + replySlack, MaxRSSBytes: req.limits.MaxMemoryBytes}
 	if d, ok := ctx.Deadline(); ok {
 		if spec.Timeout = time.Until(d); spec.Timeout <= 0 {
 			return nil, providerFailure(ctx, context.DeadlineExceeded, nil)

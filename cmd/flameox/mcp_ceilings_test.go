@@ -17,7 +17,7 @@ func TestToolsListAdvertisesTheCeilings(t *testing.T) {
 		limits         string
 		maxRows, bytes float64
 	}{
-		{"default", "", 100, 65536},
+		{"default", "", 100, 67108864},
 		{"startup limits", `{"max_rows":7,"max_result_bytes":8192}`, 7, 8192},
 	} {
 		t.Run(c.name, func(t *testing.T) {

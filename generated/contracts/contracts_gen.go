@@ -204,7 +204,8 @@ type EvidenceSource struct {
 // max_memory_bytes bound each conversion or analysis worker (tree), not capture targets;
 // max_output_bytes bounds the output of each process or generated artifact;
 // max_provenance_bytes the capture provenance kept for preservation; max_result_bytes one
-// serialized result page (a page ends before the row that would pass it). The fields carry
+// serialized result page (a page ends before the row that would pass it; a first row
+// larger than it is returned whole, alone). The fields carry
 // no comments of their own: every input schema repeats them, and the limits field of each
 // tool says what an agent needs in one line.
 type RequestLimits struct {
@@ -255,7 +256,8 @@ type Coverage struct {
 // Truncation says why a page stopped before the end of the population.
 type Truncation struct {
 	// row_limit: max_rows rows were returned; result_bytes: the next row would pass
-	// max_result_bytes; provider_limit: the provider's population ends here.
+	// max_result_bytes (or the page's one row alone did); provider_limit: the provider's
+	// population ends here.
 	Reason     string `json:"reason"`
 	NextOffset *int64 `json:"next_offset"`
 }
@@ -2906,7 +2908,7 @@ var LimitDefaults = EffectiveLimits{
 	MaxMemoryBytes:     1073741824,
 	MaxOutputBytes:     16777216,
 	MaxProvenanceBytes: 16777216,
-	MaxResultBytes:     65536,
+	MaxResultBytes:     67108864,
 	MaxRows:            100,
 	TimeoutSeconds:     300,
 }

@@ -447,9 +447,9 @@ type EvidenceProjectionBodyAnalysisRequest struct {
 	// max_input_files count across all sources; timeout_seconds and max_memory_bytes bound each conversion
 	// or analysis worker (tree), not capture targets; max_output_bytes bounds the output of each process
 	// or generated artifact; max_provenance_bytes the capture provenance kept for preservation;
-	// max_result_bytes one serialized result page (a page ends before the row that would pass it). The
-	// fields carry no comments of their own: every input schema repeats them, and the limits field of each
-	// tool says what an agent needs in one line.
+	// max_result_bytes one serialized result page (a page ends before the row that would pass it; a first
+	// row larger than it is returned whole, alone). The fields carry no comments of their own: every input
+	// schema repeats them, and the limits field of each tool says what an agent needs in one line.
 	Limits EvidenceProjectionBodyAnalysisRequestLimits `json:"limits"`
 	Offset int                                         `json:"offset"`
 	// OperationName is the task name of an analysis operation; it names the MCP tool and the CLI
@@ -1145,9 +1145,9 @@ func (s *EvidenceProjectionBodyAnalysisRequestInputsItemFormat) UnmarshalText(da
 // max_input_files count across all sources; timeout_seconds and max_memory_bytes bound each conversion
 // or analysis worker (tree), not capture targets; max_output_bytes bounds the output of each process
 // or generated artifact; max_provenance_bytes the capture provenance kept for preservation;
-// max_result_bytes one serialized result page (a page ends before the row that would pass it). The
-// fields carry no comments of their own: every input schema repeats them, and the limits field of each
-// tool says what an agent needs in one line.
+// max_result_bytes one serialized result page (a page ends before the row that would pass it; a first
+// row larger than it is returned whole, alone). The fields carry no comments of their own: every input
+// schema repeats them, and the limits field of each tool says what an agent needs in one line.
 type EvidenceProjectionBodyAnalysisRequestLimits struct {
 	MaxInputBytes      OptInt     `json:"max_input_bytes"`
 	MaxInputFiles      OptInt     `json:"max_input_files"`
