@@ -421,13 +421,21 @@ func writableLimit(spec Spec, baseline int64, res *Result) *Limit {
 }
 
 // writableSize sums the regular files under roots, visiting at most walkEntryBound
-// entries; complete is false when the bound cut a walk short.
+// entries; complete is false when the bound cut a walk short or a root could not be
+// resolved. A root that is a symbolic link (a symlinked --cwd) is resolved first:
+// WalkDir does not descend into a link, so the walk measured nothing under it and still
+// called the check complete (issue 40, item 8).
 func writableSize(roots []string) (int64, bool) {
 	var total int64
 	entries := 0
 	complete := true
 	for _, root := range roots {
-		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		resolved, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			complete = false
+			continue
+		}
+		_ = filepath.WalkDir(resolved, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil
 			}

@@ -208,6 +208,26 @@ func TestWritableGrowth(t *testing.T) {
 	}
 }
 
+// TestWritableGrowthThroughASymlinkedRoot: a working directory named through a symbolic
+// link is measured (WalkDir does not descend into a link: the walk measured nothing and
+// called the check complete), and a root that does not resolve makes the check partial.
+func TestWritableGrowthThroughASymlinkedRoot(t *testing.T) {
+	spec := sh(t, "head -c 3000000 /dev/zero > big")
+	link := filepath.Join(t.TempDir(), "cwd")
+	if err := os.Symlink(spec.Dir, link); err != nil {
+		t.Fatal(err)
+	}
+	spec.Dir = link
+	spec.WritableRoots, spec.MaxWritableGrowth = []string{link}, 1<<20
+	res, err := Run(context.Background(), spec)
+	if err != nil || res.Limit == nil || res.Limit.Kind != "writable_limit_exceeded" || *res.Limit.Observed < 3000000 {
+		t.Fatalf("through a symlinked root: %+v %v", res, err)
+	}
+	if size, complete := writableSize([]string{link, filepath.Join(t.TempDir(), "gone")}); size < 3000000 || complete {
+		t.Errorf("writableSize = %d, complete %v; want the file's bytes and a partial check", size, complete)
+	}
+}
+
 func TestStartFailure(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "not-executable")
