@@ -29,8 +29,8 @@ type Invoker interface {
 	Analyze(ctx context.Context, request AnalyzeArguments, params AnalyzeParams) (*AnalysisResultHeaders, error)
 	// GetArtifact invokes getArtifact operation.
 	//
-	// A stored artifact's exact bytes by content digest (ETag is the SHA-256; one byte range per request;
-	// gzip is served as stored).
+	// A stored artifact's exact bytes by content digest, as a download (ETag is the SHA-256; one byte
+	// range per request; gzip is served as stored).
 	//
 	// GET /api/artifacts/{sha256}
 	GetArtifact(ctx context.Context, params GetArtifactParams) (GetArtifactRes, error)
@@ -153,8 +153,8 @@ func (c *Client) sendAnalyze(ctx context.Context, request AnalyzeArguments, para
 
 // GetArtifact invokes getArtifact operation.
 //
-// A stored artifact's exact bytes by content digest (ETag is the SHA-256; one byte range per request;
-// gzip is served as stored).
+// A stored artifact's exact bytes by content digest, as a download (ETag is the SHA-256; one byte
+// range per request; gzip is served as stored).
 //
 // GET /api/artifacts/{sha256}
 func (c *Client) GetArtifact(ctx context.Context, params GetArtifactParams) (GetArtifactRes, error) {

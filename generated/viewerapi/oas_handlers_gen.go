@@ -140,8 +140,8 @@ func (s *Server) handleAnalyzeRequest(args [1]string, argsEscaped bool, w http.R
 
 // handleGetArtifactRequest handles getArtifact operation.
 //
-// A stored artifact's exact bytes by content digest (ETag is the SHA-256; one byte range per request;
-// gzip is served as stored).
+// A stored artifact's exact bytes by content digest, as a download (ETag is the SHA-256; one byte
+// range per request; gzip is served as stored).
 //
 // GET /api/artifacts/{sha256}
 func (s *Server) handleGetArtifactRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -172,7 +172,7 @@ func (s *Server) handleGetArtifactRequest(args [1]string, argsEscaped bool, w ht
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    GetArtifactOperation,
-			OperationSummary: "A stored artifact's exact bytes by content digest (ETag is the SHA-256; one byte range per request; gzip is served as stored).",
+			OperationSummary: "A stored artifact's exact bytes by content digest, as a download (ETag is the SHA-256; one byte range per request; gzip is served as stored).",
 			OperationID:      "getArtifact",
 			Body:             nil,
 			RawBody:          rawBody,

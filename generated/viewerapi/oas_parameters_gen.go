@@ -103,7 +103,8 @@ func decodeAnalyzeParams(args [1]string, argsEscaped bool, r *http.Request) (par
 type GetArtifactParams struct {
 	// The artifact's SHA-256 (^[a-f0-9]{64}$); anything else is a typed 400.
 	SHA256 string
-	// Evidence declaring the artifact: its recorded format sets the content type.
+	// Evidence declaring the artifact: its recorded format picks the download's file extension (the body
+	// is always an application/octet-stream attachment).
 	EvidenceID OptString `json:",omitempty,omitzero"`
 	// One range: bytes=first-last, bytes=first- or bytes=-suffix; an invalid or unsatisfiable range is a
 	// typed 416.

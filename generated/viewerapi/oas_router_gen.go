@@ -386,7 +386,7 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 						switch method {
 						case "GET":
 							r.name = GetArtifactOperation
-							r.summary = "A stored artifact's exact bytes by content digest (ETag is the SHA-256; one byte range per request; gzip is served as stored)."
+							r.summary = "A stored artifact's exact bytes by content digest, as a download (ETag is the SHA-256; one byte range per request; gzip is served as stored)."
 							r.operationID = "getArtifact"
 							r.operationGroup = ""
 							r.pathPattern = "/api/artifacts/{sha256}"

@@ -37,8 +37,8 @@ type Handler interface {
 type RawHandler interface {
 	// GetArtifact implements getArtifact operation.
 	//
-	// A stored artifact's exact bytes by content digest (ETag is the SHA-256; one byte range per request;
-	// gzip is served as stored).
+	// A stored artifact's exact bytes by content digest, as a download (ETag is the SHA-256; one byte
+	// range per request; gzip is served as stored).
 	//
 	// GET /api/artifacts/{sha256}
 	GetArtifact(ctx context.Context, params GetArtifactParams, w http.ResponseWriter) error

@@ -98,12 +98,12 @@ func (m *model) openAPIFile() ([]byte, error) {
 			}},
 			"/api/artifacts/{sha256}": schema{"get": schema{
 				"operationId": "getArtifact",
-				"summary":     "A stored artifact's exact bytes by content digest (ETag is the SHA-256; one byte range per request; gzip is served as stored).",
+				"summary":     "A stored artifact's exact bytes by content digest, as a download (ETag is the SHA-256; one byte range per request; gzip is served as stored).",
 				"parameters": []any{
 					schema{"name": "sha256", "in": "path", "required": true, "schema": schema{"type": "string"},
 						"description": "The artifact's SHA-256 (" + fmt.Sprint(sha["pattern"]) + "); anything else is a typed 400."},
 					schema{"name": "evidence_id", "in": "query", "required": false, "schema": oas30(deepCopy(sha).(schema)),
-						"description": "Evidence declaring the artifact: its recorded format sets the content type."},
+						"description": "Evidence declaring the artifact: its recorded format picks the download's file extension (the body is always an application/octet-stream attachment)."},
 					schema{"name": "Range", "in": "header", "required": false, "schema": schema{"type": "string"},
 						"description": "One range: bytes=first-last, bytes=first- or bytes=-suffix; an invalid or unsatisfiable range is a typed 416."},
 					schema{"name": "If-None-Match", "in": "header", "required": false, "schema": schema{"type": "string"}},
