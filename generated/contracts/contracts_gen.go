@@ -1158,8 +1158,10 @@ type TraceSliceRow struct {
 	ID int64 `json:"id"`
 	// The innermost slice on the same track that contains this one; null at the top.
 	ParentID *int64 `json:"parent_id"`
-	// Slice name; an empty name is <unnamed>.
+	// Slice name, an Itanium C++ symbol demangled; an empty name is <unnamed>.
 	Name string `json:"name"`
+	// The name as written, when name is its demangled form.
+	MangledName *string `json:"mangled_name,omitempty"`
 	// Start and duration in nanoseconds.
 	Ts       any     `json:"ts"`
 	Dur      any     `json:"dur"`
@@ -1205,10 +1207,12 @@ type TraceCallEdgeRow struct {
 // PytorchEventRow is one PyTorch event of a torch.profiler (Kineto) trace.
 type PytorchEventRow struct {
 	// operator (aten::, autograd::, torch::), profiler_step (ProfilerStep#N), kernel, memcpy, memset (GPU activity) or runtime (CUDA runtime and driver calls, user annotations and the rest).
-	EventKind       string  `json:"event_kind"`
-	ID              int64   `json:"id"`
-	ParentID        *int64  `json:"parent_id"`
+	EventKind string `json:"event_kind"`
+	ID        int64  `json:"id"`
+	ParentID  *int64 `json:"parent_id"`
+	// An Itanium C++ symbol demangled; mangled_name is the name as written.
 	Name            string  `json:"name"`
+	MangledName     *string `json:"mangled_name,omitempty"`
 	Ts              any     `json:"ts"`
 	Dur             any     `json:"dur"`
 	TrackID         int64   `json:"track_id"`
@@ -1276,13 +1280,15 @@ type TraceLifecycleRow struct {
 
 // TraceWindowRow is one slice overlapping the requested window.
 type TraceWindowRow struct {
-	ID       int64   `json:"id"`
-	ParentID *int64  `json:"parent_id"`
-	Name     string  `json:"name"`
-	Category *string `json:"category"`
-	Ts       any     `json:"ts"`
-	Dur      any     `json:"dur"`
-	TrackID  int64   `json:"track_id"`
+	ID       int64  `json:"id"`
+	ParentID *int64 `json:"parent_id"`
+	// An Itanium C++ symbol demangled; mangled_name is the name as written.
+	Name        string  `json:"name"`
+	MangledName *string `json:"mangled_name,omitempty"`
+	Category    *string `json:"category"`
+	Ts          any     `json:"ts"`
+	Dur         any     `json:"dur"`
+	TrackID     int64   `json:"track_id"`
 }
 
 // CpuHotspotPstatsRow is one function of a pstats profile, ranked by the chosen metric.

@@ -88,8 +88,9 @@ func summarizePytorch(ctx context.Context, req *providers.Request[gen.TraceFilte
 			for i := range sel {
 				s := &sel[i]
 				a := &s.Args
+				name, mangled := displayName(s.Name)
 				out[i] = gen.PytorchEventRow{EventKind: s.kind,
-					ID: s.ID, ParentID: parent(&s.Nested), Name: sliceName(s.Name), Ts: nanos(s.TS), Dur: nanos(s.Dur),
+					ID: s.ID, ParentID: parent(&s.Nested), Name: name, MangledName: mangled, Ts: nanos(s.TS), Dur: nanos(s.Dur),
 					TrackID: s.Track, Category: optional(s.Category),
 					ThreadName: sc.threadName(s.Track), ProcessName: sc.processName(s.Track),
 					Filename: a.Filename, Line: a.Line, InputShapes: a.InputShapes, AllocationBytes: a.AllocationBytes,
@@ -251,7 +252,8 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 			out := make([]any, len(sel))
 			for i := range sel {
 				s := &sel[i]
-				out[i] = gen.TraceWindowRow{ID: s.ID, ParentID: parent(&s.Nested), Name: sliceName(s.Name),
+				name, mangled := displayName(s.Name)
+				out[i] = gen.TraceWindowRow{ID: s.ID, ParentID: parent(&s.Nested), Name: name, MangledName: mangled,
 					Category: optional(s.Category), Ts: nanos(s.TS), Dur: nanos(s.Dur), TrackID: s.Track}
 			}
 			return out, nil

@@ -463,3 +463,60 @@ func deref(p *string) string {
 	}
 	return *p
 }
+
+// TestSliceRowsDemangle: the rows of summarize_trace, summarize_pytorch_trace and
+// inspect_trace_window show a C++ symbol demangled, with the name as written beside it,
+// and leave other names alone.
+func TestSliceRowsDemangle(t *testing.T) {
+	trace := `{"traceEvents":[
+{"ph":"X","cat":"kernel","name":"_ZN2at6native4gemmEv","pid":0,"tid":7,"ts":10,"dur":5,"args":{"stream":7}},
+{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":0,"dur":20}
+]}`
+	path := filepath.Join(t.TempDir(), "t.json")
+	if err := os.WriteFile(path, []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := providers.Input{Path: path, Format: gen.FormatPytorch}
+	type named struct {
+		Name    string  `json:"name"`
+		Mangled *string `json:"mangled_name"`
+	}
+	check := func(what string, rows []named) {
+		t.Helper()
+		if len(rows) != 2 {
+			t.Fatalf("%s: %d rows", what, len(rows))
+		}
+		for _, r := range rows {
+			switch r.Name {
+			case "at::native::gemm()":
+				if r.Mangled == nil || *r.Mangled != "_ZN2at6native4gemmEv" {
+					t.Errorf("%s: %+v", what, r)
+				}
+			case "aten::mm":
+				if r.Mangled != nil {
+					t.Errorf("%s: aten::mm has a mangled name %q", what, *r.Mangled)
+				}
+			default:
+				t.Errorf("%s: row %+v", what, r)
+			}
+		}
+	}
+	a, err := summarize(context.Background(), operationsReq(in, gen.TraceSliceFields{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := pageAll[named](t, a.Rows, 10)
+	check("summarize_trace", rows)
+	a, err = summarizePytorch(context.Background(), &providers.Request[gen.TraceFilterFields]{Inputs: []providers.Input{in}, Fields: &gen.TraceFilterFields{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ = pageAll[named](t, a.Rows, 10)
+	check("summarize_pytorch_trace", rows)
+	a, err = window(context.Background(), &providers.Request[gen.WindowFields]{Inputs: []providers.Input{in}, Fields: &gen.WindowFields{StartNS: "0", EndNS: "1000000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ = pageAll[named](t, a.Rows, 10)
+	check("inspect_trace_window", rows)
+}

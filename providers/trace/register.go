@@ -143,8 +143,9 @@ func summarize(ctx context.Context, req *providers.Request[gen.TraceSliceFields]
 
 func sliceRow(sc *scan, n *Nested) gen.TraceSliceRow {
 	a := &n.Args
+	name, mangled := displayName(n.Name)
 	return gen.TraceSliceRow{
-		ID: n.ID, ParentID: parent(n), Name: sliceName(n.Name), Ts: nanos(n.TS), Dur: nanos(n.Dur),
+		ID: n.ID, ParentID: parent(n), Name: name, MangledName: mangled, Ts: nanos(n.TS), Dur: nanos(n.Dur),
 		TrackID: n.Track, Category: optional(n.Category),
 		ThreadName: sc.threadName(n.Track), ProcessName: sc.processName(n.Track),
 		Filename: a.Filename, Line: a.Line, InputShapes: a.InputShapes, AllocationBytes: a.AllocationBytes,

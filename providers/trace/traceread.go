@@ -248,6 +248,15 @@ func nanos(v int64) any {
 	return v
 }
 
+// displayName renders a slice name for a row: an Itanium C++ symbol demangled, with the
+// name as written returned beside it; otherwise sliceName's, and no mangled name.
+func displayName(n string) (string, *string) {
+	if d, ok := demangled(n); ok {
+		return d, &n
+	}
+	return sliceName(n), nil
+}
+
 // sliceName renders an empty name as <unnamed>.
 func sliceName(n string) string {
 	if n == "" {
