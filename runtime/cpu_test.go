@@ -138,7 +138,7 @@ func TestCPUFieldRules(t *testing.T) {
 		{"python 2 pstats", "rank_cpu_hotspots", map[string]any{"sources": []any{py2}}, gen.FailureCodeDecodeFailure, nil, nil},
 		{"two sources", "rank_cpu_hotspots", map[string]any{"sources": []any{pstats, pstats}}, gen.FailureCodeInvalidInput, []any{"sources"}, nil},
 		{"text is not a profile", "rank_cpu_hotspots", map[string]any{"sources": []any{map[string]any{"kind": "path", "path": filepath.Join(corpus, "README.md")}}},
-			gen.FailureCodeUnsupportedFormat, []any{"sources", 0}, nil},
+			gen.FailureCodeUnsupportedFormat, []any{"sources", 0, "format"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -338,8 +338,10 @@ func (rt *Runtime) sniff(path string, op gen.OperationDecl, i int) (gen.Format, 
 	if len(candidates) > 0 {
 		got = string(candidates[0])
 	}
-	// The caller declared no format: point at the source, and at a tool that reads it.
-	f := unsupportedFormat(op, i, got).With("detected", true).Field(failure.Path("sources", i), op.FormatStrings())
+	// The caller declared no format: point at the format (where declaring one of the
+	// accepted formats would be read as that format; catalog §4), and at a tool that
+	// reads what the source is.
+	f := unsupportedFormat(op, i, got).With("detected", true)
 	if readers := operationsReading(gen.Format(got)); len(readers) > 0 {
 		f.NextAction = &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: readers[0], Arguments: map[string]any{},
 			Message: fmt.Sprintf("Source %d reads as %s, which %s does not accept: call %s on it (arguments hold that source as given).",
