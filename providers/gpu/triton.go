@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
-	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/nonfinite"
 )
 
 // Bounds of Triton autotune evidence.
@@ -53,7 +52,7 @@ func tritonDecodeErr(src int, entry int, format string, args ...any) error {
 // readTriton decodes the entries of in: one JSON value after another. Python's json
 // writes a non-finite float as a bare literal (Infinity, -Infinity, NaN), which strict
 // JSON rejects; Triton's autotuner caches [inf, inf, inf] for a config that failed, so
-// such literals are accepted outside strings (acceptNonFinite).
+// such literals are accepted outside strings (nonfinite.Accept).
 func readTriton(ctx context.Context, in providers.Input) ([]gen.TritonAutotuneRow, error) {
 	f, err := providers.OpenBounded(ctx, in, maxTritonBytes)
 	if err != nil {
@@ -72,7 +71,8 @@ func readTriton(ctx context.Context, in providers.Input) ([]gen.TritonAutotuneRo
 		}
 		return nil, &providers.DecodeError{Source: src, Message: fmt.Sprintf("source %d cannot be read to its end (a damaged compressed stream?)", src)}
 	}
-	dec := json.NewDecoder(bytes.NewReader(acceptNonFinite(b)))
+	accepted, _ := nonfinite.Accept(b)
+	dec := json.NewDecoder(bytes.NewReader(accepted))
 	dec.UseNumber()
 	var rows []gen.TritonAutotuneRow
 	for n := 0; ; n++ {
@@ -205,7 +205,7 @@ func finite(v float64) *float64 {
 }
 
 // timings reads a timings value: a list of numbers (Triton 3's quantiles) or one number
-// (a do_bench that returned a float). Non-finite literals come marked (acceptNonFinite).
+// (a do_bench that returned a float). Non-finite literals come marked (nonfinite.Accept).
 func timings(raw json.RawMessage) ([]float64, error) {
 	var list []any
 	d := json.NewDecoder(bytes.NewReader(raw))
@@ -259,51 +259,6 @@ func inspectTriton(ctx context.Context, req *providers.Request[gen.NoFields]) (*
 		Limitations: lim}, nil
 }
 
-// nonFiniteMark prefixes the strings that stand for Python's bare non-finite literals.
-const nonFiniteMark = "\x00"
-
-var nonFiniteLiterals = []string{"-Infinity", "Infinity", "NaN"}
-
-// acceptNonFinite rewrites the bare literals Python's json module writes for non-finite
-// floats (NaN, Infinity, -Infinity), which strict JSON rejects, into marked strings
-// outside JSON strings; number and unmark read them back. b is returned as is when it
-// holds none.
-func acceptNonFinite(b []byte) []byte {
-	if !bytes.Contains(b, []byte("Infinity")) && !bytes.Contains(b, []byte("NaN")) {
-		return b
-	}
-	var out []byte
-	inString, escaped, last := false, false, 0
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		if c == '"' {
-			inString = true
-			continue
-		}
-		for _, lit := range nonFiniteLiterals {
-			if bytes.HasPrefix(b[i:], []byte(lit)) {
-				out = append(append(out, b[last:i]...), `"\u0000`...)
-				out = append(append(out, lit...), '"')
-				i += len(lit) - 1
-				last = i + 1
-				break
-			}
-		}
-	}
-	return append(out, b[last:]...)
-}
-
 // number reads a decoded JSON number (json.Number) or a marked non-finite literal.
 func number(v any) (float64, bool) {
 	switch x := v.(type) {
@@ -311,14 +266,7 @@ func number(v any) (float64, bool) {
 		f, err := strconv.ParseFloat(string(x), 64)
 		return f, err == nil
 	case string:
-		switch x {
-		case nonFiniteMark + "NaN":
-			return math.NaN(), true
-		case nonFiniteMark + "Infinity":
-			return math.Inf(1), true
-		case nonFiniteMark + "-Infinity":
-			return math.Inf(-1), true
-		}
+		return nonfinite.Float(x)
 	}
 	return 0, false
 }
@@ -328,7 +276,7 @@ func number(v any) (float64, bool) {
 func unmark(v any) any {
 	switch x := v.(type) {
 	case string:
-		if name, ok := strings.CutPrefix(x, nonFiniteMark); ok && slices.Contains(nonFiniteLiterals, name) {
+		if name, ok := nonfinite.Name(x); ok {
 			return name
 		}
 	case map[string]any:

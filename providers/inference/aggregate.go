@@ -16,6 +16,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/nonfinite"
 )
 
 // maxDocumentBytes bounds the aggregate documents (vLLM and SGLang results, AIPerf's
@@ -71,65 +72,13 @@ func readDocument(in providers.Input, what string) ([]byte, error) {
 	return b, nil
 }
 
-// nonFiniteMark prefixes the strings that stand for Python's bare non-finite literals.
-const nonFiniteMark = "\x00"
-
-var nonFiniteLiterals = [][]byte{[]byte("-Infinity"), []byte("Infinity"), []byte("NaN")}
-
-// acceptNonFinite rewrites the bare literals Python's json module writes for non-finite
-// floats (NaN, Infinity, -Infinity), which strict JSON rejects, into marked strings
-// outside JSON strings; number reads them back as floats. It reports whether any was
-// found.
-func acceptNonFinite(b []byte) ([]byte, bool) {
-	var out []byte
-	inString, escaped, found, last := false, false, false, 0
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		if c == '"' {
-			inString = true
-			continue
-		}
-		for _, lit := range nonFiniteLiterals {
-			if bytes.HasPrefix(b[i:], lit) {
-				out = append(append(out, b[last:i]...), `"\u0000`...)
-				out = append(append(out, lit...), '"')
-				i += len(lit) - 1
-				last, found = i+1, true
-				break
-			}
-		}
-	}
-	if !found {
-		return b, false
-	}
-	return append(out, b[last:]...), true
-}
-
 // number reads a decoded JSON number, including a marked non-finite literal.
 func number(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float64:
 		return x, true
 	case string:
-		switch x {
-		case nonFiniteMark + "NaN":
-			return math.NaN(), true
-		case nonFiniteMark + "Infinity":
-			return math.Inf(1), true
-		case nonFiniteMark + "-Infinity":
-			return math.Inf(-1), true
-		}
+		return nonfinite.Float(x)
 	}
 	return 0, false
 }
@@ -141,7 +90,7 @@ func readRecords(in providers.Input, what string) ([]map[string]any, bool, error
 	if err != nil {
 		return nil, false, err
 	}
-	b, nonFinite := acceptNonFinite(b)
+	b, nonFinite := nonfinite.Accept(b)
 	dec := jsontext.NewDecoder(bytes.NewReader(b))
 	var records []map[string]any
 	for {
@@ -213,7 +162,7 @@ func runNotes(records []map[string]any, nonFinite bool, producer string) []strin
 		count := map[string]int{}
 		for _, r := range records {
 			for k, v := range r {
-				if s, ok := v.(string); ok && strings.HasPrefix(s, nonFiniteMark) {
+				if s, ok := v.(string); ok && strings.HasPrefix(s, nonfinite.Mark) {
 					count[k]++
 				}
 			}

@@ -19,6 +19,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/nonfinite"
 )
 
 // maxAIPerfLine bounds one per-request record: streamed records carry every inter-chunk
@@ -456,7 +457,7 @@ func decodeAIPerfAggregate(in providers.Input) (*aggregates, error) {
 	if t := bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\ufeff")), " \t\r\n"); bytes.HasPrefix(t, []byte("Metric,")) {
 		return decodeAIPerfCSV(in, t)
 	}
-	b, nonFinite := acceptNonFinite(b)
+	b, nonFinite := nonfinite.Accept(b)
 	var doc map[string]any
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, &providers.DecodeError{Source: in.Index, Err: err,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flameox/flameox/internal/canon"
+	"github.com/flameox/flameox/providers/internal/nonfinite"
 )
 
 // The two identity axes of an inference export: what was asked of the server, and what
@@ -97,7 +98,7 @@ func normalize(v any) any {
 		}
 		return x
 	case string:
-		if name, ok := strings.CutPrefix(x, nonFiniteMark); ok {
+		if name, ok := strings.CutPrefix(x, nonfinite.Mark); ok {
 			return name
 		}
 		return x

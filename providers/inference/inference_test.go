@@ -17,6 +17,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/nonfinite"
 )
 
 func corpus(t testing.TB, name string) string { return testtool.Corpus(t, name) }
@@ -688,7 +689,7 @@ func TestQuantileMatchesNumpy(t *testing.T) {
 
 func TestAcceptNonFinite(t *testing.T) {
 	in := `{"a": NaN, "b": "NaN Infinity", "c": [-Infinity, 1], "d": "\"Infinity"}`
-	out, found := acceptNonFinite([]byte(in))
+	out, found := nonfinite.Accept([]byte(in))
 	var m map[string]any
 	if err := json.Unmarshal(out, &m); err != nil || !found {
 		t.Fatalf("%s: %v", out, err)
@@ -699,7 +700,7 @@ func TestAcceptNonFinite(t *testing.T) {
 	if v, _ := number(m["c"].([]any)[0]); !math.IsInf(v, -1) {
 		t.Errorf("%v", m["c"])
 	}
-	if _, found := acceptNonFinite([]byte(`{"a": 1}`)); found {
+	if _, found := nonfinite.Accept([]byte(`{"a": 1}`)); found {
 		t.Error("found a literal in plain JSON")
 	}
 }
