@@ -17,8 +17,8 @@ package benchchart
 
 import (
 	"cmp"
-	"encoding/xml"
 	"fmt"
+	"github.com/flameox/flameox/internal/svgtext"
 	"io"
 	"maps"
 	"math"
@@ -236,14 +236,8 @@ func fill(baseline bool) string {
 	return "#e0954a"
 }
 
-// esc escapes s for SVG text and attribute values: encoding/xml writes control
-// characters that XML cannot hold as U+FFFD (html.EscapeString left them raw and the SVG
-// ill-formed), as the flame graph does.
-func esc(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder does not fail
-	return b.String()
-}
+// esc escapes s for SVG text and attribute values (svgtext.Escape).
+func esc(s string) string { return svgtext.Escape(s) }
 
 // FromRows reads summarize_benchmarks's measurement rows.
 func FromRows(rows []map[string]any) []Measurement {

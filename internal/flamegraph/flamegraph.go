@@ -21,8 +21,8 @@ package flamegraph
 
 import (
 	"cmp"
-	"encoding/xml"
 	"fmt"
+	"github.com/flameox/flameox/internal/svgtext"
 	"hash/fnv"
 	"io"
 	"math"
@@ -247,16 +247,8 @@ func (l *Layout) WriteSVG(w io.Writer, title string) error {
 
 func formatWeight(v float64) string { return fmt.Sprintf("%.6g", v) }
 
-// esc escapes s for SVG text and attribute values. XML 1.0 cannot hold most control
-// characters, not even as character references, so a profile's function name with \x01
-// or \x0c would make the SVG ill-formed: encoding/xml's EscapeText writes each of them,
-// U+FFFE, U+FFFF and invalid UTF-8 as U+FFFD, and tab, newline and carriage return as
-// references, so that attribute values keep them.
-func esc(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder does not fail
-	return b.String()
-}
+// esc escapes s for SVG text and attribute values (svgtext.Escape).
+func esc(s string) string { return svgtext.Escape(s) }
 
 // color is a warm hue picked from the function name, so a function keeps its colour.
 func color(n *Node) string {

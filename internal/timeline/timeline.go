@@ -19,8 +19,8 @@ package timeline
 
 import (
 	"cmp"
-	"encoding/xml"
 	"fmt"
+	"github.com/flameox/flameox/internal/svgtext"
 	"hash/fnv"
 	"io"
 	"math"
@@ -278,14 +278,8 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// esc escapes s for SVG text and attribute values: encoding/xml writes control
-// characters that XML cannot hold as U+FFFD (html.EscapeString left them raw and the SVG
-// ill-formed), as the flame graph does.
-func esc(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder does not fail
-	return b.String()
-}
+// esc escapes s for SVG text and attribute values (svgtext.Escape).
+func esc(s string) string { return svgtext.Escape(s) }
 
 // color is a cool hue picked from the slice name, so a name keeps its colour.
 func color(name string) string {
