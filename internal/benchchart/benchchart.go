@@ -18,12 +18,13 @@ package benchchart
 import (
 	"cmp"
 	"fmt"
-	"github.com/flameox/flameox/internal/svgtext"
 	"io"
 	"maps"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/flameox/flameox/internal/svgtext"
 )
 
 // Z is the two-sided 95% quantile of the standard normal distribution.

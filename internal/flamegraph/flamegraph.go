@@ -22,12 +22,13 @@ package flamegraph
 import (
 	"cmp"
 	"fmt"
-	"github.com/flameox/flameox/internal/svgtext"
 	"hash/fnv"
 	"io"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/flameox/flameox/internal/svgtext"
 )
 
 // Bounds of a layout.

@@ -20,12 +20,13 @@ package timeline
 import (
 	"cmp"
 	"fmt"
-	"github.com/flameox/flameox/internal/svgtext"
 	"hash/fnv"
 	"io"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/flameox/flameox/internal/svgtext"
 )
 
 // Bounds of a layout.
