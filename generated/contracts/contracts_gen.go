@@ -1253,7 +1253,7 @@ type TraceOperationRow struct {
 	SelfDurationNS any `json:"self_duration_ns,omitempty"`
 	MeanDurationNS any `json:"mean_duration_ns"`
 	MaxDurationNS  any `json:"max_duration_ns"`
-	// Slice formats and Nsight Systems: total_duration_ns over the summed total of the listed rows of the same span_kind, rounded to 4 decimals.
+	// total_duration_ns over the summed total of the listed rows of the same span_kind, rounded to 4 decimals; absent when that total is 0.
 	ShareOfKind *float64 `json:"share_of_kind,omitempty"`
 	// GPU kernels, memcpy and memset of torch.profiler traces: the operator (Kineto External id, the innermost) that launched most of the row's time; absent when none is linked.
 	LaunchOpName *string `json:"launch_op_name,omitempty"`

@@ -126,6 +126,12 @@ for (name, kind, status), o in ops.items():
     mean = int((Decimal(tot) / Decimal(len(o["durs"]))).to_integral_value(ROUND_HALF_EVEN)) if o["durs"] else None
     operations.append(dict(operation=name or "<unnamed>", span_kind=KINDS[kind], status_code=STATUS[status], call_count=o["calls"],
         total_duration_ns=ns(tot), mean_duration_ns=None if mean is None else ns(mean), max_duration_ns=ns(max(o["durs"])) if o["durs"] else None))
+kind_total = {}
+for r in operations: kind_total[r["span_kind"]] = kind_total.get(r["span_kind"], 0) + int(r["total_duration_ns"])
+for r in operations:
+    if kind_total[r["span_kind"]]:
+        v = round(int(r["total_duration_ns"]) / kind_total[r["span_kind"]], 4)
+        r["share_of_kind"] = int(v) if v == int(v) else v
 operations.sort(key=lambda r: (-int(r["total_duration_ns"]), -r["call_count"], r["operation"], KINDS.index(r["span_kind"]), STATUS.index(r["status_code"])))
 life = []
 ORDER = {"span_started": 0, "span_event": 1, "span_ended": 2}

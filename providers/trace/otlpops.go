@@ -382,10 +382,19 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 	case len(list) == 0:
 		lim = append(lim, "no_spans_observed: the trace holds no span.")
 	}
+	// A row's share is of the summed total of the listed rows of its span kind.
+	totals := map[int32]*big.Int{}
+	for _, o := range list {
+		if totals[o.kind] == nil {
+			totals[o.kind] = new(big.Int)
+		}
+		totals[o.kind].Add(totals[o.kind], o.total())
+	}
 	return &providers.Analysis{Provider: provider(), Metrics: m, Limitations: lim,
 		Rows: providers.ProjectSlice(list, func(o *operation) gen.TraceOperationRow {
 			row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: kindName(o.kind),
-				StatusCode: ptr(enumName(statusCodes, "STATUS_CODE_", o.status)), CallCount: o.calls, TotalDurationNS: bigNanos(o.total())}
+				StatusCode: ptr(enumName(statusCodes, "STATUS_CODE_", o.status)), CallCount: o.calls, TotalDurationNS: bigNanos(o.total()),
+				ShareOfKind: share(o.total(), totals[o.kind])}
 			if o.timed > 0 {
 				row.MeanDurationNS = bigNanos(meanHalfEven(o.total(), o.timed))
 				row.MaxDurationNS = nanos(o.max)
