@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"math/big"
 	"slices"
 	"sort"
@@ -83,18 +82,13 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 			}
 			t = t.resolved(d)
 			where, args := f.nsysWhere(t.kind, t.event, t.name, t.where)
+			var all int64 // the table's rows, when filters leave some out
 			if f != nil {
-				var all, kept int64
 				if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM `+t.from+t.where).Scan(&all); err != nil {
 					return d.sqlErr(ctx, err)
 				}
-				if where != "" {
-					if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM `+t.from+where, args...).Scan(&kept); err != nil {
-						return d.sqlErr(ctx, err)
-					}
-				}
-				excluded += all - kept
 				if where == "" {
+					excluded += all
 					continue
 				}
 			}
@@ -134,6 +128,9 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 			}
 			counts[t.metric] = n
 			events += n
+			if f != nil {
+				excluded += all - n
+			}
 		}
 		return nil
 	})
@@ -180,15 +177,6 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 		return row
 	})
 	return a, nil
-}
-
-// share is part over whole rounded to 4 decimals; nil when whole is 0.
-func share(part, whole *big.Int) *float64 {
-	if whole == nil || whole.Sign() == 0 {
-		return nil
-	}
-	r, _ := new(big.Rat).SetFrac(part, whole).Float64()
-	return ptr(math.Round(r*1e4) / 1e4)
 }
 
 // streamList is a group_concat of stream ids, distinct and ascending (the first

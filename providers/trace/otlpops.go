@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"math/bits"
 	"sort"
 	"strings"
 
@@ -257,23 +256,14 @@ type operation struct {
 	name         string
 	kind, status int32
 	calls, timed int64
-	// total is a 128-bit sum (hi, lo) of the timed durations.
-	hi, lo uint64
-	max    int64
-}
-
-func (o *operation) total() *big.Int {
-	t := new(big.Int).SetUint64(o.hi)
-	t.Lsh(t, 64)
-	return t.Or(t, new(big.Int).SetUint64(o.lo))
+	// total is the exact sum of the timed durations.
+	total u128
+	max   int64
 }
 
 func cmpOps(a, b *operation) int {
-	if a.hi != b.hi {
-		return cmpU(b.hi, a.hi)
-	}
-	if a.lo != b.lo {
-		return cmpU(b.lo, a.lo)
+	if c := b.total.cmp(a.total); c != 0 {
+		return c
 	}
 	if a.calls != b.calls {
 		return cmpU(uint64(b.calls), uint64(a.calls))
@@ -330,12 +320,10 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 	ops := map[key]*operation{}
 	var missing, dropped, excluded int64
 	st, err := readOTLP(ctx, in, func(s *OTLPSpan) error {
-		if f != nil {
-			_, dur, timed := timing(s)
-			if !f.span(s.Name, kindName(s.Kind), dur, timed) {
-				excluded++
-				return nil
-			}
+		_, dur, timed := timing(s)
+		if f != nil && !f.span(s.Name, kindName(s.Kind), dur, timed) {
+			excluded++
+			return nil
 		}
 		k := key{s.Name, s.Kind, s.StatusCode}
 		o := ops[k]
@@ -348,14 +336,11 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 			ops[k] = o
 		}
 		o.calls++
-		_, dur, ok := timing(s)
-		if !ok {
+		if !timed {
 			missing++
 			return nil
 		}
-		var c uint64
-		o.lo, c = bits.Add64(o.lo, uint64(dur), 0)
-		o.hi += c
+		o.total.add(dur)
 		if o.timed == 0 || dur > o.max {
 			o.max = dur
 		}
@@ -388,15 +373,15 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 		if totals[o.kind] == nil {
 			totals[o.kind] = new(big.Int)
 		}
-		totals[o.kind].Add(totals[o.kind], o.total())
+		totals[o.kind].Add(totals[o.kind], o.total.big())
 	}
 	return &providers.Analysis{Provider: provider(), Metrics: m, Limitations: lim,
 		Rows: providers.ProjectSlice(list, func(o *operation) gen.TraceOperationRow {
 			row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: kindName(o.kind),
-				StatusCode: ptr(enumName(statusCodes, "STATUS_CODE_", o.status)), CallCount: o.calls, TotalDurationNS: bigNanos(o.total()),
-				ShareOfKind: share(o.total(), totals[o.kind])}
+				StatusCode: ptr(enumName(statusCodes, "STATUS_CODE_", o.status)), CallCount: o.calls, TotalDurationNS: bigNanos(o.total.big()),
+				ShareOfKind: share(o.total.big(), totals[o.kind])}
 			if o.timed > 0 {
-				row.MeanDurationNS = bigNanos(meanHalfEven(o.total(), o.timed))
+				row.MeanDurationNS = bigNanos(meanHalfEven(o.total.big(), o.timed))
 				row.MaxDurationNS = nanos(o.max)
 			}
 			return row

@@ -41,7 +41,14 @@ func (u u128) cmp(v u128) int {
 	return 0
 }
 
-func (u u128) float() float64 { return float64(u.hi)*math.Exp2(64) + float64(u.lo) }
+// share is part over whole rounded to 4 decimals; nil when whole is 0.
+func share(part, whole *big.Int) *float64 {
+	if whole == nil || whole.Sign() == 0 {
+		return nil
+	}
+	r, _ := new(big.Rat).SetFrac(part, whole).Float64()
+	return ptr(math.Round(r*1e4) / 1e4)
+}
 
 // maxLaunchers and maxStreams bound what one ranked row remembers of its GPU launches.
 const (
@@ -331,16 +338,19 @@ func ranksBefore(total int, aCalls, bCalls int64, aName, bName, aKind, bKind str
 }
 
 // kindTotals sums the rows' totals by category, for their shares.
-func kindTotals(list []*sliceOp) map[string]float64 {
-	t := map[string]float64{}
+func kindTotals(list []*sliceOp) map[string]*big.Int {
+	t := map[string]*big.Int{}
 	for _, op := range list {
-		t[op.cat] += op.total.float()
+		if t[op.cat] == nil {
+			t[op.cat] = new(big.Int)
+		}
+		t[op.cat].Add(t[op.cat], op.total.big())
 	}
 	return t
 }
 
 // row projects one ranked operation.
-func (op *sliceOp) row(kindTotal float64) gen.TraceOperationRow {
+func (op *sliceOp) row(kindTotal *big.Int) gen.TraceOperationRow {
 	name := sliceName(op.name)
 	row := gen.TraceOperationRow{Operation: name, SpanKind: op.cat, CallCount: op.calls,
 		TotalDurationNS: bigNanos(op.total.big()), SelfDurationNS: bigNanos(op.self.big()),
@@ -354,9 +364,7 @@ func (op *sliceOp) row(kindTotal float64) gen.TraceOperationRow {
 	if op.kind != "" {
 		row.EventKind = ptr(op.kind)
 	}
-	if kindTotal > 0 {
-		row.ShareOfKind = ptr(math.Round(op.total.float()/kindTotal*1e4) / 1e4)
-	}
+	row.ShareOfKind = share(op.total.big(), kindTotal)
 	if len(op.launchers) > 0 {
 		var best string
 		var top u128

@@ -25,6 +25,8 @@ import (
 // id on its thread, else the operator with the same External id that starts last, then
 // is shortest (the innermost on its thread); and the distinct streams. Filters: argv[2] is a
 // category or "", argv[3] a name substring or "", argv[4] a minimum duration in ns.
+// With argv[5] "launches" it prints each GPU slice's launching operator by event
+// ordinal instead of the rows.
 const rankTruth = `
 import sys, json, gzip
 from decimal import Decimal, ROUND_HALF_EVEN
@@ -86,6 +88,13 @@ for r in sorted(rows.values(), key=lambda r: (-r['total'], -r['call_count'], r['
         total_duration_ns=r['total'], self_duration_ns=r['self'], mean_duration_ns=mean, max_duration_ns=r['max'],
         share_of_kind=r['total'] / kind_total, launch_op_name=lo[0][0] if lo else None,
         launch_op_count=len(lo) or None, streams=sorted(r['streams']) or None))
+if len(sys.argv) > 5 and sys.argv[5] == 'launches':
+    # Each GPU slice's (event ordinal's) launching operator instead of the rows.
+    out = {}
+    for s in sl:
+        if s['cat'] in gpu:
+            o = corr.get(s['args'].get('correlation')) or ops.get(s['args'].get('External id'))
+            out[str(s['i'])] = o['name'] if o else None
 print(json.dumps(out))
 `
 
@@ -378,47 +387,6 @@ func TestTraceFilters(t *testing.T) {
 	})
 }
 
-// launchTruth maps each GPU slice (its event ordinal) of a Trace Event file to the
-// operator that launched it, as rankTruth links them: the innermost operator containing
-// the CPU slice with the same correlation id, else the innermost operator with the same
-// External id.
-const launchTruth = `
-import sys, json, gzip
-from decimal import Decimal, ROUND_HALF_EVEN
-path = sys.argv[1]
-doc = json.loads((gzip.open if path.endswith('.gz') else open)(path, 'rb').read(), parse_float=Decimal)
-events = doc['traceEvents'] if isinstance(doc, dict) else doc
-ns = lambda v: int((Decimal(str(v)) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
-sl = [dict(i=i, ts=ns(e['ts']), dur=ns(e['dur']), name=e.get('name', ''), cat=e.get('cat', ''),
-           track=(e.get('pid', 0), e.get('tid', 0)), args=e.get('args') or {})
-      for i, e in enumerate(events) if e.get('ph') == 'X' and ns(e.get('dur', 0)) > 0]
-is_op = lambda s: s['name'].startswith(('aten::', 'autograd::', 'torch::'))
-gpu = ('kernel', 'gpu_memcpy', 'gpu_memset')
-ops, corr, stacks = {}, {}, {}
-for s in sl:
-    x = s['args'].get('External id')
-    if is_op(s) and x is not None:
-        o = ops.get(x)
-        if o is None or (s['ts'], -s['dur']) > (o['ts'], -o['dur']):
-            ops[x] = s
-for s in sorted(sl, key=lambda s: (s['ts'], -s['dur'], s['i'])):
-    st = stacks.setdefault(s['track'], [])
-    while st and not (st[-1]['ts'] <= s['ts'] and s['ts'] + s['dur'] <= st[-1]['ts'] + st[-1]['dur']):
-        st.pop()
-    st.append(s)
-    c = s['args'].get('correlation')
-    if c is not None and s['cat'] not in gpu:
-        inner = [p for p in st if is_op(p)]
-        if inner:
-            corr[c] = inner[-1]
-out = {}
-for s in sl:
-    if s['cat'] in gpu:
-        o = corr.get(s['args'].get('correlation')) or ops.get(s['args'].get('External id'))
-        out[str(s['i'])] = o['name'] if o else None
-print(json.dumps(out))
-`
-
 // TestPytorchLaunchesAgainstPython checks every GPU row of summarize_pytorch_trace on
 // the corpus torch.profiler traces: its launching operator is the one Python finds
 // through the correlation id, else the External id (the 2023 A100 trace links kernels to
@@ -428,7 +396,7 @@ func TestPytorchLaunchesAgainstPython(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := corpusFile(t, name)
 			var want map[string]*string
-			if err := json.Unmarshal(python3(t, launchTruth, path), &want); err != nil {
+			if err := json.Unmarshal(python3(t, rankTruth, path, "", "", "0", "launches"), &want); err != nil {
 				t.Fatal(err)
 			}
 			a, err := summarizePytorch(context.Background(), &providers.Request[gen.TraceFilterFields]{Inputs: []providers.Input{{Path: path, Format: gen.FormatPytorch}},
