@@ -3,28 +3,21 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
 )
 
-// publishCeilings writes the server's ceilings into every tool's input schema as the
-// maxima of page_size and of each limits field, so that tools/list advertises what this
-// server accepts rather than the contract's hard maxima (decision 0043). The schema stays
-// the one requests are validated against; a value between the ceiling and the hard
-// maximum is still answered LIMIT_EXCEEDED with its recovery (ceilingFailure).
-func (rt *Runtime) publishCeilings() error {
+// publishCeilings gives every tool the server's ceilings, which its published input
+// schema (Tool.Input) states as the maxima of page_size and of each limits field, so that
+// tools/list advertises what this server accepts rather than the contract's hard maxima
+// (decision 0043). The schema stays the one requests are validated against; a value
+// between the ceiling and the hard maximum is still answered LIMIT_EXCEEDED with its
+// recovery (ceilingFailure). Each schema is written on its first use.
+func (rt *Runtime) publishCeilings() {
 	for _, t := range rt.tools {
-		b, ok, err := withCeilings(t.InputSchema, rt.limits)
-		if err != nil {
-			return fmt.Errorf("publishing the ceilings in the input schema of %s: %w", t.Name, err)
-		}
-		if ok {
-			t.InputSchema, t.ceilings = b, &rt.limits
-		}
+		t.ceilings = &rt.limits
 	}
-	return nil
 }
 
 // withCeilings returns schema with each limits field's maximum set to the ceiling, and

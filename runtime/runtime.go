@@ -55,21 +55,53 @@ type Tool struct {
 	// CaptureProviders are the provider kinds a capture tool offers.
 	CaptureProviders []string
 	Annotations      Annotations
-	InputSchema      json.RawMessage
-	OutputSchema     json.RawMessage
+	// InputSchema is the contract's input schema (contracts/tools): its limits carry the
+	// contract's hard maxima. Input is the schema this server publishes and validates.
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
 
 	// The input validator is compiled on the tool's first call: a CLI call or an MCP
 	// start compiles nothing it does not use.
 	inputOnce sync.Once
 	input     *validate.Schema
 	inputErr  error
-	// ceilings are the server's, when its input schema publishes them (publishCeilings).
-	ceilings *gen.EffectiveLimits
+	// ceilings are the server's, which its published schema states (publishCeilings);
+	// the schema is written on first use, so a start publishes nothing it does not use.
+	ceilings      *gen.EffectiveLimits
+	publishOnce   sync.Once
+	published     json.RawMessage
+	hasCeilings   bool
+	publishFailed error
+}
+
+// Input is the input schema this server publishes in tools/list and validates requests
+// against: InputSchema with the server's ceilings as the maxima of page_size and limits
+// (decision 0043), for a tool that has limits.
+func (t *Tool) Input() json.RawMessage {
+	t.publishOnce.Do(func() {
+		t.published = t.InputSchema
+		if t.ceilings == nil {
+			return
+		}
+		b, ok, err := withCeilings(t.InputSchema, *t.ceilings)
+		switch {
+		case err != nil:
+			t.publishFailed = err
+		case ok:
+			t.published, t.hasCeilings = b, true
+		}
+	})
+	return t.published
 }
 
 // validator returns the compiled input schema.
 func (t *Tool) validator() (*validate.Schema, *failure.Failure) {
-	t.inputOnce.Do(func() { t.input, t.inputErr = validate.Compile(t.Name+".input.json", t.InputSchema) })
+	t.inputOnce.Do(func() {
+		in := t.Input()
+		if t.inputErr = t.publishFailed; t.inputErr == nil {
+			t.input, t.inputErr = validate.Compile(t.Name+".input.json", in)
+		}
+	})
 	if t.inputErr != nil {
 		return nil, failure.Wrap(t.inputErr, gen.FailureCodeInternalContractFailure, "the input schema of %s does not compile", t.Name)
 	}
@@ -85,7 +117,7 @@ func (t *Tool) Validate(raw []byte) (any, *failure.Failure) {
 		return nil, f
 	}
 	inst, f := v.Validate(raw)
-	if f != nil && t.ceilings != nil {
+	if f != nil && t.hasCeilings {
 		if g := ceilingFailure(f, raw, *t.ceilings); g != nil {
 			return nil, g
 		}
@@ -199,9 +231,7 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, err
 		}
 		rt.limits = eff
 	}
-	if err := rt.publishCeilings(); err != nil {
-		return nil, err
-	}
+	rt.publishCeilings()
 	return rt, nil
 }
 

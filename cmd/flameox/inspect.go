@@ -77,7 +77,7 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 				var schema struct {
 					Required []string `json:"required"`
 				}
-				_ = json.Unmarshal(t.InputSchema, &schema)
+				_ = json.Unmarshal(t.Input(), &schema)
 				tools = append(tools, map[string]any{"name": t.Name, "toolset": t.Toolset, "description": t.Description,
 					"required_inputs": schema.Required, "annotations": mcpTool(t).Annotations})
 				if t.Family == "analysis" {

@@ -141,7 +141,7 @@ func mcpTool(t *runtime.Tool) *mcp.Tool {
 		Name:         t.Name,
 		Title:        t.Title,
 		Description:  t.Description,
-		InputSchema:  t.InputSchema,
+		InputSchema:  t.Input(),
 		OutputSchema: t.OutputSchema,
 		Annotations:  a,
 	}
