@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -25,9 +23,6 @@ import (
 	"github.com/flameox/flameox/runtime"
 )
 
-// ViewerTokenVariable names the bearer token a non-loopback viewer requires.
-const ViewerTokenVariable = "FLAMEOX_VIEWER_TOKEN"
-
 // maxViewerRequestBytes bounds a request body (analysis arguments).
 const maxViewerRequestBytes = 1 << 20
 
@@ -35,7 +30,7 @@ func newEvidenceServeCommand() *cobra.Command {
 	var addr, store string
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the evidence store read-only over HTTP (the evidence viewer API; loopback unless FLAMEOX_VIEWER_TOKEN is set)",
+		Short: "Serve the evidence store read-only over HTTP (the evidence viewer API; loopback only)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			var opts []runtime.Option
@@ -47,7 +42,7 @@ func newEvidenceServeCommand() *cobra.Command {
 				return err
 			}
 			defer rt.Close()
-			srv, ln, f := startViewer(rt, addr, os.Getenv(ViewerTokenVariable))
+			srv, ln, f := startViewer(rt, addr)
 			if f != nil {
 				return f
 			}
@@ -64,24 +59,23 @@ func newEvidenceServeCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address; a non-loopback address requires "+ViewerTokenVariable)
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address: a loopback host (127.0.0.1, [::1] or localhost) and a port; reach it from another machine with ssh -L")
 	cmd.Flags().StringVar(&store, "store", "", "serve this evidence store directory instead of the configured one")
 	return cmd
 }
 
-// startViewer checks the address and token and listens. A non-loopback address without a
-// token is INVALID_INPUT at addr.
-func startViewer(rt *runtime.Runtime, addr, token string) (*http.Server, net.Listener, *failure.Failure) {
-	host, _, err := net.SplitHostPort(addr)
+// startViewer checks the address and listens. The viewer listens on loopback only (seed
+// 002: all work stays local; decision 0046): any other address, the unspecified 0.0.0.0
+// and [::] included, is INVALID_INPUT at addr before anything listens.
+func startViewer(rt *runtime.Runtime, addr string) (*http.Server, net.Listener, *failure.Failure) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, nil, failure.Invalid(failure.Path("addr"), nil, "--addr must be host:port, such as 127.0.0.1:0")
 	}
-	if !loopbackHost(host) && token == "" {
-		return nil, nil, failure.Invalid(failure.Path("addr"), nil,
-			"a non-loopback address needs a bearer token: set %s, or listen on 127.0.0.1", ViewerTokenVariable).
-			With("environment_variable", ViewerTokenVariable)
+	if !loopbackHost(host) {
+		return nil, nil, notLoopback(port)
 	}
-	h, err := viewerHandler(rt, token)
+	h, err := viewerHandler(rt)
 	if err != nil {
 		return nil, nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the evidence viewer could not be built")
 	}
@@ -90,20 +84,42 @@ func startViewer(rt *runtime.Runtime, addr, token string) (*http.Server, net.Lis
 		return nil, nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the evidence viewer could not listen on %s", addr).
 			Field(failure.Path("addr"), nil)
 	}
+	// localhost is resolved by the system: a name that resolved off loopback is refused too.
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		ln.Close()
+		return nil, nil, notLoopback(port)
+	}
 	return newViewerServer(h), newLimitListener(ln, viewerMaxConns), nil
 }
 
+// notLoopback is the refusal of a non-loopback --addr: the viewer listens on loopback
+// only, and another machine reaches it through an SSH tunnel. The next action is the
+// command to run here, on the port asked for (8080 when none was).
+func notLoopback(port string) *failure.Failure {
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		port = "8080"
+	}
+	f := failure.Invalid(failure.Path("addr"), nil,
+		"the evidence viewer listens on loopback only (127.0.0.1, [::1] or localhost); to reach it from another machine, "+
+			"run `ssh -L %[1]s:127.0.0.1:%[1]s host` there and open http://127.0.0.1:%[1]s/", port)
+	f.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
+		Message: fmt.Sprintf("Run `flameox evidence serve --addr 127.0.0.1:%[1]s` (with the same --store, if you gave one); "+
+			"from another machine, run `ssh -L %[1]s:127.0.0.1:%[1]s host` (host: this machine) and open http://127.0.0.1:%[1]s/.", port)}}
+	return f
+}
+
+// loopbackHost reports whether host is a loopback IP address or localhost.
 func loopbackHost(host string) bool {
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
 
-// viewerHandler is the viewer's HTTP handler: no-store on every response, the bearer
-// token when one is configured, bounded bodies, and the ogen server with typed failures.
-func viewerHandler(rt *runtime.Runtime, token string) (http.Handler, error) {
+// viewerHandler is the viewer's HTTP handler: no-store on every response, bounded bodies,
+// and the ogen server with typed failures.
+func viewerHandler(rt *runtime.Runtime) (http.Handler, error) {
 	v := &viewer{rt: rt}
 	api, err := viewerapi.NewServer(v, v,
 		viewerapi.WithNotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -133,15 +149,6 @@ func viewerHandler(rt *runtime.Runtime, token string) (http.Handler, error) {
 		h.Set("Content-Security-Policy", sandboxCSP)
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		h.Set("Referrer-Policy", "no-referrer")
-		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", "Bearer")
-				httpFailure(w, http.StatusUnauthorized, failure.Invalid(failure.Path("authorization"), nil,
-					"this viewer requires Authorization: Bearer with the token in %s", ViewerTokenVariable))
-				return
-			}
-		}
 		if !strings.HasPrefix(r.URL.Path, "/api/") {
 			v.servePage(w, r)
 			return

@@ -81,7 +81,7 @@ func BenchmarkViewerQuery(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rt.Close()
-	srv, ln, f := startViewer(rt, "127.0.0.1:0", "")
+	srv, ln, f := startViewer(rt, "127.0.0.1:0")
 	if f != nil {
 		b.Fatal(f)
 	}
@@ -164,7 +164,7 @@ func BenchmarkViewerArtifact(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rt.Close()
-	srv, ln, fl := startViewer(rt, "127.0.0.1:0", "")
+	srv, ln, fl := startViewer(rt, "127.0.0.1:0")
 	if fl != nil {
 		b.Fatal(fl)
 	}

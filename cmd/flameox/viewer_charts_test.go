@@ -153,7 +153,7 @@ json.dump({"t0": full[0], "t1": full[1], "bars": bars, "lanes": [lane({"pid": ne
 func TestViewerTimeline(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	id := preserveEvidence(t, store, "summarize_trace", "pytorch", "h200__torch-mlp-train.pt.trace.json")
-	base := serveViewer(t, store, "")
+	base := serveViewer(t, store)
 	py := testtool.Require(t, "python3")
 	out, err := exec.Command(py, "-c", pythonTimeline, filepath.Join(corpusDir(t), "h200__torch-mlp-train.pt.trace.json"),
 		jsonString(timeline.Label), jsonString(timeline.Plot), jsonString(timeline.MinBarWidth)).Output()
@@ -287,7 +287,7 @@ func TestViewerBenchmarkChart(t *testing.T) {
 	for _, c := range cases {
 		ids[c.name] = preserveEvidence(t, store, c.op, "pyperf", c.files...)
 	}
-	base := serveViewer(t, store, "")
+	base := serveViewer(t, store)
 	py := testtool.Require(t, "python3")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -341,7 +341,7 @@ func TestViewerBenchmarkChart(t *testing.T) {
 func TestViewerTimelineWindow(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	id := preserveEvidence(t, store, "summarize_trace", "pytorch", "h200__torch-mlp-train.pt.trace.json")
-	base := serveViewer(t, store, "")
+	base := serveViewer(t, store)
 	py := testtool.Require(t, "python3")
 	trace := filepath.Join(corpusDir(t), "h200__torch-mlp-train.pt.trace.json")
 	python := func(window ...string) (out struct {

@@ -29,7 +29,7 @@ const (
 	// viewerIdleTimeout closes a keep-alive connection idle this long, freeing its slot.
 	viewerIdleTimeout = 60 * time.Second
 	// viewerMaxHeaderBytes bounds request headers (the longest legitimate value is a
-	// cursor of at most 4,096 characters, or a bearer token).
+	// cursor of at most 4,096 characters).
 	viewerMaxHeaderBytes = 64 << 10
 	// An artifact download is written in chunks of artifactChunkBytes, each within
 	// artifactChunkTimeout (at least 140 KB/s while a chunk is in flight), so a download

@@ -69,7 +69,7 @@ func TestViewerArtifactDownloadOnly(t *testing.T) {
 	defer rt.Close()
 	textEvidence, textSum := preserveFile(t, rt, "preview_artifact", "page.xml", xhtmlArtifact, map[string]any{"format": "text"})
 	sanEvidence, sanSum := preserveFile(t, rt, "inspect_sanitizer_failures", "sanitizer.xml", xhtmlSanitizerLog, map[string]any{})
-	base := serveViewer(t, store, "")
+	base := serveViewer(t, store)
 
 	artifacts := []struct {
 		name, path, rangeHeader, body, filename string
@@ -187,7 +187,7 @@ func TestViewerServerBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	srv, ln, f := startViewer(rt, "127.0.0.1:0", "")
+	srv, ln, f := startViewer(rt, "127.0.0.1:0")
 	if f != nil {
 		t.Fatal(f)
 	}
@@ -222,7 +222,7 @@ func TestViewerConnectionCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	srv, ln, f := startViewer(rt, "127.0.0.1:0", "")
+	srv, ln, f := startViewer(rt, "127.0.0.1:0")
 	if f != nil {
 		t.Fatal(f)
 	}
@@ -303,7 +303,7 @@ func TestViewerBrowserArtifactScript(t *testing.T) {
 	}
 	defer rt.Close()
 	evidence, sum := preserveFile(t, rt, "inspect_sanitizer_failures", "sanitizer.xml", scriptSanitizerLog, map[string]any{})
-	base := serveViewer(t, store, "")
+	base := serveViewer(t, store)
 	inline := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/xml")
 		_, _ = io.WriteString(w, scriptSanitizerLog)

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -59,7 +62,7 @@ func newViewerFixture(t *testing.T) *viewerFixture {
 		}
 		fx.evidence = append(fx.evidence, p.EvidenceID)
 	}
-	fx.base = serveViewer(t, fx.store, "")
+	fx.base = serveViewer(t, fx.store)
 	if fx.client, err = viewerapi.NewClient(fx.base); err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +71,13 @@ func newViewerFixture(t *testing.T) *viewerFixture {
 
 // serveViewer starts a viewer (its own runtime, as `flameox evidence serve --store`) on
 // 127.0.0.1:0 and returns its base URL.
-func serveViewer(t *testing.T, store, token string) string {
+func serveViewer(t *testing.T, store string) string {
 	t.Helper()
 	rt, err := newRuntime(nil, runtime.WithStoreDir(store))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, ln, f := startViewer(rt, "127.0.0.1:0", token)
+	srv, ln, f := startViewer(rt, "127.0.0.1:0")
 	if f != nil {
 		t.Fatal(f)
 	}
@@ -355,6 +358,9 @@ func expectFailure(t *testing.T, req *http.Request, status int, code gen.Failure
 
 func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
 
+// TestViewerAccess checks that the viewer listens on loopback only (decision 0046): every
+// other address is INVALID_INPUT at addr before anything listens, with the SSH tunnel
+// in the message and a next action whose command runs as given.
 func TestViewerAccess(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	rt, err := newRuntime(nil, runtime.WithStoreDir(store))
@@ -362,45 +368,141 @@ func TestViewerAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0"} {
-		_, _, f := startViewer(rt, addr, "")
+	for _, tc := range []struct{ addr, port string }{
+		{"0.0.0.0:0", "8080"},
+		{":0", "8080"},
+		{"[::]:0", "8080"},
+		{"192.168.1.20:9000", "9000"},
+		{"10.0.0.7:8080", "8080"},
+		{"example.com:0", "8080"},
+		{"localhost.example.com:0", "8080"},
+	} {
+		_, _, f := startViewer(rt, tc.addr)
 		if f == nil || f.Code != gen.FailureCodeInvalidInput || len(f.FieldPath) != 1 || f.FieldPath[0] != "addr" {
-			t.Errorf("%s without a token: %v, want INVALID_INPUT at addr", addr, f)
+			t.Errorf("%s: %v, want INVALID_INPUT at addr", tc.addr, f)
+			continue
+		}
+		tunnel := "ssh -L " + tc.port + ":127.0.0.1:" + tc.port + " host"
+		if !strings.Contains(f.Message, "loopback only") || !strings.Contains(f.Message, tunnel) ||
+			!strings.Contains(f.Message, "http://127.0.0.1:"+tc.port+"/") {
+			t.Errorf("%s: message %q does not say loopback only and %q", tc.addr, f.Message, tunnel)
+		}
+		next := f.Envelope().NextAction
+		if next == nil || next.OperatorAction == nil ||
+			!strings.HasPrefix(next.OperatorAction.Message, "Run `flameox evidence serve --addr 127.0.0.1:"+tc.port+"`") ||
+			!strings.Contains(next.OperatorAction.Message, tunnel) {
+			t.Errorf("%s: next action %+v", tc.addr, next)
 		}
 	}
-	base := serveViewer(t, store, "s3cret")
-	for _, auth := range []string{"", "Bearer wrong", "s3cret", "Basic s3cret"} {
-		req, _ := http.NewRequest("GET", base+"/api/evidence", nil)
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
+	accepted := []string{"127.0.0.1:0", "localhost:0"}
+	if ln, err := net.Listen("tcp", "[::1]:0"); err == nil {
+		ln.Close()
+		accepted = append(accepted, "[::1]:0")
+	}
+	for _, addr := range accepted {
+		srv, ln, f := startViewer(rt, addr)
+		if f != nil {
+			t.Errorf("%s: %v", addr, f)
+			continue
 		}
-		expectFailure(t, req, 401, gen.FailureCodeInvalidInput, "authorization")
-	}
-	c, err := viewerapi.NewClient(base, viewerapi.WithClient(bearer{"s3cret"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.ListEvidence(context.Background(), viewerapi.ListEvidenceParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Response.Evidence) != 0 || res.Response.InventorySize != 0 {
-		t.Errorf("an empty store lists %d evidence", len(res.Response.Evidence))
-	}
-	// The typed client reports a failure as *FailureStatusCode.
-	_, err = c.GetEvidence(context.Background(), viewerapi.GetEvidenceParams{EvidenceID: strings.Repeat("a", 64)})
-	var fs *viewerapi.FailureStatusCode
-	if !errors.As(err, &fs) || fs.StatusCode != 404 || string(fs.Response.Code) != string(gen.FailureCodeMissingEvidence) {
-		t.Errorf("missing evidence: %v", err)
+		go func() { _ = srv.Serve(ln) }()
+		c, err := viewerapi.NewClient("http://" + ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.ListEvidence(context.Background(), viewerapi.ListEvidenceParams{})
+		if err != nil || len(res.Response.Evidence) != 0 || res.Response.InventorySize != 0 {
+			t.Errorf("%s: an empty store lists %v, %v", addr, res, err)
+		}
+		// The typed client reports a failure as *FailureStatusCode.
+		_, err = c.GetEvidence(context.Background(), viewerapi.GetEvidenceParams{EvidenceID: strings.Repeat("a", 64)})
+		var fs *viewerapi.FailureStatusCode
+		if !errors.As(err, &fs) || fs.StatusCode != 404 || string(fs.Response.Code) != string(gen.FailureCodeMissingEvidence) {
+			t.Errorf("%s: missing evidence: %v", addr, err)
+		}
+		srv.Close()
 	}
 }
 
-// bearer is an HTTP client that adds a bearer token.
-type bearer struct{ token string }
+// TestViewerRefusalNextActionRuns runs the command a refused --addr names, as given,
+// through the CLI: it serves on loopback until cancelled.
+func TestViewerRefusalNextActionRuns(t *testing.T) {
+	t.Setenv("FLAMEOX_DATA_DIR", filepath.Join(t.TempDir(), "store"))
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(free.Addr().String())
+	free.Close()
+	var refusal syncBuffer
+	if code := run([]string{"evidence", "serve", "--addr", "0.0.0.0:" + port}, nil, io.Discard, &refusal); code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, refusal.String())
+	}
+	var env struct {
+		Code       string `json:"code"`
+		NextAction struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+		} `json:"next_action"`
+	}
+	if err := json.Unmarshal([]byte(refusal.String()), &env); err != nil || env.Code != "INVALID_INPUT" || env.NextAction.Kind != "operator_action" {
+		t.Fatalf("refusal %s (%v)", refusal.String(), err)
+	}
+	_, command, _ := strings.Cut(env.NextAction.Message, "`")
+	command, _, _ = strings.Cut(command, "`")
+	argv := strings.Fields(command)
+	if len(argv) < 2 || argv[0] != "flameox" {
+		t.Fatalf("next action names no flameox command: %q", env.NextAction.Message)
+	}
+	var stderr syncBuffer
+	cmd := newRootCommand(nil, io.Discard, &stderr)
+	cmd.SetArgs(argv[1:])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	want := "flameox evidence viewer: http://127.0.0.1:" + port + "/"
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), want) {
+		select {
+		case err := <-done:
+			t.Fatalf("%q ended: %v: %s", command, err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q printed %q, want %q", command, stderr.String(), want)
+		}
+	}
+	resp, err := http.Get("http://127.0.0.1:" + port + "/api/evidence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /api/evidence: %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("%q after cancel: %v", command, err)
+	}
+}
 
-func (b bearer) Do(r *http.Request) (*http.Response, error) {
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultClient.Do(r)
+// syncBuffer is a bytes.Buffer safe for one writer and a polling reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestViewerGzipArtifact checks that a gzip payload is served as stored: the bytes of the
@@ -428,7 +530,7 @@ func TestViewerGzipArtifact(t *testing.T) {
 		t.Fatal(f)
 	}
 	sum := sha256.Sum256(want)
-	base := serveViewer(t, store, "")
+	base := serveViewer(t, store)
 	req, _ := http.NewRequest("GET", base+"/api/artifacts/"+hex.EncodeToString(sum[:])+"?evidence_id="+p.EvidenceID, nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := http.DefaultTransport.RoundTrip(req)
