@@ -8,12 +8,14 @@ import (
 	"io"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/runtime"
 )
 
@@ -331,12 +333,73 @@ func asFailure(err error) *failure.Failure {
 	return failure.Invalid(failure.Path(), nil, "%s", err.Error())
 }
 
+// writeFailure prints f as one line of JSON: what MCP answers for the same failure.
 func writeFailure(w io.Writer, f *failure.Failure) {
-	env := f.Envelope()
-	b, _ := json.Marshal(env)
+	b, _ := json.Marshal(cliFailure(f))
 	var x any
 	_ = json.Unmarshal(b, &x)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(x)
+}
+
+// cliFailure is f as the CLI prints it: the answer MCP gives for the same failure (the
+// recoverable states keep their status, unavailable or retryable; any other failure is
+// the failure envelope), with a next action that calls an MCP tool the CLI has a command
+// for given as that command.
+func cliFailure(f *failure.Failure) any {
+	if r, ok := f.Recoverable(); ok {
+		r.NextAction = cliNextAction(r.NextAction)
+		return r
+	}
+	env := f.Envelope()
+	env.NextAction = cliNextAction(env.NextAction)
+	return env
+}
+
+// cliNextAction is next as a CLI user takes it: a call of prepare_providers becomes an
+// operator action that names `flameox prepare PROVIDER...`, which runs as given.
+func cliNextAction(next *gen.NextAction) *gen.NextAction {
+	if next == nil || next.CallTool == nil || next.CallTool.Tool != "prepare_providers" {
+		return next
+	}
+	ids := providerIDs(next.CallTool.Arguments["provider_ids"])
+	if len(ids) == 0 {
+		return next
+	}
+	then := "then run the same command again"
+	if next.CallTool.ThenRetry == nil {
+		then = "then continue"
+	}
+	return &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
+		Message: "Run `flameox prepare " + strings.Join(ids, " ") + "` to install and verify the pinned " +
+			strings.Join(ids, " and ") + ", " + then + "."}}
+}
+
+// providerIDs reads prepare_providers' provider_ids argument; nil unless every id is a
+// preparable provider (a word the shell passes as it is).
+func providerIDs(v any) []string {
+	var ids []string
+	switch v := v.(type) {
+	case []string:
+		ids = v
+	case []gen.PreparableProvider:
+		for _, id := range v {
+			ids = append(ids, string(id))
+		}
+	case []any:
+		for _, id := range v {
+			s, ok := id.(string)
+			if !ok {
+				return nil
+			}
+			ids = append(ids, s)
+		}
+	}
+	for _, id := range ids {
+		if _, ok := prepare.Lookup(gen.PreparableProvider(id)); !ok {
+			return nil
+		}
+	}
+	return ids
 }
