@@ -1249,7 +1249,7 @@ type TraceOperationRow struct {
 	CallCount  int64   `json:"call_count"`
 	// Over the spans with a start and an end not before it; mean is rounded half to even, null when none has.
 	TotalDurationNS any `json:"total_duration_ns"`
-	// Slice formats: the summed self time, each slice's duration less its child slices' on its track (never below 0).
+	// The summed self time: each slice's duration less its child slices' on its track (slice formats; never below 0); each span's duration less the union of its child spans' intervals clipped to it (OTLP); each runtime call's, NVTX range's or OS runtime call's duration less the union of the calls and ranges nested in it on its thread (Nsight Systems; GPU activity nests nothing). Absent when a bound kept it from being computed (a limitation says so).
 	SelfDurationNS any `json:"self_duration_ns,omitempty"`
 	MeanDurationNS any `json:"mean_duration_ns"`
 	MaxDurationNS  any `json:"max_duration_ns"`
@@ -2468,7 +2468,7 @@ var Operations = []OperationDecl{
 		CaptureProviders: []string{"torch-profiler", "rocprofv3", "xctrace", "nsight-systems"},
 		Experiment:       false,
 		Released:         true,
-		Limitations:      []string{"Durations are end minus start of each span; a span without both timestamps counts as a call but not in the durations (missing_duration_count).", "Slice formats: only slices with a positive duration are ranked; self time subtracts each slice's children on its track, so a parent's self time includes what it waits for on other tracks (GPU work it launched)."},
+		Limitations:      []string{"Durations are end minus start of each span; a span without both timestamps counts as a call but not in the durations (missing_duration_count).", "Slice formats: only slices with a positive duration are ranked. Self time subtracts each slice's children on its track (OTLP: its child spans, clipped to it and counted once where they overlap; Nsight Systems: the calls and ranges nested in it on its thread), so it includes what a parent waits for elsewhere (GPU work it launched, another service)."},
 		FormatLimitations: map[Format][]string{
 			FormatChromeTrace:    []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented."},
 			FormatNsysParquet:    []string{"Read from Nsight Systems' parquetdir export (nsys export --type parquetdir): the tables used are loaded from their <TABLE>.parquet files into a scratch SQLite database and read as the SQLite export is; table schemas vary by Nsight Systems version: only the documented columns of the tables used are read.", "Operations are CUPTI_ACTIVITY_KIND_RUNTIME calls (span_kind runtime: CUDA runtime and driver API), NVTX ranges (nvtx: NVTX_EVENTS with an end, named by their text or registered string) and OSRT_API calls (osrt), grouped by name; status_code is null (nsys records return values, not span statuses); CUDA synchronization and other tables are not read."},

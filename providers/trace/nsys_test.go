@@ -281,6 +281,33 @@ for s, e, t, tid in db.execute('select start, end, text, textId from NVTX_EVENTS
         add('nvtx', t if t is not None else names.get(tid), s, e)
 for s, e, n in db.execute('select start, end, nameId from OSRT_API'):
     add('osrt', names.get(n), s, e)
+# Self time of runtime calls, NVTX ranges and OS runtime calls: each thread's calls in
+# start order (longer first; NVTX, runtime, OS runtime on ties), a call's parent the
+# innermost call open at its start; self is the duration less the union of the children
+# clipped to it. GPU activity has no children.
+calls = []
+for rank, (kind, q) in enumerate([('nvtx', 'select rowid, start, end, globalTid, coalesce(text, (select value from StringIds where id = textId)) from NVTX_EVENTS where end is not null'),
+                                  ('runtime', 'select e.rowid, start, end, globalTid, s.value from CUPTI_ACTIVITY_KIND_RUNTIME e left join StringIds s on s.id = e.nameId'),
+                                  ('osrt', 'select e.rowid, start, end, globalTid, s.value from OSRT_API e left join StringIds s on s.id = e.nameId')]):
+    for rid, st, en, tid, name in db.execute(q):
+        if en >= st:
+            calls.append(dict(key=(tid if tid is not None else -2**70, st, -en, rank, rid), kind=kind, name=name if name else '<unnamed>', st=st, en=en, tid=tid, kids=[]))
+calls.sort(key=lambda c: c['key'])
+stack = []
+for i, c in enumerate(calls):
+    if i and calls[i-1]['tid'] != c['tid']: stack = []
+    while stack and stack[-1]['en'] <= c['st']: stack.pop()
+    if stack: stack[-1]['kids'].append((c['st'], c['en']))
+    stack.append(c)
+covered = {}
+for c in calls:
+    merged = []
+    for a, b in sorted((max(a, c['st']), min(b, c['en'])) for a, b in c['kids']):
+        if b <= a: continue
+        if merged and a <= merged[-1][1]: merged[-1][1] = max(merged[-1][1], b)
+        else: merged.append([a, b])
+    k = (c['kind'], c['name'])
+    covered[k] = covered.get(k, 0) + sum(b - a for a, b in merged)
 def mean(total, n):
     q, r = divmod(total, n)
     return q + (1 if 2 * r > n or (2 * r == n and q % 2) else 0)
@@ -292,7 +319,7 @@ for (kind, name), o in ops.items():
     r = dict(operation=name, span_kind=kind)
     if kind in ('kernel', 'memcpy', 'memset'):
         r['event_kind'] = kind
-    r.update(status_code=None, call_count=o[0], total_duration_ns=o[2],
+    r.update(status_code=None, call_count=o[0], total_duration_ns=o[2], self_duration_ns=o[2] - covered.get((kind, name), 0),
              mean_duration_ns=mean(o[2], o[1]) if o[1] else None, max_duration_ns=o[3])
     if kind_total[kind]:
         v = round(o[2] / kind_total[kind], 4)

@@ -58,8 +58,10 @@ type nsysOp struct {
 	name, kind, event string
 	calls, timed      int64
 	total             *big.Int
-	max               int64
-	streams           []int64
+	// covered is the part of total that nested calls and ranges on the same thread cover.
+	covered u128
+	max     int64
+	streams []int64
 }
 
 // nsysOperations groups an export's runtime API calls, NVTX ranges and OS runtime calls
@@ -132,7 +134,7 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 				excluded += all - n
 			}
 		}
-		return nil
+		return nsysSelfTime(ctx, d, ops)
 	})
 	if err != nil {
 		return nil, err
@@ -170,6 +172,7 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 		if len(o.streams) > 0 {
 			row.Streams = o.streams
 		}
+		row.SelfDurationNS = bigNanos(new(big.Int).Sub(o.total, o.covered.big()))
 		if o.timed > 0 {
 			row.MeanDurationNS = bigNanos(meanHalfEven(o.total, o.timed))
 			row.MaxDurationNS = nanos(o.max)
@@ -177,6 +180,91 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 		return row
 	})
 	return a, nil
+}
+
+// nsysNested are the tables whose calls and ranges nest on a CPU thread, in the order
+// equal intervals nest (an NVTX range around runtime calls, a runtime call around the OS
+// calls it makes).
+var nsysNested = []string{"nvtx", "runtime", "osrt"}
+
+// nsysSelfTime gives the listed runtime, NVTX and OS runtime rows the part of their
+// durations that no call or range nested in them on the same thread covers (every call
+// of those tables counts as a child, listed or not; GPU activity nests nothing). A
+// thread's calls are read in start order, longer first, and a call's parent is the
+// innermost call still open at its start; cover clips children that outlive their parent.
+func nsysSelfTime(ctx context.Context, d *nsysDB, ops []*nsysOp) error {
+	want := map[[2]string]*nsysOp{}
+	for _, o := range ops {
+		if o.event == "" {
+			want[[2]string{o.kind, o.name}] = o
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	var parts []string
+	for rank, kind := range nsysNested {
+		for _, t := range nsysOpTables {
+			if t.kind != kind || !d.tables[t.table] {
+				continue
+			}
+			t = t.resolved(d)
+			where := ` WHERE e."end" >= e.start`
+			if t.where != "" {
+				where += " AND " + strings.TrimPrefix(t.where, " WHERE ")
+			}
+			parts = append(parts, fmt.Sprintf(`SELECT %d AS rank, e.rowid AS id, `+t.name+` AS name, e.globalTid AS tid, e.start AS start, e."end" AS stop FROM `+t.from+where, rank))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	rows, err := d.sql.QueryContext(ctx, strings.Join(parts, " UNION ALL ")+` ORDER BY tid, start, stop DESC, rank, id`)
+	if err != nil {
+		return d.sqlErr(ctx, err)
+	}
+	defer rows.Close()
+	type open struct {
+		op    *nsysOp
+		cover cover
+	}
+	var stack []open
+	var thread sql.NullInt64
+	closeTo := func(n int) {
+		for _, f := range stack[n:] {
+			if f.op != nil {
+				f.op.covered.add(f.cover.covered)
+			}
+		}
+		stack = stack[:n]
+	}
+	for rows.Next() {
+		var rank int
+		var id, start, stop int64
+		var name sql.NullString
+		var tid sql.NullInt64
+		if err := rows.Scan(&rank, &id, &name, &tid, &start, &stop); err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		if tid != thread {
+			closeTo(0)
+			thread = tid
+		}
+		n := len(stack)
+		for n > 0 && stack[n-1].cover.end <= start {
+			n--
+		}
+		closeTo(n)
+		if n > 0 {
+			stack[n-1].cover.add(start, stop)
+		}
+		stack = append(stack, open{op: want[[2]string{nsysNested[rank], name.String}], cover: newCover(start, stop)})
+	}
+	if err := rows.Err(); err != nil {
+		return d.sqlErr(ctx, err)
+	}
+	closeTo(0)
+	return nil
 }
 
 // streamList is a group_concat of stream ids, distinct and ascending (the first

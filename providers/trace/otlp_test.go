@@ -111,21 +111,40 @@ for s in spans:
     slices.append(dict(id=s["ordinal"], parent_id=p, name=s["name"] or "<unnamed>", ts=ns(st), dur=ns(en-st), track_id=traces[s["trace_id"]],
         category=KINDS[s["kind"]], process_name=s["service"]))
 slices.sort(key=lambda r: (int(r["ts"]), -int(r["dur"]), r["id"]))
+# Self time: a timed span's duration less the union of its timed children's intervals
+# (the spans naming it as parent) clipped to it.
+def timed(s):
+    st, en = int(s["start"]), int(s["end"])
+    return not (st == 0 or en == 0 or en < st or en > 2**63-1)
+kids = {}
+for s in spans:
+    if not timed(s) or not s["parent"] or s["parent"] == "0"*16: continue
+    p = first.get((s["trace_id"], s["parent"]))
+    if p is not None and p != s["ordinal"]:
+        kids.setdefault(p, []).append((int(s["start"]), int(s["end"])))
+def self_time(s):
+    st, en = int(s["start"]), int(s["end"])
+    merged = []
+    for a, b in sorted((max(a, st), min(b, en)) for a, b in kids.get(s["ordinal"], [])):
+        if b <= a: continue
+        if merged and a <= merged[-1][1]: merged[-1][1] = max(merged[-1][1], b)
+        else: merged.append([a, b])
+    return (en - st) - sum(b - a for a, b in merged)
 ops = {}
 missing = 0
 for s in spans:
     k = (s["name"], s["kind"], s["status"])
-    o = ops.setdefault(k, dict(calls=0, durs=[]))
+    o = ops.setdefault(k, dict(calls=0, durs=[], self=0))
     o["calls"] += 1
-    st, en = int(s["start"]), int(s["end"])
-    if st == 0 or en == 0 or en < st: missing += 1; continue
-    o["durs"].append(en - st)
+    if not timed(s): missing += 1; continue
+    o["durs"].append(int(s["end"]) - int(s["start"]))
+    o["self"] += self_time(s)
 operations = []
 for (name, kind, status), o in ops.items():
     tot = sum(o["durs"])
     mean = int((Decimal(tot) / Decimal(len(o["durs"]))).to_integral_value(ROUND_HALF_EVEN)) if o["durs"] else None
     operations.append(dict(operation=name or "<unnamed>", span_kind=KINDS[kind], status_code=STATUS[status], call_count=o["calls"],
-        total_duration_ns=ns(tot), mean_duration_ns=None if mean is None else ns(mean), max_duration_ns=ns(max(o["durs"])) if o["durs"] else None))
+        total_duration_ns=ns(tot), self_duration_ns=ns(o["self"]), mean_duration_ns=None if mean is None else ns(mean), max_duration_ns=ns(max(o["durs"])) if o["durs"] else None))
 kind_total = {}
 for r in operations: kind_total[r["span_kind"]] = kind_total.get(r["span_kind"], 0) + int(r["total_duration_ns"])
 for r in operations:

@@ -256,9 +256,11 @@ type operation struct {
 	name         string
 	kind, status int32
 	calls, timed int64
-	// total is the exact sum of the timed durations.
-	total u128
-	max   int64
+	// total is the exact sum of the timed durations, covered the part of them child
+	// spans cover.
+	total, covered u128
+	max            int64
+	index          int32
 }
 
 func cmpOps(a, b *operation) int {
@@ -319,8 +321,21 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 	}
 	ops := map[key]*operation{}
 	var missing, dropped, excluded int64
+	// spans keeps what self time needs of every span, until maxSelfSpans.
+	var spans []otlpSelfSpan
+	selfKept := true
 	st, err := readOTLP(ctx, in, func(s *OTLPSpan) error {
-		_, dur, timed := timing(s)
+		ts, dur, timed := timing(s)
+		var self *otlpSelfSpan
+		if selfKept {
+			if len(spans) == maxSelfSpans {
+				spans, selfKept = nil, false
+			} else {
+				spans = append(spans, otlpSelfSpan{trace: s.TraceID, span: s.SpanID, parent: s.ParentSpanID,
+					start: ts, end: ts + dur, op: -1, hasParent: s.HasParent, timed: timed})
+				self = &spans[len(spans)-1]
+			}
+		}
 		if f != nil && !f.span(s.Name, kindName(s.Kind), dur, timed) {
 			excluded++
 			return nil
@@ -332,8 +347,11 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 				dropped++
 				return nil
 			}
-			o = &operation{name: s.Name, kind: s.Kind, status: s.StatusCode}
+			o = &operation{name: s.Name, kind: s.Kind, status: s.StatusCode, index: int32(len(ops))}
 			ops[k] = o
+		}
+		if self != nil {
+			self.op = o.index
 		}
 		o.calls++
 		if !timed {
@@ -354,9 +372,19 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 	for _, o := range ops {
 		list = append(list, o)
 	}
+	if selfKept {
+		covered := otlpSelfTime(spans, len(ops))
+		for _, o := range list {
+			o.covered = covered[o.index]
+		}
+	}
+	spans = nil
 	sort.Slice(list, func(i, j int) bool { return cmpOps(list[i], list[j]) < 0 })
 	m := otlpTables(st, map[string]any{"operation_count": len(list), "span_count": st.Spans, "missing_duration_count": missing})
 	lim := otlpLimitations(st)
+	if !selfKept {
+		lim = append(lim, fmt.Sprintf("The trace holds more than %d spans: self_duration_ns is not computed.", maxSelfSpans))
+	}
 	if dropped > 0 {
 		lim = append(lim, fmt.Sprintf("More than %d distinct operations: %d spans of further operations were not aggregated.", maxOperations, dropped))
 	}
@@ -380,6 +408,9 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 			row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: kindName(o.kind),
 				StatusCode: ptr(enumName(statusCodes, "STATUS_CODE_", o.status)), CallCount: o.calls, TotalDurationNS: bigNanos(o.total.big()),
 				ShareOfKind: share(o.total.big(), totals[o.kind])}
+			if selfKept {
+				row.SelfDurationNS = bigNanos(new(big.Int).Sub(o.total.big(), o.covered.big()))
+			}
 			if o.timed > 0 {
 				row.MeanDurationNS = bigNanos(meanHalfEven(o.total.big(), o.timed))
 				row.MaxDurationNS = nanos(o.max)
