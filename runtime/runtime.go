@@ -19,6 +19,7 @@ import (
 
 	"github.com/flameox/flameox/contracts"
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/canon"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/prepare"
@@ -167,6 +168,10 @@ type Runtime struct {
 	// process); isWorker is true in such a child.
 	worker   string
 	isWorker bool
+	// workers is the budget that admits worker processes (processBudget unless a test
+	// gives its own); launch starts one (broker.Run unless a test fakes it).
+	workers *workerBudget
+	launch  func(context.Context, broker.Spec) (*broker.Result, error)
 
 	mu      sync.Mutex
 	cache   *lru
@@ -211,6 +216,13 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, err
 	}
 	for _, o := range opts {
 		o(rt)
+	}
+	if rt.worker != "" && rt.workers == nil {
+		b, err := processBudget()
+		if err != nil {
+			return nil, err
+		}
+		rt.workers = b
 	}
 	var sid [16]byte
 	if _, err := rand.Read(sid[:]); err != nil {

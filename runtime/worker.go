@@ -171,6 +171,15 @@ func workerScratch() (string, error) {
 
 // analyzeInWorker runs the analysis of req over its resolved inputs in a worker.
 func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resolved) (*Result, *failure.Failure) {
+	// The worker waits for its slot and memory in the process's budget (decision 0047);
+	// the wait counts against limits.timeout_seconds, and cancellation leaves the queue.
+	if rt.workers != nil {
+		release, err := rt.workers.acquire(ctx, req.limits.MaxMemoryBytes)
+		if err != nil {
+			return nil, providerFailure(ctx, err, nil)
+		}
+		defer release()
+	}
 	dir, err := workerScratch()
 	if err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's scratch directory cannot be created; check TMPDIR's free space and permissions")
@@ -199,7 +208,11 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 			return nil, providerFailure(ctx, context.DeadlineExceeded, nil)
 		}
 	}
-	res, err := broker.Run(ctx, spec)
+	launch := rt.launch
+	if launch == nil {
+		launch = broker.Run
+	}
+	res, err := launch(ctx, spec)
 	switch {
 	case ctx.Err() != nil:
 		return nil, providerFailure(ctx, ctx.Err(), nil)

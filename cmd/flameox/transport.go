@@ -28,6 +28,11 @@ const (
 	// once the input has ended), so a hung call cannot keep the process forever. A client
 	// that wants a longer call's answer keeps stdin open until the answer arrives.
 	drainTimeout = time.Minute
+	// maxInFlight bounds the requests of a session read and not yet answered (decision
+	// 0047). With that many in flight the session reads no further request until one is
+	// answered, so a client that sends without reading its replies holds at most this many
+	// replies in the server, each waiting for stdout in the handler that wrote it.
+	maxInFlight = 32
 )
 
 // lineTransport is the stdio transport of `mcp serve`: newline-delimited JSON-RPC like
@@ -40,11 +45,19 @@ const (
 // At the end of the input every request read before it is answered before the session
 // ends (see lineConn.Read), within drainTimeout; with the SDK's transport the session
 // ended at once and dropped the replies still due.
+//
+// Backpressure (decision 0047): at most maxInFlight requests are unanswered at once. The
+// SDK runs each request in its own goroutine and writes its reply there; stdout is not
+// buffered, so the replies waiting for a client that does not read are those handlers,
+// blocked in Write, and with maxInFlight of them unanswered the session stops reading its
+// input (see lineConn.admit). The SDK's transport read on and ran every request it was
+// sent, each holding its reply: 8,000 requests held 2.95 GB.
 type lineTransport struct {
-	in       io.Reader
-	out      io.Writer
-	maxFrame int           // 0 means maxFrameBytes
-	drain    time.Duration // 0 means drainTimeout
+	in          io.Reader
+	out         io.Writer
+	maxFrame    int           // 0 means maxFrameBytes
+	drain       time.Duration // 0 means drainTimeout
+	maxInFlight int           // 0 means maxInFlight
 }
 
 // Connect implements mcp.Transport.
@@ -57,8 +70,12 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	if drain <= 0 {
 		drain = drainTimeout
 	}
-	c := &lineConn{in: t.in, out: t.out, drain: drain, incoming: make(chan frameOrErr), closed: make(chan struct{}),
-		pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1)}
+	inFlight := t.maxInFlight
+	if inFlight <= 0 {
+		inFlight = maxInFlight
+	}
+	c := &lineConn{in: t.in, out: t.out, drain: drain, maxInFlight: inFlight, incoming: make(chan frameOrErr),
+		closed: make(chan struct{}), pending: map[jsonrpc.ID]bool{}, changed: make(chan struct{})}
 	go c.readLoop(max)
 	return c, nil
 }
@@ -69,9 +86,10 @@ type frameOrErr struct {
 }
 
 type lineConn struct {
-	in    io.Reader
-	out   io.Writer
-	drain time.Duration
+	in          io.Reader
+	out         io.Writer
+	drain       time.Duration
+	maxInFlight int
 
 	writeMu sync.Mutex
 
@@ -79,13 +97,15 @@ type lineConn struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 
-	// pendingMu guards pending and writeFailed. pending holds the ids of the requests Read
-	// delivered and no response has been written for; answered is signalled (it holds one
-	// token at most) whenever one is answered or a write fails.
+	// pendingMu guards pending, writeFailed, changed and admitting. pending holds the ids
+	// of the requests read and no response has been written for; changed is closed (and
+	// replaced) whenever one is answered or a write fails. admitting is true while the
+	// input waits for a request to be answered (tests read it).
 	pendingMu   sync.Mutex
 	pending     map[jsonrpc.ID]bool
 	writeFailed bool
-	answered    chan struct{}
+	changed     chan struct{}
+	admitting   bool
 }
 
 // readLoop reads frames until the input ends or fails, hands each JSON-RPC message to
@@ -109,6 +129,9 @@ func (c *lineConn) readLoop(max int) {
 			}
 		}
 		if msg != nil {
+			if !c.admit(msg) {
+				return
+			}
 			select {
 			case c.incoming <- frameOrErr{msg: msg}:
 			case <-c.closed:
@@ -318,10 +341,7 @@ func (c *lineConn) write(b []byte) error {
 	_, err := c.out.Write(append(b, '\n'))
 	c.writeMu.Unlock()
 	if err != nil {
-		c.pendingMu.Lock()
-		c.writeFailed = true
-		c.pendingMu.Unlock()
-		c.signalAnswered()
+		c.settle(nil)
 	}
 	return err
 }
@@ -329,6 +349,39 @@ func (c *lineConn) write(b []byte) error {
 // methodListen is the SEP-2575 subscriptions/listen request, which by design is answered
 // only when the session ends: the end of the input does not wait for it.
 const methodListen = "subscriptions/listen"
+
+// admit counts a request that is due a reply in pending before the read loop hands it
+// on, first waiting, while maxInFlight requests are unanswered, until one is answered: the
+// input is not read meanwhile (backpressure). It returns false when the connection closed
+// during the wait. Notifications and responses pass at once (a notifications/cancelled
+// read before the next request still cancels what is in flight); so do a request of an id
+// already pending, which the SDK refuses at once, and subscriptions/listen, which is
+// answered only when the session ends. Once a write has failed nothing waits: no reply
+// can be written, so none is held.
+func (c *lineConn) admit(msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() || req.Method == methodListen {
+		return true
+	}
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	for !c.pending[req.ID] && len(c.pending) >= c.maxInFlight && !c.writeFailed {
+		changed := c.changed
+		c.admitting = true
+		c.pendingMu.Unlock()
+		select {
+		case <-changed:
+		case <-c.closed:
+			c.pendingMu.Lock()
+			c.admitting = false
+			return false
+		}
+		c.pendingMu.Lock()
+		c.admitting = false
+	}
+	c.pending[req.ID] = true
+	return true
+}
 
 // Read implements mcp.Connection. It returns the end of the input (or a read error) only
 // once every request it delivered has been answered, no write can succeed any more, or
@@ -342,11 +395,6 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	case v := <-c.incoming:
 		if v.err != nil {
 			return nil, c.drained(ctx, v.err)
-		}
-		if req, ok := v.msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method != methodListen {
-			c.pendingMu.Lock()
-			c.pending[req.ID] = true
-			c.pendingMu.Unlock()
 		}
 		return v.msg, nil
 	case <-c.closed:
@@ -362,12 +410,13 @@ func (c *lineConn) drained(ctx context.Context, err error) error {
 	for {
 		c.pendingMu.Lock()
 		done := len(c.pending) == 0 || c.writeFailed
+		changed := c.changed
 		c.pendingMu.Unlock()
 		if done {
 			return err
 		}
 		select {
-		case <-c.answered:
+		case <-changed:
 		case <-bound.C:
 			return err
 		case <-c.closed:
@@ -378,15 +427,22 @@ func (c *lineConn) drained(ctx context.Context, err error) error {
 	}
 }
 
-func (c *lineConn) signalAnswered() {
-	select {
-	case c.answered <- struct{}{}:
-	default:
+// settle records, under pendingMu, that the response to id was written (id nil: that a
+// write failed) and wakes whoever waits on pending.
+func (c *lineConn) settle(id *jsonrpc.ID) {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	if id != nil {
+		delete(c.pending, *id)
+	} else {
+		c.writeFailed = true
 	}
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // Write implements mcp.Connection. A response written (stdout is not buffered) settles
-// its request for Read's wait at the end of the input.
+// its request, for admit's wait for a request slot and Read's at the end of the input.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -399,10 +455,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.pendingMu.Lock()
-		delete(c.pending, resp.ID)
-		c.pendingMu.Unlock()
-		c.signalAnswered()
+		c.settle(&resp.ID)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,6 +282,12 @@ func TestMCPServeAnswersEveryRequestBeforeEOF(t *testing.T) {
 	for i := 10; i < 30; i++ {
 		pings = append(pings, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
 	}
+	// More requests than a session has in flight (maxInFlight): the input is read in turn.
+	var many, manyIDs []string
+	for i := 100; i < 100+3*maxInFlight; i++ {
+		many = append(many, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
+		manyIDs = append(manyIDs, fmt.Sprint(i))
+	}
 	cases := []struct {
 		name  string
 		input string
@@ -291,6 +298,8 @@ func TestMCPServeAnswersEveryRequestBeforeEOF(t *testing.T) {
 		{"tools/call in flight", strings.Join([]string{initializeLine, initializedLine, call}, "\n") + "\n", []string{"1", "3"}},
 		{"call, list and pings", strings.Join(append([]string{initializeLine, initializedLine, call, list}, pings...), "\n") + "\n",
 			append([]string{"1", "2", "3"}, strings.Fields("10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29")...)},
+		{"more than in flight", strings.Join(append([]string{initializeLine, initializedLine, list}, many...), "\n") + "\n",
+			append([]string{"1", "2"}, manyIDs...)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -391,5 +400,125 @@ func TestLineTransportDrainIsBounded(t *testing.T) {
 	case <-cancelled:
 	default:
 		t.Error("the session ended before the hung call returned")
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// capturingTransport hands the test the connection it makes.
+type capturingTransport struct {
+	*lineTransport
+	conn chan *lineConn
+}
+
+func (t capturingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.lineTransport.Connect(ctx)
+	if err == nil {
+		t.conn <- c.(*lineConn)
+	}
+	return c, err
+}
+
+// TestLineTransportBackpressure: a client writes 200 requests without reading a reply.
+// The session reads the first maxInFlight, and with that many unanswered it reads no
+// further (its input stops at maxInFlight requests plus the read buffer's lookahead),
+// instead of reading on and holding a reply for each; once the client reads, every
+// request is answered. Nothing here measures time.
+func TestLineTransportBackpressure(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "backpressure", Version: "1"}, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	in := &countingReader{r: inR}
+	conns := make(chan *lineConn, 1)
+	ended := make(chan error, 1)
+	go func() {
+		ended <- s.Run(context.Background(), capturingTransport{&lineTransport{in: in, out: outW}, conns})
+		outW.Close()
+	}()
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	out := bufio.NewReader(outR)
+	readID := func() string {
+		t.Helper()
+		line, err := out.ReadBytes('\n')
+		var r struct {
+			ID     json.RawMessage
+			Result json.RawMessage
+		}
+		if err != nil || json.Unmarshal(line, &r) != nil || r.Result == nil {
+			t.Fatalf("the session wrote %q (%v), want a result", line, err)
+		}
+		return string(r.ID)
+	}
+	if _, err := io.WriteString(inW, initializeLine+"\n"+initializedLine+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if id := readID(); id != "1" {
+		t.Fatalf("initialize answered as id %s", id)
+	}
+	conn := <-conns
+	start := in.n.Load()
+
+	// Each request is one 8 KiB line (ids of fixed width), so that the read buffer's
+	// lookahead is a few requests.
+	const n = 200
+	pad := strings.Repeat("a", 8<<10)
+	line := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":"p%03d","method":"ping","params":{"_meta":{"pad":"%s"}}}`, i, pad) + "\n"
+	}
+	size := int64(len(line(0)))
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for i := range n {
+			if _, err := io.WriteString(inW, line(i)); err != nil {
+				return
+			}
+		}
+	}()
+	// Until the session is full and its read loop waits for an answer; none can be written
+	// (the client reads nothing), so it reads nothing more. A session that read all the
+	// input instead fails below.
+	for full := false; !full; time.Sleep(time.Millisecond) {
+		select {
+		case <-wrote:
+			full = true
+			continue
+		default:
+		}
+		conn.pendingMu.Lock()
+		full = conn.admitting && len(conn.pending) == maxInFlight
+		conn.pendingMu.Unlock()
+	}
+	read := (in.n.Load() - start) / size
+	lookahead := int64(64<<10)/size + 2 // the read buffer, and the request waiting for its slot
+	if read < maxInFlight || read > maxInFlight+lookahead {
+		t.Fatalf("the session read %d of %d requests with %d in flight, want %d to %d", read, n, maxInFlight, maxInFlight, maxInFlight+lookahead)
+	}
+
+	// The client reads: every request is answered, once.
+	seen := map[string]bool{}
+	for range n {
+		id := readID()
+		if seen[id] {
+			t.Fatalf("two replies of id %s", id)
+		}
+		seen[id] = true
+	}
+	inW.Close()
+	if err := <-ended; err != nil {
+		t.Errorf("the session ended with %v", err)
+	}
+	if _, err := out.ReadByte(); err != io.EOF {
+		t.Errorf("the session wrote more after the last reply")
 	}
 }
