@@ -230,7 +230,8 @@ func benchTool(b *testing.B, tool string, args map[string]any) {
 }
 
 // BenchmarkSummarize32Pyperf summarizes 32 pyperf suites of 1,000 values each (32,000
-// values plus warmups), first page of 100 rows and the per-series statistics.
+// values plus warmups), first page of 100 rows (the series statistics are computed for
+// series_count).
 func BenchmarkSummarize32Pyperf(b *testing.B) {
 	benchTool(b, "summarize_benchmarks", map[string]any{"sources": pyperfSuites(b)})
 }

@@ -942,6 +942,19 @@ func (x *AllocationFields) ApplyDefaults() {
 	}
 }
 
+// BenchmarkSummaryFields are summarize_benchmarks's fields (decision 0045).
+type BenchmarkSummaryFields struct {
+	// measurements: one row per measured value (the default); series: one row per benchmark series with its statistics.
+	View string `json:"view,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *BenchmarkSummaryFields) ApplyDefaults() {
+	if isZero(x.View) {
+		x.View = "measurements"
+	}
+}
+
 // CompareFields are compare_benchmarks's and compare_kernel_validation's fields.
 type CompareFields struct {
 	// Metric to compare; omit for the operation default.
@@ -1401,6 +1414,32 @@ type BenchmarkMeasurementRow struct {
 	Variant    *string        `json:"variant"`
 	Trial      *string        `json:"trial"`
 	Block      *string        `json:"block"`
+}
+
+// BenchmarkSeriesRow summarizes one benchmark series: the measurements of one identity
+// and loop count, in first-seen order. The statistics are over the non-warmup values, per
+// loop iteration; null when the series has none.
+type BenchmarkSeriesRow struct {
+	Benchmark string `json:"benchmark"`
+	// ns, bytes, count, or the source's own unit.
+	Unit       string         `json:"unit"`
+	Dimensions map[string]any `json:"dimensions"`
+	LoopCount  int64          `json:"loop_count"`
+	// The rest of the series' identity, as on its measurement rows (variant names an experiment's case).
+	Scope   *string `json:"scope"`
+	Phase   *string `json:"phase"`
+	Worker  *string `json:"worker"`
+	Variant *string `json:"variant"`
+	// The sources that hold the series.
+	InputIndices []int64  `json:"input_indices"`
+	ValueCount   int64    `json:"value_count"`
+	WarmupCount  int64    `json:"warmup_count"`
+	Mean         *float64 `json:"mean"`
+	Median       *float64 `json:"median"`
+	// Sample standard deviation; null with fewer than two values.
+	Stdev *float64 `json:"stdev"`
+	Min   *float64 `json:"min"`
+	Max   *float64 `json:"max"`
 }
 
 // BenchmarkScalingRow is the log-log fit of one benchmark series.
@@ -2612,16 +2651,16 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNameSummarizeBenchmarks,
 		Toolset:          ToolsetBenchmark,
-		Description:      "List every measurement of 1-32 benchmark results (pyperf, Flameox benchmark-samples, NVBench, hyperfine, Go benchmark output) with its identity, warmup flag and loop count, plus per-series mean, median and counts.",
+		Description:      "List every measurement of 1-32 benchmark results (pyperf, Flameox benchmark-samples, NVBench, hyperfine, Go benchmark output) with its identity, warmup flag and loop count; view series: one row per series with its mean, median, stdev, min and max.",
 		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
 		MinSources:       1,
 		MaxSources:       32,
-		FieldsDefinition: "NoFields",
+		FieldsDefinition: "BenchmarkSummaryFields",
 		CaptureProviders: []string{"pyperf", "benchmark-samples", "nvbench", "hyperfine"},
 		Experiment:       true,
 		Released:         true,
 		Limitations:      []string{"Values are per loop iteration; warmup values are listed but excluded from the series statistics."},
-		Rows:             []string{"BenchmarkMeasurementRow"},
+		Rows:             []string{"BenchmarkMeasurementRow", "BenchmarkSeriesRow"},
 	},
 	{
 		Name:             OperationNameAnalyzeBenchmarkScaling,

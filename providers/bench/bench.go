@@ -75,6 +75,10 @@ type Series struct {
 	Unit        string            `json:"unit"`
 	Dimensions  map[string]string `json:"dimensions"`
 	Loops       int64             `json:"loop_count"`
+	Scope       string            `json:"scope"`
+	Phase       string            `json:"phase"`
+	Worker      string            `json:"worker"`
+	Variant     string            `json:"variant"`
 	Inputs      []int             `json:"input_indices"`
 	ValueCount  int               `json:"value_count"`
 	WarmupCount int               `json:"warmup_count"`
@@ -104,7 +108,8 @@ func (t *table) summaries() []Series {
 			if dims == nil {
 				dims = map[string]string{}
 			}
-			out = append(out, Series{Benchmark: h.Benchmark, Unit: h.Unit, Dimensions: dims, Loops: loops})
+			out = append(out, Series{Benchmark: h.Benchmark, Unit: h.Unit, Dimensions: dims, Loops: loops,
+				Scope: h.Scope, Phase: h.Phase, Worker: h.Worker, Variant: h.Variant})
 			values = append(values, nil)
 		}
 		s := &out[i]

@@ -225,7 +225,7 @@ func TestCompare(t *testing.T) {
 }
 
 // TestSuitesMatchPython summarizes and compares the 32 generated pyperf suites (161,280
-// values) through the analyzers and checks every series figure and every ratio against
+// values) through the analyzers and checks every series row's figures and every ratio against
 // Python's json and statistics on the same files (values are rounded to whole
 // nanoseconds, hence the half-nanosecond tolerance).
 func TestSuitesMatchPython(t *testing.T) {
@@ -247,18 +247,15 @@ func TestSuitesMatchPython(t *testing.T) {
 	t.Run("summarize", func(t *testing.T) {
 		var want map[string][7]float64 // count, warmups, mean, median, stdev, min, max
 		pythonFigures("summarize", &want)
-		a, err := summarize(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: in})
-		if err != nil {
-			t.Fatal(err)
-		}
-		series := a.Metrics["series"].([]Series)
-		if len(series) != len(want) || a.Metrics["measurement_count"] != 161280+64512 {
-			t.Fatalf("%d series, %v measurements; Python has %d series", len(series), a.Metrics["measurement_count"], len(want))
+		a, series := seriesRows(t, in)
+		if len(series) != len(want) || a.Metrics["measurement_count"] != 161280+64512 || a.Metrics["series_count"] != len(want) {
+			t.Fatalf("%d series rows, %v measurements, series_count %v; Python has %d series",
+				len(series), a.Metrics["measurement_count"], a.Metrics["series_count"], len(want))
 		}
 		for _, s := range series {
 			w, ok := want[s.Benchmark]
-			if !ok || len(s.Inputs) != len(paths) || float64(s.ValueCount) != w[0] || float64(s.WarmupCount) != w[1] {
-				t.Fatalf("%s: %d values, %d warmups from %d sources; Python %v", s.Benchmark, s.ValueCount, s.WarmupCount, len(s.Inputs), w)
+			if !ok || len(s.InputIndices) != len(paths) || float64(s.ValueCount) != w[0] || float64(s.WarmupCount) != w[1] {
+				t.Fatalf("%s: %d values, %d warmups from %d sources; Python %v", s.Benchmark, s.ValueCount, s.WarmupCount, len(s.InputIndices), w)
 			}
 			for i, got := range []*float64{s.Mean, s.Median, s.Stdev, s.Min, s.Max} {
 				if math.Abs(*got-w[i+2]*1e9) > 0.5 {

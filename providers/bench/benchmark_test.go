@@ -129,7 +129,7 @@ func firstPage(op string, paths []string) error {
 	var a *providers.Analysis
 	var err error
 	if op == "summarize" {
-		a, err = summarize(ctx, &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: in})
+		a, err = summarize(ctx, &providers.Request[gen.BenchmarkSummaryFields]{Fields: &gen.BenchmarkSummaryFields{View: "measurements"}, Inputs: in})
 	} else {
 		a, err = compare(ctx, &providers.Request[gen.CompareFields]{Fields: &gen.CompareFields{}, Inputs: in})
 	}

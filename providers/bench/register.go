@@ -57,9 +57,6 @@ var detectors = []providers.Detector{
 	{Format: gen.FormatGoBench, Container: gen.FormatText, Match: func(_ string, head []byte) bool { return goBenchHead.Match(head) }},
 }
 
-// maxSeriesSummaries bounds the series statistics a summary reports in its metrics.
-const maxSeriesSummaries = 1000
-
 // providerIDs names the reader of each benchmark format.
 var providerIDs = map[gen.Format]string{gen.FormatPyperf: "pyperf", gen.FormatSamples: "benchmark-samples",
 	gen.FormatNvbench: "nvbench", gen.FormatHyperfine: "hyperfine", gen.FormatGoBench: "go-bench"}
@@ -177,7 +174,7 @@ func measurementRow(m Measurement) gen.BenchmarkMeasurementRow {
 	return r
 }
 
-func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
+func summarize(ctx context.Context, req *providers.Request[gen.BenchmarkSummaryFields]) (*providers.Analysis, error) {
 	t := newTable()
 	producers, err := decodeAll(ctx, req.Inputs, req.Limits, t.add)
 	if err != nil {
@@ -190,16 +187,29 @@ func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	benchmarkNames := slices.Sorted(maps.Keys(names))
 	series := t.summaries()
 	a := &providers.Analysis{Provider: provider(req.Inputs),
-		Rows: providers.Project(t.n, func(i int) gen.BenchmarkMeasurementRow { return measurementRow(t.at(i)) }),
 		Metrics: map[string]any{"input_count": len(req.Inputs), "measurement_count": t.n, "warmup_count": t.warmups,
-			"benchmark_names": benchmarkNames, "series_count": len(series), "series": series[:min(len(series), maxSeriesSummaries)]}}
+			"benchmark_names": benchmarkNames, "series_count": len(series)}}
+	if req.Fields != nil && req.Fields.View == "series" {
+		a.Rows = providers.ProjectSlice(series, seriesRow)
+	} else {
+		a.Rows = providers.Project(t.n, func(i int) gen.BenchmarkMeasurementRow { return measurementRow(t.at(i)) })
+	}
 	if len(producers) > 0 {
 		a.Metrics["producers"] = producers
 	}
-	if len(series) > maxSeriesSummaries {
-		a.Limitations = append(a.Limitations, fmt.Sprintf("Series statistics are reported for the first %d of %d series.", maxSeriesSummaries, len(series)))
-	}
 	return a, nil
+}
+
+// seriesRow is the row of view series for one series summary (decision 0045).
+func seriesRow(s Series) gen.BenchmarkSeriesRow {
+	inputs := make([]int64, len(s.Inputs))
+	for i, in := range s.Inputs {
+		inputs[i] = int64(in)
+	}
+	return gen.BenchmarkSeriesRow{Benchmark: s.Benchmark, Unit: s.Unit, Dimensions: dimensions(s.Dimensions), LoopCount: s.Loops,
+		Scope: nullable(s.Scope), Phase: nullable(s.Phase), Worker: nullable(s.Worker), Variant: nullable(s.Variant),
+		InputIndices: inputs, ValueCount: int64(s.ValueCount), WarmupCount: int64(s.WarmupCount),
+		Mean: s.Mean, Median: s.Median, Stdev: s.Stdev, Min: s.Min, Max: s.Max}
 }
 
 func optional(s *string) string {
