@@ -1532,7 +1532,7 @@ func (s *EvidenceProjectionBodyAnalysisRequestInputsItem) Encode(e *jx.Encoder) 
 func (s *EvidenceProjectionBodyAnalysisRequestInputsItem) encodeFields(e *jx.Encoder) {
 	{
 		e.FieldStart("format")
-		s.Format.Encode(e)
+		e.Str(s.Format)
 	}
 	{
 		e.FieldStart("role")
@@ -1567,7 +1567,9 @@ func (s *EvidenceProjectionBodyAnalysisRequestInputsItem) Decode(d *jx.Decoder) 
 		case "format":
 			requiredBitSet[0] |= 1 << 0
 			if err := func() error {
-				if err := s.Format.Decode(d); err != nil {
+				v, err := d.Str()
+				s.Format = string(v)
+				if err != nil {
 					return err
 				}
 				return nil
@@ -1662,124 +1664,6 @@ func (s *EvidenceProjectionBodyAnalysisRequestInputsItem) MarshalJSON() ([]byte,
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *EvidenceProjectionBodyAnalysisRequestInputsItem) UnmarshalJSON(data []byte) error {
-	d := jx.DecodeBytes(data)
-	return s.Decode(d)
-}
-
-// Encode encodes EvidenceProjectionBodyAnalysisRequestInputsItemFormat as json.
-func (s EvidenceProjectionBodyAnalysisRequestInputsItemFormat) Encode(e *jx.Encoder) {
-	e.Str(string(s))
-}
-
-// Decode decodes EvidenceProjectionBodyAnalysisRequestInputsItemFormat from json.
-func (s *EvidenceProjectionBodyAnalysisRequestInputsItemFormat) Decode(d *jx.Decoder) error {
-	if s == nil {
-		return errors.New("invalid: unable to decode EvidenceProjectionBodyAnalysisRequestInputsItemFormat to nil")
-	}
-	v, err := d.StrBytes()
-	if err != nil {
-		return err
-	}
-	// Try to use constant string.
-	switch EvidenceProjectionBodyAnalysisRequestInputsItemFormat(v) {
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatText:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatText
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatJSON:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatJSON
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatJsonl:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatJsonl
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatCsv:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatCsv
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatParquet:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatParquet
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatPstats:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatPstats
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatPySpy:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatPySpy
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatPerf:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatPerf
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatPerfData:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatPerfData
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatCpuprofile:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatCpuprofile
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatPprof:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatPprof
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatHeapprofile:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatHeapprofile
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatMemray:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatMemray
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatPerfetto:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatPerfetto
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatChromeTrace:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatChromeTrace
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatPytorch:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatPytorch
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatRocprofPftrace:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatRocprofPftrace
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatOtlp:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatOtlp
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsysRep:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsysRep
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsysParquet:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsysParquet
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsysSqlite:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsysSqlite
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatXctrace:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatXctrace
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsightCompute:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsightCompute
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsightComputeCsv:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatNsightComputeCsv
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatPyperf:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatPyperf
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatSamples:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatSamples
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatNvbench:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatNvbench
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatHyperfine:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatHyperfine
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatGoBench:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatGoBench
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatAiperf:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatAiperf
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatVllmBenchmark:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatVllmBenchmark
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatSglangBenchmark:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatSglangBenchmark
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatMooncakeTrace:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatMooncakeTrace
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatKernelValidation:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatKernelValidation
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatTriton:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatTriton
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatTritonCache:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatTritonCache
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatComputeSanitizer:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatComputeSanitizer
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatCoverage:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatCoverage
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatPytest:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatPytest
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatObservations:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatObservations
-	case EvidenceProjectionBodyAnalysisRequestInputsItemFormatSarif:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormatSarif
-	default:
-		*s = EvidenceProjectionBodyAnalysisRequestInputsItemFormat(v)
-	}
-
-	return nil
-}
-
-// MarshalJSON implements stdjson.Marshaler.
-func (s EvidenceProjectionBodyAnalysisRequestInputsItemFormat) MarshalJSON() ([]byte, error) {
-	e := jx.Encoder{}
-	s.Encode(&e)
-	return e.Bytes(), nil
-}
-
-// UnmarshalJSON implements stdjson.Unmarshaler.
-func (s *EvidenceProjectionBodyAnalysisRequestInputsItemFormat) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -2065,7 +1949,7 @@ func (s *EvidenceProjectionBodyArtifactsItem) Encode(e *jx.Encoder) {
 func (s *EvidenceProjectionBodyArtifactsItem) encodeFields(e *jx.Encoder) {
 	{
 		e.FieldStart("format")
-		s.Format.Encode(e)
+		e.Str(s.Format)
 	}
 	{
 		e.FieldStart("role")
@@ -2113,7 +1997,9 @@ func (s *EvidenceProjectionBodyArtifactsItem) Decode(d *jx.Decoder) error {
 		case "format":
 			requiredBitSet[0] |= 1 << 0
 			if err := func() error {
-				if err := s.Format.Decode(d); err != nil {
+				v, err := d.Str()
+				s.Format = string(v)
+				if err != nil {
 					return err
 				}
 				return nil
@@ -2287,124 +2173,6 @@ func (s EvidenceProjectionBodyArtifactsItemAdditional) MarshalJSON() ([]byte, er
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *EvidenceProjectionBodyArtifactsItemAdditional) UnmarshalJSON(data []byte) error {
-	d := jx.DecodeBytes(data)
-	return s.Decode(d)
-}
-
-// Encode encodes EvidenceProjectionBodyArtifactsItemFormat as json.
-func (s EvidenceProjectionBodyArtifactsItemFormat) Encode(e *jx.Encoder) {
-	e.Str(string(s))
-}
-
-// Decode decodes EvidenceProjectionBodyArtifactsItemFormat from json.
-func (s *EvidenceProjectionBodyArtifactsItemFormat) Decode(d *jx.Decoder) error {
-	if s == nil {
-		return errors.New("invalid: unable to decode EvidenceProjectionBodyArtifactsItemFormat to nil")
-	}
-	v, err := d.StrBytes()
-	if err != nil {
-		return err
-	}
-	// Try to use constant string.
-	switch EvidenceProjectionBodyArtifactsItemFormat(v) {
-	case EvidenceProjectionBodyArtifactsItemFormatText:
-		*s = EvidenceProjectionBodyArtifactsItemFormatText
-	case EvidenceProjectionBodyArtifactsItemFormatJSON:
-		*s = EvidenceProjectionBodyArtifactsItemFormatJSON
-	case EvidenceProjectionBodyArtifactsItemFormatJsonl:
-		*s = EvidenceProjectionBodyArtifactsItemFormatJsonl
-	case EvidenceProjectionBodyArtifactsItemFormatCsv:
-		*s = EvidenceProjectionBodyArtifactsItemFormatCsv
-	case EvidenceProjectionBodyArtifactsItemFormatParquet:
-		*s = EvidenceProjectionBodyArtifactsItemFormatParquet
-	case EvidenceProjectionBodyArtifactsItemFormatPstats:
-		*s = EvidenceProjectionBodyArtifactsItemFormatPstats
-	case EvidenceProjectionBodyArtifactsItemFormatPySpy:
-		*s = EvidenceProjectionBodyArtifactsItemFormatPySpy
-	case EvidenceProjectionBodyArtifactsItemFormatPerf:
-		*s = EvidenceProjectionBodyArtifactsItemFormatPerf
-	case EvidenceProjectionBodyArtifactsItemFormatPerfData:
-		*s = EvidenceProjectionBodyArtifactsItemFormatPerfData
-	case EvidenceProjectionBodyArtifactsItemFormatCpuprofile:
-		*s = EvidenceProjectionBodyArtifactsItemFormatCpuprofile
-	case EvidenceProjectionBodyArtifactsItemFormatPprof:
-		*s = EvidenceProjectionBodyArtifactsItemFormatPprof
-	case EvidenceProjectionBodyArtifactsItemFormatHeapprofile:
-		*s = EvidenceProjectionBodyArtifactsItemFormatHeapprofile
-	case EvidenceProjectionBodyArtifactsItemFormatMemray:
-		*s = EvidenceProjectionBodyArtifactsItemFormatMemray
-	case EvidenceProjectionBodyArtifactsItemFormatPerfetto:
-		*s = EvidenceProjectionBodyArtifactsItemFormatPerfetto
-	case EvidenceProjectionBodyArtifactsItemFormatChromeTrace:
-		*s = EvidenceProjectionBodyArtifactsItemFormatChromeTrace
-	case EvidenceProjectionBodyArtifactsItemFormatPytorch:
-		*s = EvidenceProjectionBodyArtifactsItemFormatPytorch
-	case EvidenceProjectionBodyArtifactsItemFormatRocprofPftrace:
-		*s = EvidenceProjectionBodyArtifactsItemFormatRocprofPftrace
-	case EvidenceProjectionBodyArtifactsItemFormatOtlp:
-		*s = EvidenceProjectionBodyArtifactsItemFormatOtlp
-	case EvidenceProjectionBodyArtifactsItemFormatNsysRep:
-		*s = EvidenceProjectionBodyArtifactsItemFormatNsysRep
-	case EvidenceProjectionBodyArtifactsItemFormatNsysParquet:
-		*s = EvidenceProjectionBodyArtifactsItemFormatNsysParquet
-	case EvidenceProjectionBodyArtifactsItemFormatNsysSqlite:
-		*s = EvidenceProjectionBodyArtifactsItemFormatNsysSqlite
-	case EvidenceProjectionBodyArtifactsItemFormatXctrace:
-		*s = EvidenceProjectionBodyArtifactsItemFormatXctrace
-	case EvidenceProjectionBodyArtifactsItemFormatNsightCompute:
-		*s = EvidenceProjectionBodyArtifactsItemFormatNsightCompute
-	case EvidenceProjectionBodyArtifactsItemFormatNsightComputeCsv:
-		*s = EvidenceProjectionBodyArtifactsItemFormatNsightComputeCsv
-	case EvidenceProjectionBodyArtifactsItemFormatPyperf:
-		*s = EvidenceProjectionBodyArtifactsItemFormatPyperf
-	case EvidenceProjectionBodyArtifactsItemFormatSamples:
-		*s = EvidenceProjectionBodyArtifactsItemFormatSamples
-	case EvidenceProjectionBodyArtifactsItemFormatNvbench:
-		*s = EvidenceProjectionBodyArtifactsItemFormatNvbench
-	case EvidenceProjectionBodyArtifactsItemFormatHyperfine:
-		*s = EvidenceProjectionBodyArtifactsItemFormatHyperfine
-	case EvidenceProjectionBodyArtifactsItemFormatGoBench:
-		*s = EvidenceProjectionBodyArtifactsItemFormatGoBench
-	case EvidenceProjectionBodyArtifactsItemFormatAiperf:
-		*s = EvidenceProjectionBodyArtifactsItemFormatAiperf
-	case EvidenceProjectionBodyArtifactsItemFormatVllmBenchmark:
-		*s = EvidenceProjectionBodyArtifactsItemFormatVllmBenchmark
-	case EvidenceProjectionBodyArtifactsItemFormatSglangBenchmark:
-		*s = EvidenceProjectionBodyArtifactsItemFormatSglangBenchmark
-	case EvidenceProjectionBodyArtifactsItemFormatMooncakeTrace:
-		*s = EvidenceProjectionBodyArtifactsItemFormatMooncakeTrace
-	case EvidenceProjectionBodyArtifactsItemFormatKernelValidation:
-		*s = EvidenceProjectionBodyArtifactsItemFormatKernelValidation
-	case EvidenceProjectionBodyArtifactsItemFormatTriton:
-		*s = EvidenceProjectionBodyArtifactsItemFormatTriton
-	case EvidenceProjectionBodyArtifactsItemFormatTritonCache:
-		*s = EvidenceProjectionBodyArtifactsItemFormatTritonCache
-	case EvidenceProjectionBodyArtifactsItemFormatComputeSanitizer:
-		*s = EvidenceProjectionBodyArtifactsItemFormatComputeSanitizer
-	case EvidenceProjectionBodyArtifactsItemFormatCoverage:
-		*s = EvidenceProjectionBodyArtifactsItemFormatCoverage
-	case EvidenceProjectionBodyArtifactsItemFormatPytest:
-		*s = EvidenceProjectionBodyArtifactsItemFormatPytest
-	case EvidenceProjectionBodyArtifactsItemFormatObservations:
-		*s = EvidenceProjectionBodyArtifactsItemFormatObservations
-	case EvidenceProjectionBodyArtifactsItemFormatSarif:
-		*s = EvidenceProjectionBodyArtifactsItemFormatSarif
-	default:
-		*s = EvidenceProjectionBodyArtifactsItemFormat(v)
-	}
-
-	return nil
-}
-
-// MarshalJSON implements stdjson.Marshaler.
-func (s EvidenceProjectionBodyArtifactsItemFormat) MarshalJSON() ([]byte, error) {
-	e := jx.Encoder{}
-	s.Encode(&e)
-	return e.Bytes(), nil
-}
-
-// UnmarshalJSON implements stdjson.Unmarshaler.
-func (s *EvidenceProjectionBodyArtifactsItemFormat) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -3194,7 +2962,7 @@ func (s *EvidenceProjectionBodyInputsItem) Encode(e *jx.Encoder) {
 func (s *EvidenceProjectionBodyInputsItem) encodeFields(e *jx.Encoder) {
 	{
 		e.FieldStart("format")
-		s.Format.Encode(e)
+		e.Str(s.Format)
 	}
 	{
 		e.FieldStart("role")
@@ -3229,7 +2997,9 @@ func (s *EvidenceProjectionBodyInputsItem) Decode(d *jx.Decoder) error {
 		case "format":
 			requiredBitSet[0] |= 1 << 0
 			if err := func() error {
-				if err := s.Format.Decode(d); err != nil {
+				v, err := d.Str()
+				s.Format = string(v)
+				if err != nil {
 					return err
 				}
 				return nil
@@ -3324,124 +3094,6 @@ func (s *EvidenceProjectionBodyInputsItem) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *EvidenceProjectionBodyInputsItem) UnmarshalJSON(data []byte) error {
-	d := jx.DecodeBytes(data)
-	return s.Decode(d)
-}
-
-// Encode encodes EvidenceProjectionBodyInputsItemFormat as json.
-func (s EvidenceProjectionBodyInputsItemFormat) Encode(e *jx.Encoder) {
-	e.Str(string(s))
-}
-
-// Decode decodes EvidenceProjectionBodyInputsItemFormat from json.
-func (s *EvidenceProjectionBodyInputsItemFormat) Decode(d *jx.Decoder) error {
-	if s == nil {
-		return errors.New("invalid: unable to decode EvidenceProjectionBodyInputsItemFormat to nil")
-	}
-	v, err := d.StrBytes()
-	if err != nil {
-		return err
-	}
-	// Try to use constant string.
-	switch EvidenceProjectionBodyInputsItemFormat(v) {
-	case EvidenceProjectionBodyInputsItemFormatText:
-		*s = EvidenceProjectionBodyInputsItemFormatText
-	case EvidenceProjectionBodyInputsItemFormatJSON:
-		*s = EvidenceProjectionBodyInputsItemFormatJSON
-	case EvidenceProjectionBodyInputsItemFormatJsonl:
-		*s = EvidenceProjectionBodyInputsItemFormatJsonl
-	case EvidenceProjectionBodyInputsItemFormatCsv:
-		*s = EvidenceProjectionBodyInputsItemFormatCsv
-	case EvidenceProjectionBodyInputsItemFormatParquet:
-		*s = EvidenceProjectionBodyInputsItemFormatParquet
-	case EvidenceProjectionBodyInputsItemFormatPstats:
-		*s = EvidenceProjectionBodyInputsItemFormatPstats
-	case EvidenceProjectionBodyInputsItemFormatPySpy:
-		*s = EvidenceProjectionBodyInputsItemFormatPySpy
-	case EvidenceProjectionBodyInputsItemFormatPerf:
-		*s = EvidenceProjectionBodyInputsItemFormatPerf
-	case EvidenceProjectionBodyInputsItemFormatPerfData:
-		*s = EvidenceProjectionBodyInputsItemFormatPerfData
-	case EvidenceProjectionBodyInputsItemFormatCpuprofile:
-		*s = EvidenceProjectionBodyInputsItemFormatCpuprofile
-	case EvidenceProjectionBodyInputsItemFormatPprof:
-		*s = EvidenceProjectionBodyInputsItemFormatPprof
-	case EvidenceProjectionBodyInputsItemFormatHeapprofile:
-		*s = EvidenceProjectionBodyInputsItemFormatHeapprofile
-	case EvidenceProjectionBodyInputsItemFormatMemray:
-		*s = EvidenceProjectionBodyInputsItemFormatMemray
-	case EvidenceProjectionBodyInputsItemFormatPerfetto:
-		*s = EvidenceProjectionBodyInputsItemFormatPerfetto
-	case EvidenceProjectionBodyInputsItemFormatChromeTrace:
-		*s = EvidenceProjectionBodyInputsItemFormatChromeTrace
-	case EvidenceProjectionBodyInputsItemFormatPytorch:
-		*s = EvidenceProjectionBodyInputsItemFormatPytorch
-	case EvidenceProjectionBodyInputsItemFormatRocprofPftrace:
-		*s = EvidenceProjectionBodyInputsItemFormatRocprofPftrace
-	case EvidenceProjectionBodyInputsItemFormatOtlp:
-		*s = EvidenceProjectionBodyInputsItemFormatOtlp
-	case EvidenceProjectionBodyInputsItemFormatNsysRep:
-		*s = EvidenceProjectionBodyInputsItemFormatNsysRep
-	case EvidenceProjectionBodyInputsItemFormatNsysParquet:
-		*s = EvidenceProjectionBodyInputsItemFormatNsysParquet
-	case EvidenceProjectionBodyInputsItemFormatNsysSqlite:
-		*s = EvidenceProjectionBodyInputsItemFormatNsysSqlite
-	case EvidenceProjectionBodyInputsItemFormatXctrace:
-		*s = EvidenceProjectionBodyInputsItemFormatXctrace
-	case EvidenceProjectionBodyInputsItemFormatNsightCompute:
-		*s = EvidenceProjectionBodyInputsItemFormatNsightCompute
-	case EvidenceProjectionBodyInputsItemFormatNsightComputeCsv:
-		*s = EvidenceProjectionBodyInputsItemFormatNsightComputeCsv
-	case EvidenceProjectionBodyInputsItemFormatPyperf:
-		*s = EvidenceProjectionBodyInputsItemFormatPyperf
-	case EvidenceProjectionBodyInputsItemFormatSamples:
-		*s = EvidenceProjectionBodyInputsItemFormatSamples
-	case EvidenceProjectionBodyInputsItemFormatNvbench:
-		*s = EvidenceProjectionBodyInputsItemFormatNvbench
-	case EvidenceProjectionBodyInputsItemFormatHyperfine:
-		*s = EvidenceProjectionBodyInputsItemFormatHyperfine
-	case EvidenceProjectionBodyInputsItemFormatGoBench:
-		*s = EvidenceProjectionBodyInputsItemFormatGoBench
-	case EvidenceProjectionBodyInputsItemFormatAiperf:
-		*s = EvidenceProjectionBodyInputsItemFormatAiperf
-	case EvidenceProjectionBodyInputsItemFormatVllmBenchmark:
-		*s = EvidenceProjectionBodyInputsItemFormatVllmBenchmark
-	case EvidenceProjectionBodyInputsItemFormatSglangBenchmark:
-		*s = EvidenceProjectionBodyInputsItemFormatSglangBenchmark
-	case EvidenceProjectionBodyInputsItemFormatMooncakeTrace:
-		*s = EvidenceProjectionBodyInputsItemFormatMooncakeTrace
-	case EvidenceProjectionBodyInputsItemFormatKernelValidation:
-		*s = EvidenceProjectionBodyInputsItemFormatKernelValidation
-	case EvidenceProjectionBodyInputsItemFormatTriton:
-		*s = EvidenceProjectionBodyInputsItemFormatTriton
-	case EvidenceProjectionBodyInputsItemFormatTritonCache:
-		*s = EvidenceProjectionBodyInputsItemFormatTritonCache
-	case EvidenceProjectionBodyInputsItemFormatComputeSanitizer:
-		*s = EvidenceProjectionBodyInputsItemFormatComputeSanitizer
-	case EvidenceProjectionBodyInputsItemFormatCoverage:
-		*s = EvidenceProjectionBodyInputsItemFormatCoverage
-	case EvidenceProjectionBodyInputsItemFormatPytest:
-		*s = EvidenceProjectionBodyInputsItemFormatPytest
-	case EvidenceProjectionBodyInputsItemFormatObservations:
-		*s = EvidenceProjectionBodyInputsItemFormatObservations
-	case EvidenceProjectionBodyInputsItemFormatSarif:
-		*s = EvidenceProjectionBodyInputsItemFormatSarif
-	default:
-		*s = EvidenceProjectionBodyInputsItemFormat(v)
-	}
-
-	return nil
-}
-
-// MarshalJSON implements stdjson.Marshaler.
-func (s EvidenceProjectionBodyInputsItemFormat) MarshalJSON() ([]byte, error) {
-	e := jx.Encoder{}
-	s.Encode(&e)
-	return e.Bytes(), nil
-}
-
-// UnmarshalJSON implements stdjson.Unmarshaler.
-func (s *EvidenceProjectionBodyInputsItemFormat) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -3773,7 +3425,7 @@ func (s *EvidenceProjectionLogicalSourcesItem) Encode(e *jx.Encoder) {
 func (s *EvidenceProjectionLogicalSourcesItem) encodeFields(e *jx.Encoder) {
 	{
 		e.FieldStart("format")
-		s.Format.Encode(e)
+		e.Str(s.Format)
 	}
 	{
 		e.FieldStart("producer")
@@ -3826,7 +3478,9 @@ func (s *EvidenceProjectionLogicalSourcesItem) Decode(d *jx.Decoder) error {
 		case "format":
 			requiredBitSet[0] |= 1 << 0
 			if err := func() error {
-				if err := s.Format.Decode(d); err != nil {
+				v, err := d.Str()
+				s.Format = string(v)
+				if err != nil {
 					return err
 				}
 				return nil
@@ -4010,124 +3664,6 @@ func (s EvidenceProjectionLogicalSourcesItemAdditional) MarshalJSON() ([]byte, e
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *EvidenceProjectionLogicalSourcesItemAdditional) UnmarshalJSON(data []byte) error {
-	d := jx.DecodeBytes(data)
-	return s.Decode(d)
-}
-
-// Encode encodes EvidenceProjectionLogicalSourcesItemFormat as json.
-func (s EvidenceProjectionLogicalSourcesItemFormat) Encode(e *jx.Encoder) {
-	e.Str(string(s))
-}
-
-// Decode decodes EvidenceProjectionLogicalSourcesItemFormat from json.
-func (s *EvidenceProjectionLogicalSourcesItemFormat) Decode(d *jx.Decoder) error {
-	if s == nil {
-		return errors.New("invalid: unable to decode EvidenceProjectionLogicalSourcesItemFormat to nil")
-	}
-	v, err := d.StrBytes()
-	if err != nil {
-		return err
-	}
-	// Try to use constant string.
-	switch EvidenceProjectionLogicalSourcesItemFormat(v) {
-	case EvidenceProjectionLogicalSourcesItemFormatText:
-		*s = EvidenceProjectionLogicalSourcesItemFormatText
-	case EvidenceProjectionLogicalSourcesItemFormatJSON:
-		*s = EvidenceProjectionLogicalSourcesItemFormatJSON
-	case EvidenceProjectionLogicalSourcesItemFormatJsonl:
-		*s = EvidenceProjectionLogicalSourcesItemFormatJsonl
-	case EvidenceProjectionLogicalSourcesItemFormatCsv:
-		*s = EvidenceProjectionLogicalSourcesItemFormatCsv
-	case EvidenceProjectionLogicalSourcesItemFormatParquet:
-		*s = EvidenceProjectionLogicalSourcesItemFormatParquet
-	case EvidenceProjectionLogicalSourcesItemFormatPstats:
-		*s = EvidenceProjectionLogicalSourcesItemFormatPstats
-	case EvidenceProjectionLogicalSourcesItemFormatPySpy:
-		*s = EvidenceProjectionLogicalSourcesItemFormatPySpy
-	case EvidenceProjectionLogicalSourcesItemFormatPerf:
-		*s = EvidenceProjectionLogicalSourcesItemFormatPerf
-	case EvidenceProjectionLogicalSourcesItemFormatPerfData:
-		*s = EvidenceProjectionLogicalSourcesItemFormatPerfData
-	case EvidenceProjectionLogicalSourcesItemFormatCpuprofile:
-		*s = EvidenceProjectionLogicalSourcesItemFormatCpuprofile
-	case EvidenceProjectionLogicalSourcesItemFormatPprof:
-		*s = EvidenceProjectionLogicalSourcesItemFormatPprof
-	case EvidenceProjectionLogicalSourcesItemFormatHeapprofile:
-		*s = EvidenceProjectionLogicalSourcesItemFormatHeapprofile
-	case EvidenceProjectionLogicalSourcesItemFormatMemray:
-		*s = EvidenceProjectionLogicalSourcesItemFormatMemray
-	case EvidenceProjectionLogicalSourcesItemFormatPerfetto:
-		*s = EvidenceProjectionLogicalSourcesItemFormatPerfetto
-	case EvidenceProjectionLogicalSourcesItemFormatChromeTrace:
-		*s = EvidenceProjectionLogicalSourcesItemFormatChromeTrace
-	case EvidenceProjectionLogicalSourcesItemFormatPytorch:
-		*s = EvidenceProjectionLogicalSourcesItemFormatPytorch
-	case EvidenceProjectionLogicalSourcesItemFormatRocprofPftrace:
-		*s = EvidenceProjectionLogicalSourcesItemFormatRocprofPftrace
-	case EvidenceProjectionLogicalSourcesItemFormatOtlp:
-		*s = EvidenceProjectionLogicalSourcesItemFormatOtlp
-	case EvidenceProjectionLogicalSourcesItemFormatNsysRep:
-		*s = EvidenceProjectionLogicalSourcesItemFormatNsysRep
-	case EvidenceProjectionLogicalSourcesItemFormatNsysParquet:
-		*s = EvidenceProjectionLogicalSourcesItemFormatNsysParquet
-	case EvidenceProjectionLogicalSourcesItemFormatNsysSqlite:
-		*s = EvidenceProjectionLogicalSourcesItemFormatNsysSqlite
-	case EvidenceProjectionLogicalSourcesItemFormatXctrace:
-		*s = EvidenceProjectionLogicalSourcesItemFormatXctrace
-	case EvidenceProjectionLogicalSourcesItemFormatNsightCompute:
-		*s = EvidenceProjectionLogicalSourcesItemFormatNsightCompute
-	case EvidenceProjectionLogicalSourcesItemFormatNsightComputeCsv:
-		*s = EvidenceProjectionLogicalSourcesItemFormatNsightComputeCsv
-	case EvidenceProjectionLogicalSourcesItemFormatPyperf:
-		*s = EvidenceProjectionLogicalSourcesItemFormatPyperf
-	case EvidenceProjectionLogicalSourcesItemFormatSamples:
-		*s = EvidenceProjectionLogicalSourcesItemFormatSamples
-	case EvidenceProjectionLogicalSourcesItemFormatNvbench:
-		*s = EvidenceProjectionLogicalSourcesItemFormatNvbench
-	case EvidenceProjectionLogicalSourcesItemFormatHyperfine:
-		*s = EvidenceProjectionLogicalSourcesItemFormatHyperfine
-	case EvidenceProjectionLogicalSourcesItemFormatGoBench:
-		*s = EvidenceProjectionLogicalSourcesItemFormatGoBench
-	case EvidenceProjectionLogicalSourcesItemFormatAiperf:
-		*s = EvidenceProjectionLogicalSourcesItemFormatAiperf
-	case EvidenceProjectionLogicalSourcesItemFormatVllmBenchmark:
-		*s = EvidenceProjectionLogicalSourcesItemFormatVllmBenchmark
-	case EvidenceProjectionLogicalSourcesItemFormatSglangBenchmark:
-		*s = EvidenceProjectionLogicalSourcesItemFormatSglangBenchmark
-	case EvidenceProjectionLogicalSourcesItemFormatMooncakeTrace:
-		*s = EvidenceProjectionLogicalSourcesItemFormatMooncakeTrace
-	case EvidenceProjectionLogicalSourcesItemFormatKernelValidation:
-		*s = EvidenceProjectionLogicalSourcesItemFormatKernelValidation
-	case EvidenceProjectionLogicalSourcesItemFormatTriton:
-		*s = EvidenceProjectionLogicalSourcesItemFormatTriton
-	case EvidenceProjectionLogicalSourcesItemFormatTritonCache:
-		*s = EvidenceProjectionLogicalSourcesItemFormatTritonCache
-	case EvidenceProjectionLogicalSourcesItemFormatComputeSanitizer:
-		*s = EvidenceProjectionLogicalSourcesItemFormatComputeSanitizer
-	case EvidenceProjectionLogicalSourcesItemFormatCoverage:
-		*s = EvidenceProjectionLogicalSourcesItemFormatCoverage
-	case EvidenceProjectionLogicalSourcesItemFormatPytest:
-		*s = EvidenceProjectionLogicalSourcesItemFormatPytest
-	case EvidenceProjectionLogicalSourcesItemFormatObservations:
-		*s = EvidenceProjectionLogicalSourcesItemFormatObservations
-	case EvidenceProjectionLogicalSourcesItemFormatSarif:
-		*s = EvidenceProjectionLogicalSourcesItemFormatSarif
-	default:
-		*s = EvidenceProjectionLogicalSourcesItemFormat(v)
-	}
-
-	return nil
-}
-
-// MarshalJSON implements stdjson.Marshaler.
-func (s EvidenceProjectionLogicalSourcesItemFormat) MarshalJSON() ([]byte, error) {
-	e := jx.Encoder{}
-	s.Encode(&e)
-	return e.Bytes(), nil
-}
-
-// UnmarshalJSON implements stdjson.Unmarshaler.
-func (s *EvidenceProjectionLogicalSourcesItemFormat) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

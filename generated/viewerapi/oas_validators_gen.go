@@ -594,17 +594,6 @@ func (s *EvidenceProjectionBodyAnalysisRequestInputsItem) Validate() error {
 
 	var failures []validate.FieldError
 	if err := func() error {
-		if err := s.Format.Validate(); err != nil {
-			return err
-		}
-		return nil
-	}(); err != nil {
-		failures = append(failures, validate.FieldError{
-			Name:  "format",
-			Error: err,
-		})
-	}
-	if err := func() error {
 		if err := (validate.String{
 			MinLength:     1,
 			MinLengthSet:  true,
@@ -675,95 +664,6 @@ func (s *EvidenceProjectionBodyAnalysisRequestInputsItem) Validate() error {
 		return &validate.Error{Fields: failures}
 	}
 	return nil
-}
-
-func (s EvidenceProjectionBodyAnalysisRequestInputsItemFormat) Validate() error {
-	switch s {
-	case "text":
-		return nil
-	case "json":
-		return nil
-	case "jsonl":
-		return nil
-	case "csv":
-		return nil
-	case "parquet":
-		return nil
-	case "pstats":
-		return nil
-	case "py-spy":
-		return nil
-	case "perf":
-		return nil
-	case "perf-data":
-		return nil
-	case "cpuprofile":
-		return nil
-	case "pprof":
-		return nil
-	case "heapprofile":
-		return nil
-	case "memray":
-		return nil
-	case "perfetto":
-		return nil
-	case "chrome-trace":
-		return nil
-	case "pytorch":
-		return nil
-	case "rocprof-pftrace":
-		return nil
-	case "otlp":
-		return nil
-	case "nsys-rep":
-		return nil
-	case "nsys-parquet":
-		return nil
-	case "nsys-sqlite":
-		return nil
-	case "xctrace":
-		return nil
-	case "nsight-compute":
-		return nil
-	case "nsight-compute-csv":
-		return nil
-	case "pyperf":
-		return nil
-	case "samples":
-		return nil
-	case "nvbench":
-		return nil
-	case "hyperfine":
-		return nil
-	case "go-bench":
-		return nil
-	case "aiperf":
-		return nil
-	case "vllm-benchmark":
-		return nil
-	case "sglang-benchmark":
-		return nil
-	case "mooncake-trace":
-		return nil
-	case "kernel-validation":
-		return nil
-	case "triton":
-		return nil
-	case "triton-cache":
-		return nil
-	case "compute-sanitizer":
-		return nil
-	case "coverage":
-		return nil
-	case "pytest":
-		return nil
-	case "observations":
-		return nil
-	case "sarif":
-		return nil
-	default:
-		return errors.Errorf("invalid value: %v", s)
-	}
 }
 
 func (s *EvidenceProjectionBodyAnalysisRequestLimits) Validate() error {
@@ -1068,17 +968,6 @@ func (s *EvidenceProjectionBodyArtifactsItem) Validate() error {
 
 	var failures []validate.FieldError
 	if err := func() error {
-		if err := s.Format.Validate(); err != nil {
-			return err
-		}
-		return nil
-	}(); err != nil {
-		failures = append(failures, validate.FieldError{
-			Name:  "format",
-			Error: err,
-		})
-	}
-	if err := func() error {
 		if err := (validate.String{
 			MinLength:     1,
 			MinLengthSet:  true,
@@ -1160,95 +1049,6 @@ func (s *EvidenceProjectionBodyArtifactsItem) Validate() error {
 		return &validate.Error{Fields: failures}
 	}
 	return nil
-}
-
-func (s EvidenceProjectionBodyArtifactsItemFormat) Validate() error {
-	switch s {
-	case "text":
-		return nil
-	case "json":
-		return nil
-	case "jsonl":
-		return nil
-	case "csv":
-		return nil
-	case "parquet":
-		return nil
-	case "pstats":
-		return nil
-	case "py-spy":
-		return nil
-	case "perf":
-		return nil
-	case "perf-data":
-		return nil
-	case "cpuprofile":
-		return nil
-	case "pprof":
-		return nil
-	case "heapprofile":
-		return nil
-	case "memray":
-		return nil
-	case "perfetto":
-		return nil
-	case "chrome-trace":
-		return nil
-	case "pytorch":
-		return nil
-	case "rocprof-pftrace":
-		return nil
-	case "otlp":
-		return nil
-	case "nsys-rep":
-		return nil
-	case "nsys-parquet":
-		return nil
-	case "nsys-sqlite":
-		return nil
-	case "xctrace":
-		return nil
-	case "nsight-compute":
-		return nil
-	case "nsight-compute-csv":
-		return nil
-	case "pyperf":
-		return nil
-	case "samples":
-		return nil
-	case "nvbench":
-		return nil
-	case "hyperfine":
-		return nil
-	case "go-bench":
-		return nil
-	case "aiperf":
-		return nil
-	case "vllm-benchmark":
-		return nil
-	case "sglang-benchmark":
-		return nil
-	case "mooncake-trace":
-		return nil
-	case "kernel-validation":
-		return nil
-	case "triton":
-		return nil
-	case "triton-cache":
-		return nil
-	case "compute-sanitizer":
-		return nil
-	case "coverage":
-		return nil
-	case "pytest":
-		return nil
-	case "observations":
-		return nil
-	case "sarif":
-		return nil
-	default:
-		return errors.Errorf("invalid value: %v", s)
-	}
 }
 
 func (s *EvidenceProjectionBodyArtifactsItemSource) Validate() error {
@@ -1499,17 +1299,6 @@ func (s *EvidenceProjectionBodyInputsItem) Validate() error {
 
 	var failures []validate.FieldError
 	if err := func() error {
-		if err := s.Format.Validate(); err != nil {
-			return err
-		}
-		return nil
-	}(); err != nil {
-		failures = append(failures, validate.FieldError{
-			Name:  "format",
-			Error: err,
-		})
-	}
-	if err := func() error {
 		if err := (validate.String{
 			MinLength:     1,
 			MinLengthSet:  true,
@@ -1580,95 +1369,6 @@ func (s *EvidenceProjectionBodyInputsItem) Validate() error {
 		return &validate.Error{Fields: failures}
 	}
 	return nil
-}
-
-func (s EvidenceProjectionBodyInputsItemFormat) Validate() error {
-	switch s {
-	case "text":
-		return nil
-	case "json":
-		return nil
-	case "jsonl":
-		return nil
-	case "csv":
-		return nil
-	case "parquet":
-		return nil
-	case "pstats":
-		return nil
-	case "py-spy":
-		return nil
-	case "perf":
-		return nil
-	case "perf-data":
-		return nil
-	case "cpuprofile":
-		return nil
-	case "pprof":
-		return nil
-	case "heapprofile":
-		return nil
-	case "memray":
-		return nil
-	case "perfetto":
-		return nil
-	case "chrome-trace":
-		return nil
-	case "pytorch":
-		return nil
-	case "rocprof-pftrace":
-		return nil
-	case "otlp":
-		return nil
-	case "nsys-rep":
-		return nil
-	case "nsys-parquet":
-		return nil
-	case "nsys-sqlite":
-		return nil
-	case "xctrace":
-		return nil
-	case "nsight-compute":
-		return nil
-	case "nsight-compute-csv":
-		return nil
-	case "pyperf":
-		return nil
-	case "samples":
-		return nil
-	case "nvbench":
-		return nil
-	case "hyperfine":
-		return nil
-	case "go-bench":
-		return nil
-	case "aiperf":
-		return nil
-	case "vllm-benchmark":
-		return nil
-	case "sglang-benchmark":
-		return nil
-	case "mooncake-trace":
-		return nil
-	case "kernel-validation":
-		return nil
-	case "triton":
-		return nil
-	case "triton-cache":
-		return nil
-	case "compute-sanitizer":
-		return nil
-	case "coverage":
-		return nil
-	case "pytest":
-		return nil
-	case "observations":
-		return nil
-	case "sarif":
-		return nil
-	default:
-		return errors.Errorf("invalid value: %v", s)
-	}
 }
 
 func (s EvidenceProjectionBodyOperation) Validate() error {
@@ -1769,17 +1469,6 @@ func (s *EvidenceProjectionLogicalSourcesItem) Validate() error {
 
 	var failures []validate.FieldError
 	if err := func() error {
-		if err := s.Format.Validate(); err != nil {
-			return err
-		}
-		return nil
-	}(); err != nil {
-		failures = append(failures, validate.FieldError{
-			Name:  "format",
-			Error: err,
-		})
-	}
-	if err := func() error {
 		if err := (validate.String{
 			MinLength:     1,
 			MinLengthSet:  true,
@@ -1861,95 +1550,6 @@ func (s *EvidenceProjectionLogicalSourcesItem) Validate() error {
 		return &validate.Error{Fields: failures}
 	}
 	return nil
-}
-
-func (s EvidenceProjectionLogicalSourcesItemFormat) Validate() error {
-	switch s {
-	case "text":
-		return nil
-	case "json":
-		return nil
-	case "jsonl":
-		return nil
-	case "csv":
-		return nil
-	case "parquet":
-		return nil
-	case "pstats":
-		return nil
-	case "py-spy":
-		return nil
-	case "perf":
-		return nil
-	case "perf-data":
-		return nil
-	case "cpuprofile":
-		return nil
-	case "pprof":
-		return nil
-	case "heapprofile":
-		return nil
-	case "memray":
-		return nil
-	case "perfetto":
-		return nil
-	case "chrome-trace":
-		return nil
-	case "pytorch":
-		return nil
-	case "rocprof-pftrace":
-		return nil
-	case "otlp":
-		return nil
-	case "nsys-rep":
-		return nil
-	case "nsys-parquet":
-		return nil
-	case "nsys-sqlite":
-		return nil
-	case "xctrace":
-		return nil
-	case "nsight-compute":
-		return nil
-	case "nsight-compute-csv":
-		return nil
-	case "pyperf":
-		return nil
-	case "samples":
-		return nil
-	case "nvbench":
-		return nil
-	case "hyperfine":
-		return nil
-	case "go-bench":
-		return nil
-	case "aiperf":
-		return nil
-	case "vllm-benchmark":
-		return nil
-	case "sglang-benchmark":
-		return nil
-	case "mooncake-trace":
-		return nil
-	case "kernel-validation":
-		return nil
-	case "triton":
-		return nil
-	case "triton-cache":
-		return nil
-	case "compute-sanitizer":
-		return nil
-	case "coverage":
-		return nil
-	case "pytest":
-		return nil
-	case "observations":
-		return nil
-	case "sarif":
-		return nil
-	default:
-		return errors.Errorf("invalid value: %v", s)
-	}
 }
 
 func (s *EvidenceProjectionLogicalSourcesItemSource) Validate() error {

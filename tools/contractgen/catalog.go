@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -45,6 +47,22 @@ type captureProvider struct {
 	// VerdictReturncodes are exit statuses that report a verdict, not a failed run.
 	VerdictReturncodes []int64 `json:"verdict_returncodes"`
 	Released           bool    `json:"released"`
+}
+
+// captureFormats are the formats a capture tool's inputs can have: the operation's, and
+// the outputs of its providers and of the direct provider (the workload's console), in
+// the catalog's order of providers and sorted roles.
+func captureFormats(op operation, kinds []string, providers []captureProvider) []string {
+	formats := append([]string{}, op.Formats...)
+	for _, p := range providers {
+		if p.Kind != "direct" && !slices.Contains(kinds, p.Kind) {
+			continue
+		}
+		for _, role := range slices.Sorted(maps.Keys(p.Outputs)) {
+			formats = append(formats, p.Outputs[role])
+		}
+	}
+	return formats
 }
 
 // captureProviders decodes the CUE capture provider registry.
@@ -368,6 +386,10 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		// A capture whose collector wrote nothing previews its console instead.
 		if err := m.typeRows(cres, op, "CaptureConsoleRow"); err != nil {
 			return nil, err
+		}
+		// Its inputs are the operation's formats and what its providers write.
+		if err := narrowInputFormats(cres, captureFormats(op, kinds, providers)); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		crich, err := m.outputUnion(name, cres)
 		if err != nil {

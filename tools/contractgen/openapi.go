@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The evidence viewer's HTTP contract (contracts/openapi.json, decision 0029). Its
 // parameters and the documents it names come from the same CUE definitions as the MCP
@@ -37,6 +40,9 @@ func (m *model) openAPIFile() ([]byte, error) {
 			continue
 		}
 		components[name] = oas30(s)
+	}
+	if err := m.unenumFormats(components); err != nil {
+		return nil, err
 	}
 	components["AnalyzeArguments"] = schema{
 		"type":                 "object",
@@ -219,4 +225,35 @@ func allKinded(arms []any) bool {
 		}
 	}
 	return len(arms) > 0
+}
+
+// unenumFormats replaces every enum of all the catalog's formats in the viewer's documents
+// with a string (issue 37, item 5): evidence may be of any format, and a format added to
+// the catalog then changes neither this document nor ogen's generated viewer code.
+func (m *model) unenumFormats(n any) error {
+	f, err := m.defSchema("Format")
+	if err != nil {
+		return err
+	}
+	all := fmt.Sprint(f["enum"])
+	var walk func(any)
+	walk = func(n any) {
+		switch v := n.(type) {
+		case schema:
+			for k, c := range v {
+				if cs, ok := c.(schema); ok && cs["enum"] != nil && fmt.Sprint(cs["enum"]) == all {
+					desc, _ := cs["description"].(string)
+					v[k] = schema{"type": "string", "description": strings.TrimSpace(desc + " A format name (contracts/catalog.json lists each operation's accepted_formats).")}
+					continue
+				}
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+	return nil
 }

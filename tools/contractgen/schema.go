@@ -373,7 +373,33 @@ func (m *model) toolOutputSchema(op operation) (schema, error) {
 	if err := m.typeRows(s, op); err != nil {
 		return nil, err
 	}
+	if err := narrowInputFormats(s, op.Formats); err != nil {
+		return nil, fmt.Errorf("%s: %w", op.Name, err)
+	}
 	return m.outputUnion(op.Name, s)
+}
+
+// narrowInputFormats makes the format of a success envelope's inputs the formats the tool
+// can report (issue 37, item 5): the operation's own, so adding a format changes only the
+// schemas of the operations that read it, not every result schema.
+func narrowInputFormats(result schema, formats []string) error {
+	inputs, _ := result["properties"].(schema)["inputs"].(schema)
+	items, _ := inputs["items"].(schema)
+	props, _ := items["properties"].(schema)
+	f, _ := props["format"].(schema)
+	if f == nil {
+		return fmt.Errorf("the success envelope has no inputs[].format to narrow")
+	}
+	enum := make([]any, 0, len(formats))
+	seen := map[string]bool{}
+	for _, v := range formats {
+		if !seen[v] {
+			seen[v] = true
+			enum = append(enum, v)
+		}
+	}
+	props["format"] = schema{"description": f["description"], "enum": enum}
+	return nil
 }
 
 // typeRows makes the table block's rows of a rich success envelope the union of the
