@@ -83,9 +83,12 @@ report.capture = {
   workload_status: captured.capture.workload_status,
   rows: captured.blocks[captured.blocks.length - 1].rows.map((r) => r.text),
   next_action: captured.next_action.kind,
-  next_field: captured.next_action.field_path,
+  next_tool: captured.next_action.tool,
   workload_failure: [captured.workload_failure.code, captured.workload_failure.returncode],
 };
+// The next action runs as given: preserve_evidence with the capture's handle.
+const kept = await call(captured.next_action.tool, captured.next_action.arguments);
+report.capture.preserved = kept.status;
 
 if (trace) {
   let targs = { sources: [{ kind: "path", path: trace, format: "otlp" }], view: "tables", page_size: 2 };

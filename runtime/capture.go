@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -810,6 +811,7 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, dir s
 		}
 		details["analysis_source_count"] = len(req.inputs)
 		out.AnalysisFailure = &gen.AnalysisFailure{Code: af.Code, Message: af.Message, Details: details}
+		out.analysisField = af.FieldPath
 	}
 	for i := range req.inputs {
 		req.inputs[i].role = sources[i].role
@@ -1074,72 +1076,94 @@ func captureRecord(cr *captureRequest, executions []gen.Execution) gen.CaptureRe
 	return rec
 }
 
-// captureNextAction is the recovery step of a partial capture.
+// captureNextAction is the recovery step of a partial capture, chosen as the catalog's
+// section 5.3 chooses it (decision 0048): an already preserved capture inspects its
+// evidence (then retries the operation when the failed analysis has replayable inputs);
+// an unpreserved one whose analysis failed on replayable inputs is preserve_then_analyze;
+// any other unpreserved partial capture calls preserve_evidence with its handle. The
+// message says what failed and what to change (the field, with the value used).
 func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 	if out.Status != "partial" {
 		return nil
 	}
-	replayable := out.AnalysisFailure == nil || out.AnalysisFailure.Details["analysis_source_count"] != 0
-	if !replayable {
+	sources := -1 // no analysis failure
+	if af := out.AnalysisFailure; af != nil {
+		sources, _ = af.Details["analysis_source_count"].(int)
+	}
+	wf := out.WorkloadFailure
+	if sources == 0 {
 		out.cause = "The collector wrote no native artifact; the table previews the console and the executions say how each run ended."
-		if wf := out.WorkloadFailure; wf != nil && wf.Returncode != nil && *wf.Returncode != 0 {
+		if wf != nil && wf.Returncode != nil && *wf.Returncode != 0 {
 			out.cause = fmt.Sprintf("The collector wrote no native artifact: execution %d exited %d (workload_failure.stderr_tail shows why).", wf.Sequence, *wf.Returncode)
 		}
 		if h, ok := cr.coll.Collector.(providers.MissingHinter); ok && h.MissingHint() != "" {
 			out.cause += " " + h.MissingHint()
 		}
 	}
-	if out.Preserved != nil {
-		if fix := workloadFix(cr, out); fix != nil && replayable {
-			// The run is kept; what to do next is to fix what failed.
-			fix.AdjustRequest.Message += " This run is preserved as evidence " + out.Preserved.EvidenceID + "."
-			return fix
+	out.fix = executionFix(out)
+
+	// What failed, and what to change.
+	var what []string
+	switch {
+	case out.fix != nil && sources == 0:
+		what = append(what, "The collector wrote no native artifact, so nothing was analysed.", out.fix.Message)
+	case out.fix != nil:
+		what = append(what, out.fix.Message)
+	case sources == 0:
+		what = append(what, out.cause+" Fix the provider fields or the workload (target.argv) so that the collector writes its artifact, then capture again.")
+	case wf != nil:
+		what = append(what, fmt.Sprintf("Execution %d (case %s, block %d) failed with %s; capture.executions[%d] says how.",
+			wf.Sequence, wf.Case, wf.Block, wf.Code, wf.Sequence-1))
+	}
+	if sources > 0 {
+		change := "the " + cr.analysis.Name + " arguments that caused it"
+		if name := fieldName(out.analysisField); name != "" {
+			change = name
 		}
+		what = append(what, fmt.Sprintf("The analysis of the captured artifacts failed (%s: %s); change %s.",
+			out.AnalysisFailure.Code, strings.TrimSuffix(out.AnalysisFailure.Message, "."), change))
+	}
+	if pf := out.PreservationFailure; pf != nil {
+		what = append(what, "Preservation failed ("+string(pf.Code)+": "+strings.TrimSuffix(pf.Message, ".")+
+			"); the capture is still a live analysis of this session: fix the cause first, or rescue_evidence it into a new store directory.")
+	}
+	msg := strings.Join(what, " ")
+	if msg != "" {
+		msg += " "
+	}
+
+	if out.Preserved != nil {
 		a := &gen.CallTool{Kind: "call_tool", Tool: "inspect_evidence",
 			Arguments: map[string]any{"evidence_id": out.Preserved.EvidenceID},
-			Message:   "The capture is preserved; inspect its evidence, then analyse its analysis_sources."}
-		switch {
-		case !replayable:
-			a.Message = "The capture is preserved with its executions and console. " + out.cause + " Inspect the evidence for the cause, fix the collector or the workload, then capture again."
-		case out.AnalysisFailure != nil:
+			Message:   msg + "The capture is preserved as evidence " + out.Preserved.EvidenceID + "; call inspect_evidence with these arguments to read its executions and artifacts"}
+		if sources > 0 {
 			a.ThenRetry = strp(cr.analysis.Name)
+			a.Message += ", then call " + cr.analysis.Name + " with its analysis_sources and the adjusted arguments"
 		}
+		a.Message += "."
 		return &gen.NextAction{CallTool: a}
 	}
-	preserve := func(msg string) *gen.NextAction {
-		return &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: "preserve_evidence",
-			Arguments: map[string]any{"analysis_id": out.AnalysisID}, Message: msg}}
-	}
-	if out.PreservationFailure != nil {
-		return preserve("Preservation failed (" + string(out.PreservationFailure.Code) + ": " + out.PreservationFailure.Message +
-			"); the capture is still a live analysis of this session. Fix the cause and preserve it again, or rescue_evidence it into a new store directory.")
-	}
-	if !replayable {
-		// A limit or a failed exit says what to change first; otherwise the collector
-		// says what its artifact needs.
-		if fix := workloadFix(cr, out); fix != nil {
-			return fix
-		}
-		return preserve(out.cause + " Preserve this capture to keep that evidence, then fix the collector or the workload and capture again.")
-	}
-	if fix := workloadFix(cr, out); fix != nil {
-		return fix
-	}
-	switch {
-	case out.AnalysisFailure != nil:
+	if sources > 0 {
 		return &gen.NextAction{PreserveThenAnalyze: &gen.PreserveThenAnalyze{Kind: "preserve_then_analyze",
 			PreserveArguments: map[string]any{"analysis_id": out.AnalysisID},
-			Message:           "The analysis of the captured artifacts failed; preserve them, then analyse the evidence with adjusted arguments."}}
-	case out.Capture.WorkloadStatus == "failed":
-		return preserve("The workload failed; its exit and console are evidence. Preserve them before the session ends.")
+			Message: msg + "Call preserve_evidence with preserve_arguments, then inspect_evidence with the evidence_id it returns, and call " +
+				cr.analysis.Name + " with that evidence's analysis_sources and the adjusted arguments."}}
 	}
-	return preserve("An execution did not complete (a limit, the collector or the oracle); preserve what was captured before the session ends.")
+	return &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: "preserve_evidence",
+		Arguments: map[string]any{"analysis_id": out.AnalysisID},
+		Message:   msg + "Call preserve_evidence with these arguments first to keep this run's executions and console as evidence before the session ends."}}
 }
 
 // Cause says, without session handles, why the capture has no analysable artifact and
 // what the workload or collector needs; "" when it has one. A CLI, which cannot use
 // next_action's preserve_evidence handle, tells its user this instead.
 func (r *CaptureResult) Cause() string { return r.cause }
+
+// Fix is the change a failed execution calls for, without session handles: the field
+// (absent when none fixes it) and a message that says what failed with the value used;
+// nil when no execution failed in a way the request can fix. A CLI, whose next step is
+// a command rather than an MCP tool, names it in its own next action.
+func (r *CaptureResult) Fix() *gen.AdjustRequest { return r.fix }
 
 // CaptureResult is the result of a capture tool.
 type CaptureResult struct {
@@ -1152,8 +1176,12 @@ type CaptureResult struct {
 	// WorkloadFailure leads with the first failed execution.
 	WorkloadFailure *gen.WorkloadFailure `json:"workload_failure,omitempty"`
 	// cause says why a capture has no analysable artifact (see Cause).
-	cause      string
-	NextAction *gen.NextAction `json:"next_action"`
+	cause string
+	// fix is what a failed execution calls for (see Fix).
+	fix *gen.AdjustRequest
+	// analysisField is the field the failed analysis names, if any.
+	analysisField []any
+	NextAction    *gen.NextAction `json:"next_action"`
 }
 
 // document is the durable capture provenance as preservation records it: the capture
@@ -1270,43 +1298,83 @@ func (rt *Runtime) rememberCapture(r *record) string {
 	return id
 }
 
-// workloadFix is the next action a failed workload calls for: a bound to raise (timeout,
-// memory, output) or the workload to fix, with where its stderr is; nil when no workload
-// failed in a way the caller can fix.
-func workloadFix(cr *captureRequest, out *CaptureResult) *gen.NextAction {
+// fieldName writes a field path as a message names it: limits.max_input_bytes,
+// sources[0].format; "" for none.
+func fieldName(path []any) string {
+	var b strings.Builder
+	for _, e := range path {
+		switch e := e.(type) {
+		case int, int64:
+			fmt.Fprintf(&b, "[%d]", e)
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, e)
+		}
+	}
+	return b.String()
+}
+
+// executionFix is what the first failed execution calls for: a bound to raise (timeout,
+// memory, output) with the value it had, the workload, the collector or the oracle to
+// fix, with where its stderr is; nil when no execution failed in a way the request can
+// fix.
+func executionFix(out *CaptureResult) *gen.AdjustRequest {
 	wf := out.WorkloadFailure
 	if wf == nil {
 		return nil
 	}
-	keep := ""
-	if out.Preserved == nil && out.AnalysisID != "" {
-		keep = " To keep this failed run as evidence, call preserve_evidence with analysis_id " + out.AnalysisID + " first."
+	var lim *gen.ExecutionLimit
+	for _, e := range out.Capture.Executions {
+		if e.Sequence == wf.Sequence {
+			lim = e.Limit
+		}
 	}
-	adjust := func(path []any, msg string) *gen.NextAction {
-		return &gen.NextAction{AdjustRequest: &gen.AdjustRequest{Kind: "adjust_request", FieldPath: path, Message: msg + keep}}
+	kind, configured := "", ""
+	if lim != nil {
+		kind, configured = lim.Kind, strconv.FormatFloat(lim.Configured, 'f', -1, 64)
+	} else if wf.LimitKind != nil {
+		kind = *wf.LimitKind
 	}
-	where := fmt.Sprintf("execution %d (case %s, block %d)", wf.Sequence, wf.Case, wf.Block)
-	limit := ""
-	if wf.LimitKind != nil {
-		limit = *wf.LimitKind
+	value := func(unit string) string {
+		if configured == "" {
+			return ""
+		}
+		return " (" + configured + " " + unit + ")"
 	}
+	fix := func(path []any, msg string) *gen.AdjustRequest {
+		return &gen.AdjustRequest{Kind: "adjust_request", FieldPath: path, Message: msg}
+	}
+	where := fmt.Sprintf("Execution %d (case %s, block %d)", wf.Sequence, wf.Case, wf.Block)
 	switch {
-	case wf.Code == "EXECUTION_TIMEOUT" || limit == "timeout":
-		return adjust(failure.Path("target", "budget", "timeout_seconds"),
-			"The workload ran past target.budget.timeout_seconds in "+where+"; raise it (at most 86400) or shorten the workload, then capture again.")
-	case limit == "memory_limit_exceeded":
-		return adjust(failure.Path("target", "budget", "max_memory_bytes"),
-			"The process tree passed target.budget.max_memory_bytes in "+where+"; raise it or reduce the workload's memory, then capture again.")
-	case limit == "output_limit" || limit == "writable_limit_exceeded":
-		return adjust(failure.Path("limits", "max_output_bytes"),
-			"The workload's output or written files passed limits.max_output_bytes in "+where+"; lower its output or raise the limit (server ceiling), then capture again.")
+	case wf.Code == "EXECUTION_TIMEOUT" || kind == "timeout":
+		return fix(failure.Path("target", "budget", "timeout_seconds"),
+			where+" ran past target.budget.timeout_seconds"+value("s")+" and was stopped; raise target.budget.timeout_seconds (at most 86400) or shorten the workload, then capture again.")
+	case kind == "memory_limit_exceeded":
+		return fix(failure.Path("target", "budget", "max_memory_bytes"),
+			where+" passed target.budget.max_memory_bytes"+value("bytes")+" and was stopped; raise target.budget.max_memory_bytes or reduce the workload's memory, then capture again.")
+	case kind == "output_limit":
+		return fix(failure.Path("limits", "max_output_bytes"),
+			where+" printed more than limits.max_output_bytes"+value("bytes")+" and was stopped; make the workload print less or raise limits.max_output_bytes (within the server's ceiling), then capture again.")
+	case kind == "writable_limit_exceeded":
+		return fix(failure.Path("limits", "max_output_bytes"),
+			where+" wrote more than limits.max_output_bytes"+value("bytes")+" under its working directory and was stopped; write less or raise limits.max_output_bytes (within the server's ceiling), then capture again.")
+	case kind == "storage_reserve_exceeded":
+		return fix(nil, where+" was stopped when the scratch filesystem fell below its free-space reserve"+value("bytes free")+"; free disk space there, then capture again.")
 	case wf.Code == "SEMANTIC_ORACLE_FAILED":
-		return adjust(failure.Path("experiment", "semantic_oracle"),
-			"The semantic oracle rejected "+where+"; its block is excluded from the comparison. Fix the case or the oracle, then run the experiment again.")
-	case wf.Code == "EXECUTION_FAILURE" && wf.Returncode != nil && *wf.Returncode != 0 && wf.ReturncodeScope == "workload":
-		return adjust(failure.Path("target", "argv"), fmt.Sprintf(
-			"The workload exited %d in %s; workload_failure.stderr_tail shows why (the whole stderr: %s). Fix the workload or its arguments, then capture again.",
-			*wf.Returncode, where, wf.StderrSource))
+		return fix(failure.Path("experiment", "semantic_oracle"),
+			"The semantic oracle rejected "+strings.ToLower(where[:1])+where[1:]+"; its block is excluded from the comparison. Fix the case or experiment.semantic_oracle, then run the experiment again.")
+	case wf.Code == "EXECUTION_FAILURE" && wf.Returncode == nil:
+		return fix(failure.Path("target", "argv"), where+" could not start its command; check target.argv and target.cwd, then capture again.")
+	case wf.Code == "EXECUTION_FAILURE" && *wf.Returncode != 0 && wf.ReturncodeScope == "workload":
+		return fix(failure.Path("target", "argv"), fmt.Sprintf(
+			"The workload exited %d in %s; workload_failure.stderr_tail shows why (the whole stderr: %s). Fix the workload or target.argv, then capture again.",
+			*wf.Returncode, strings.ToLower(where[:1])+where[1:], wf.StderrSource))
+	case wf.Code == "EXECUTION_FAILURE" && *wf.Returncode != 0:
+		return fix(failure.Path("provider"), fmt.Sprintf(
+			"The collector exited %d in %s (its exit is the collector's, which may pass on the workload's); workload_failure.stderr_tail shows why (the whole stderr: %s). Fix the provider fields, the collector or target.argv, then capture again.",
+			*wf.Returncode, strings.ToLower(where[:1])+where[1:], wf.StderrSource))
 	}
 	return nil
 }

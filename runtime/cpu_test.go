@@ -321,10 +321,15 @@ func TestCaptureMissingProfileIsAPartialResult(t *testing.T) {
 		t.Fatalf("result = %+v %+v %+v", res.Status, res.AnalysisFailure, ex)
 	}
 	// The capture keeps a handle, and the table previews the console so the cause shows;
-	// the next action is to fix the workload, keeping this run first if wanted.
-	if a := res.NextAction; res.AnalysisID == "" || a == nil || a.AdjustRequest == nil || fmt.Sprint(a.AdjustRequest.FieldPath) != "[target argv]" ||
-		!strings.Contains(a.AdjustRequest.Message, "exited 4") || !strings.Contains(a.AdjustRequest.Message, "preserve_evidence with analysis_id "+res.AnalysisID) {
+	// the next action preserves this run first (nothing to reanalyse), and says to fix
+	// the workload.
+	if a := res.NextAction; res.AnalysisID == "" || a == nil || a.CallTool == nil || a.CallTool.Tool != "preserve_evidence" ||
+		a.CallTool.Arguments["analysis_id"] != res.AnalysisID || !strings.Contains(a.CallTool.Message, "exited 4") ||
+		!strings.Contains(a.CallTool.Message, "target.argv") {
 		t.Fatalf("handle %q next_action %+v", res.AnalysisID, res.NextAction)
+	}
+	if fix := res.Fix(); fix == nil || fmt.Sprint(fix.FieldPath) != "[target argv]" {
+		t.Errorf("fix = %+v", fix)
 	}
 	rows := tableRows(t, res)
 	if len(rows) != 1 || rows[0]["role"] != "capture-0001/stderr-excerpt" || rows[0]["text"] != "giving up early" {

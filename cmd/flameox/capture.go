@@ -137,14 +137,20 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 				if cres.NextPage != nil {
 					out.NextPage = cliNextPage(cres.Operation, cres.NextPage.Arguments, nil)
 				}
-				if cres.NextAction != nil && cres.NextAction.AdjustRequest == nil {
-					// The CLI's next step is a command, not an MCP tool.
+				if cres.NextAction != nil {
+					// The CLI's next step is a command, not an MCP tool; a fix to the
+					// workload or its budget names its field.
 					id := cres.Preserved.EvidenceID
 					msg := "The capture is preserved; run `flameox evidence show " + id + "` to see its executions and artifacts"
 					if cres.AnalysisFailure != nil && cres.AnalysisFailure.Details["analysis_source_count"] != 0 {
 						msg += ", then `flameox analyze " + cres.Operation + " --evidence " + id + "` with adjusted --arguments"
 					}
 					out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action", Message: msg + "."}}
+					if fix := cres.Fix(); fix != nil && fix.FieldPath != nil {
+						a := *fix
+						a.Message += " This run is preserved as evidence " + id + " (`flameox evidence show " + id + "`)."
+						out.NextAction = &gen.NextAction{AdjustRequest: &a}
+					}
 				}
 			case cres.PreservationFailure != nil:
 				// The scratch dies with this process; the capture can still go to a new store.
@@ -169,16 +175,17 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 				// The scratch dies with this process: no continuation can be honoured.
 				out.Continuation, out.NextPage = nil, nil
 				out.Limitations = append(out.Limitations, unpreservedLimitation)
-				switch {
-				case cres.NextAction != nil && cres.NextAction.AdjustRequest != nil:
-					// A fix to the workload or its budget stays the next step; the session
-					// handle it mentions means nothing to a later command.
-					a := *cres.NextAction.AdjustRequest
-					if i := strings.Index(a.Message, " To keep this failed run"); i >= 0 {
-						a.Message = a.Message[:i]
-					}
+				switch fix := cres.Fix(); {
+				case cres.NextAction != nil && fix != nil && fix.FieldPath != nil:
+					// A fix to the workload or its budget is the next step (MCP's next
+					// action preserves by a session handle that means nothing to a later
+					// command).
+					a := *fix
 					a.Message += " Add --preserve (or --rescue-to ABSOLUTE_PATH) to keep the run's evidence."
 					out.NextAction = &gen.NextAction{AdjustRequest: &a}
+				case cres.NextAction != nil && fix != nil:
+					out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
+						Message: fix.Message + " Add --preserve (or --rescue-to ABSOLUTE_PATH) to keep the run's evidence."}}
 				case cres.NextAction != nil && cres.Cause() != "":
 					out.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action",
 						Message: cres.Cause() + " Fix the workload or the provider's arguments, then run the command again (with --preserve or --rescue-to ABSOLUTE_PATH to keep a run's evidence)."}}

@@ -241,16 +241,17 @@ func TestMCPCapturesKeepTheirExecutions(t *testing.T) {
 	}
 
 	// The collector wrote nothing because the workload's argv failed (cProfile refuses -c):
-	// a handle, a console preview, and a fix of target.argv next (which says how to keep
-	// the run first).
+	// a handle, a console preview, and preserve_evidence next, whose message says to fix
+	// target.argv.
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed")
 	}
 	res = capture("capture_and_rank_cpu_hotspots", map[string]any{"target": map[string]any{"argv": []string{"python3", "-c", "print(1)"}},
 		"provider": map[string]any{"kind": "cprofile"}})
 	next := res["next_action"].(map[string]any)
-	if res["analysis_failure"].(map[string]any)["details"].(map[string]any)["analysis_source_count"] != 0.0 || next["kind"] != "adjust_request" ||
-		fmt.Sprint(next["field_path"]) != "[target argv]" || !strings.Contains(fmt.Sprint(next["message"]), "preserve_evidence") {
+	if res["analysis_failure"].(map[string]any)["details"].(map[string]any)["analysis_source_count"] != 0.0 || next["kind"] != "call_tool" ||
+		next["tool"] != "preserve_evidence" || next["arguments"].(map[string]any)["analysis_id"] != res["analysis_id"] ||
+		!strings.Contains(fmt.Sprint(next["message"]), "target.argv") {
 		t.Fatalf("collector wrote nothing: %v", res)
 	}
 	if r := rows(res); len(r) == 0 || !strings.Contains(fmt.Sprint(r), "no such option") {
