@@ -2,11 +2,19 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
@@ -29,12 +37,21 @@ const maxComparedRows = 1500
 // bytes of text, or is one row alone (a row larger than the budget is returned whole,
 // decision 0011).
 func pageAll(t *testing.T, rt *Runtime, tool string, args map[string]any, bound int) (rows []string) {
+	rows, _ = pageAllFirst(t, rt, tool, args, bound)
+	return rows
+}
+
+// pageAllFirst is pageAll, also returning the first page.
+func pageAllFirst(t *testing.T, rt *Runtime, tool string, args map[string]any, bound int) (rows []string, first *Result) {
 	t.Helper()
 	for page := 0; ; page++ {
 		raw, _ := json.Marshal(args)
 		res, f := rt.Analyze(context.Background(), tool, raw)
 		if f != nil {
 			t.Fatalf("%s page %d: %v", tool, page, f)
+		}
+		if first == nil {
+			first = res
 		}
 		b, _ := json.Marshal(res)
 		table := res.Blocks[len(res.Blocks)-1].(TableBlock)
@@ -45,7 +62,7 @@ func pageAll(t *testing.T, rt *Runtime, tool string, args map[string]any, bound 
 			rows = append(rows, string(r))
 		}
 		if res.NextPage == nil || len(rows) >= maxComparedRows {
-			return rows
+			return rows, first
 		}
 		nb, _ := json.Marshal(res.NextPage.Arguments)
 		args = nil
@@ -53,10 +70,40 @@ func pageAll(t *testing.T, rt *Runtime, tool string, args map[string]any, bound 
 	}
 }
 
+var updateCorpusDigests = flag.Bool("update-corpus-digests", false, "rewrite testdata/corpus_outputs.txt from this run")
+
+// corpusDigests is the file that records a digest of every corpus output.
+const corpusDigests = "testdata/corpus_outputs.txt"
+
+// outputDigest is the SHA-256 of what an analysis says of a file: the provider, the first
+// page's metrics, coverage and limitations, and the rows of its large pages (the inputs,
+// which name host paths, and the continuation, which names the version, are left out).
+func outputDigest(first *Result, rows []string) string {
+	h := sha256.New()
+	var metrics []any
+	for _, b := range first.Blocks {
+		if _, ok := b.(TableBlock); !ok {
+			metrics = append(metrics, b)
+		}
+	}
+	head, _ := json.Marshal(map[string]any{"provider": first.Provider, "blocks": metrics, "coverage": first.Coverage,
+		"limitations": first.Limitations})
+	h.Write(head)
+	for _, r := range rows {
+		h.Write([]byte{'\n'})
+		h.Write([]byte(r))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // TestCorpusPagesAreBoundedAndConsistent takes every corpus file and every released
 // operation that reads its detected format: under a server's 64 KiB max_result_bytes a
 // page is at most 100 KB of text (or one larger row alone), and the rows paged so equal
-// the rows of large pages of the default server, which has no byte ceiling.
+// the rows of large pages of the default server, which has no byte ceiling. The digest of
+// each output is compared with testdata/corpus_outputs.txt, so a change that is meant to
+// keep every answer (a refactoring, a faster reader) shows that it did, and one that
+// changes answers names them (go test ./runtime -run TestCorpusPages
+// -update-corpus-digests rewrites the file; its diff is the list).
 func TestCorpusPagesAreBoundedAndConsistent(t *testing.T) {
 	dir := testtool.CorpusDirOrSkip(t)
 	entries, err := os.ReadDir(dir)
@@ -75,6 +122,8 @@ func TestCorpusPagesAreBoundedAndConsistent(t *testing.T) {
 	}
 	t.Cleanup(big.Close)
 	checked := 0
+	digests := map[string]string{}
+	t.Cleanup(func() { compareDigests(t, digests) })
 	for _, e := range entries {
 		if !e.Type().IsRegular() || e.Name() == "README.md" {
 			continue
@@ -103,7 +152,8 @@ func TestCorpusPagesAreBoundedAndConsistent(t *testing.T) {
 				for k, v := range base {
 					large[k] = v
 				}
-				whole := pageAll(t, big, string(op.Name), large, 0)
+				whole, first := pageAllFirst(t, big, string(op.Name), large, 0)
+				digests[e.Name()+" "+string(op.Name)] = outputDigest(first, whole)
 				n := min(len(whole), maxComparedRows)
 				if len(paged) < n {
 					t.Fatalf("paging returned %d rows, large pages %d", len(paged), len(whole))
@@ -119,5 +169,39 @@ func TestCorpusPagesAreBoundedAndConsistent(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Errorf("only %d file and operation pairs were checked", checked)
+	}
+}
+
+// compareDigests compares the outputs' digests with the recorded ones, or records them.
+func compareDigests(t *testing.T, got map[string]string) {
+	if t.Failed() && !*updateCorpusDigests {
+		return
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		fmt.Fprintf(&b, "%s %s\n", k, got[k])
+	}
+	if *updateCorpusDigests {
+		if err := os.MkdirAll(filepath.Dir(corpusDigests), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(corpusDigests, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	raw, err := os.ReadFile(corpusDigests)
+	if err != nil {
+		t.Fatalf("%v (go test ./runtime -run TestCorpusPages -update-corpus-digests records them)", err)
+	}
+	want := map[string]string{}
+	for line := range strings.Lines(string(raw)) {
+		f := strings.Fields(line)
+		if len(f) == 3 {
+			want[f[0]+" "+f[1]] = f[2]
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("corpus outputs changed (-recorded +now); if the change is meant, rerun with -update-corpus-digests and say why in the commit:\n%s", d)
 	}
 }
