@@ -14,6 +14,7 @@ type Registry struct {
 	analyzers  map[gen.OperationName]Analyzer
 	collectors map[string]Collector
 	detectors  []Detector
+	amplifying map[gen.Format]bool
 	errs       []error
 }
 
@@ -38,6 +39,23 @@ func (r *Registry) Collector(c Collector) {
 	}
 	r.collectors[c.Kind()] = c
 }
+
+// Amplifying declares formats whose decoding is not bounded by the input's size: a
+// SQLite database (its b-tree may visit one page any number of times), an artifact an
+// external tool converts or expands. The runtime analyses them only in the analysis
+// worker, however small the file (issue 40, item 1; decision 0054); every other format's
+// decoder is bounded by construction by the bytes it reads.
+func (r *Registry) Amplifying(formats ...gen.Format) {
+	if r.amplifying == nil {
+		r.amplifying = map[gen.Format]bool{}
+	}
+	for _, f := range formats {
+		r.amplifying[f] = true
+	}
+}
+
+// IsAmplifying reports whether format f was declared Amplifying.
+func (r *Registry) IsAmplifying(f gen.Format) bool { return r.amplifying[f] }
 
 // Detector registers d after the detectors already registered.
 func (r *Registry) Detector(d Detector) { r.detectors = append(r.detectors, d) }

@@ -32,9 +32,19 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 		return nil, f
 	}
 	var res *Result
-	if rt.worker != "" && !inProcess(in) {
+	switch {
+	case rt.worker != "" && rt.needsWorker(in):
 		res, f = rt.analyzeInWorker(ctx, req, in)
-	} else {
+	case inProcess(in):
+		// The decoder reads what was measured (decision 0054).
+		pinned, done, pf := pinInputs(in)
+		if pf != nil {
+			return nil, pf
+		}
+		res, f = rt.analyzeResolved(ctx, req, pinned)
+		done()
+	default:
+		// No worker (a test, or a worker that is the analysis itself): read in place.
 		res, f = rt.analyzeResolved(ctx, req, in)
 	}
 	if f != nil {
@@ -159,7 +169,11 @@ func (rt *Runtime) budget(req *request, in []resolved, a *providers.Analysis) (*
 func providerInputs(in []resolved) []providers.Input {
 	out := make([]providers.Input, len(in))
 	for i, r := range in {
-		out[i] = providers.Input{Index: i, Path: r.path, Format: r.format, SHA256: r.sha256, Size: r.size, Producer: r.producer, Reader: r.reader, Members: r.members}
+		path := r.path
+		if r.read != "" {
+			path = r.read
+		}
+		out[i] = providers.Input{Index: i, Path: path, Format: r.format, SHA256: r.sha256, Size: r.size, Producer: r.producer, Reader: r.reader, Members: r.members}
 	}
 	return out
 }

@@ -36,6 +36,9 @@ type resolved struct {
 	reader *providers.Executable
 	// members are a directory source's files (path is the directory); nil for a file.
 	members []sourcefile.Member
+	// read is the file the decoder reads when it is not path: an in-process analysis's
+	// verified copy (pinInputs).
+	read string
 }
 
 func role(i, n int) string {
@@ -234,9 +237,7 @@ func recheck(in []resolved) *failure.Failure {
 	for i, r := range in {
 		sum, _, err := hashSource(r)
 		if err != nil || sum != r.sha256 {
-			return failure.New(gen.FailureCodeMissingOrChangedInput,
-				"source %d changed or disappeared during analysis; retry to analyze its current content", i).
-				Field(failure.Path("sources", i, "path"), nil).With("source_index", i).With("sha256_before", r.sha256)
+			return changedInput(i, r.sha256)
 		}
 	}
 	return nil

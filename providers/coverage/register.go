@@ -23,6 +23,8 @@ import (
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeCoverage, summarize))
 	r.Detector(detector)
+	// coverage.py's data file is SQLite.
+	r.Amplifying(gen.FormatCoverage)
 	r.Collector(collector)
 }
 

@@ -29,6 +29,8 @@ func Register(r *providers.Registry) {
 	for _, d := range detectors {
 		r.Detector(d)
 	}
+	// perf.data is read through perf script, whose text is many times the file.
+	r.Amplifying(gen.FormatPerfData)
 }
 
 var detectors = []providers.Detector{

@@ -26,6 +26,8 @@ func Register(r *providers.Registry) {
 	for _, d := range detectors {
 		r.Detector(d)
 	}
+	// A report is read through ncu, which expands it into every metric of every launch.
+	r.Amplifying(gen.FormatNsightCompute)
 	r.Collector(collector)
 }
 

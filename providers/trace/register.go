@@ -30,6 +30,8 @@ func Register(r *providers.Registry) {
 	for _, d := range detectors {
 		r.Detector(d)
 	}
+	// Nsight Systems exports are SQLite (or converted into it by nsys or from Parquet).
+	r.Amplifying(gen.FormatNsysSqlite, gen.FormatNsysRep, gen.FormatNsysParquet)
 	r.Collector(torchCollector)
 	r.Collector(rocprofCollector)
 	r.Collector(xctraceCollector)

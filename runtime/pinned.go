@@ -1,0 +1,108 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
+)
+
+// In-process analyses read a verified copy (issue 40, item 1; decision 0054). An input is
+// analysed in the server process only when its size says its decoder cannot grow past
+// its bounds (inProcess) and its format declares a decoder bounded by the bytes it reads
+// (providers.Registry.Amplifying names the others: SQLite, converted artifacts). The size
+// was taken from the path; a file swapped for a larger or hostile one between that
+// decision and the decoder's open would reach the server's decoder unbounded. So the
+// server copies each file input while hashing it, checks the copy against the digest and
+// size the request resolved, and hands the decoder the copy: what is decoded is what was
+// measured. The copies are at most inProcessBytes together, in an owner-tagged scratch
+// directory the next start sweeps if this process dies.
+
+// needsWorker reports whether an analysis of in runs in the worker: inputs too large or
+// compressed for the server process, or of a format whose decoding amplifies.
+func (rt *Runtime) needsWorker(in []resolved) bool {
+	if !inProcess(in) {
+		return true
+	}
+	for _, r := range in {
+		if rt.providers.IsAmplifying(r.format) {
+			return true
+		}
+	}
+	return false
+}
+
+// pinInputs returns in with each file input (not an evidence payload, which the store
+// keeps immutable) read from a private copy that matches its resolved digest and size,
+// and a function that removes the copies. A file that no longer matches is the changed
+// input failure recheck gives.
+func pinInputs(in []resolved) ([]resolved, func(), *failure.Failure) {
+	var dir string
+	done := func() {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}
+	out := append([]resolved(nil), in...)
+	for i := range out {
+		r := &out[i]
+		if r.evidence != nil || r.members != nil {
+			continue
+		}
+		if dir == "" {
+			d, err := workerScratch()
+			if err != nil {
+				return nil, done, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis scratch directory cannot be created; check TMPDIR's free space and permissions")
+			}
+			dir = d
+		}
+		// The copy keeps the file's name: readers may go by its extension.
+		sub := filepath.Join(dir, "input-"+strconv.Itoa(i))
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			return nil, done, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis scratch directory cannot be written")
+		}
+		dst := filepath.Join(sub, filepath.Base(r.path))
+		ok, err := copyVerified(r.path, dst, r.size, r.sha256)
+		if err != nil || !ok {
+			done()
+			return nil, func() {}, changedInput(i, r.sha256)
+		}
+		r.read = dst
+	}
+	return out, done, nil
+}
+
+// copyVerified copies at most size+1 bytes of src to dst and reports whether they are
+// exactly size bytes with the given SHA-256.
+func copyVerified(src, dst string, size int64, sum string) (bool, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(in, size+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, err
+	}
+	return n == size && hex.EncodeToString(h.Sum(nil)) == sum, nil
+}
+
+// changedInput is the failure of source i whose bytes no longer have the digest sum.
+func changedInput(i int, sum string) *failure.Failure {
+	return failure.New(gen.FailureCodeMissingOrChangedInput,
+		"source %d changed or disappeared during analysis; retry to analyze its current content", i).
+		Field(failure.Path("sources", i, "path"), nil).With("source_index", i).With("sha256_before", sum)
+}

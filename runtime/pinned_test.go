@@ -1,0 +1,123 @@
+package runtime
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/sourcefile"
+	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers/all"
+	"github.com/flameox/flameox/repository"
+)
+
+// resolvedFile is a file input resolved as the runtime resolves one: its size and digest.
+func resolvedFile(t *testing.T, path string) resolved {
+	t.Helper()
+	sum, size, err := sourcefile.Hash(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resolved{path: path, size: size, sha256: sum, format: "text", role: "input"}
+}
+
+// TestPinnedInputsAreWhatWasMeasured: the decoder of an in-process analysis reads a copy
+// taken while hashing, so a file swapped after the size decided "in process" cannot reach
+// it (issue 40, item 1: "An input swapped between the size check and the decoder's open
+// bypasses the worker"); a file that changed before the copy is the changed-input failure.
+func TestPinnedInputsAreWhatWasMeasured(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(path, []byte("first line\nsecond line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := []resolved{resolvedFile(t, path)}
+	pinned, done, f := pinInputs(in)
+	if f != nil {
+		t.Fatal(f)
+	}
+	copyPath := pinned[0].read
+	if copyPath == "" || copyPath == path || filepath.Base(copyPath) != "notes.txt" || pinned[0].path != path {
+		t.Fatalf("pinned input = %+v", pinned[0])
+	}
+	// The original is swapped for something else after the decision: the decoder's input
+	// is still the measured bytes, and the recheck reports the swap.
+	if err := os.WriteFile(path, make([]byte, inProcessBytes*4), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := providerInputs(pinned)[0].Path; got != copyPath {
+		t.Fatalf("the decoder reads %s, not the copy %s", got, copyPath)
+	}
+	if b, err := os.ReadFile(copyPath); err != nil || string(b) != "first line\nsecond line\n" {
+		t.Fatalf("copy = %q, %v", b, err)
+	}
+	if f := recheck(in); f == nil || f.Code != "MISSING_OR_CHANGED_INPUT" {
+		t.Fatalf("recheck after the swap = %v", f)
+	}
+	done()
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(copyPath))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the copies outlive the analysis: %v", err)
+	}
+	// Swapped before the copy: refused, and nothing is left behind.
+	_, done, f = pinInputs(in)
+	done()
+	if f == nil || f.Code != "MISSING_OR_CHANGED_INPUT" || f.Details["source_index"] != 0 {
+		t.Fatalf("pinning a changed file = %v", f)
+	}
+}
+
+// TestAmplifyingFormatsRunInTheWorker: a small SQLite input (a coverage.py data file, an
+// Nsight Systems export, each well under the in-process size) goes to the worker, as the
+// families declare, while a small text file stays in process.
+func TestAmplifyingFormatsRunInTheWorker(t *testing.T) {
+	rt, err := New(all.Registry(), nil, WithAnalysisWorker(filepath.Join(t.TempDir(), "no-worker")),
+		WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	var launches atomic.Int64
+	rt.launch = func(context.Context, broker.Spec) (*broker.Result, error) {
+		launches.Add(1)
+		return nil, errors.New("fake launcher")
+	}
+	cov := testtool.Corpus(t, "local__coverage_py_branch.coverage")
+	// A small SQLite file whose b-tree repeats a page (the adversary's input, 180 KiB).
+	p := filepath.Join(t.TempDir(), "export.sqlite")
+	db, err := sql.Open("sqlite", "file:"+p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		"CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)",
+		"WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n WHERE v < 800) INSERT INTO StringIds (value) SELECT printf('%0200d', v) FROM n",
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	dag := testtool.SQLiteDAG(t, p)
+	text := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(text, []byte("a line\n"), 0o600)
+	for _, c := range []struct {
+		tool, path, format string
+		worker             bool
+	}{
+		{"summarize_coverage", cov, "coverage", true},
+		{"summarize_coverage", dag, "coverage", true},
+		{"summarize_trace_operations", dag, "nsys-sqlite", true},
+		{"preview_artifact", text, "text", false},
+	} {
+		before := launches.Load()
+		_, f := call(t, rt, c.tool, map[string]any{"sources": []any{map[string]any{"kind": "path", "path": c.path, "format": c.format}}})
+		if got := launches.Load() > before; got != c.worker {
+			t.Errorf("%s of %s (%s): worker %v, want %v (failure %v)", c.tool, filepath.Base(c.path), c.format, got, c.worker, f)
+		}
+	}
+}
