@@ -1,9 +1,11 @@
 // Package broker runs one bound subprocess for a request and owns everything about it
 // until it is gone: its own process group, bounded stdout and stderr readers, an optional
-// wall-clock timeout, sampled resident memory of the whole process tree, a writable-growth
-// check against a pre-launch baseline, a storage reserve, and on every exit (normal,
-// limit, cancellation, error) termination of the whole tree and settlement of the readers
-// before Run returns. It is trusted local execution with bounds, not a sandbox.
+// wall-clock timeout, sampled resident memory of the whole process tree, a bound on the
+// tasks it holds at once (tasks.go), writable-growth checks of its working directory and
+// of a collector's output directory against a pre-launch baseline, a storage reserve,
+// and on every exit (normal, limit, cancellation, error) termination of the whole tree
+// and settlement of the readers before Run returns. It is trusted local execution with
+// bounds, not a sandbox.
 package broker
 
 import (
@@ -49,6 +51,19 @@ type Spec struct {
 	// ReserveDir's filesystem must keep ReserveBytes free while the process runs.
 	ReserveDir   string
 	ReserveBytes int64
+
+	// ArtifactDir, when set, is where a collector writes its native output: the regular
+	// files under it, StdoutFile and StderrFile excepted (the output bound holds those),
+	// may grow by at most MaxArtifactBytes over their size at launch, checked every
+	// second sample and after exit; past it the tree is terminated (writable_limit_exceeded).
+	// Zero means no check.
+	ArtifactDir      string
+	MaxArtifactBytes int64
+
+	// MaxTasks bounds the tasks (processes and threads) the invocation holds at once;
+	// zero means the process default (FLAMEOX_MAX_TASKS, else DefaultMaxTasks), a
+	// negative value none. Result.TaskBound says how it was enforced, if at all.
+	MaxTasks int64
 
 	// SampleInterval is the sampling period; zero means 50 ms.
 	SampleInterval time.Duration
@@ -108,6 +123,17 @@ type Result struct {
 	// and the sampled tree only, where the helper could not run); empty when nothing
 	// started.
 	Mechanism string
+	// TaskBound is how the task bound was enforced: cgroup (pids.max of the invocation's
+	// cgroup v2 scope), cgroup_v1 (pids.max of a group of the v1 pids hierarchy the
+	// helper joined before starting the workload), rlimit (RLIMIT_NPROC of the workload:
+	// the user's tasks at launch plus the bound), or empty (not enforced: no pids
+	// controller could be used and the user is exempt from RLIMIT_NPROC, or no bound).
+	TaskBound string
+	// MaxTasks is the bound in force; zero when TaskBound is empty.
+	MaxTasks int64
+	// TasksRefused counts the forks and thread creations the cgroup refused at the bound
+	// (pids.events); rlimit refusals cannot be counted.
+	TasksRefused int64
 }
 
 // ErrStart is returned (wrapped) when the process could not be started.
@@ -142,6 +168,10 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		baseline, complete = writableSize(spec.WritableRoots)
 		res.WritableComplete = complete
 	}
+	art := newArtifactCheck(spec)
+	if art != nil && !art.complete {
+		res.WritableComplete = false
+	}
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -162,7 +192,10 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	// where one can be created.
 	sc := newScope()
 	inScope := false
-	h, err := startReaper(spec, outW, errW, sc)
+	tl := limitTasks(taskBound(spec), sc)
+	h, err := startReaper(spec, outW, errW, sc, tl)
+	// The helper holds its own copies of the task bound's descriptors.
+	tl.closeFiles()
 	var cmd *exec.Cmd
 	if h != nil {
 		cmd = h.cmd
@@ -205,9 +238,13 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		errs.close()
 		res.ReadersSettled = true
 		res.Mechanism = ""
+		tl.remove()
 		return res, errors.Join(ErrStart, err)
 	}
 	res.Started = true
+	if tl != nil && (tl.kind == "cgroup" && inScope || h != nil && h.rep.taskBound == tl.kind) {
+		res.TaskBound, res.MaxTasks = tl.kind, tl.max
+	}
 	outW.Close()
 	errW.Close()
 	// pid is the root of the tree: the helper, or the workload itself.
@@ -301,6 +338,12 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 					continue
 				}
 			}
+			if art != nil && sample%2 == 0 {
+				if lim := art.limit(res); lim != nil {
+					stop(lim)
+					continue
+				}
+			}
 			if spec.MaxWritableGrowth > 0 && sample%5 == 0 {
 				if lim := writableLimit(spec, baseline, res); lim != nil {
 					stop(lim)
@@ -322,6 +365,11 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		// it reparented to init): the kernel still knows it, and it ends here.
 		res.DescendantsTerminated += sc.kill()
 	}
+	if res.TaskBound != "" {
+		res.TasksRefused = tl.refused()
+	}
+	// A v1 pids group is emptied and removed here (a v2 scope goes last, deferred).
+	res.DescendantsTerminated += tl.remove()
 	if res.RSSSamples > 0 {
 		res.PeakRSS = &peak
 	}
@@ -372,6 +420,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	res.Stdout = out.close()
 	res.Stderr = errs.close()
 
+	if res.Limit == nil && art != nil {
+		res.Limit = art.limit(res)
+	}
 	if res.Limit == nil && spec.MaxWritableGrowth > 0 {
 		res.Limit = writableLimit(spec, baseline, res)
 	}
@@ -420,12 +471,57 @@ func writableLimit(spec Spec, baseline int64, res *Result) *Limit {
 	return nil
 }
 
+// artifactCheck bounds the growth of a collector's output directory (Spec.ArtifactDir).
+type artifactCheck struct {
+	dir      string
+	max      int64
+	baseline int64
+	complete bool
+	// console holds the retained console files, bounded by the output bound instead.
+	console map[string]bool
+}
+
+// newArtifactCheck measures the output directory's baseline; nil when spec sets no bound.
+func newArtifactCheck(spec Spec) *artifactCheck {
+	if spec.ArtifactDir == "" || spec.MaxArtifactBytes <= 0 {
+		return nil
+	}
+	a := &artifactCheck{dir: spec.ArtifactDir, max: spec.MaxArtifactBytes, console: map[string]bool{}}
+	for _, p := range []string{spec.StdoutFile, spec.StderrFile} {
+		if p == "" {
+			continue
+		}
+		if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			a.console[filepath.Join(d, filepath.Base(p))] = true
+		}
+	}
+	a.baseline, a.complete = measure([]string{a.dir}, a.console)
+	return a
+}
+
+// limit measures the output directory and returns the limit when it grew too much.
+func (a *artifactCheck) limit(res *Result) *Limit {
+	size, complete := measure([]string{a.dir}, a.console)
+	if !complete {
+		res.WritableComplete = false
+	}
+	if growth := size - a.baseline; growth > a.max {
+		obs := float64(growth)
+		return &Limit{Kind: "writable_limit_exceeded", Configured: float64(a.max), Observed: &obs, Unit: "bytes",
+			Recovery: "The collector's output files grew past limits.max_output_bytes; capture a shorter run or at a lower rate, or raise limits.max_output_bytes within the server ceiling."}
+	}
+	return nil
+}
+
 // writableSize sums the regular files under roots, visiting at most walkEntryBound
 // entries; complete is false when the bound cut a walk short or a root could not be
 // resolved. A root that is a symbolic link (a symlinked --cwd) is resolved first:
 // WalkDir does not descend into a link, so the walk measured nothing under it and still
 // called the check complete (issue 40, item 8).
-func writableSize(roots []string) (int64, bool) {
+func writableSize(roots []string) (int64, bool) { return measure(roots, nil) }
+
+// measure is writableSize leaving out the files named in skip (resolved paths).
+func measure(roots []string, skip map[string]bool) (int64, bool) {
 	var total int64
 	entries := 0
 	complete := true
@@ -444,7 +540,7 @@ func writableSize(roots []string) (int64, bool) {
 				complete = false
 				return filepath.SkipAll
 			}
-			if d.Type().IsRegular() {
+			if d.Type().IsRegular() && !skip[p] {
 				if info, err := d.Info(); err == nil {
 					total += info.Size()
 				}

@@ -75,12 +75,8 @@ func newScope() *scope {
 		return nil
 	}
 	scopeSweep.Do(func() { sweepScopes(parent) })
-	var rnd [6]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return nil
-	}
-	dir := filepath.Join(parent, ownerPrefix()+hex.EncodeToString(rnd[:]))
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	dir, ok := newGroupDir(parent)
+	if !ok {
 		return nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
@@ -95,12 +91,25 @@ func newScope() *scope {
 	return &scope{dir: dir, fd: fd}
 }
 
+// newGroupDir creates a directory below parent named as this process's scopes are.
+func newGroupDir(parent string) (string, bool) {
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", false
+	}
+	dir := filepath.Join(parent, ownerPrefix()+hex.EncodeToString(rnd[:]))
+	return dir, os.Mkdir(dir, 0o700) == nil
+}
+
 // ownCgroupDir returns the directory of this process's cgroup in the unified hierarchy,
 // found once per process: every invocation's scope goes below it.
-var ownCgroupDir = sync.OnceValues(findOwnCgroupDir)
+var ownCgroupDir = sync.OnceValues(func() (string, bool) { return cgroupDir(cgroup2MountPoint, unifiedPath) })
 
-func findOwnCgroupDir() (string, bool) {
-	mount, ok := unifiedMount("/proc/self/mountinfo")
+// cgroupDir returns the directory of this process's cgroup in one hierarchy: the mount
+// point of the first /proc/self/mountinfo line that mount accepts, joined with the path
+// that path finds in /proc/self/cgroup.
+func cgroupDir(mount func(line string) (string, bool), path func(content string) (string, bool)) (string, bool) {
+	mp, ok := firstMount("/proc/self/mountinfo", mount)
 	if !ok {
 		return "", false
 	}
@@ -108,15 +117,16 @@ func findOwnCgroupDir() (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	rel, ok := unifiedPath(string(b))
+	rel, ok := path(string(b))
 	if !ok {
 		return "", false
 	}
-	return filepath.Join(mount, rel), true
+	return filepath.Join(mp, rel), true
 }
 
-// unifiedMount returns the mount point of the first cgroup2 filesystem in a mountinfo file.
-func unifiedMount(path string) (string, bool) {
+// firstMount returns the mount point of the first line of a mountinfo file that accept
+// accepts.
+func firstMount(path string, accept func(line string) (string, bool)) (string, bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", false
@@ -124,7 +134,7 @@ func unifiedMount(path string) (string, bool) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if mp, ok := cgroup2MountPoint(sc.Text()); ok {
+		if mp, ok := accept(sc.Text()); ok {
 			return mp, true
 		}
 	}
@@ -132,10 +142,19 @@ func unifiedMount(path string) (string, bool) {
 }
 
 // cgroup2MountPoint returns the mount point of one mountinfo line when its filesystem type
-// is cgroup2 and its root is the hierarchy's root (a bind mount of a subtree would put
-// this process's cgroup path elsewhere). Fields: id parent major:minor root mount-point
-// options [optional fields] - fstype source super-options.
+// is cgroup2 and its root is the hierarchy's root.
 func cgroup2MountPoint(line string) (string, bool) {
+	if fstype, mp, _, ok := cgroupMount(line); ok && fstype == "cgroup2" {
+		return mp, true
+	}
+	return "", false
+}
+
+// cgroupMount splits one mountinfo line into its filesystem type, mount point and super
+// options; ok only where the mount's root is the hierarchy's root (a bind mount of a
+// subtree would put this process's cgroup path elsewhere). Fields: id parent major:minor
+// root mount-point options [optional fields] - fstype source super-options.
+func cgroupMount(line string) (fstype, mountPoint, super string, ok bool) {
 	f := strings.Fields(line)
 	sep := -1
 	for i, x := range f {
@@ -144,10 +163,13 @@ func cgroup2MountPoint(line string) (string, bool) {
 			break
 		}
 	}
-	if sep < 5 || sep+1 >= len(f) || f[sep+1] != "cgroup2" || f[3] != "/" {
-		return "", false
+	if sep < 5 || sep+1 >= len(f) || f[3] != "/" {
+		return "", "", "", false
 	}
-	return unescapeMountinfo(f[4]), true
+	if sep+3 < len(f) {
+		super = f[sep+3]
+	}
+	return f[sep+1], unescapeMountinfo(f[4]), super, true
 }
 
 // unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space and the like).
@@ -173,16 +195,20 @@ func unescapeMountinfo(s string) string {
 // line. A path of a cgroup that was removed, or outside this namespace's view, is refused.
 func unifiedPath(content string) (string, bool) {
 	for _, line := range strings.Split(content, "\n") {
-		rel, ok := strings.CutPrefix(line, "0::")
-		if !ok {
-			continue
+		if rel, ok := strings.CutPrefix(line, "0::"); ok {
+			return validCgroupPath(rel)
 		}
-		if !strings.HasPrefix(rel, "/") || strings.Contains(rel, "(deleted)") || strings.Contains(rel, "/..") {
-			return "", false
-		}
-		return rel, true
 	}
 	return "", false
+}
+
+// validCgroupPath returns rel unless it is the path of a cgroup that was removed or lies
+// outside this namespace's view.
+func validCgroupPath(rel string) (string, bool) {
+	if !strings.HasPrefix(rel, "/") || strings.Contains(rel, "(deleted)") || strings.Contains(rel, "/..") {
+		return "", false
+	}
+	return rel, true
 }
 
 // members returns the processes in the scope, the helper included.
@@ -245,20 +271,30 @@ func (s *scope) remove() {
 // remove its own), killing what they still hold. Scopes of live owners, and every scope
 // of another pid namespace (whose owners this process cannot judge), are kept.
 func sweepScopes(parent string) {
+	for _, dir := range staleScopes(parent) {
+		fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		(&scope{dir: dir, fd: fd}).remove()
+	}
+}
+
+// staleScopes lists the directories below parent named as scopes of this pid namespace
+// whose owners are gone (the v1 pids groups of tasks_linux.go are named the same way).
+func staleScopes(parent string) []string {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
-		return
+		return nil
 	}
 	ns := pidNamespace()
+	var out []string
 	for _, e := range entries {
 		m := scopeName.FindStringSubmatch(e.Name())
 		if m == nil || m[1] != ns || !e.IsDir() || !owner.Gone(m[2]) {
 			continue
 		}
-		fd, err := syscall.Open(filepath.Join(parent, e.Name()), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		(&scope{dir: filepath.Join(parent, e.Name()), fd: fd}).remove()
+		out = append(out, filepath.Join(parent, e.Name()))
 	}
+	return out
 }

@@ -25,22 +25,25 @@ import (
 // sees the whole tree by parent links alone and kills all of it when the workload exits,
 // when the broker asks (closing the control pipe: a limit or cancellation), and when the
 // broker dies (the control pipe reaches EOF even on SIGKILL; PR_SET_PDEATHSIG delivers
-// SIGTERM as well). Protocol on fd 4, one line each: "started PID" or "starterr MESSAGE",
-// then "end exit|signal N killed K" once nothing of the tree is left.
-const reaperArg = "--flameox-broker-reaper-v1"
+// SIGTERM as well). Its arguments are reaperArg, the task options (tasks_linux.go: "-" or
+// join=FD,home=FD,nproc=N), the executable and the argv. Protocol on fd 4, one line each:
+// "started PID tasks=KIND" (KIND: cgroup_v1 or rlimit where the helper applied that bound,
+// else -) or "starterr MESSAGE", then "end exit|signal N killed K" once nothing of the
+// tree is left.
+const reaperArg = "--flameox-broker-reaper-v2"
 
 // reaperName is argv[0] of the helper, as ps shows it.
 const reaperName = "flameox-reaper"
 
 func init() {
-	if len(os.Args) >= 4 && os.Args[1] == reaperArg {
-		os.Exit(reaperMain(os.Args[2], os.Args[3:]))
+	if len(os.Args) >= 5 && os.Args[1] == reaperArg {
+		os.Exit(reaperMain(os.Args[2], os.Args[3], os.Args[4:]))
 	}
 }
 
 // reaperMain runs the helper and returns its exit status: 0 once it has reported, 2 when
 // it could not.
-func reaperMain(path string, argv []string) int {
+func reaperMain(opts, path string, argv []string) int {
 	// The workload's PR_SET_PDEATHSIG is tied to the thread that forks it.
 	goruntime.LockOSThread()
 	ctl, status := os.NewFile(3, "control"), os.NewFile(4, "status")
@@ -58,15 +61,17 @@ func reaperMain(path string, argv []string) int {
 		fmt.Fprintf(status, "nosubreaper %v\n", err)
 		return 0
 	}
+	bound, restore := applyTaskOptions(opts)
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env: os.Environ(), Files: []uintptr{0, 1, 2},
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
+	restore()
 	if err != nil {
 		fmt.Fprintf(status, "starterr %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return 0
 	}
-	fmt.Fprintf(status, "started %d\n", pid)
+	fmt.Fprintf(status, "started %d tasks=%s\n", pid, bound)
 	go func() { io.Copy(io.Discard, ctl); stopReq <- struct{}{} }()
 	go func() { <-sigs; stopReq <- struct{}{} }()
 
@@ -146,8 +151,9 @@ func descendants(root int) []procInfo {
 
 // reaperReport is what the helper said.
 type reaperReport struct {
-	workload int    // the workload's pid; 0 when it did not start
-	startErr string // why the workload did not start
+	workload  int    // the workload's pid; 0 when it did not start
+	taskBound string // cgroup_v1 or rlimit: the task bound the helper applied
+	startErr  string // why the workload did not start
 	// unavailable: the helper could not become a subreaper and started nothing.
 	unavailable bool
 	ended       bool // the end line arrived
@@ -164,7 +170,15 @@ func (r *reaperReport) readStart(br *bufio.Reader) {
 	}
 	line = strings.TrimSpace(line)
 	if v, ok := strings.CutPrefix(line, "started "); ok {
-		r.workload, _ = strconv.Atoi(v)
+		f := strings.Fields(v)
+		if len(f) > 0 {
+			r.workload, _ = strconv.Atoi(f[0])
+		}
+		if len(f) > 1 {
+			if b, ok := strings.CutPrefix(f[1], "tasks="); ok && b != "-" {
+				r.taskBound = b
+			}
+		}
 		return
 	}
 	if strings.HasPrefix(line, "nosubreaper") {
@@ -205,7 +219,7 @@ type reaper struct {
 // returns it once the workload has started. It returns nil and no error when the helper
 // cannot contain the workload here (the caller starts it directly), and an error when the
 // workload itself could not be started.
-func startReaper(spec Spec, outW, errW *os.File, sc *scope) (*reaper, error) {
+func startReaper(spec Spec, outW, errW *os.File, sc *scope, tl *taskLimit) (*reaper, error) {
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, nil
@@ -221,10 +235,11 @@ func startReaper(spec Spec, outW, errW *os.File, sc *scope) (*reaper, error) {
 		argv = []string{spec.Path}
 	}
 	var cmd *exec.Cmd
+	opts, files := tl.helperOptions(5)
 	inScope, startErr := startInScope(func() *exec.Cmd {
 		cmd = &exec.Cmd{
-			Path: "/proc/self/exe", Args: append([]string{reaperName, reaperArg, spec.Path}, argv...),
-			Dir: spec.Dir, Env: spec.Env, Stdout: outW, Stderr: errW, ExtraFiles: []*os.File{ctlR, statusW},
+			Path: "/proc/self/exe", Args: append([]string{reaperName, reaperArg, opts, spec.Path}, argv...),
+			Dir: spec.Dir, Env: spec.Env, Stdout: outW, Stderr: errW, ExtraFiles: append([]*os.File{ctlR, statusW}, files...),
 			// The helper's own group holds the workload; SIGTERM on the broker's death makes it
 			// kill the tree (the control pipe's EOF does too).
 			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},

@@ -1,0 +1,365 @@
+package broker
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// On Linux the task bound is enforced by the strongest of, in order:
+//
+//   - cgroup: pids.max of the invocation's cgroup v2 scope. Where the scope has no pids
+//     controller but its parent (the cgroup this process runs in) offers one, the broker
+//     enables it for its children first (a threaded controller: allowed with this process
+//     in the parent as long as no domain controller is enabled there).
+//   - cgroup_v1: pids.max of a group created for the invocation in the v1 pids hierarchy
+//     (a hybrid host, where pids is not on the unified hierarchy); the helper joins it
+//     before it forks the workload.
+//   - rlimit: RLIMIT_NPROC of the workload, set to the user's tasks at launch plus the
+//     bound. The limit counts every task of the user, so it is shared with whatever else
+//     the user starts meanwhile; it never affects another process (a fork is judged by
+//     the forking process's own limit); root and CAP_SYS_RESOURCE are exempt, so it is not
+//     used for root.
+//
+// With a cgroup bound the helper returns to the cgroup it came from once the workload
+// runs: only the workload's tasks count, and the helper never fails to create a thread of
+// its own because the workload filled the bound.
+
+// taskLimit is the task bound of one invocation as it will be enforced.
+type taskLimit struct {
+	kind string // cgroup, cgroup_v1 or rlimit
+	max  int64
+	// dir is the directory whose pids.events counts refusals (cgroup, cgroup_v1).
+	dir string
+	// join is the v1 group's cgroup.procs, which the helper writes its pid to before it
+	// forks the workload (cgroup_v1); home is the cgroup.procs the helper returns to
+	// once the workload runs (cgroup, cgroup_v1). Either may be nil.
+	join, home *os.File
+}
+
+// limitTasks prepares the task bound n (0: none) of an invocation with the scope sc (nil
+// where none could be created); nil when no bound can be enforced here.
+func limitTasks(n int64, sc *scope) *taskLimit {
+	if n <= 0 {
+		return nil
+	}
+	if sc != nil && sc.setPidsMax(n) {
+		t := &taskLimit{kind: "cgroup", max: n, dir: sc.dir}
+		t.home, _ = os.OpenFile(filepath.Join(filepath.Dir(sc.dir), "cgroup.procs"), os.O_WRONLY, 0)
+		return t
+	}
+	if t := newV1Group(n); t != nil {
+		return t
+	}
+	if os.Geteuid() != 0 {
+		return &taskLimit{kind: "rlimit", max: n}
+	}
+	return nil
+}
+
+// helperOptions are the helper's task options and the files they name, numbered from
+// fd first.
+func (t *taskLimit) helperOptions(first int) (string, []*os.File) {
+	if t == nil {
+		return "-", nil
+	}
+	var opts []string
+	var files []*os.File
+	for _, f := range []struct {
+		name string
+		f    *os.File
+	}{{"join", t.join}, {"home", t.home}} {
+		if f.f != nil {
+			opts = append(opts, f.name+"="+strconv.Itoa(first+len(files)))
+			files = append(files, f.f)
+		}
+	}
+	if t.kind == "rlimit" {
+		opts = append(opts, "nproc="+strconv.FormatInt(t.max, 10))
+	}
+	if len(opts) == 0 {
+		return "-", nil
+	}
+	return strings.Join(opts, ","), files
+}
+
+// refused reads how many forks the cgroup refused at the bound.
+func (t *taskLimit) refused() int64 {
+	if t == nil || t.dir == "" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(t.dir, "pids.events"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "max "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// closeFiles closes the files handed to the helper.
+func (t *taskLimit) closeFiles() {
+	if t == nil {
+		return
+	}
+	for _, f := range []*os.File{t.join, t.home} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	t.join, t.home = nil, nil
+}
+
+// remove ends what is still in a v1 group and removes it; it returns how many members
+// were alive. A v2 scope is removed with the scope.
+func (t *taskLimit) remove() int {
+	t.closeFiles()
+	if t == nil || t.kind != "cgroup_v1" {
+		return 0
+	}
+	return removeV1Group(t.dir)
+}
+
+// setPidsMax writes the scope's pids.max, enabling the pids controller for the parent's
+// children first where the scope has none.
+func (s *scope) setPidsMax(n int64) bool {
+	v := strconv.FormatInt(n, 10)
+	p := filepath.Join(s.dir, "pids.max")
+	if writeControl(p, v) == nil {
+		return true
+	}
+	parent := filepath.Dir(s.dir)
+	if !hasWord(filepath.Join(parent, "cgroup.controllers"), "pids") ||
+		writeControl(filepath.Join(parent, "cgroup.subtree_control"), "+pids") != nil {
+		return false
+	}
+	return writeControl(p, v) == nil
+}
+
+// writeControl writes value to an existing cgroup control file (never creating one).
+func writeControl(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(value)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// hasWord reports whether the file holds word as a whitespace-separated word.
+func hasWord(path, word string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, w := range strings.Fields(string(b)) {
+		if w == word {
+			return true
+		}
+	}
+	return false
+}
+
+// v1PidsDir is the directory of this process's group in the v1 pids hierarchy, found
+// once per process; false where that hierarchy is not mounted.
+var v1PidsDir = sync.OnceValues(func() (string, bool) { return cgroupDir(v1PidsMountPoint, v1PidsPath) })
+
+// v1PidsMountPoint returns the mount point of one mountinfo line when it mounts the root
+// of the v1 hierarchy that holds the pids controller.
+func v1PidsMountPoint(line string) (string, bool) {
+	if fstype, mp, super, ok := cgroupMount(line); ok && fstype == "cgroup" && slices.Contains(strings.Split(super, ","), "pids") {
+		return mp, true
+	}
+	return "", false
+}
+
+// v1PidsPath returns this process's path in the v1 pids hierarchy from /proc/self/cgroup
+// ("N:pids:/path", the controller possibly listed with others).
+func v1PidsPath(content string) (string, bool) {
+	for _, line := range strings.Split(content, "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && f[0] != "0" && slices.Contains(strings.Split(f[1], ","), "pids") {
+			return validCgroupPath(f[2])
+		}
+	}
+	return "", false
+}
+
+// v1Disabled is set by tests to exercise the mechanisms after it.
+var v1Disabled bool
+
+var v1Sweep sync.Once
+
+// newV1Group creates the v1 pids group of one invocation with pids.max n; nil where none
+// can be created.
+func newV1Group(n int64) *taskLimit {
+	if v1Disabled {
+		return nil
+	}
+	parent, ok := v1PidsDir()
+	if !ok {
+		return nil
+	}
+	v1Sweep.Do(func() {
+		for _, dir := range staleScopes(parent) {
+			removeV1Group(dir)
+		}
+	})
+	dir, ok := newGroupDir(parent)
+	if !ok {
+		return nil
+	}
+	t := &taskLimit{kind: "cgroup_v1", max: n, dir: dir}
+	var err error
+	if err = writeControl(filepath.Join(dir, "pids.max"), strconv.FormatInt(n, 10)); err == nil {
+		t.join, err = os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
+	}
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil
+	}
+	t.home, _ = os.OpenFile(filepath.Join(parent, "cgroup.procs"), os.O_WRONLY, 0)
+	return t
+}
+
+// removeV1Group kills every member of a v1 group (a v1 hierarchy has no cgroup.kill),
+// waits boundedly until it is empty and removes it. It returns how many members were
+// alive.
+func removeV1Group(dir string) int {
+	killed := map[int]bool{}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			break
+		}
+		pids := strings.Fields(string(b))
+		if len(pids) == 0 || time.Now().After(deadline) {
+			break
+		}
+		for _, s := range pids {
+			pid, err := strconv.Atoi(s)
+			if err != nil || pid <= 0 {
+				continue
+			}
+			if p, ok := readStat(pid); ok && p.state != 'Z' && p.state != 'X' {
+				killed[pid] = true
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for i := 0; i < 100; i++ {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return len(killed)
+}
+
+// applyTaskOptions runs in the helper before it forks the workload: it joins the v1 group
+// (join=FD), notes where to return (home=FD) and lowers RLIMIT_NPROC (nproc=N) for the
+// fork. It returns the bound it applied (cgroup_v1, rlimit or -) and what to call once
+// the fork is done: the helper returns home and gets its own limit back, so the bound
+// holds the workload alone. None of the descriptors reaches the workload.
+func applyTaskOptions(opts string) (string, func()) {
+	bound := "-"
+	var home *os.File
+	var nproc uint64
+	for _, o := range strings.Split(opts, ",") {
+		k, v, _ := strings.Cut(o, "=")
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			continue
+		}
+		switch k {
+		case "join", "home":
+			if n <= 4 {
+				continue
+			}
+			syscall.CloseOnExec(n)
+			f := os.NewFile(uintptr(n), k)
+			if k == "home" {
+				home = f
+				continue
+			}
+			if _, err := f.WriteString(strconv.Itoa(os.Getpid())); err == nil {
+				bound = "cgroup_v1"
+			}
+			f.Close()
+		case "nproc":
+			nproc = uint64(n)
+		}
+	}
+	var restoreLimit func()
+	if nproc > 0 && bound == "-" {
+		var prev unix.Rlimit
+		if unix.Getrlimit(unix.RLIMIT_NPROC, &prev) == nil {
+			lim := min(userTasks(os.Getuid())+nproc, prev.Cur)
+			if unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: prev.Max}) == nil {
+				bound = "rlimit"
+				restoreLimit = func() { _ = unix.Setrlimit(unix.RLIMIT_NPROC, &prev) }
+			}
+		}
+	}
+	return bound, func() {
+		if restoreLimit != nil {
+			restoreLimit()
+		}
+		if home != nil {
+			_, _ = home.WriteString(strconv.Itoa(os.Getpid()))
+			home.Close()
+		}
+	}
+}
+
+// userTasks counts the tasks (threads) of the processes whose real user is uid, as this
+// pid namespace's /proc shows them: what RLIMIT_NPROC compares with.
+func userTasks(uid int) uint64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	want := strconv.Itoa(uid)
+	var n uint64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		var mine bool
+		var threads uint64
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+				f := strings.Fields(v)
+				mine = len(f) > 0 && f[0] == want
+			} else if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+				threads, _ = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			}
+		}
+		if mine {
+			n += max(threads, 1)
+		}
+	}
+	return n
+}
