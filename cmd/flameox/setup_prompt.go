@@ -164,7 +164,7 @@ func (p *setupPrompt) confirm(plans []setup.Plan) error {
 	if writes == 0 {
 		return nil
 	}
-	fmt.Fprintf(p.out, "Write %s? [y/N] ", plural(writes, "file"))
+	fmt.Fprintf(p.out, "Write %s? [y/N] ", setup.Plural(writes, "file"))
 	line, err := p.readLine()
 	if err != nil {
 		fmt.Fprintln(p.out)
@@ -174,19 +174,4 @@ func (p *setupPrompt) confirm(plans []setup.Plan) error {
 		return cancelled()
 	}
 	return nil
-}
-
-// setupStep is the progress message of applying one plan.
-func setupStep(p setup.Plan) string {
-	if p.Action == setup.ActionAlreadyCurrent {
-		return p.Name + " is already current"
-	}
-	return "writing the " + p.Name + " configuration"
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
 }

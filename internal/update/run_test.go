@@ -21,10 +21,10 @@ func alive(pid int) bool {
 	return len(f) > 0 && f[0] != "Z"
 }
 
-// TestRunThroughBroker: Run's subprocess goes through the broker, so a deadline ends the
-// whole tree, a daemon that left the process group (setsid) included, before Run returns;
+// TestExecThroughBroker: Exec's subprocess goes through the broker, so a deadline ends the
+// whole tree, a daemon that left the process group (setsid) included, before Exec returns;
 // a failing exit is an error; output is bounded. /proc is the truth for the process tree.
-func TestRunThroughBroker(t *testing.T) {
+func TestExecThroughBroker(t *testing.T) {
 	tests := []struct {
 		name    string
 		script  string
@@ -43,7 +43,7 @@ func TestRunThroughBroker(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
 			defer cancel()
-			out, _, err := Run(ctx, nil, "sh", "-c", tt.script)
+			out, _, err := Exec(ctx, nil, "sh", "-c", tt.script)
 			switch {
 			case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -64,18 +64,18 @@ func TestRunThroughBroker(t *testing.T) {
 					t.Fatalf("no daemon pid on stdout: %q", out)
 				}
 				if alive(pid) {
-					t.Errorf("the setsid daemon %d survived Run", pid)
+					t.Errorf("the setsid daemon %d survived Exec", pid)
 				}
 			}
 		})
 	}
 }
 
-// TestRunCancelled: cancelling the context ends the subprocess and Run reports it.
-func TestRunCancelled(t *testing.T) {
+// TestExecCancelled: cancelling the context ends the subprocess and Exec reports it.
+func TestExecCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
-	_, _, err := Run(ctx, nil, "sleep", "300")
+	_, _, err := Exec(ctx, nil, "sleep", "300")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

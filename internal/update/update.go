@@ -158,12 +158,12 @@ const (
 	maxObserved = 8 << 20
 )
 
-// Run runs argv through the subprocess broker (decision 0028): env (nil: the process
+// Exec runs argv through the subprocess broker (decision 0028): env (nil: the process
 // environment), the context's deadline as the wall-clock bound and its cancellation, its
 // own contained process tree terminated whole on every exit, and bounded output. It
 // returns the first maxOutput bytes of stdout and stderr, and an error unless the process
 // exited 0 within its bounds (ctx.Err() when the deadline or a cancellation ended it).
-func Run(ctx context.Context, env []string, argv ...string) (stdout, stderr []byte, err error) {
+func Exec(ctx context.Context, env []string, argv ...string) (stdout, stderr []byte, err error) {
 	path := argv[0]
 	if !filepath.IsAbs(path) {
 		if path, err = exec.LookPath(path); err != nil {
@@ -207,7 +207,7 @@ func Run(ctx context.Context, env []string, argv ...string) (stdout, stderr []by
 func ProbeVersion(ctx context.Context, exe string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, _, err := Run(ctx, os.Environ(), exe, "--version")
+	out, _, err := Exec(ctx, os.Environ(), exe, "--version")
 	if err != nil {
 		return ""
 	}
@@ -246,7 +246,7 @@ func Install(ctx context.Context, dir, version string, step func(string)) (strin
 	defer os.RemoveAll(tmp)
 	env := append(os.Environ(), "GOBIN="+tmp)
 	step("installing flameox " + version + " with go install")
-	_, stderr, err := Run(ctx, env, goexe, "install", Module+"/cmd/flameox@"+version)
+	_, stderr, err := Exec(ctx, env, goexe, "install", Module+"/cmd/flameox@"+version)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("go install did not finish before the timeout")
@@ -274,7 +274,7 @@ func Verify(ctx context.Context, exe, version string) error {
 	}
 	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, _, err := Run(ictx, os.Environ(), exe, "mcp", "inspect")
+	out, _, err := Exec(ictx, os.Environ(), exe, "mcp", "inspect")
 	var doc struct {
 		ToolCount int `json:"tool_count"`
 	}
