@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,19 +76,21 @@ func startViewer(rt *runtime.Runtime, addr string) (*http.Server, net.Listener, 
 	if !loopbackHost(host) {
 		return nil, nil, notLoopback(port)
 	}
-	h, err := viewerHandler(rt)
-	if err != nil {
-		return nil, nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the evidence viewer could not be built")
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the evidence viewer could not listen on %s", addr).
 			Field(failure.Path("addr"), nil)
 	}
 	// localhost is resolved by the system: a name that resolved off loopback is refused too.
-	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+	bound, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || !bound.IP.IsLoopback() {
 		ln.Close()
 		return nil, nil, notLoopback(port)
+	}
+	h, err := viewerHandler(rt, bound)
+	if err != nil {
+		ln.Close()
+		return nil, nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the evidence viewer could not be built")
 	}
 	return newViewerServer(h), newLimitListener(ln, viewerMaxConns), nil
 }
@@ -117,19 +120,29 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// viewerHandler is the viewer's HTTP handler: no-store on every response, bounded bodies,
-// and the ogen server with typed failures.
-func viewerHandler(rt *runtime.Runtime) (http.Handler, error) {
+// viewerHandler is the viewer's HTTP handler over the bound address: no-store and the
+// hardening headers on every response, requests for other hosts refused (421) and writes
+// from other origins refused (403) before anything is routed (decision 0056), bounded
+// bodies, HEAD on every GET route, and the ogen server with typed failures.
+func viewerHandler(rt *runtime.Runtime, bound *net.TCPAddr) (http.Handler, error) {
 	v := &viewer{rt: rt}
 	api, err := viewerapi.NewServer(v, v,
 		viewerapi.WithNotFound(func(w http.ResponseWriter, r *http.Request) {
-			httpFailure(w, http.StatusNotFound, failure.New(gen.FailureCodeInvalidInput, "there is no viewer endpoint at this path").
-				Field(failure.Path("path"), nil))
+			unknownRoute(w, "there is no viewer endpoint at this path")
 		}),
 		viewerapi.WithMethodNotAllowed(func(w http.ResponseWriter, r *http.Request, allowed string) {
-			w.Header().Set("Allow", allowed)
-			httpFailure(w, http.StatusMethodNotAllowed, failure.Invalid(failure.Path("method"), strings.Split(allowed, ","),
-				"the viewer is read-only: this endpoint accepts %s", allowed))
+			// ogen answers OPTIONS with Access-Control-Allow-Methods: the viewer grants no
+			// cross-origin access, so no CORS header is sent.
+			for _, k := range []string{"Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Accept-Post", "Accept-Patch"} {
+				w.Header().Del(k)
+			}
+			methods := strings.Split(allowed, ",")
+			if slices.Contains(methods, http.MethodGet) {
+				methods = append(methods, http.MethodHead)
+			}
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			httpFailure(w, http.StatusMethodNotAllowed, failure.Invalid(failure.Path("method"), methods,
+				"the viewer is read-only: this endpoint accepts %s", strings.Join(methods, ", ")))
 		}),
 		viewerapi.WithErrorHandler(func(_ context.Context, w http.ResponseWriter, _ *http.Request, err error) {
 			httpFailure(w, http.StatusBadRequest, requestFailure(err))
@@ -138,6 +151,7 @@ func viewerHandler(rt *runtime.Runtime) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	hosts := viewerHosts(bound)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxViewerRequestBytes)
 		vw := newViewerResponse(w)
@@ -149,12 +163,91 @@ func viewerHandler(rt *runtime.Runtime) (http.Handler, error) {
 		h.Set("Content-Security-Policy", sandboxCSP)
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		h.Set("Referrer-Policy", "no-referrer")
+		if !slices.ContainsFunc(hosts, func(host string) bool { return strings.EqualFold(r.Host, host) }) {
+			httpFailure(w, http.StatusMisdirectedRequest, failure.Invalid(failure.Path("host"), hosts,
+				"this evidence viewer answers requests for %s only (its loopback address); "+
+					"a request naming another host is refused, as a page of another site would send it", strings.Join(hosts, ", ")))
+			return
+		}
+		if f := crossOrigin(r); f != nil {
+			httpFailure(w, http.StatusForbidden, f)
+			return
+		}
 		if !strings.HasPrefix(r.URL.Path, "/api/") {
 			v.servePage(w, r)
 			return
 		}
+		// The handlers read the request as sent (HEAD, If-Range) from the context; ogen
+		// routes HEAD as GET, and net/http sends no body for a HEAD request.
+		r = r.WithContext(context.WithValue(r.Context(), viewerRequestKey{}, r))
+		if r.Method == http.MethodHead {
+			r.Method = http.MethodGet
+		}
 		api.ServeHTTP(w, r)
 	}), nil
+}
+
+// viewerRequestKey holds, in a handler's context, the request as the client sent it.
+type viewerRequestKey struct{}
+
+// sentRequest is the request as the client sent it (nil outside the viewer's handler).
+func sentRequest(ctx context.Context) *http.Request {
+	r, _ := ctx.Value(viewerRequestKey{}).(*http.Request)
+	return r
+}
+
+// viewerHosts are the Host header values the viewer answers on the bound address: the
+// port it listens on with 127.0.0.1, [::1], localhost, or the bound IP itself (any of
+// 127.0.0.0/8); without a port too when that port is HTTP's default, 80. A page of
+// another site whose name was made to resolve to loopback (DNS rebinding) sends its own
+// name, so it is refused.
+func viewerHosts(bound *net.TCPAddr) []string {
+	port := strconv.Itoa(bound.Port)
+	var hosts []string
+	for _, name := range []string{"127.0.0.1", "::1", "localhost", bound.IP.String()} {
+		if h := net.JoinHostPort(name, port); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	if bound.Port == 80 {
+		for _, h := range slices.Clone(hosts) {
+			name, _, _ := net.SplitHostPort(h)
+			if strings.Contains(name, ":") {
+				name = "[" + name + "]"
+			}
+			hosts = append(hosts, name)
+		}
+	}
+	return hosts
+}
+
+// crossOrigin refuses a state-changing request (any method but GET, HEAD and OPTIONS:
+// POST /api/analyze, and the writes that would be 405) that a browser sent from another
+// origin: a Sec-Fetch-Site other than same-origin or none (a typed URL), or an Origin
+// other than http:// and the request's own Host ("null" included). A request with
+// neither header comes from a client that is not a browser, and is served.
+func crossOrigin(r *http.Request) *failure.Failure {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return nil
+	}
+	self := "http://" + r.Host
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return failure.Invalid(failure.Path("sec-fetch-site"), []string{"same-origin"},
+			"the viewer accepts writes from its own page only; this request came from a %s page", site)
+	}
+	if origin, ok := r.Header["Origin"]; ok && (len(origin) != 1 || !strings.EqualFold(origin[0], self)) {
+		return failure.Invalid(failure.Path("origin"), []string{self},
+			"the viewer accepts writes from its own page (Origin %s) only; this request came from another origin", self)
+	}
+	return nil
+}
+
+// unknownRoute is the 404 of a path the viewer does not serve: UNKNOWN_OPERATION at
+// path (the contract has no NOT_FOUND; decision 0056).
+func unknownRoute(w http.ResponseWriter, message string) {
+	httpFailure(w, http.StatusNotFound, failure.New(gen.FailureCodeUnknownOperation, "%s", message).
+		Field(failure.Path("path"), nil))
 }
 
 // requestFailure maps ogen's request decoding errors to INVALID_INPUT at the parameter.
@@ -293,8 +386,9 @@ func (v *viewer) Analyze(ctx context.Context, req viewerapi.AnalyzeArguments, p 
 }
 
 // GetArtifact streams a validated artifact's stored bytes: ETag is its SHA-256, one byte
-// range per request, gzip served as stored (never as a Content-Encoding).
-func (v *viewer) GetArtifact(_ context.Context, p viewerapi.GetArtifactParams, w http.ResponseWriter) error {
+// range per request (kept by an If-Range of that ETag only), gzip served as stored (never
+// as a Content-Encoding); a HEAD gets the same headers and no body.
+func (v *viewer) GetArtifact(ctx context.Context, p viewerapi.GetArtifactParams, w http.ResponseWriter) error {
 	if !isSHA256(p.SHA256) {
 		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("sha256"), nil,
 			"an artifact digest is 64 lowercase hexadecimal characters"))
@@ -331,9 +425,20 @@ func (v *viewer) GetArtifact(_ context.Context, p viewerapi.GetArtifactParams, w
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
+	sent := sentRequest(ctx)
+	// If-Range (RFC 9110, 13.1.5) keeps the Range only when it is the artifact's ETag,
+	// compared strongly: another or a weak tag, or a date (the viewer sends no
+	// Last-Modified), asks for the whole artifact, so the Range is ignored, even an
+	// unsatisfiable one.
+	useRange := p.Range.Set
+	if sent != nil {
+		if ir, ok := sent.Header["If-Range"]; ok && (len(ir) != 1 || ir[0] != etag) {
+			useRange = false
+		}
+	}
 	start, length := int64(0), a.Size
 	status := http.StatusOK
-	if p.Range.Set {
+	if useRange {
 		var f *failure.Failure
 		if start, length, f = parseRange(p.Range.Value, a.Size); f != nil {
 			h.Set("Content-Range", fmt.Sprintf("bytes */%d", a.Size))
@@ -348,6 +453,9 @@ func (v *viewer) GetArtifact(_ context.Context, p viewerapi.GetArtifactParams, w
 		return err
 	}
 	w.WriteHeader(status)
+	if sent != nil && sent.Method == http.MethodHead {
+		return nil // the headers of the GET, the length of its body, and no body
+	}
 	// Each chunk has artifactChunkTimeout to reach the client, so a download of any size
 	// proceeds while the client reads and a stalled one is cut. io.CopyN keeps sendfile.
 	rc := http.NewResponseController(w)

@@ -254,7 +254,7 @@ func TestViewerConnectionCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		if _, err := io.WriteString(c, "GET /assets/app.css HTTP/1.1\r\nHost: viewer\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(c, "GET /assets/app.css HTTP/1.1\r\nHost: "+addr+"\r\n\r\n"); err != nil {
 			t.Fatal(err)
 		}
 		return client{c, bufio.NewReader(c)}

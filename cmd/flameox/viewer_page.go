@@ -66,7 +66,8 @@ const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-sr
 // it, loads nothing, and gives it an opaque origin that cannot read the API.
 const sandboxCSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox"
 
-// servePage answers the page routes (everything outside /api/).
+// servePage answers the page routes (everything outside /api/): GET, and HEAD with the
+// same headers (Content-Length included) and no body.
 func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	asset, isAsset := pageAssets[path]
@@ -78,8 +79,7 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 	}
 	isChart := chartPrefix != ""
 	if !isAsset && !isChart {
-		httpFailure(w, http.StatusNotFound, failure.New(gen.FailureCodeInvalidInput, "there is no viewer page at this path").
-			Field(failure.Path("path"), nil))
+		unknownRoute(w, "there is no viewer page at this path")
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -101,6 +101,7 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", asset[1])
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		_, _ = w.Write(b)
 		return
 	}
@@ -121,6 +122,7 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
+	w.Header().Set("Content-Length", strconv.Itoa(len(svg)))
 	_, _ = w.Write(svg)
 }
 

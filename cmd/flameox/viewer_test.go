@@ -277,7 +277,7 @@ func TestViewerAPI(t *testing.T) {
 			{"short digest", "GET", "/api/artifacts/abc", "", "", 400, gen.FailureCodeInvalidInput, "sha256"},
 			{"uppercase digest", "GET", "/api/artifacts/" + strings.ToUpper(digest), "", "", 400, gen.FailureCodeInvalidInput, "sha256"},
 			{"encoded dot-dot", "GET", "/api/artifacts/..%2F..%2F..%2Fetc%2Fpasswd", "", "", 400, gen.FailureCodeInvalidInput, "sha256"},
-			{"dot-dot segments", "GET", "/api/artifacts/../../etc/passwd", "", "", 404, gen.FailureCodeInvalidInput, "path"},
+			{"dot-dot segments", "GET", "/api/artifacts/../../etc/passwd", "", "", 404, gen.FailureCodeUnknownOperation, "path"},
 			{"absent artifact", "GET", "/api/artifacts/" + strings.Repeat("0", 64), "", "", 404, gen.FailureCodeMissingEvidence, ""},
 			{"inverted range", "GET", "/api/artifacts/" + digest, "bytes=20-10", "", 416, gen.FailureCodeInvalidInput, "range"},
 			{"range past the end", "GET", "/api/artifacts/" + digest, "bytes=" + itoa(len(fx.pstats)) + "-", "", 416, gen.FailureCodeInvalidInput, "range"},
