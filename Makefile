@@ -34,7 +34,7 @@ bench:
 
 # fuzz runs every native fuzz target for FUZZTIME each, one worker, one target at a time
 # (tools/fuzz.sh). `make test` already runs their seeds; this is the longer run on demand.
-FUZZTIME ?= 30s
+FUZZTIME ?= 20s
 fuzz:
 	GO="$(GO)" FUZZTIME="$(FUZZTIME)" tools/fuzz.sh
 

@@ -192,7 +192,7 @@ func removeStaleScratch(dir string) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if st, err := os.Lstat(p); err != nil || !st.IsDir() || st.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
+		if st, err := os.Lstat(p); err != nil || !st.IsDir() || !ownedBySelf(st) {
 			continue
 		}
 		os.RemoveAll(p)

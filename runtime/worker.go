@@ -9,7 +9,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -52,6 +54,9 @@ type workerRequest struct {
 	Arguments json.RawMessage     `json:"arguments"`
 	Limits    gen.EffectiveLimits `json:"limits"`
 	Inputs    []workerInput       `json:"inputs"`
+	// DiskBytes is the worker's disk budget (workerDiskBudget): each file it writes is
+	// bounded by it (RLIMIT_FSIZE where there is one).
+	DiskBytes int64 `json:"disk_bytes"`
 }
 
 type workerInput struct {
@@ -169,6 +174,86 @@ func workerScratch() (string, error) {
 	return os.MkdirTemp("", workerScratchPrefix+owner.Tag()+"-")
 }
 
+// The worker's disk budget (issue 40, decision 0050). A worker writes only under its
+// request-owned scratch directory: it is the worker's working directory and its TMPDIR
+// (TMP and TEMP on Windows, SQLITE_TMPDIR for SQLite), where the conversions and the
+// parquetdir loader put their files. The budget is workerDiskExpansion times the inputs'
+// bytes, at least minWorkerDiskBytes and at most maxWorkerDiskBytes: the largest writer is
+// the parquetdir loader, whose values are bounded at 64 times its input and 4 GiB
+// (providers/trace) and which SQLite stores in about as many bytes again with its pages
+// and indexes; a converter's output (nsys export, perf script) is bounded by the same
+// multiple. The floor covers SQLite's and the converters' fixed costs on small inputs;
+// the cap keeps one request well inside an ordinary disk. While the worker runs, the
+// broker measures the directory and stops the worker past the budget, and it stops it
+// when the filesystem falls below StorageReserveBytes free; in the worker, RLIMIT_FSIZE
+// (Unix) refuses a single file past it at the write, including a temporary file already
+// unlinked, which no measurement of the directory sees.
+const (
+	workerDiskExpansion = 128
+	minWorkerDiskBytes  = 256 << 20
+	maxWorkerDiskBytes  = 8 << 30
+)
+
+// workerDiskBudget is the disk budget of a worker analyzing in; tests lower it.
+var workerDiskBudget = func(in []resolved) int64 {
+	total := inputBytes(in)
+	if total >= maxWorkerDiskBytes/workerDiskExpansion {
+		return maxWorkerDiskBytes
+	}
+	return max(total*workerDiskExpansion, minWorkerDiskBytes)
+}
+
+func inputBytes(in []resolved) int64 {
+	var total int64
+	for _, r := range in {
+		total += max(r.size, 0)
+	}
+	return total
+}
+
+// workerTempVariables are the environment variables that name the temporary directory,
+// for Go (TMPDIR; TMP and TEMP on Windows) and for SQLite (SQLITE_TMPDIR first).
+var workerTempVariables = []string{"TMPDIR", "TMP", "TEMP", "SQLITE_TMPDIR"}
+
+// workerEnv is env (the server's) with the request file named and every temporary
+// directory variable pointing at tmp; earlier values of those variables are dropped, as a
+// process that reads the first of duplicates would otherwise use them.
+func workerEnv(env []string, reqFile, tmp string) []string {
+	drop := append([]string{WorkerVariable}, workerTempVariables...)
+	out := make([]string, 0, len(env)+len(drop))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !containsKey(drop, k) {
+			out = append(out, kv)
+		}
+	}
+	out = append(out, WorkerVariable+"="+reqFile)
+	for _, k := range workerTempVariables {
+		out = append(out, k+"="+tmp)
+	}
+	return out
+}
+
+// containsKey reports whether keys holds k, ignoring case on Windows, whose environment
+// names are case-insensitive.
+func containsKey(keys []string, k string) bool {
+	for _, x := range keys {
+		if x == k || goruntime.GOOS == "windows" && strings.EqualFold(x, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// workerDiskFailure is the failure of a worker that wrote past its disk budget.
+func workerDiskFailure(budget, input int64) *failure.Failure {
+	return failure.New(gen.FailureCodeLimitExceeded,
+		"the analysis wrote more than its scratch disk budget (%d bytes: %d times the inputs' %d bytes, at least %d and at most %d) and was stopped; the input expands on disk past what Flameox analyzes: analyze a smaller artifact or another export of it",
+		budget, workerDiskExpansion, input, int64(minWorkerDiskBytes), int64(maxWorkerDiskBytes)).
+		With("reason", "disk").With("bound", "worker_disk_bytes").With("limit", budget).With("unit", "bytes").
+		With("input_bytes", input)
+}
+
 // analyzeInWorker runs the analysis of req over its resolved inputs in a worker.
 func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resolved) (*Result, *failure.Failure) {
 	// The worker waits for its slot and memory in the process's budget (decision 0047);
@@ -185,11 +270,18 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's scratch directory cannot be created; check TMPDIR's free space and permissions")
 	}
 	defer os.RemoveAll(dir)
+	// The worker's own directory: its working directory and TMPDIR, measured against the
+	// disk budget; request.json and reply.json stay beside it, outside the measure.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, scratchIOFailure(err, "the analysis worker's scratch directory cannot be created")
+	}
+	disk := workerDiskBudget(in)
 	args, err := json.Marshal(req.raw)
 	if err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis request has no JSON form")
 	}
-	wr := workerRequest{Tool: req.tool.Name, Arguments: args, Limits: req.limits}
+	wr := workerRequest{Tool: req.tool.Name, Arguments: args, Limits: req.limits, DiskBytes: disk}
 	for _, r := range in {
 		wr.Inputs = append(wr.Inputs, workerInput{Path: r.path, Size: r.size, SHA256: r.sha256, Format: r.format,
 			Producer: r.producer, Role: r.role, Declared: r.declared, Evidence: r.evidence, Reader: r.reader, Members: r.members})
@@ -199,10 +291,11 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	if err := os.WriteFile(reqFile, body, 0o600); err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's request cannot be written; check TMPDIR's free space")
 	}
-	spec := broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: dir,
-		Env:        append(os.Environ(), WorkerVariable+"="+reqFile),
+	spec := broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: tmp,
+		Env:        workerEnv(os.Environ(), reqFile, tmp),
 		StdoutFile: replyFile, ExcerptBytes: 4096,
-		MaxOutputBytes: max(req.limits.MaxResultBytes, gen.LimitMaxima.MaxResultBytes) + replySlack, MaxRSSBytes: req.limits.MaxMemoryBytes}
+		MaxOutputBytes: max(req.limits.MaxResultBytes, gen.LimitMaxima.MaxResultBytes) + replySlack, MaxRSSBytes: req.limits.MaxMemoryBytes,
+		WritableRoots: []string{tmp}, MaxWritableGrowth: disk, ReserveDir: tmp, ReserveBytes: StorageReserveBytes}
 	if d, ok := ctx.Deadline(); ok {
 		if spec.Timeout = time.Until(d); spec.Timeout <= 0 {
 			return nil, providerFailure(ctx, context.DeadlineExceeded, nil)
@@ -219,7 +312,7 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	case err != nil:
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis worker could not be started")
 	case res.Limit != nil:
-		return nil, workerLimit(req, res.Limit)
+		return nil, workerLimit(req, res.Limit, disk, inputBytes(in))
 	}
 	reply, f := readReply(replyFile, spec.MaxOutputBytes)
 	if f != nil {
@@ -245,8 +338,9 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	return out, f
 }
 
-// workerLimit is the failure of a worker the broker stopped at a bound.
-func workerLimit(req *request, l *broker.Limit) *failure.Failure {
+// workerLimit is the failure of a worker the broker stopped at a bound; disk is its disk
+// budget for input bytes of inputs.
+func workerLimit(req *request, l *broker.Limit, disk, input int64) *failure.Failure {
 	switch l.Kind {
 	case "timeout":
 		return providerFailure(context.Background(), context.DeadlineExceeded, nil)
@@ -256,6 +350,20 @@ func workerLimit(req *request, l *broker.Limit) *failure.Failure {
 			req.limits.MaxMemoryBytes, gen.LimitMaxima.MaxMemoryBytes).
 			Field(failure.Path("limits", "max_memory_bytes"), []string{"<=" + jsonNumber(float64(gen.LimitMaxima.MaxMemoryBytes))}).
 			With("field", "max_memory_bytes").With("reason", "memory").With("limit", req.limits.MaxMemoryBytes)
+	case "writable_limit_exceeded":
+		f := workerDiskFailure(disk, input)
+		if l.Observed != nil {
+			f.With("observed_bytes", int64(*l.Observed))
+		}
+		return f
+	case "storage_reserve_exceeded":
+		f := failure.New(gen.FailureCodeIoFailure,
+			"the analysis was stopped when the temporary directory's filesystem fell below its free-space reserve (%d bytes)", int64(StorageReserveBytes)).
+			With("reason", "no_space_left").With("location", "the system temporary directory (TMPDIR)").With("reserve_bytes", int64(StorageReserveBytes))
+		f.Retryable = true
+		f.NextAction = &gen.NextAction{WaitAndRetry: &gen.WaitAndRetry{Kind: "wait_and_retry", RetryAfterMS: &retryAfterMS,
+			Message: "Free space in the temporary directory (TMPDIR), then retry the same call."}}
+		return f
 	}
 	return failure.New(gen.FailureCodeInternalFailure, "the analysis worker was stopped by its %s bound", l.Kind).With("reason", l.Kind)
 }
@@ -333,6 +441,8 @@ func serveWorker(reg *providers.Registry, path string) (reply workerReply) {
 	}
 	// The garbage collector works harder before the parent's RSS bound would kill us.
 	debug.SetMemoryLimit(wr.Limits.MaxMemoryBytes / 4 * 3)
+	// No file this worker (or what it starts) writes passes the disk budget.
+	wroteTooMuch := limitFileSize(wr.DiskBytes)
 	rt, err := newWorker(reg)
 	if err != nil {
 		return fail(failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis worker cannot load the catalog"))
@@ -360,6 +470,11 @@ func serveWorker(reg *providers.Registry, path string) (reply workerReply) {
 	defer cancel()
 	res, f := rt.analyzeResolved(ctx, req, in)
 	reply.Digest, reply.Offset = req.digest, req.offset
+	if wroteTooMuch() {
+		// A write reached RLIMIT_FSIZE: whatever the analysis made of the refused write,
+		// the answer is the bound.
+		return fail(workerDiskFailure(wr.DiskBytes, inputBytes(in)))
+	}
 	if f != nil && errors.Is(f, errContinuationMismatch) {
 		reply.Mismatch = true
 		return reply

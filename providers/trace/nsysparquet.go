@@ -57,10 +57,26 @@ var nsysParquetTables = []string{"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUP
 // primary keys).
 var nsysParquetIndexes = map[string]string{"StringIds": "id", "ENUM_CUDA_MEMCPY_OPER": "id"}
 
-// maxParquetLoadBytes bounds the decoded bytes one parquetdir load may write (values
-// counted as 8 bytes, strings and blobs by length): compressed pages can expand far
-// beyond the input's size.
-const maxParquetLoadBytes = 64 << 30
+// A parquetdir load is bounded by the bytes it decodes (issue 40, decision 0050):
+// compressed pages, and dictionary pages whose one value every row repeats, expand far
+// beyond the input's size (a 4.4 KB directory decoded to 37 GiB). The bound is
+// parquetExpansion times the bytes of the Parquet files the load reads, at most
+// maxParquetLoadBytes. Two measures count against it, each on its own: the pages'
+// declared decompressed sizes (the footer's column chunks, checked before a table is
+// read, since parquet-go allocates them) and the values written to the scratch database
+// (8 bytes a number, strings and blobs by length, checked row by row).
+const (
+	parquetExpansion    = 64
+	maxParquetLoadBytes = 4 << 30
+)
+
+// parquetLoadBound is the decoded-bytes bound of a load that reads files of inputBytes.
+func parquetLoadBound(inputBytes int64) int64 {
+	if inputBytes >= maxParquetLoadBytes/parquetExpansion {
+		return maxParquetLoadBytes
+	}
+	return max(inputBytes, 0) * parquetExpansion
+}
 
 // nsysParquetProvider identifies the parquetdir reader (catalog §1.3).
 func nsysParquetProvider() gen.Provider {
@@ -122,13 +138,22 @@ func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	l := &parquetLoad{ctx: ctx, in: in, db: db}
+	tables := append(append([]string{}, nsysParquetTables...), nsysTables...)
+	var inputBytes int64
+	seen := map[string]bool{}
+	for _, t := range tables {
+		if size, ok := files[t+parquetSuffix]; ok && !seen[t] {
+			seen[t] = true
+			inputBytes += size
+		}
+	}
+	l := &parquetLoad{ctx: ctx, in: in, db: db, input: inputBytes, bound: parquetLoadBound(inputBytes)}
 	for _, p := range []string{"PRAGMA journal_mode = OFF", "PRAGMA synchronous = OFF"} {
 		if _, err := db.ExecContext(ctx, p); err != nil {
 			return l.sqlErr(err)
 		}
 	}
-	for _, t := range append(append([]string{}, nsysParquetTables...), nsysTables...) {
+	for _, t := range tables {
 		size, ok := files[t+parquetSuffix]
 		if !ok || l.loaded[t] {
 			continue
@@ -145,8 +170,37 @@ type parquetLoad struct {
 	ctx    context.Context
 	in     providers.Input
 	db     *sql.DB
-	bytes  int64
+	input  int64 // bytes of the Parquet files the load reads
+	bound  int64 // parquetLoadBound(input)
+	bytes  int64 // value bytes written so far
+	pages  int64 // declared decompressed page bytes of the tables opened so far
 	loaded map[string]bool
+}
+
+// limit is the failure of a load past its decoded-bytes bound; what names the measure.
+func (l *parquetLoad) limit(what string) error {
+	return &providers.LimitError{Source: l.in.Index, Limit: l.bound, Unit: "bytes",
+		Message: fmt.Sprintf("source %d's Parquet tables decode to more than %d bytes (%s; the bound is %d times the %d bytes of its Parquet files, at most %d): the export expands past what Flameox loads; analyze its SQLite export (nsys export --type sqlite) or a shorter capture",
+			l.in.Index, l.bound, what, parquetExpansion, l.input, int64(maxParquetLoadBytes)),
+		Details: map[string]any{"reason": "parquet_decoded_bytes", "input_bytes": l.input, "expansion": parquetExpansion,
+			"max_decoded_bytes": int64(maxParquetLoadBytes)}}
+}
+
+// declared adds the decompressed sizes the footer declares for the file's column chunks.
+func (l *parquetLoad) declared(pf *parquet.File) error {
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, c := range rg.Columns {
+			if n := c.MetaData.TotalUncompressedSize; n > 0 {
+				l.pages += n
+			} else if n < 0 {
+				l.pages = math.MaxInt64
+			}
+			if l.pages > l.bound || l.pages < 0 {
+				return l.limit("its pages declare that many decompressed bytes")
+			}
+		}
+	}
+	return nil
 }
 
 func (l *parquetLoad) sqlErr(err error) error {
@@ -266,6 +320,9 @@ func (l *parquetLoad) table(table, path string, size int64) (err error) {
 	if err != nil {
 		return l.decodeErr(table, err)
 	}
+	if err := l.declared(pf); err != nil {
+		return err
+	}
 	cols := flatColumns(pf.Schema())
 	if len(cols) == 0 {
 		return l.decodeErr(table, errors.New("no flat columns"))
@@ -320,10 +377,9 @@ func (l *parquetLoad) table(table, path string, size int64) (err error) {
 						l.bytes += 8
 					}
 				}
-				if l.bytes > maxParquetLoadBytes {
+				if l.bytes > l.bound {
 					rows.Close()
-					return &providers.LimitError{Source: l.in.Index, Limit: maxParquetLoadBytes, Unit: "bytes",
-						Message: fmt.Sprintf("source %d's Parquet tables decode to more than %d bytes", l.in.Index, int64(maxParquetLoadBytes))}
+					return l.limit("their values")
 				}
 				if _, err := ins.ExecContext(l.ctx, args...); err != nil {
 					rows.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -253,5 +254,50 @@ func TestNsysParquetScratchRemoved(t *testing.T) {
 func withFields[F any](f func(context.Context, *providers.Request[F]) (*providers.Analysis, error)) func(providers.Input) (*providers.Analysis, error) {
 	return func(in providers.Input) (*providers.Analysis, error) {
 		return f(context.Background(), &providers.Request[F]{Fields: new(F), Inputs: []providers.Input{in}})
+	}
+}
+
+// TestNsysParquetDecodedBound: a parquetdir of a few kilobytes whose dictionary decodes to
+// a gibibyte (issue 40) fails typed at 64 times its Parquet files' bytes, in bounded
+// memory; one whose dictionary page alone declares more decompressed bytes than the bound
+// fails before any row is read.
+func TestNsysParquetDecodedBound(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		bomb testtool.ParquetBomb
+		what string
+	}{
+		{"values", testtool.ParquetBomb{Rows: 1 << 20, ValueBytes: 1 << 10}, "their values"},
+		{"declared pages", testtool.ParquetBomb{Rows: 4, ValueBytes: 16 << 20}, "its pages declare"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "report_pqtdir")
+			size, err := c.bomb.Write(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bound := parquetExpansion * size
+			if size > 64<<10 || c.bomb.Decoded() < 1000*size {
+				t.Fatalf("the directory is %d bytes and decodes to %d: not a bomb", size, c.bomb.Decoded())
+			}
+			var err2 error
+			peak := testtool.PeakHeap(func() {
+				_, err2 = withFields(inspectLaunches)(parquetInput(t, dir))
+			})
+			var le *providers.LimitError
+			if !errors.As(err2, &le) {
+				t.Fatalf("got %T %v, want a LimitError", err2, err2)
+			}
+			if le.Limit != bound || le.Unit != "bytes" || le.Details["reason"] != "parquet_decoded_bytes" || le.Details["input_bytes"] != size {
+				t.Errorf("limit %d %s %v, want %d bytes (64 x %d)", le.Limit, le.Unit, le.Details, bound, size)
+			}
+			if !strings.Contains(le.Message, c.what) || !strings.Contains(le.Message, fmt.Sprint(bound)) || strings.Contains(le.Message, dir) {
+				t.Errorf("message %q", le.Message)
+			}
+			if peak > 64<<20 {
+				t.Errorf("the load held %d bytes of heap", peak)
+			}
+			t.Logf("%d bytes on disk, %d decoded, bound %d, peak heap %d", size, c.bomb.Decoded(), bound, peak)
+		})
 	}
 }

@@ -1,0 +1,147 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/owner"
+	"github.com/flameox/flameox/internal/testtool"
+)
+
+// lowDiskBudget makes every worker's disk budget bytes for the test.
+func lowDiskBudget(t *testing.T, bytes int64) {
+	old := workerDiskBudget
+	workerDiskBudget = func([]resolved) int64 { return bytes }
+	t.Cleanup(func() { workerDiskBudget = old })
+}
+
+// noWorkerScratchLeft fails when a worker scratch directory of this process remains.
+func noWorkerScratchLeft(t *testing.T) {
+	t.Helper()
+	entries, _ := os.ReadDir(os.TempDir())
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), workerScratchPrefix+owner.Tag()+"-") {
+			t.Errorf("worker scratch left behind: %s", e.Name())
+		}
+	}
+}
+
+// TestWorkerDiskBudgetParquet: a parquetdir of a few megabytes whose dictionary decodes to
+// a gibibyte, analysed in a worker whose disk budget (8 MiB) is below what the loader may
+// decode (64 times the directory), is stopped at the budget: the scratch SQLite database
+// meets RLIMIT_FSIZE and the worker answers LIMIT_EXCEEDED naming the bound.
+func TestWorkerDiskBudgetParquet(t *testing.T) {
+	const budget = 8 << 20
+	lowDiskBudget(t, budget)
+	dir := filepath.Join(t.TempDir(), "report_pqtdir")
+	bomb := testtool.ParquetBomb{Rows: 1 << 20, ValueBytes: 1 << 10, PadBytes: 1 << 20}
+	size, err := bomb.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if 64*size < 4*budget {
+		t.Fatalf("the directory (%d bytes) lets the loader decode only %d bytes", size, 64*size)
+	}
+	rt := workerRuntime(t)
+	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": dir}}}
+	_, _, f := analyzeJSON(t, rt, "inspect_gpu_launches", args)
+	if f == nil || f.Code != gen.FailureCodeLimitExceeded || f.Details["reason"] != "disk" || fmt.Sprint(f.Details["limit"]) != fmt.Sprint(budget) ||
+		f.Details["bound"] != "worker_disk_bytes" {
+		t.Fatalf("failure = %+v, want LIMIT_EXCEEDED (disk) at %d bytes", f, budget)
+	}
+	if !strings.Contains(f.Message, "scratch disk budget (8388608 bytes") || strings.Contains(f.Message, dir) {
+		t.Errorf("message %q", f.Message)
+	}
+	// The database is the directory's one file, so a measurement of the directory cannot
+	// pass the budget before the write does: on Unix the write is refused at the budget.
+	if _, measured := f.Details["observed_bytes"]; measured && goruntime.GOOS != "windows" {
+		t.Errorf("the worker was stopped by the measurement (%v bytes), not at the write (RLIMIT_FSIZE)", f.Details["observed_bytes"])
+	}
+	noWorkerScratchLeft(t)
+	// The same runtime analyzes again.
+	if _, _, f := analyzeJSON(t, rt, "inspect_gpu_launches", map[string]any{"sources": []any{map[string]any{"kind": "path",
+		"path": testtool.Corpus(t, "nsightful__nsys-power_iteration.sqlite")}}}); f != nil {
+		t.Fatalf("after the failure: %v", f)
+	}
+}
+
+// TestWorkerDiskBudgetMeasured: the broker measures the worker's directory while it runs.
+// A worker that writes file after file, each below RLIMIT_FSIZE, into its TMPDIR (here a
+// shell loop that never ends by itself, started in the worker's place with its
+// environment) is stopped past the budget, LIMIT_EXCEEDED naming the bound and what it
+// measured.
+func TestWorkerDiskBudgetMeasured(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	const budget = 4 << 20
+	lowDiskBudget(t, budget)
+	rt := workerRuntime(t)
+	var seen broker.Spec
+	rt.launch = func(ctx context.Context, spec broker.Spec) (*broker.Result, error) {
+		seen = spec
+		spec.Path, spec.Args = sh, []string{"sh", "-c",
+			`i=0; while :; do head -c 262144 /dev/zero > "$TMPDIR/f$i" || exit 3; i=$((i+1)); done`}
+		return broker.Run(ctx, spec)
+	}
+	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": testtool.Corpus(t, "aiperf__profile_export.jsonl")}},
+		"limits": map[string]any{"timeout_seconds": 120}} // a failure, not a hang, if the measurement broke
+	_, _, f := analyzeJSON(t, rt, "summarize_inference", args)
+	if f == nil || f.Code != gen.FailureCodeLimitExceeded || f.Details["reason"] != "disk" || fmt.Sprint(f.Details["limit"]) != fmt.Sprint(budget) {
+		t.Fatalf("failure = %+v, want LIMIT_EXCEEDED (disk) at %d bytes", f, budget)
+	}
+	if obs, _ := f.Details["observed_bytes"].(int64); obs <= budget {
+		t.Errorf("observed_bytes = %v, want more than %d", f.Details["observed_bytes"], budget)
+	}
+	// The measured root is the worker's working directory and every temporary directory
+	// variable names it, once.
+	if len(seen.WritableRoots) != 1 || seen.WritableRoots[0] != seen.Dir || seen.MaxWritableGrowth != budget {
+		t.Errorf("roots %v (growth %d), dir %s", seen.WritableRoots, seen.MaxWritableGrowth, seen.Dir)
+	}
+	for _, k := range workerTempVariables {
+		var vals []string
+		for _, kv := range seen.Env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				vals = append(vals, v)
+			}
+		}
+		if !slices.Equal(vals, []string{seen.Dir}) {
+			t.Errorf("%s = %q, want [%s]", k, vals, seen.Dir)
+		}
+	}
+	noWorkerScratchLeft(t)
+}
+
+func TestWorkerDiskBudgetFigures(t *testing.T) {
+	for _, c := range []struct {
+		input, want int64
+	}{
+		{0, minWorkerDiskBytes},
+		{4400, minWorkerDiskBytes},
+		{10 << 20, 1280 << 20},
+		{64 << 20, maxWorkerDiskBytes},
+		{1 << 40, maxWorkerDiskBytes},
+	} {
+		if got := workerDiskBudget([]resolved{{size: c.input / 2}, {size: c.input - c.input/2}}); got != c.want {
+			t.Errorf("inputs of %d bytes: budget %d, want %d", c.input, got, c.want)
+		}
+	}
+}
+
+func TestWorkerEnv(t *testing.T) {
+	env := workerEnv([]string{"PATH=/bin", "TMPDIR=/elsewhere", "SQLITE_TMPDIR=/x", WorkerVariable + "=old", "TMPDIRX=keep"}, "/s/request.json", "/s/tmp")
+	want := []string{"PATH=/bin", "TMPDIRX=keep", WorkerVariable + "=/s/request.json", "TMPDIR=/s/tmp", "TMP=/s/tmp", "TEMP=/s/tmp", "SQLITE_TMPDIR=/s/tmp"}
+	if !slices.Equal(env, want) {
+		t.Errorf("env = %q, want %q", env, want)
+	}
+}
