@@ -3,7 +3,6 @@ package repository
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"hash"
 	"io"
 	"io/fs"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/flameox/flameox/internal/failure"
@@ -230,33 +228,32 @@ func (s *Store) InventorySnapshot() ([]string, string, *failure.Failure) {
 // lstatShard returns the status of the shard directory dir without following a link; a
 // shard that is not a real directory is corrupt.
 func (s *Store) lstatShard(dir, name string) (shardStat, *failure.Failure) {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(dir, &st); err != nil {
+	st, isDir, err := lstatStatus(dir)
+	if err != nil {
 		return shardStat{}, s.ioFailure(err, "read")
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+	if !isDir {
 		return shardStat{}, s.corrupt("inventory_topology", "the evidence inventory holds an unexpected entry").With("entry", name)
 	}
-	return statOf(&st), nil
+	return st, nil
 }
 
 // listShard lists and validates the shard directory dir: its status, taken on the open
 // directory before it is read, and its sorted ids.
 func (s *Store) listShard(dir, name string) ([]string, shardStat, *failure.Failure) {
-	file, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	file, err := openDirNoFollow(dir)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+		if notADirectory(err) {
 			return nil, shardStat{}, s.corrupt("inventory_topology", "the evidence inventory holds an unexpected entry").With("entry", name)
 		}
 		return nil, shardStat{}, s.ioFailure(err, "read")
 	}
 	defer file.Close()
-	fi, err := file.Stat()
+	st, isDir, err := fileStatus(file)
 	if err != nil {
 		return nil, shardStat{}, s.ioFailure(err, "read")
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.IsDir() {
+	if !isDir {
 		return nil, shardStat{}, s.corrupt("inventory_topology", "the evidence inventory holds an unexpected entry").With("entry", name)
 	}
 	bundles, err := file.ReadDir(-1)
@@ -271,12 +268,7 @@ func (s *Store) listShard(dir, name string) ([]string, shardStat, *failure.Failu
 		ids = append(ids, b.Name())
 	}
 	sort.Strings(ids)
-	return ids, statOf(st), nil
-}
-
-func statOf(st *syscall.Stat_t) shardStat {
-	return shardStat{dev: uint64(st.Dev), ino: uint64(st.Ino),
-		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	return ids, st, nil
 }
 
 // shardIndex returns the number a shard name (two lowercase hex digits) stands for.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,11 +32,11 @@ func waitForTick(t *testing.T, dir string) {
 		if err := os.WriteFile(probe, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var st syscall.Stat_t
-		if err := syscall.Lstat(probe, &st); err != nil {
+		st, _, err := lstatStatus(probe)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return st.Ctim.Nano()
+		return st.ctime
 	}
 	for start := ctime(); ctime() == start; {
 		time.Sleep(time.Millisecond)
@@ -158,14 +157,14 @@ func TestInventoryCache(t *testing.T) {
 			name: "bad name added to a shard and its mtime rewound", settled: true,
 			change: func(t *testing.T, s *Store) {
 				shard := shardOfFirst(t, s)
-				var st syscall.Stat_t
-				if err := syscall.Lstat(shard, &st); err != nil {
+				st, _, err := lstatStatus(shard)
+				if err != nil {
 					t.Fatal(err)
 				}
 				if err := os.Mkdir(filepath.Join(shard, "zz"), 0o700); err != nil {
 					t.Fatal(err)
 				}
-				mtime := time.Unix(0, st.Mtim.Nano())
+				mtime := time.Unix(0, st.mtime)
 				if err := os.Chtimes(shard, mtime, mtime); err != nil {
 					t.Fatal(err)
 				}

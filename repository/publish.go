@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/canon"
 	"github.com/flameox/flameox/internal/failure"
@@ -409,23 +407,6 @@ func (s *Store) publishEvidence(id string, manifest, data []byte) (*Evidence, *f
 
 var errExists = errors.New("repository: destination exists")
 
-// renameNoReplace renames old to new atomically and fails with errExists when new exists,
-// even as an empty directory. It falls back to rename(2), which refuses a non-empty
-// directory, where renameat2 is unavailable.
-func renameNoReplace(old, new string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, old, unix.AT_FDCWD, new, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
-		if _, serr := os.Lstat(new); serr == nil {
-			return errExists
-		}
-		err = os.Rename(old, new)
-	}
-	if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
-		return errExists
-	}
-	return err
-}
-
 // skipSync disables fsync; only benchmark setup that builds thousands of bundles sets it.
 var skipSync bool
 
@@ -457,7 +438,7 @@ func syncDir(p string) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !dirSyncUnsupported(err) {
 		return err
 	}
 	return nil

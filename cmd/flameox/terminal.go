@@ -4,27 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/flameox/flameox/runtime"
 )
-
-// isTerminal reports whether v is an open file on a terminal (decision 0028). Anything that
-// is not an *os.File (a test's buffer, a pipe wrapper) is not a terminal.
-func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
-	if !ok || f == nil {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
 
 // maxProgressRunes bounds one progress line so that it fits a usual terminal row and
 // rewriting it in place with \r leaves nothing behind.

@@ -23,13 +23,17 @@ func BenchmarkExecTrue(b *testing.B) {
 
 // BenchmarkBrokerTrue runs true through the broker as a capture does: containment (the
 // cgroup scope where one can be created, and the subreaper helper; subreaper_only without
-// the scope), console files, output bound, tree sampling, writable baseline and final
-// check of a small working directory, and tree termination.
+// the scope; process_group alone, as on macOS), console files, output bound, tree
+// sampling, writable baseline and final check of a small working directory, and tree
+// termination.
 func BenchmarkBrokerTrue(b *testing.B) {
 	b.Run("default", benchBrokerTrue)
 	b.Run("subreaper_only", func(b *testing.B) {
-		scopesDisabled = true
-		defer func() { scopesDisabled = false }()
+		withContainment(b, "subreaper")
+		benchBrokerTrue(b)
+	})
+	b.Run("process_group", func(b *testing.B) {
+		withContainment(b, "process_group")
 		benchBrokerTrue(b)
 	})
 }

@@ -5,7 +5,9 @@
 // of a collector's output directory against a pre-launch baseline, a storage reserve,
 // and on every exit (normal, limit, cancellation, error) termination of the whole tree
 // and settlement of the readers before Run returns. It is trusted local execution with
-// bounds, not a sandbox.
+// bounds, not a sandbox. What holds the tree is the OS's (a container; decision 0055): a
+// cgroup v2 scope and a subreaper helper on Linux, the process group on macOS, a Job
+// Object on Windows.
 package broker
 
 import (
@@ -20,8 +22,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Spec is one invocation.
@@ -119,15 +119,21 @@ type Result struct {
 	// for the invocation holds everything it started, whatever its parent or session; the
 	// kernel lists the members and cgroup.kill ends them; the subreaper helper runs inside
 	// it where it can), subreaper (a per-invocation helper that every orphan of the tree
-	// reparents to, killed with all of it at the end) or process_group (the process group
-	// and the sampled tree only, where the helper could not run); empty when nothing
-	// started.
+	// reparents to, killed with all of it at the end), process_group (the process group
+	// and the sampled tree only: where the helper could not run, and on macOS) or
+	// job_object (Windows: a Job Object holds every process the invocation starts and
+	// ends them all at once, and when the broker dies); empty when nothing started.
 	Mechanism string
+	// Gaps names what the mechanism in force cannot hold, in a fixed order: the Gap
+	// constants. Empty where it holds everything this package bounds.
+	Gaps []string
 	// TaskBound is how the task bound was enforced: cgroup (pids.max of the invocation's
 	// cgroup v2 scope), cgroup_v1 (pids.max of a group of the v1 pids hierarchy the
 	// helper joined before starting the workload), rlimit (RLIMIT_NPROC of the workload:
-	// the user's tasks at launch plus the bound), or empty (not enforced: no pids
-	// controller could be used and the user is exempt from RLIMIT_NPROC, or no bound).
+	// the user's tasks at launch plus the bound), job_object (the active-process limit of
+	// the invocation's Windows Job Object: processes, not threads), or empty (not
+	// enforced: no pids controller could be used and the user is exempt from
+	// RLIMIT_NPROC, the process_group mechanism, or no bound).
 	TaskBound string
 	// MaxTasks is the bound in force; zero when TaskBound is empty.
 	MaxTasks int64
@@ -139,9 +145,46 @@ type Result struct {
 // ErrStart is returned (wrapped) when the process could not be started.
 var ErrStart = errors.New("broker: the process could not be started")
 
-// reaperGrace bounds how long the broker waits for the helper to kill the tree and exit
-// before it kills what it can see itself.
-const reaperGrace = 5 * time.Second
+// ErrUncontained is returned (wrapped, with ErrStart) when the OS would not contain the
+// process (a Windows Job Object could not be created or assigned); nothing was left
+// running. A capture reports the platform unavailable.
+var ErrUncontained = errors.New("broker: the process could not be contained here")
+
+// The gaps of a containment mechanism (Result.Gaps).
+const (
+	// GapDetachedDescendants: a descendant that leaves the process group (setsid,
+	// setpgid) and whose parent exits before a sample sees it is reparented out of the
+	// tree; it is neither measured nor killed (process_group).
+	GapDetachedDescendants = "detached_descendants"
+	// GapBrokerDeath: when the broker itself is killed, descendants outlive it (Linux
+	// process_group: the parent-death signal reaches the workload only; macOS has none).
+	GapBrokerDeath = "survives_broker_death"
+	// GapMemoryUnmeasured: the OS gives no resident memory of another process here (macOS
+	// without libproc): no RSS samples, no peak, and MaxRSSBytes is not enforced.
+	GapMemoryUnmeasured = "memory_unmeasured"
+)
+
+// A container holds the process tree of one started invocation. startContained (one per
+// OS: contain_linux.go, contain_darwin.go, job_windows.go) starts the workload under the
+// strongest containment the OS offers there, records the mechanism, its gaps and the task
+// bound in the result, and returns the container; Run owns the rest of the run.
+type container interface {
+	// wait reaps the root of the tree (a containment helper, or the workload itself).
+	wait() error
+	// sample returns the resident memory of the workload's processes now, remembering
+	// the processes it saw for the end; measured is false where the OS gives no figure.
+	sample() (total int64, measured bool)
+	// kill ends the whole tree on a limit or cancellation and returns how many processes
+	// besides the root it killed; where it reaped the root itself from exited (a helper
+	// that ended the tree and exited), reaped is true and waitErr is what wait returned.
+	kill(exited <-chan error) (killed int, waitErr error, reaped bool)
+	// finish ends whatever of the tree is left once the root is reaped, and records the
+	// end: descendants terminated, tasks refused, exit code and termination (killed: the
+	// broker ended the run).
+	finish(res *Result, waitErr error, killed bool)
+	// release frees what the containment still holds; Run defers it.
+	release()
+}
 
 // readerSettleTimeout bounds how long Run waits for the output readers once the tree is
 // gone; a descendant that escaped with an inherited pipe cannot hold the call.
@@ -187,47 +230,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	errs := newSink(spec.StderrFile, spec.ExcerptBytes)
 	budget := &outputBudget{max: spec.MaxOutputBytes, exceeded: make(chan struct{})}
 
-	// The reaper helper contains the workload; where it cannot run, the workload is started
-	// directly in its own process group. Either is cloned into a cgroup scope of its own
-	// where one can be created.
-	sc := newScope()
-	inScope := false
-	tl := limitTasks(taskBound(spec), sc)
-	h, err := startReaper(spec, outW, errW, sc, tl)
-	// The helper holds its own copies of the task bound's descriptors.
-	tl.closeFiles()
-	var cmd *exec.Cmd
-	if h != nil {
-		cmd = h.cmd
-		inScope = h.inScope
-		defer h.ctlW.Close()
-		res.Mechanism = "subreaper"
-	} else if err == nil {
-		inScope, err = startInScope(func() *exec.Cmd {
-			cmd = &exec.Cmd{
-				Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
-				Stdout: outW, Stderr: errW,
-				SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-			}
-			return cmd
-		}, sc)
-		res.Mechanism = "process_group"
-	}
-	if sc != nil {
-		// The scope is removed last: it ends whatever of the invocation is still in it.
-		defer sc.remove()
-		if inScope {
-			res.Mechanism = "cgroup"
-		}
-	}
-	// members returns the processes of the invocation: the scope's members, read from the
-	// kernel, or the tree by parent links and process group from a /proc scan.
-	members := func(root int) []procInfo {
-		if inScope {
-			return sc.members()
-		}
-		return tree(root)
-	}
+	c, err := startContained(spec, outW, errW, res)
 	start := time.Now()
 	if err != nil {
 		outR.Close()
@@ -237,18 +240,13 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		out.close()
 		errs.close()
 		res.ReadersSettled = true
-		res.Mechanism = ""
-		tl.remove()
+		res.Mechanism, res.Gaps = "", nil
 		return res, errors.Join(ErrStart, err)
 	}
+	defer c.release()
 	res.Started = true
-	if tl != nil && (tl.kind == "cgroup" && inScope || h != nil && h.rep.taskBound == tl.kind) {
-		res.TaskBound, res.MaxTasks = tl.kind, tl.max
-	}
 	outW.Close()
 	errW.Close()
-	// pid is the root of the tree: the helper, or the workload itself.
-	pid := cmd.Process.Pid
 
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -256,7 +254,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	go func() { defer readers.Done(); errs.drain(errR, budget) }()
 
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- c.wait() }()
 
 	var timeout <-chan time.Time
 	if spec.Timeout > 0 {
@@ -267,7 +265,6 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 
-	tracked := map[int]procInfo{}
 	var peak int64
 	var waitErr error
 	done := false
@@ -275,21 +272,11 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	reaped := false
 	kill := func() {
 		killed = true
-		if h != nil && !reaped {
-			// The helper kills the whole tree and exits; the scan below is the fallback
-			// for a helper that does not.
-			h.ctlW.Close()
-			select {
-			case waitErr = <-exited:
-				reaped = true
-				return
-			case <-time.After(reaperGrace):
-			}
+		n, werr, ok := c.kill(exited)
+		res.DescendantsTerminated += n
+		if ok {
+			waitErr, reaped = werr, true
 		}
-		for _, p := range members(pid) {
-			tracked[p.pid] = p
-		}
-		res.DescendantsTerminated += terminate(pid, tracked)
 	}
 	// stop ends the run on a limit (nil for cancellation): the tree is killed and reaped.
 	stop := func(l *Limit) {
@@ -317,19 +304,14 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 				Recovery: "Make the workload print less, or raise limits.max_output_bytes within the server ceiling."})
 		case <-ticker.C:
 			sample++
-			var total int64
-			for _, p := range members(pid) {
-				tracked[p.pid] = p
-				if h == nil || p.pid != pid { // the helper's own memory is not the workload's
-					total += rss(p.pid)
+			if total, measured := c.sample(); measured {
+				res.RSSSamples++
+				peak = max(peak, total)
+				if spec.MaxRSSBytes > 0 && total > spec.MaxRSSBytes {
+					stop(&Limit{Kind: "memory_limit_exceeded", Configured: float64(spec.MaxRSSBytes), Observed: observed(float64(total)), Unit: "bytes",
+						Recovery: "Raise target.budget.max_memory_bytes or reduce the workload's memory; the figure is the sampled resident memory of the whole process tree."})
+					continue
 				}
-			}
-			res.RSSSamples++
-			peak = max(peak, total)
-			if spec.MaxRSSBytes > 0 && total > spec.MaxRSSBytes {
-				stop(&Limit{Kind: "memory_limit_exceeded", Configured: float64(spec.MaxRSSBytes), Observed: observed(float64(total)), Unit: "bytes",
-					Recovery: "Raise target.budget.max_memory_bytes or reduce the workload's memory; the figure is the sampled resident memory of the whole process tree."})
-				continue
 			}
 			if spec.ReserveBytes > 0 && spec.ReserveDir != "" && sample%4 == 0 {
 				if free, ok := freeBytes(spec.ReserveDir); ok && free < spec.ReserveBytes {
@@ -352,53 +334,10 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	res.WallTime = time.Since(start)
-	// Whatever ended the run, nothing of the tree outlives it. An empty process group with
-	// nothing tracked needs no /proc scan.
-	if len(tracked) > 0 || syscall.Kill(-pid, 0) != syscall.ESRCH {
-		for _, p := range members(pid) {
-			tracked[p.pid] = p
-		}
-	}
-	res.DescendantsTerminated += terminate(pid, tracked)
-	if inScope {
-		// What is still in the scope left the tree (its helper was killed from outside, so
-		// it reparented to init): the kernel still knows it, and it ends here.
-		res.DescendantsTerminated += sc.kill()
-	}
-	if res.TaskBound != "" {
-		res.TasksRefused = tl.refused()
-	}
-	// A v1 pids group is emptied and removed here (a v2 scope goes last, deferred).
-	res.DescendantsTerminated += tl.remove()
+	// Whatever ended the run, nothing of the tree outlives it.
+	c.finish(res, waitErr, killed)
 	if res.RSSSamples > 0 {
 		res.PeakRSS = &peak
-	}
-
-	var st *os.ProcessState
-	var ee *exec.ExitError
-	if errors.As(waitErr, &ee) {
-		st = ee.ProcessState
-	} else if waitErr == nil {
-		st = cmd.ProcessState
-	}
-	if h != nil {
-		// The helper has exited: its report is complete.
-		h.rep.readEnd(h.br)
-		h.statusR.Close()
-		res.DescendantsTerminated += h.rep.killed
-		res.Termination = "terminated"
-		if h.rep.exitCode != nil {
-			res.ExitCode = h.rep.exitCode
-			res.Termination = "exited"
-		}
-	} else if st != nil {
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Exited() {
-			code := ws.ExitStatus()
-			res.ExitCode = &code
-			res.Termination = "exited"
-		} else {
-			res.Termination = "terminated"
-		}
 	}
 	if killed && res.ExitCode == nil {
 		res.Termination = "terminated"
@@ -427,34 +366,6 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		res.Limit = writableLimit(spec, baseline, res)
 	}
 	return res, nil
-}
-
-// terminate kills root's process group and every tracked process that still runs with its
-// recorded start time, waits briefly for them to be gone, and returns how many it killed
-// besides root.
-func terminate(root int, tracked map[int]procInfo) int {
-	var live []procInfo
-	for _, p := range tracked {
-		if alive(p) {
-			live = append(live, p)
-		}
-	}
-	_ = syscall.Kill(-root, syscall.SIGKILL)
-	n := 0
-	for _, p := range live {
-		_ = syscall.Kill(p.pid, syscall.SIGKILL)
-		if p.pid != root {
-			n++
-		}
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for _, p := range live {
-		for alive(p) && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		delete(tracked, p.pid)
-	}
-	return n
 }
 
 // writableLimit measures the writable roots and returns the limit when they grew too much.
@@ -551,14 +462,6 @@ func measure(roots []string, skip map[string]bool) (int64, bool) {
 	return total, complete
 }
 
-func freeBytes(dir string) (int64, bool) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, false
-	}
-	return int64(st.Bavail) * int64(st.Bsize), true
-}
-
 // outputBudget counts the combined observed output and signals once it passes max.
 type outputBudget struct {
 	mu       sync.Mutex
@@ -652,4 +555,28 @@ func (s *sink) close() Stream {
 	s.st.Excerpt = s.excerpt
 	s.st.Complete = s.eof && s.st.Retained == s.st.Observed && s.st.IOError == nil
 	return s.st
+}
+
+// recordExit records how the reaped root cmd ended: exited with its code, or terminated
+// (killed by a signal); nothing when waitErr says no status (the wait itself failed).
+// killCode, when set, is the status the OS gives a process the broker killed (Windows'
+// TerminateJobObject): after a kill it counts as terminated, not as an exit.
+func recordExit(res *Result, cmd *exec.Cmd, waitErr error, killCode *int) {
+	var st *os.ProcessState
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		st = ee.ProcessState
+	} else if waitErr == nil {
+		st = cmd.ProcessState
+	}
+	if st == nil {
+		return
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Exited() && (killCode == nil || ws.ExitStatus() != *killCode) {
+		code := ws.ExitStatus()
+		res.ExitCode = &code
+		res.Termination = "exited"
+	} else {
+		res.Termination = "terminated"
+	}
 }

@@ -4,14 +4,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
-
-// procInfo is what one /proc/PID/stat line says about a process.
-type procInfo struct {
-	pid, ppid, pgrp int
-	state           byte
-	start           uint64
-}
 
 // readStat parses /proc/PID/stat.
 func readStat(pid int) (procInfo, bool) {
@@ -40,7 +34,6 @@ func tree(root int) []procInfo {
 	if err != nil {
 		return nil
 	}
-	children := map[int][]procInfo{}
 	var all []procInfo
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -52,30 +45,14 @@ func tree(root int) []procInfo {
 			continue
 		}
 		all = append(all, p)
-		children[p.ppid] = append(children[p.ppid], p)
 	}
-	seen := map[int]bool{}
-	var out []procInfo
-	var walk func(p procInfo)
-	walk = func(p procInfo) {
-		if seen[p.pid] {
-			return
-		}
-		seen[p.pid] = true
-		out = append(out, p)
-		for _, c := range children[p.pid] {
-			walk(c)
-		}
-	}
-	for _, p := range all {
-		if p.pid == root || p.pgrp == root {
-			walk(p)
-		}
-	}
-	return out
+	return treeOf(all, root)
 }
 
 var pageSize = int64(os.Getpagesize())
+
+// rssMeasured: Linux gives every process's resident memory (/proc/PID/statm).
+const rssMeasured = true
 
 // rss returns the resident set size of pid in bytes.
 func rss(pid int) int64 {
@@ -95,4 +72,10 @@ func rss(pid int) int64 {
 func alive(p procInfo) bool {
 	now, ok := readStat(p.pid)
 	return ok && now.start == p.start && now.state != 'Z' && now.state != 'X'
+}
+
+// groupAttr starts a workload in its own process group, killed when the thread that
+// started it (the broker's) ends.
+func groupAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

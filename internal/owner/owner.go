@@ -1,41 +1,21 @@
 // Package owner names directories after the process that owns them, so that a later
 // process can tell a directory whose owner is gone (killed, crashed) from one that is still
-// in use, and remove only the former.
+// in use, and remove only the former. What a pid and a start time are comes from the OS
+// (owner_linux.go, owner_darwin.go, owner_windows.go).
 package owner
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
-// Tag is this process's owner tag: its pid and its start time in clock ticks since boot
-// (0 where /proc is unavailable), as "PID-START".
+// Tag is this process's owner tag: its pid and its start time in the OS's unit (0 where
+// the OS does not say), as "PID-START".
 func Tag() string {
 	pid := os.Getpid()
 	return fmt.Sprintf("%d-%d", pid, ProcessStart(pid))
-}
-
-// ProcessStart returns field 22 of /proc/PID/stat (the start time), or 0.
-func ProcessStart(pid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) is parenthesized and may hold spaces.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	if len(fields) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(fields[19], 10, 64)
-	return v
 }
 
 // Gone reports whether the process named by name, "PID-START-REST" as built from Tag, is
@@ -54,7 +34,7 @@ func Gone(name string) bool {
 	if err != nil {
 		return false
 	}
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+	if noSuchProcess(pid) {
 		return true
 	}
 	if start != 0 {
