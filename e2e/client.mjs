@@ -15,12 +15,16 @@
 // With an Nsight Compute details page NCU it also reads the default launches view of
 // inspect_gpu_kernel_metrics.
 //
-// usage: node client.mjs FLAMEOX_BINARY FILE [TRACE [KINETO [NCU]]]
+// With the OTLP TRACE it also ranks the spans with summarize_trace_operations (total and
+// self time), and with a benchmark result BENCH it reads summarize_benchmarks' view
+// series (one row per series).
+//
+// usage: node client.mjs FLAMEOX_BINARY FILE [TRACE [KINETO [NCU [BENCH]]]]
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const [bin, file, trace, kineto, ncu] = process.argv.slice(2);
+const [bin, file, trace, kineto, ncu, bench] = process.argv.slice(2);
 const transport = new StdioClientTransport({
   command: bin,
   args: ["mcp", "serve"],
@@ -102,6 +106,9 @@ if (trace) {
     targs = sc.next_page.arguments;
   }
   report.tables = { pages: tables, table_count: metrics.table_count, row_count: metrics.row_count };
+  const ops = await call("summarize_trace_operations", { sources: [{ kind: "path", path: trace }] });
+  report.span_operations = ops.blocks[ops.blocks.length - 1].rows.map((r) => [r.operation, r.span_kind, r.call_count,
+    r.total_duration_ns, r.self_duration_ns, r.share_of_kind]);
 }
 
 if (kineto) {
@@ -124,6 +131,13 @@ if (ncu) {
   const sc = await call("inspect_gpu_kernel_metrics", { sources: [{ kind: "path", path: ncu }] });
   report.launches = sc.blocks[sc.blocks.length - 1].rows.map((r) => [r.launch_id, r.duration_ns, r.compute_throughput_pct,
     r.achieved_occupancy_pct, r.rules.map((x) => [x.rule, x.estimated_speedup])]);
+}
+
+if (bench) {
+  const sc = await call("summarize_benchmarks", { sources: [{ kind: "path", path: bench }], view: "series" });
+  report.series_count = sc.blocks[0].values.series_count;
+  report.series = sc.blocks[sc.blocks.length - 1].rows.map((r) => [r.benchmark, r.unit, r.dimensions, r.variant, r.value_count,
+    r.warmup_count, r.mean, r.median, r.stdev, r.min, r.max]);
 }
 
 const bad = await client.callTool({

@@ -31,6 +31,7 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 	if f != nil {
 		return nil, f
 	}
+	rt.managedReaders(in)
 	var res *Result
 	switch {
 	case rt.worker != "" && rt.needsWorker(in):
@@ -48,7 +49,7 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 		res, f = rt.analyzeResolved(ctx, req, in)
 	}
 	if f != nil {
-		return nil, f
+		return nil, thenRetry(f, req.tool.Name)
 	}
 	if f := recheck(in); f != nil {
 		return nil, f
@@ -312,6 +313,9 @@ func unavailable(na *providers.UnavailableError) *failure.Failure {
 	f.With("remediation", na.Remediation)
 	for k, v := range na.Details {
 		f.With(k, v)
+	}
+	if na.Preparable {
+		return retryAfterPreparing(f, na.Provider, "")
 	}
 	f.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action", Message: na.Remediation}}
 	return f

@@ -363,3 +363,30 @@ func TestBenchmarkSummaryPagesAreSmall(t *testing.T) {
 		t.Errorf("unknown view: %+v", f)
 	}
 }
+
+// TestCaptureArtifactIsBoundedByMaxOutputBytes: a collector output (here the benchmark
+// document the workload writes to FLAMEOX_BENCHMARK_OUTPUT) may not grow past
+// limits.max_output_bytes (issue 40, item 7: "collector output files bounded by
+// max_output_bytes"): the run is stopped with writable_limit_exceeded, and the capture is a
+// partial result that says which bound to raise.
+func TestCaptureArtifactIsBoundedByMaxOutputBytes(t *testing.T) {
+	testtool.Require(t, "sh")
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	// Two MiB into the artifact, in a workload that would otherwise run for a minute.
+	script := `head -c 2097152 /dev/zero > "$FLAMEOX_BENCHMARK_OUTPUT"; sleep 60`
+	res, f := call(t, rt, "capture_and_summarize_benchmarks", map[string]any{
+		"target": map[string]any{"argv": []string{"sh", "-c", script}, "cwd": dir}, "provider": map[string]any{"kind": "benchmark-samples"},
+		"limits": map[string]any{"max_output_bytes": 1 << 20}})
+	if f != nil {
+		t.Fatal(f)
+	}
+	cr := res.(*CaptureResult)
+	ex := cr.Capture.Executions[0]
+	if cr.Status != "partial" || ex.Limit == nil || ex.Limit.Kind != "writable_limit_exceeded" || ex.Limit.Configured != 1<<20 {
+		t.Fatalf("capture = %s, execution %+v", cr.Status, ex)
+	}
+	if fix := cr.Fix(); fix == nil || fmt.Sprint(fix.FieldPath) != "[limits max_output_bytes]" {
+		t.Errorf("fix = %+v", fix)
+	}
+}

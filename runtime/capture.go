@@ -200,11 +200,13 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 	cr.analysis = rt.byName[string(t.Operation.Name)]
 	cr.providerID, _ = transport.Provider["kind"].(string)
 	if !contains(t.CaptureProviders, cr.providerID) {
-		return nil, failure.New(gen.FailureCodeUnsupportedFormat,
-			"provider %q cannot capture for %s; compatible providers: %s", cr.providerID, t.Operation.Name, strings.Join(t.CaptureProviders, ", ")).
-			Field(failure.Path("provider", "kind"), t.CaptureProviders).
-			With("provider_id", cr.providerID).With("operation", string(t.Operation.Name)).
-			With("accepted_formats", t.Operation.FormatStrings()).With("compatible_capture_providers", t.CaptureProviders)
+		if f := incompatibleProvider(t, cr.providerID); f != nil {
+			return nil, f
+		}
+		return nil, failure.Invalid(failure.Path("provider", "kind"), t.CaptureProviders,
+			"provider.kind must be one of %s", strings.Join(t.CaptureProviders, ", ")).
+			With("operation", string(t.Operation.Name)).With("accepted_formats", t.Operation.FormatStrings()).
+			With("compatible_capture_providers", t.CaptureProviders)
 	}
 	coll, f := rt.bindCollector(cr.providerID, transport.Provider)
 	if f != nil {
@@ -220,6 +222,9 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 	}
 	cr.limits = lim
 	if _, f := rt.admitFields(t, cr.fields); f != nil {
+		return nil, f
+	}
+	if f := sourceCount(t.Operation, cr.coll.outputs, cr.experiment); f != nil {
 		return nil, f
 	}
 
@@ -298,16 +303,6 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 		return nil, preparable(providerFailure(context.Background(), err, nil), err, t.Name)
 	}
 	cr.exe = exe
-	executions := len(cr.cases) * blocks
-	perExecution := cr.coll.outputs
-	sources := executions * perExecution
-	if sources > maxCaptureSources || sources > t.Operation.MaxSources {
-		max := min(maxCaptureSources, t.Operation.MaxSources)
-		return nil, failure.New(gen.FailureCodeLimitExceeded,
-			"the capture would produce %d sources (%d executions x %d artifacts); at most %d are allowed", sources, executions, perExecution, max).
-			Field(failure.Path("experiment", "blocks"), nil).
-			With("source_count", sources).With("maximum_sources", max).With("execution_count", executions)
-	}
 	cr.runs = planRuns(len(cr.cases), blocks, cr.experiment)
 	prov, err := canon.Marshal(cr.provenanceRequest())
 	if err != nil {
@@ -438,10 +433,28 @@ type execution struct {
 	wall     *int64
 }
 
+// reservation is the scratch a capture reserves before it runs (catalog 6.2): per
+// execution, max_output_bytes for each bounded output it keeps (the full console, when
+// kept; the native artifacts, whose directory the broker bounds by max_output_bytes), and
+// its files (stdout and stderr when kept, and the provider's artifacts). The oracle's
+// console is kept only as excerpts.
+func (cr *captureRequest) reservation() (bytes, files int64) {
+	execs := int64(len(cr.runs))
+	var outputs, perRun int64
+	if cr.coll.console || cr.target.ConsoleOutput == "full" {
+		outputs, perRun = 1, 2
+	}
+	if !cr.coll.console {
+		outputs++
+		perRun += int64(cr.coll.outputs)
+	}
+	return execs * outputs * cr.limits.MaxOutputBytes, execs * perRun
+}
+
 // runCapture executes the admitted capture, analyses its artifacts and builds the result.
 func (rt *Runtime) runCapture(ctx context.Context, cr *captureRequest) (any, *failure.Failure) {
-	execs := int64(len(cr.runs))
-	dir, f := rt.scratch.reserve(execs*cr.limits.MaxOutputBytes, execs*2, rt.evictScratch)
+	bytes, files := cr.reservation()
+	dir, f := rt.scratch.reserve(bytes, files, rt.evictScratch)
 	if f != nil {
 		return nil, f
 	}
@@ -622,7 +635,9 @@ func (rt *Runtime) brokerSpec(cr *captureRequest, c boundCase, cmd boundCommand,
 	spec := broker.Spec{Path: cmd.path, Args: cmd.argv, Dir: cr.target.Cwd, Env: env,
 		StdoutFile: stdout, StderrFile: stderr, ExcerptBytes: diagnosticExcerptBytes,
 		MaxOutputBytes: cr.limits.MaxOutputBytes, WritableRoots: []string{cr.target.Cwd},
-		MaxWritableGrowth: cr.limits.MaxOutputBytes, ReserveDir: exdir, ReserveBytes: StorageReserveBytes}
+		MaxWritableGrowth: cr.limits.MaxOutputBytes, ReserveDir: exdir, ReserveBytes: StorageReserveBytes,
+		// The collector's native output is bounded like the console (decision 0049).
+		ArtifactDir: exdir, MaxArtifactBytes: cr.limits.MaxOutputBytes}
 	if b := cr.target.Budget; b != nil {
 		if b.TimeoutSeconds != nil {
 			spec.Timeout = time.Duration(*b.TimeoutSeconds * float64(time.Second))
@@ -666,6 +681,7 @@ func (rt *Runtime) runOracle(ctx context.Context, cr *captureRequest, ex *execut
 	oc := boundCase{name: c.name, command: *cr.oracle, env: env}
 	spec := rt.brokerSpec(cr, oc, *cr.oracle, filepath.Dir(ex.stdout), "", "")
 	spec.WritableRoots, spec.MaxWritableGrowth = nil, 0
+	spec.ArtifactDir, spec.MaxArtifactBytes = "", 0
 	res, err := broker.Run(ctx, spec)
 	o := &gen.SemanticOracle{Argv: cr.oracle.argv, Status: "failed", OutputStreams: diagnostics(res)}
 	if err == nil && res.ExitCode != nil {

@@ -183,12 +183,19 @@ func TestCaptureAdmissionRefusesBeforeRunning(t *testing.T) {
 			gen.FailureCodeInvalidInput, []any{"target", "cwd"}},
 		{"relative cwd", map[string]any{"target": target("relative", run...), "provider": direct()},
 			gen.FailureCodeInvalidInput, []any{"target", "cwd"}},
-		{"unknown provider", map[string]any{"target": target(dir, run...), "provider": map[string]any{"kind": "perf"}},
+		// Catalog 4.4: "incompatible pair → UNSUPPORTED_FORMAT"; a kind that names no
+		// provider is an invalid request.
+		{"incompatible provider", map[string]any{"target": target(dir, run...), "provider": map[string]any{"kind": "perf"}},
+			gen.FailureCodeUnsupportedFormat, []any{"provider", "kind"}},
+		{"unknown provider", map[string]any{"target": target(dir, run...), "provider": map[string]any{"kind": "no-such-collector"}},
 			gen.FailureCodeInvalidInput, []any{"provider", "kind"}},
-		// The schema caps blocks at what two cases fit (8 for direct); more cases need fewer
-		// blocks, which admission checks: 3 cases x 6 blocks x 2 artifacts is 36 sources.
-		{"blocks above the two-case cap", map[string]any{"target": target(dir, run...), "provider": direct(),
+		// The schema allows blocks 1-100 (seed); admission checks the sources: 2 cases x 9
+		// blocks x 2 artifacts (direct) is 36, and 3 cases x 6 blocks x 2 is 36.
+		{"blocks above the two-case fit", map[string]any{"target": target(dir, run...), "provider": direct(),
 			"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}, "blocks": 9, "seed": 1, "practical_threshold": 0}},
+			gen.FailureCodeLimitExceeded, []any{"experiment", "blocks"}},
+		{"blocks above the schema's 100", map[string]any{"target": target(dir, run...), "provider": direct(),
+			"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}, "blocks": 101, "seed": 1, "practical_threshold": 0}},
 			gen.FailureCodeInvalidInput, []any{"experiment", "blocks"}},
 		{"too many sources", map[string]any{"target": target(dir, run...), "provider": direct(),
 			"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}, map[string]any{"name": "c"}}, "blocks": 6, "seed": 1, "practical_threshold": 0}},

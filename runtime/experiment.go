@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/stats"
 )
 
@@ -150,4 +151,49 @@ func (rt *Runtime) appendExperiment(cr *captureRequest, runs []*execution, out *
 		"baseline_case": base, "comparison_count": len(cr.cases) - 1, "case_median_wall_time_ns": medians,
 		"comparisons": rows}}
 	out.Blocks = append([]any{summary}, out.Blocks...)
+}
+
+// sourceCount checks, before anything is bound, the sources a capture will produce
+// against the tool's cap: cases x blocks x artifacts per execution must stay within
+// min(32, the operation's max_sources) (catalog 4.4 and 8.1: "Total sources (cases x
+// blocks x provider artifacts) must stay <=32"). The schema allows blocks 1-100, as the
+// seed says; more sources than fit is LIMIT_EXCEEDED with the arithmetic, at
+// experiment.blocks, naming the largest blocks value that fits (or, when one block of
+// these cases is already too many, at experiment.cases with the most cases that fit).
+func sourceCount(op gen.OperationDecl, perExecution int, e *gen.Experiment) *failure.Failure {
+	maxSources := min(maxCaptureSources, op.MaxSources)
+	cases, blocks := 1, 1
+	if e != nil {
+		cases, blocks = len(e.Cases), int(e.Blocks)
+	}
+	executions := cases * blocks
+	sources := executions * perExecution
+	if sources <= maxSources {
+		return nil
+	}
+	f := failure.New(gen.FailureCodeLimitExceeded,
+		"the capture would produce %d sources (%d cases x %d blocks x %d artifacts per run); at most %d are allowed",
+		sources, cases, blocks, perExecution, maxSources).
+		With("source_count", sources).With("maximum_sources", maxSources).With("case_count", cases).
+		With("block_count", blocks).With("artifacts_per_execution", perExecution).With("execution_count", executions)
+	if e == nil {
+		// Not reachable with the released providers (at most 2 artifacts, 32 sources).
+		return f.Field(failure.Path("provider", "kind"), nil)
+	}
+	fit := maxSources / (cases * perExecution)
+	if fit >= 1 {
+		f.Field(failure.Path("experiment", "blocks"), nil).With("max_blocks", fit)
+		f.NextAction = &gen.NextAction{AdjustRequest: &gen.AdjustRequest{Kind: "adjust_request",
+			FieldPath: failure.Path("experiment", "blocks"),
+			Message: fmt.Sprintf("Retry with experiment.blocks=%d: %d cases x %d blocks x %d artifacts per run = %d sources, within %d (or run fewer cases for more blocks).",
+				fit, cases, fit, perExecution, cases*fit*perExecution, maxSources)}}
+		return f
+	}
+	most := maxSources / perExecution
+	f.Field(failure.Path("experiment", "cases"), nil).With("max_cases", most)
+	f.NextAction = &gen.NextAction{AdjustRequest: &gen.AdjustRequest{Kind: "adjust_request",
+		FieldPath: failure.Path("experiment", "cases"),
+		Message: fmt.Sprintf("Retry with at most %d experiment cases and experiment.blocks=1: %d artifacts per run allow %d sources.",
+			most, perExecution, maxSources)}}
+	return f
 }

@@ -72,7 +72,7 @@ func (rt *Runtime) prepared(id string) *providers.Executable {
 		if f != nil {
 			return nil
 		}
-		if b = in.Existing(); b == nil {
+		if b = in.ExistingOf(id); b == nil {
 			return nil
 		}
 		rt.bindings.publish(map[string]*prepare.Binding{id: b})
@@ -106,7 +106,7 @@ func (rt *Runtime) Prepare(ctx context.Context, a gen.PrepareProvidersArguments)
 				return nil, f
 			}
 			progress(ctx, 0, 1, "preparing "+string(id))
-			b, installed, f := in.PySpy(ctx, os.Environ())
+			b, installed, f := in.Prepare(ctx, string(id), os.Environ())
 			if f != nil {
 				return nil, f.With("provider_id", string(id))
 			}
@@ -115,6 +115,9 @@ func (rt *Runtime) Prepare(ctx context.Context, a gen.PrepareProvidersArguments)
 			res.PreparedManagedProviders = append(res.PreparedManagedProviders, id)
 			if installed {
 				res.Preparation.Installed = append(res.Preparation.Installed, id)
+			}
+			if r, ok := prepare.WorkloadRequirement(p); ok {
+				res.WorkloadRequirements = append(res.WorkloadRequirements, r)
 			}
 		case prepare.Workload:
 			res.WorkloadRequirements = append(res.WorkloadRequirements, prepare.Requirement(p, rt.host))
@@ -129,19 +132,68 @@ func (rt *Runtime) Prepare(ctx context.Context, a gen.PrepareProvidersArguments)
 	return res, nil
 }
 
-// preparable turns the unavailable state of a managed collector that prepare_providers
+// preparable turns the unavailable state of a managed provider that prepare_providers
 // can install into the retryable state of catalog §3.2: call prepare_providers with the
-// provider id, then retry the same capture tool. Any other failure passes unchanged.
+// provider id, then retry the same tool. Any other failure passes unchanged.
 func preparable(f *failure.Failure, err error, tool string) *failure.Failure {
 	var na *providers.UnavailableError
 	if !errors.As(err, &na) || !na.Preparable {
+		return thenRetry(f, tool)
+	}
+	return retryAfterPreparing(f, na.Provider, tool)
+}
+
+// retryAfterPreparing makes f retryable with the next action that prepares provider and
+// then retries tool ("" when the tool that called the failing step is not known yet:
+// thenRetry names it).
+func retryAfterPreparing(f *failure.Failure, provider, tool string) *failure.Failure {
+	f.Retryable = true
+	ct := &gen.CallTool{Kind: "call_tool", Tool: "prepare_providers", Arguments: map[string]any{"provider_ids": []string{provider}},
+		Message: "Call prepare_providers to install and bind the pinned " + provider + " for this session, then retry " + sameCall + " with the same arguments."}
+	f.NextAction = &gen.NextAction{CallTool: ct}
+	return thenRetry(f, tool)
+}
+
+// sameCall stands for the tool to retry in a next action's message until thenRetry names it.
+const sameCall = "the same call"
+
+// thenRetry names tool as the call to retry after f's prepare_providers next action when
+// it names none: an analysis failure is built below the tool that called it (in an
+// analysis worker, perhaps), and the runtime adds it on the way out.
+func thenRetry(f *failure.Failure, tool string) *failure.Failure {
+	if f == nil || tool == "" || f.NextAction == nil || f.NextAction.CallTool == nil {
 		return f
 	}
-	f.Retryable = true
-	f.NextAction = &gen.NextAction{CallTool: &gen.CallTool{Kind: "call_tool", Tool: "prepare_providers",
-		Arguments: map[string]any{"provider_ids": []string{na.Provider}}, ThenRetry: &tool,
-		Message: "Call prepare_providers to install and bind the pinned " + na.Provider + " for this session, then retry " + tool + " with the same arguments."}}
+	ct := f.NextAction.CallTool
+	if ct.Tool != "prepare_providers" || ct.ThenRetry != nil {
+		return f
+	}
+	t := tool
+	ct.ThenRetry = &t
+	ct.Message = strings.Replace(ct.Message, "then retry "+sameCall, "then retry "+tool, 1)
 	return f
+}
+
+// managedReaders hands each input that no capture of this session recorded a reader for
+// the session's binding of the managed provider that reads its format (memray's reader),
+// unless the operator named the reader (the provider's variable) or the bound file
+// changed since it was verified, in which case the analysis finds its own reader and,
+// failing that, is retryable after prepare_providers.
+func (rt *Runtime) managedReaders(in []resolved) {
+	for i := range in {
+		if in[i].reader != nil {
+			continue
+		}
+		p, ok := prepare.ReaderOf(in[i].format)
+		if !ok || p.Variable != "" && rt.host.Getenv(p.Variable) != "" {
+			continue
+		}
+		exe := rt.prepared(string(p.ID))
+		if exe == nil || !prepare.Unchanged(&prepare.Binding{Path: exe.Path, SHA256: exe.SHA256}) {
+			continue
+		}
+		in[i].reader = exe
+	}
 }
 
 // unknownProvider words the schema's enum failure of provider_ids[i] as the catalog

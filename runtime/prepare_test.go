@@ -12,15 +12,16 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers/all"
 	"github.com/flameox/flameox/repository"
 )
 
-func TestPrepareThenCapturePySpy(t *testing.T) {
-	testtool.NoPySpyMachine(t)
-	store := filepath.Join(t.TempDir(), "store")
-	open := func() *Runtime {
+// opener returns a function that opens a new runtime (a new session, or a one-shot CLI
+// call) over the evidence store store.
+func opener(t *testing.T, store string) func() *Runtime {
+	return func() *Runtime {
 		rt, err := New(all.Registry(), nil, WithStore(repository.Location{Dir: store, Source: repository.SourceExplicit}))
 		if err != nil {
 			t.Fatal(err)
@@ -28,6 +29,12 @@ func TestPrepareThenCapturePySpy(t *testing.T) {
 		t.Cleanup(rt.Close)
 		return rt
 	}
+}
+
+func TestPrepareThenCapturePySpy(t *testing.T) {
+	testtool.NoPySpyMachine(t)
+	store := filepath.Join(t.TempDir(), "store")
+	open := opener(t, store)
 	rt := open()
 	dir := t.TempDir()
 	const tool = "capture_and_rank_cpu_hotspots"
@@ -36,13 +43,13 @@ func TestPrepareThenCapturePySpy(t *testing.T) {
 	_, f := captureCPU(t, rt, tool, "py-spy", dir, "sh", "-c", "exit 0")
 	wantRetryable(t, f, tool)
 
-	res, f := rt.Call(context.Background(), "prepare_providers", []byte(`{"provider_ids":["py-spy","perf","memray","py-spy"]}`))
+	res, f := rt.Call(context.Background(), "prepare_providers", []byte(`{"provider_ids":["py-spy","perf","torch","py-spy"]}`))
 	if f != nil {
 		t.Fatal(f)
 	}
 	got := res.(*gen.PrepareProvidersResult)
 	want := &gen.PrepareProvidersResult{Status: "complete",
-		RequestedProviders:       []gen.PreparableProvider{"memray", "perf", "py-spy"},
+		RequestedProviders:       []gen.PreparableProvider{"perf", "py-spy", "torch"},
 		PreparedManagedProviders: []gen.PreparableProvider{"py-spy"},
 		Preparation:              gen.Preparation{Status: "prepared", Installed: []gen.PreparableProvider{"py-spy"}},
 		Launcher:                 gen.Launcher{Command: "flameox", Args: []string{"mcp", "serve"}},
@@ -51,7 +58,7 @@ func TestPrepareThenCapturePySpy(t *testing.T) {
 		t.Errorf("prepare_providers (-want +got):\n%s", d)
 	}
 	if len(got.ExternalRequirements) != 1 || got.ExternalRequirements[0].ProviderID != "perf" || got.ExternalRequirements[0].Status != "missing" ||
-		len(got.WorkloadRequirements) != 1 || got.WorkloadRequirements[0].ProviderID != "memray" || got.WorkloadRequirements[0].Status != "unverified" {
+		len(got.WorkloadRequirements) != 1 || got.WorkloadRequirements[0].ProviderID != "torch" || got.WorkloadRequirements[0].Status != "unverified" {
 		t.Errorf("requirements: %+v / %+v", got.ExternalRequirements, got.WorkloadRequirements)
 	}
 	b, _ := json.Marshal(got)
@@ -100,6 +107,61 @@ func TestPrepareThenCapturePySpy(t *testing.T) {
 	}
 }
 
+// TestPrepareThenReadMemray: memray's reader is a managed provider. On a machine whose
+// python3 has no memray, reading a memray capture is retryable after prepare_providers
+// {provider_ids: ["memray"]}; preparation installs a wheel named as memray (the FAKE memray
+// package of providers/memory/testdata, reporting the pinned version) from a local index
+// into a virtual environment in the tools directory, and the retried analysis reads the
+// file with that environment's python, in this session and in a new one. An operator's
+// FLAMEOX_MEMRAY_PYTHON still wins.
+func TestPrepareThenReadMemray(t *testing.T) {
+	capture := testtool.NoMemrayMachine(t, prepare.MemrayVersion)
+	store := filepath.Join(t.TempDir(), "store")
+	open := opener(t, store)
+	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": capture}}}
+	const tool = "rank_retained_memory"
+
+	rt := open()
+	_, f := call(t, rt, tool, args)
+	wantRetryableFor(t, f, tool, "memray")
+
+	res, f := rt.Call(context.Background(), "prepare_providers", []byte(`{"provider_ids":["memray"],"timeout_seconds":600}`))
+	if f != nil {
+		t.Fatal(f)
+	}
+	got := res.(*gen.PrepareProvidersResult)
+	if d := cmp.Diff([]gen.PreparableProvider{"memray"}, got.PreparedManagedProviders); d != "" || got.ActivationStatus != "ready" ||
+		len(got.Preparation.Installed) != 1 || len(got.WorkloadRequirements) != 1 || got.WorkloadRequirements[0].ProviderID != "memray" {
+		t.Fatalf("prepare_providers = %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(ToolsDir(store), "memray-"+prepare.MemrayVersion, "venv", "bin", "python")); err != nil {
+		t.Fatal(err)
+	}
+
+	read := func(rt *Runtime) *Result {
+		t.Helper()
+		res, f := call(t, rt, tool, args)
+		if f != nil {
+			t.Fatal(f)
+		}
+		r := res.(*Result)
+		// The fake in the prepared environment reports the pinned version.
+		if r.Provider.Version != prepare.MemrayVersion || len(tableRows(t, r)) != 2 || tableRows(t, r)[0]["function"] != "grow" {
+			t.Fatalf("retried analysis: provider %+v, rows %v", r.Provider, tableRows(t, r))
+		}
+		return r
+	}
+	read(rt)
+	read(open()) // a one-shot CLI analysis after `flameox prepare memray`
+
+	// The operator's interpreter wins over the prepared one, and is theirs to fix.
+	t.Setenv("FLAMEOX_MEMRAY_PYTHON", testtool.RequirePip(t))
+	_, f = call(t, rt, tool, args)
+	if r, ok := f.Recoverable(); f == nil || !ok || r.Status != "unavailable" || r.NextAction == nil || r.NextAction.OperatorAction == nil {
+		t.Fatalf("with FLAMEOX_MEMRAY_PYTHON naming a Python without memray: %+v", f)
+	}
+}
+
 func TestPrepareFailureLeavesBindingsUnchanged(t *testing.T) {
 	testtool.NoPySpyMachine(t)
 	t.Setenv("PIP_FIND_LINKS", t.TempDir()) // an empty index
@@ -129,6 +191,13 @@ func TestPrepareFailureLeavesBindingsUnchanged(t *testing.T) {
 
 func wantRetryable(t *testing.T, f *failure.Failure, tool string) {
 	t.Helper()
+	wantRetryableFor(t, f, tool, "py-spy")
+}
+
+// wantRetryableFor checks f is catalog §3.2's retryable state: prepare provider, then
+// retry tool.
+func wantRetryableFor(t *testing.T, f *failure.Failure, tool, provider string) {
+	t.Helper()
 	if f == nil || f.Code != gen.FailureCodeUnavailableCapability {
 		t.Fatalf("want the retryable unavailable state, got %v", f)
 	}
@@ -138,7 +207,7 @@ func wantRetryable(t *testing.T, f *failure.Failure, tool string) {
 	}
 	ct := r.NextAction.CallTool
 	if ct.Tool != "prepare_providers" || ct.ThenRetry == nil || *ct.ThenRetry != tool ||
-		!cmp.Equal(ct.Arguments, map[string]any{"provider_ids": []string{"py-spy"}}) {
+		!cmp.Equal(ct.Arguments, map[string]any{"provider_ids": []string{provider}}) {
 		t.Errorf("next_action = %+v", ct)
 	}
 }

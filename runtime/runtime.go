@@ -224,6 +224,10 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, err
 		}
 		rt.workers = b
 	}
+	// A task bound the environment cannot set is refused here, not silently defaulted.
+	if _, err := broker.MaxTasksFromEnvironment(os.Getenv); err != nil {
+		return nil, failure.New(gen.FailureCodeInvalidInput, "%s", err.Error()).With("configuration_variable", broker.MaxTasksVariable)
+	}
 	var sid [16]byte
 	if _, err := rand.Read(sid[:]); err != nil {
 		return nil, err
@@ -339,7 +343,10 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 				unknownProvider(f, raw)
 			}
 			if t.Family == "capture" && len(f.FieldPath) == 2 && f.FieldPath[0] == "provider" && f.FieldPath[1] == "kind" {
-				// An incompatible provider: say what the operation reads and who can capture it.
+				if g := incompatibleProvider(t, providerKind(raw)); g != nil {
+					return nil, g
+				}
+				// No such provider: say what the operation reads and who can capture it.
 				f.With("operation", string(t.Operation.Name)).With("accepted_formats", t.Operation.FormatStrings()).
 					With("compatible_capture_providers", t.CaptureProviders)
 			}
@@ -386,6 +393,9 @@ func (rt *Runtime) analyzeTool(ctx context.Context, name string, raw []byte) (*R
 	}
 	inst, f := t.Validate(raw)
 	if f != nil {
+		if g := declaredFormat(t, f, raw); g != nil {
+			return nil, nil, g
+		}
 		return nil, nil, f
 	}
 	req, f := rt.admit(t, inst)

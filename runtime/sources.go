@@ -249,11 +249,17 @@ func unsupportedFormat(op gen.OperationDecl, i int, got string) *failure.Failure
 		Field(failure.Path("sources", i, "format"), op.FormatStrings()).
 		With("operation", string(op.Name)).With("source_index", i).With("received_format", got).
 		With("accepted_formats", op.FormatStrings())
+	recovery := fmt.Sprintf("Give sources[%d] in one of the formats %s reads (%s)", i, op.Name, strings.Join(op.FormatStrings(), ", "))
 	if readers := operationsReading(gen.Format(got)); len(readers) > 0 {
 		f.With("tools_reading_format", readers)
-		f.Message += fmt.Sprintf("; %s reads %s", strings.Join(readers, ", "), got)
+		verb := "reads"
+		if len(readers) > 1 {
+			verb = "read"
+		}
+		f.Message += fmt.Sprintf("; %s %s %s", strings.Join(readers, ", "), verb, got)
+		recovery += fmt.Sprintf(", or call %s on it", strings.Join(readers, " or "))
 	}
-	return f
+	return f.With("recovery", recovery+".")
 }
 
 // operationsReading lists the released operations that read format f, in registry order.

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/internal/testtool"
 )
 
@@ -44,5 +46,38 @@ func TestMCPPrepareProvidersThenCapture(t *testing.T) {
 	bad, isErr := s.call("prepare_providers", map[string]any{"provider_ids": []string{"valgrind"}})
 	if !isErr || bad["code"] != "INVALID_INPUT" || bad["message"] != `unknown provider "valgrind"; choose one of: aiperf, compute-sanitizer, memray, nsight-compute, nsight-systems, nvbench, otlp, perf, perfetto, py-spy, rocprofv3, torch, triton` {
 		t.Errorf("unknown provider = %v", bad)
+	}
+}
+
+// TestMCPPrepareMemrayThenAnalyze: memray's reader is a managed provider. Reading a memray
+// capture (as the FAKE memray writes it) where python3 has no memray is retryable with a
+// call_tool next action naming prepare_providers {provider_ids: ["memray"]} and the
+// analysis tool; preparing installs a wheel named as memray (the FAKE memray package,
+// reporting the pinned version) from a local index, and the retried call reads the
+// capture with the prepared environment.
+func TestMCPPrepareMemrayThenAnalyze(t *testing.T) {
+	capture := testtool.NoMemrayMachine(t, prepare.MemrayVersion)
+	s := connect(t, "")
+	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": capture}}}
+
+	res, isErr := s.call("rank_retained_memory", args)
+	if isErr || res["status"] != "retryable" || res["code"] != "UNAVAILABLE_CAPABILITY" {
+		t.Fatalf("analysis without memray = %v", res)
+	}
+	next := res["next_action"].(map[string]any)
+	if next["kind"] != "call_tool" || next["tool"] != "prepare_providers" || next["then_retry"] != "rank_retained_memory" ||
+		fmt.Sprint(next["arguments"]) != "map[provider_ids:[memray]]" {
+		t.Fatalf("next_action = %v", next)
+	}
+	prep, isErr := s.call(next["tool"].(string), next["arguments"])
+	if isErr || prep["activation_status"] != "ready" || fmt.Sprint(prep["prepared_managed_providers"]) != "[memray]" {
+		t.Fatalf("prepare_providers = %v", prep)
+	}
+	res, isErr = s.call(next["then_retry"].(string), args)
+	if isErr || res["status"] != "complete" || len(rows(res)) != 2 {
+		t.Fatalf("retried analysis = %v", res)
+	}
+	if p := res["provider"].(map[string]any); p["id"] != "memray" || p["version"] != prepare.MemrayVersion {
+		t.Errorf("provider = %v", p)
 	}
 }

@@ -127,7 +127,9 @@ func (s *session) preview(args any) (map[string]any, bool) {
 }
 
 // checkCaptureDescription checks that a capture tool mentions experiments only when it
-// accepts one, and then states the blocks its schema allows with two cases.
+// accepts one, and then states the blocks that fit its sources with two cases, as its
+// experiment.blocks description does (the schema allows 1-100, as seed 000 says;
+// admission refuses more sources than fit).
 func checkCaptureDescription(t *testing.T, tl *mcp.Tool) {
 	t.Helper()
 	b, _ := json.Marshal(tl.InputSchema)
@@ -137,7 +139,8 @@ func checkCaptureDescription(t *testing.T, tl *mcp.Tool) {
 				AnyOf []struct {
 					Properties struct {
 						Blocks struct {
-							Maximum int `json:"maximum"`
+							Maximum     int    `json:"maximum"`
+							Description string `json:"description"`
 						} `json:"blocks"`
 					} `json:"properties"`
 				} `json:"anyOf"`
@@ -154,9 +157,16 @@ func checkCaptureDescription(t *testing.T, tl *mcp.Tool) {
 		}
 		return
 	}
-	blocks := e.AnyOf[0].Properties.Blocks.Maximum
-	if blocks < 1 || !strings.Contains(tl.Description, fmt.Sprintf("two cases fit at most %d blocks", blocks)) {
-		t.Errorf("%s: experiment.blocks maximum %d is not what its description states: %s", tl.Name, blocks, tl.Description)
+	blocks := e.AnyOf[0].Properties.Blocks
+	if blocks.Maximum != 100 {
+		t.Errorf("%s: experiment.blocks maximum %d, want 100", tl.Name, blocks.Maximum)
+	}
+	var per, sources int
+	if _, err := fmt.Sscanf(blocks.Description, "cases x blocks x %d <= %d sources", &per, &sources); err != nil || per < 1 {
+		t.Fatalf("%s: experiment.blocks does not state its arithmetic: %q", tl.Name, blocks.Description)
+	}
+	if fit := sources / (2 * per); fit < 1 || !strings.Contains(tl.Description, fmt.Sprintf("two cases fit at most %d blocks", fit)) {
+		t.Errorf("%s: experiment.blocks (%s) is not what its description states: %s", tl.Name, blocks.Description, tl.Description)
 	}
 }
 
@@ -397,7 +407,7 @@ func TestMCPUnknownToolIsAStructuredFailure(t *testing.T) {
 }
 
 // TestMCPFailuresNameTheFix covers the failures a model hits most: a misspelt field, a
-// source without kind, nulls for optional fields, and a continuation reused with changed
+// source without kind (a path by default), nulls for optional fields, and a continuation reused with changed
 // arguments, which names what changed.
 func TestMCPFailuresNameTheFix(t *testing.T) {
 	_, path := linesFile(t, 30)
@@ -408,9 +418,14 @@ func TestMCPFailuresNameTheFix(t *testing.T) {
 	if !isErr || fmt.Sprint(res["field_path"]) != "[source]" || res["details"].(map[string]any)["did_you_mean"] != "sources" {
 		t.Errorf("misspelt sources: %v", res)
 	}
+	// kind defaults to path (decision 0051); an evidence_id without kind names the kind.
 	res, isErr = s.preview(map[string]any{"sources": []any{map[string]any{"path": path}}})
-	if !isErr || !cmp.Equal(res["accepted_values"], []any{"path", "evidence"}) {
+	if isErr || len(rows(res)) == 0 {
 		t.Errorf("source without kind: %v", res)
+	}
+	res, isErr = s.preview(map[string]any{"sources": []any{map[string]any{"evidence_id": strings.Repeat("a", 64)}}})
+	if !isErr || !cmp.Equal(res["accepted_values"], []any{"evidence"}) {
+		t.Errorf("evidence source without kind: %v", res)
 	}
 	res, isErr = s.preview(map[string]any{"sources": []any{src}, "page_size": nil, "limits": nil, "text_fragment_chars": nil})
 	if isErr || len(rows(res)) == 0 {

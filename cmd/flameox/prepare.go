@@ -20,10 +20,11 @@ func newPrepareCommand(stdout io.Writer) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "prepare PROVIDER...",
-		Short: "Install the pinned py-spy collector and report what other providers need here (the prepare_providers tool)",
-		Long: "Install and verify the pinned py-spy collector (py-spy " + prepare.PySpyVersion + ") in Flameox's tools directory\n" +
-			"beside the evidence store, with uv or python3 -m pip, and report for every other provider\n" +
-			"what this machine has and what to install. No system package manager is run.\n" +
+		Short: "Install the pinned py-spy collector or memray reader and report what other providers need here (the prepare_providers tool)",
+		Long: "Install and verify the pinned py-spy collector (py-spy " + prepare.PySpyVersion + ") or memray reader (memray " + prepare.MemrayVersion + ",\n" +
+			"in a virtual environment) in Flameox's tools directory beside the evidence store, with uv or\n" +
+			"python3 -m pip, and report for every other provider what this machine has and what to install.\n" +
+			"No system package manager is run.\n" +
 			"Providers: " + strings.Join(ids, ", ") + ".",
 		Args:      cobra.MinimumNArgs(1),
 		ValidArgs: ids,

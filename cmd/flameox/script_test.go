@@ -15,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers/all"
 	"github.com/flameox/flameox/runtime"
@@ -75,6 +76,8 @@ func TestScripts(t *testing.T) {
 	}
 	// Debian's python3-coverage serves /usr/bin/python3 only; CI installs it.
 	coverageReady := exec.Command("/usr/bin/python3", "-c", "import coverage").Run() == nil
+	// prepare.txtar needs a python3 on PATH without memray for memray's reader to be missing.
+	pyMemray := exec.Command("python3", "-I", "-c", "import memray").Run() == nil
 	if !coverageReady && os.Getenv("CI") != "" {
 		t.Fatal("CI must run the coverage capture: install python3-coverage for /usr/bin/python3")
 	}
@@ -117,6 +120,8 @@ func TestScripts(t *testing.T) {
 				return pytestReady, nil
 			case "coverage":
 				return coverageReady, nil
+			case "pymemray":
+				return pyMemray, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
@@ -131,6 +136,7 @@ func TestScripts(t *testing.T) {
 			"mkfolded":    cmdMkFolded,
 			"mkproxy":     cmdMkProxy,
 			"pyspywheel":  cmdPySpyWheel,
+			"memraywheel": cmdMemrayWheel,
 		},
 	})
 }
@@ -296,6 +302,23 @@ func cmdMkFolded(ts *testscript.TestScript, neg bool, args []string) {
 		fmt.Fprintf(&b, "main;dispatch;fn%04d %d\n", i, i)
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
+}
+
+// cmdMemrayWheel writes a wheel named as memray VERSION (the pinned one by default) whose
+// package is the FAKE memray (testtool.MemrayWheel) into DIR, a local index for pip:
+// memraywheel DIR [VERSION].
+func cmdMemrayWheel(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: memraywheel DIR [VERSION]")
+	}
+	version := prepare.MemrayVersion
+	if len(args) == 2 {
+		version = args[1]
+	}
+	dir := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	_, err := testtool.MemrayWheel(dir, version)
+	ts.Check(err)
 }
 
 // cmdPySpyWheel writes a wheel named as py-spy 0.4.2 whose script is a FAKE py-spy

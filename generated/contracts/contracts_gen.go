@@ -51,11 +51,12 @@ const (
 	FormatPytest           Format = "pytest"
 	FormatObservations     Format = "observations"
 	FormatSarif            Format = "sarif"
+	FormatDirectory        Format = "directory"
 )
 
 // FormatValues lists every Format in declaration order.
 func FormatValues() []Format {
-	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatNsysSqlite, FormatXctrace, FormatNsightCompute, FormatNsightComputeCSV, FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif}
+	return []Format{FormatText, FormatJSON, FormatJsonl, FormatCSV, FormatParquet, FormatPstats, FormatPySpy, FormatPerf, FormatPerfData, FormatCpuprofile, FormatPprof, FormatHeapprofile, FormatMemray, FormatPerfetto, FormatChromeTrace, FormatPytorch, FormatRocprofPftrace, FormatOtlp, FormatNsysRep, FormatNsysParquet, FormatNsysSqlite, FormatXctrace, FormatNsightCompute, FormatNsightComputeCSV, FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench, FormatAiperf, FormatVllmBenchmark, FormatSglangBenchmark, FormatMooncakeTrace, FormatKernelValidation, FormatTriton, FormatTritonCache, FormatComputeSanitizer, FormatCoverage, FormatPytest, FormatObservations, FormatSarif, FormatDirectory}
 }
 
 // FailureCode is the stable vocabulary of tool failure codes.
@@ -127,9 +128,9 @@ func OperationNameValues() []OperationName {
 	return []OperationName{OperationNameSummarizeTrace, OperationNameInspectTraceCallGraph, OperationNameSummarizePytorchTrace, OperationNameSummarizeTraceOperations, OperationNameSummarizeTraceLifecycle, OperationNameInspectTraceWindow, OperationNameRankCPUHotspots, OperationNameInspectCPUCallers, OperationNameRankAllocationHotspots, OperationNameRankRetainedMemory, OperationNameSummarizeBenchmarks, OperationNameAnalyzeBenchmarkScaling, OperationNameCompareBenchmarks, OperationNameSummarizeInference, OperationNameCompareInference, OperationNameInspectGPULaunches, OperationNameInspectGPUKernelMetrics, OperationNameInspectTritonAutotune, OperationNameInspectSanitizerFailures, OperationNameInspectKernelValidation, OperationNameCompareKernelValidation, OperationNameSummarizeFailures, OperationNameInspectPytestFixtures, OperationNameSummarizeCoverage, OperationNameInspectPerformanceCandidates, OperationNamePreviewArtifact}
 }
 
-// PreparableProvider is a provider id prepare_providers accepts: the managed collector
-// Flameox installs (py-spy), the providers it reads natively, and the host tools and
-// workload packages it reports guidance for.
+// PreparableProvider is a provider id prepare_providers accepts: the managed providers
+// Flameox installs (the py-spy collector, memray's reader), the providers it reads
+// natively, and the host tools and workload packages it reports guidance for.
 type PreparableProvider string
 
 const (
@@ -177,8 +178,9 @@ func ToolsetValues() []Toolset {
 }
 
 // PathSource names one explicit native artifact, a file or a directory, by absolute path.
+// Its kind may be omitted (decision 0051).
 type PathSource struct {
-	Kind string `json:"kind"`
+	Kind string `json:"kind,omitempty"`
 	// File, or directory read as a bundle.
 	Path string `json:"path"`
 	// Detected when omitted.
@@ -187,6 +189,13 @@ type PathSource struct {
 	Producer *string `json:"producer,omitempty"`
 	// Checked before decoding.
 	ExpectedSHA256 *string `json:"expected_sha256,omitempty"`
+}
+
+// ApplyDefaults sets every omitted field of x to its contract default.
+func (x *PathSource) ApplyDefaults() {
+	if isZero(x.Kind) {
+		x.Kind = "path"
+	}
 }
 
 // EvidenceSource names a native artifact preserved in the evidence store.
@@ -678,9 +687,9 @@ type ProviderRequirement struct {
 
 // Preparation says what preparation did.
 type Preparation struct {
-	// prepared when a managed collector was requested, else not_applicable.
+	// prepared when a managed provider was requested, else not_applicable.
 	Status string `json:"status"`
-	// Managed collectors this call installed; the others were reused.
+	// Managed providers this call installed; the others were reused.
 	Installed []PreparableProvider `json:"installed"`
 }
 
@@ -696,7 +705,7 @@ type PrepareProvidersResult struct {
 	Status string `json:"status"`
 	// The requested ids, sorted, each once.
 	RequestedProviders []PreparableProvider `json:"requested_providers"`
-	// Managed collectors installed or reused, verified and bound for this session.
+	// Managed providers installed or reused, verified and bound for this session.
 	PreparedManagedProviders []PreparableProvider `json:"prepared_managed_providers"`
 	// Host tools and natively read formats, with detection and guidance.
 	ExternalRequirements []ProviderRequirement `json:"external_requirements"`
@@ -704,7 +713,7 @@ type PrepareProvidersResult struct {
 	WorkloadRequirements []ProviderRequirement `json:"workload_requirements"`
 	Preparation          Preparation           `json:"preparation"`
 	Launcher             Launcher              `json:"launcher"`
-	// ready: prepared collectors are usable in this session; not_applicable: nothing managed was requested.
+	// ready: prepared providers are usable in this session; not_applicable: nothing managed was requested.
 	ActivationStatus string `json:"activation_status"`
 	// Null when ready or host-only.
 	NextAction *NextAction `json:"next_action"`
@@ -758,7 +767,7 @@ type ExperimentCase struct {
 type Experiment struct {
 	// The first case is the baseline.
 	Cases []ExperimentCase `json:"cases"`
-	// Paired repetitions; each block runs every case once.
+	// Paired repetitions; each block runs every case once. cases x blocks x artifacts per run must stay within the tool's 32 sources, else LIMIT_EXCEEDED.
 	Blocks int64 `json:"blocks"`
 	// Of case order and bootstrap.
 	Seed int64 `json:"seed"`
@@ -828,7 +837,7 @@ type Containment struct {
 	RssSamples   int64  `json:"rss_samples"`
 	// Whether the writable-growth check covered every writable root.
 	WritableCheck string `json:"writable_check"`
-	// The containment in force: cgroup (a cgroup v2 scope created for the invocation holds everything it started, whatever its parent or session: the kernel lists the members and cgroup.kill ends them; the subreaper helper runs inside it), subreaper (a per-invocation helper that every orphan of the tree reparents to, all of it killed when the invocation ends; where no scope can be created) or process_group (the process group and the sampled tree only, where the helper could not run). Absent when nothing started, and in records written before it was recorded.
+	// The containment in force: cgroup (a cgroup v2 scope created for the invocation holds everything it started, whatever its parent or session: the kernel lists the members and cgroup.kill ends them; the subreaper helper runs inside it), subreaper (a per-invocation helper that every orphan of the tree reparents to, all of it killed when the invocation ends; where no scope can be created), process_group (the process group and the sampled tree only: macOS, or where the helper could not run) or job_object (a Windows Job Object with kill-on-close; decision 0055). Absent when nothing started, and in records written before it was recorded.
 	Mechanism *string `json:"mechanism,omitempty"`
 }
 
@@ -1887,6 +1896,16 @@ type PreviewRecordRow struct {
 	InputSHA256 string `json:"input_sha256"`
 }
 
+// PreviewFileRow is one regular file of a directory source (catalog section 9: "one row
+// per file {path (relative POSIX), size_bytes}"), in path order.
+type PreviewFileRow struct {
+	// Path relative to the directory, with / separators.
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	// The directory's bundle digest.
+	InputSHA256 string `json:"input_sha256"`
+}
+
 // CaptureConsoleRow is one console line of a capture whose collector wrote no native
 // artifact: the table previews the console instead of the operation's rows.
 type CaptureConsoleRow struct {
@@ -2017,9 +2036,11 @@ func (x *GoTestProvider) ApplyDefaults() {
 	}
 }
 
-// BenchmarkSamplesProvider runs the target with FLAMEOX_BENCHMARK_OUTPUT naming the file where it must write a benchmark-samples document.
+// BenchmarkSamplesProvider runs the target with FLAMEOX_BENCHMARK_OUTPUT naming the file where it must write a benchmark-samples document (Python: import flameox_benchmark).
 type BenchmarkSamplesProvider struct {
 	Kind string `json:"kind"`
+	// flameox_benchmark.torch_benchmark settings (FLAMEOX_TORCH_BENCHMARK_CONFIG); defaults 0.2 s, 100 samples, 1 thread, no CUDA events.
+	TorchBenchmark map[string]any `json:"torch_benchmark,omitempty"`
 }
 
 // PyperfProvider benchmarks the target command with pyperf command, run by the python3 on PATH, which must have pyperf installed.
@@ -2033,6 +2054,8 @@ type PyperfProvider struct {
 	Warmups int64 `json:"warmups,omitempty"`
 	// Loops per value; 0 calibrates.
 	Loops int64 `json:"loops,omitempty"`
+	// pyperf --min-time.
+	MinTime float64 `json:"min_time,omitempty"`
 	// Benchmark name.
 	Name string `json:"name,omitempty"`
 }
@@ -2050,6 +2073,9 @@ func (x *PyperfProvider) ApplyDefaults() {
 	}
 	if isZero(x.Loops) {
 		x.Loops = 0
+	}
+	if isZero(x.MinTime) {
+		x.MinTime = 0.1
 	}
 	if isZero(x.Name) {
 		x.Name = "command"
@@ -2258,7 +2284,8 @@ type TritonProvider struct {
 	Kind string `json:"kind"`
 }
 
-// Source is one analysis input, discriminated by kind.
+// Source is one analysis input, discriminated by kind; a source without kind is a
+// path source.
 // Exactly one field is set; JSON encoding is the chosen arm's object.
 type Source struct {
 	PathSource     *PathSource
@@ -2294,24 +2321,36 @@ func (u Source) MarshalJSON() ([]byte, error) {
 	return []byte("null"), nil
 }
 
-// UnmarshalJSON decodes the arm named by kind, rejecting unknown fields.
+// UnmarshalJSON decodes the arm named by kind, rejecting unknown fields. Without kind it
+// decodes the first arm that may omit kind whose required fields are all present.
 func (u *Source) UnmarshalJSON(data []byte) error {
-	var probe struct {
-		Kind string `json:"kind"`
-	}
+	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return err
 	}
+	var kind string
+	if raw, ok := probe["kind"]; ok {
+		if err := json.Unmarshal(raw, &kind); err != nil {
+			return err
+		}
+	} else {
+		switch {
+		case probe["path"] != nil:
+			kind = "path"
+		}
+	}
 	*u = Source{}
-	switch probe.Kind {
+	switch kind {
 	case "path":
 		u.PathSource = new(PathSource)
-		return decodeStrict(data, u.PathSource)
+		err := decodeStrict(data, u.PathSource)
+		u.PathSource.Kind = "path"
+		return err
 	case "evidence":
 		u.EvidenceSource = new(EvidenceSource)
 		return decodeStrict(data, u.EvidenceSource)
 	}
-	return &UnknownKindError{Union: "Source", Kind: probe.Kind, Accepted: SourceKinds()}
+	return &UnknownKindError{Union: "Source", Kind: kind, Accepted: SourceKinds()}
 }
 
 // NextAction is the typed recovery or continuation step a caller can take, discriminated by kind.
@@ -2907,8 +2946,8 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNamePreviewArtifact,
 		Toolset:          ToolsetPreview,
-		Description:      "Page through the logical rows of 1-32 artifacts in order: text lines (or fragments of long lines), JSON entries, JSONL records, CSV records or Parquet records. Each row carries its input_sha256.",
-		Formats:          []Format{FormatJSON, FormatJsonl, FormatCSV, FormatText, FormatParquet},
+		Description:      "Page through the logical rows of 1-32 artifacts in order: text lines (or fragments of long lines), JSON entries, JSONL records, CSV records, Parquet records or a directory's files (path, size_bytes). Each row carries its input_sha256.",
+		Formats:          []Format{FormatJSON, FormatJsonl, FormatCSV, FormatText, FormatParquet, FormatDirectory},
 		MinSources:       1,
 		MaxSources:       32,
 		FieldsDefinition: "PreviewFields",
@@ -2916,7 +2955,10 @@ var Operations = []OperationDecl{
 		Experiment:       true,
 		Released:         true,
 		Limitations:      []string{"Preview rows project native values: integers beyond +-(2^53-1) and non-finite numbers are strings; native bytes remain authoritative."},
-		Rows:             []string{"PreviewTextRow", "PreviewFragmentRow", "PreviewRecordRow"},
+		FormatLimitations: map[Format][]string{
+			FormatDirectory: []string{"A directory source lists its regular files (never their contents) within limits.max_input_files and max_input_bytes; a directory holding a symbolic link or special file is refused, so no link is followed."},
+		},
+		Rows: []string{"PreviewTextRow", "PreviewFragmentRow", "PreviewRecordRow", "PreviewFileRow"},
 	},
 }
 

@@ -70,7 +70,6 @@ func TestRequirement(t *testing.T) {
 		{"otlp", host("debian", nil), "built_in", "natively"},
 		{"aiperf", host("debian", nil), "built_in", "natively"},
 		{"nvbench", host("debian", nil), "built_in", "C++ library"},
-		{"memray", host("debian", nil), "unverified", "memray>=1.17"},
 		{"torch", host("debian", nil), "unverified", "torch>=2.7"},
 		{"triton", host("debian", nil), "unverified", "triton"},
 	} {
@@ -85,6 +84,29 @@ func TestRequirement(t *testing.T) {
 		if strings.Contains(r.Guidance, "/opt/bin") || strings.Contains(r.Guidance, "/x/perf") {
 			t.Errorf("%s: guidance names a host path: %q", c.id, r.Guidance)
 		}
+	}
+}
+
+// TestMemrayIsManagedWithAWorkloadRequirement: memray's reader is installed by Flameox;
+// a capture still needs memray in the workload's Python, which preparation reports.
+func TestMemrayIsManagedWithAWorkloadRequirement(t *testing.T) {
+	p, _ := Lookup("memray")
+	if p.Class != Managed || p.Variable != "FLAMEOX_MEMRAY_PYTHON" {
+		t.Fatalf("memray = %+v", p)
+	}
+	r, ok := WorkloadRequirement(p)
+	if !ok || r.ProviderID != "memray" || r.Status != "unverified" || !strings.Contains(r.Guidance, "memray>=1.17") {
+		t.Errorf("workload requirement = %+v, %v", r, ok)
+	}
+	if got, ok := ReaderOf(gen.FormatMemray); !ok || got.ID != "memray" {
+		t.Errorf("reader of memray = %+v, %v", got, ok)
+	}
+	if _, ok := ReaderOf(gen.FormatPySpy); ok {
+		t.Error("py-spy's format has a managed reader")
+	}
+	py, _ := Lookup("py-spy")
+	if _, ok := WorkloadRequirement(py); ok {
+		t.Error("py-spy has a workload requirement")
 	}
 }
 
@@ -186,6 +208,9 @@ func TestInstallFailuresAreTypedAndPathFree(t *testing.T) {
 	if in.Existing() != nil {
 		t.Error("a failed installation left a binding")
 	}
+	if _, err := os.Lstat(tools); !os.IsNotExist(err) {
+		t.Errorf("a failed installation left the tools directory it created: %v", err)
+	}
 
 	// A wheel whose py-spy reports another version installs but does not verify.
 	wrong := t.TempDir()
@@ -201,6 +226,90 @@ func TestInstallFailuresAreTypedAndPathFree(t *testing.T) {
 	in = &Installer{Dir: tools, Host: host("debian", map[string]string{"PATH": "/nowhere"})}
 	_, _, f = in.PySpy(context.Background(), nil)
 	wantFailure(t, f, gen.FailureCodeSetupFailure, "no_installer", tools)
+}
+
+// TestInstallMemrayWithPipFromALocalWheel installs a wheel named as memray (the FAKE
+// memray package of providers/memory/testdata, not bloomberg/memray) with the real pip
+// from a local index into a virtual environment in the tools directory, and verifies it
+// by importing it with the environment's python.
+func TestInstallMemrayWithPipFromALocalWheel(t *testing.T) {
+	wheels := t.TempDir()
+	if _, err := testtool.MemrayWheel(wheels, MemrayVersion); err != nil {
+		t.Fatal(err)
+	}
+	h, environ := pipHost(t, wheels)
+	in := &Installer{Dir: filepath.Join(t.TempDir(), "tools"), Host: h}
+	if in.ExistingOf("memray") != nil {
+		t.Fatal("an empty tools directory has an installation")
+	}
+	b, installed, f := in.Prepare(context.Background(), "memray", environ)
+	if f != nil {
+		t.Fatal(f)
+	}
+	py := filepath.Join(in.Dir, "memray-"+MemrayVersion, "venv", "bin", "python")
+	if !installed || b.Path != py || b.Version != MemrayVersion || b.Provider != "memray" {
+		t.Fatalf("binding = %+v, installed %v", b, installed)
+	}
+	out, err := exec.Command(py, "-I", "-c", "import memray, sys; print(memray.__version__, sys.prefix)").Output()
+	if err != nil || !strings.HasPrefix(string(out), MemrayVersion+" ") || !strings.Contains(string(out), filepath.Join("memray-"+MemrayVersion, "venv")) {
+		t.Fatalf("the environment's memray: %q, %v", out, err)
+	}
+	resolved, _ := filepath.EvalSymlinks(py)
+	if sum, _, _ := hashFile(resolved); b.SHA256 != sum || !Verify(b) || !Unchanged(b) {
+		t.Errorf("binding digest %s, interpreter %s", b.SHA256, sum)
+	}
+	receipt, _ := os.ReadFile(filepath.Join(in.Dir, "memray-"+MemrayVersion, "binding.json"))
+	if !strings.Contains(string(receipt), `"executable": "venv/bin/python"`) || !strings.Contains(string(receipt), `"installer": "pip"`) {
+		t.Errorf("receipt = %s", receipt)
+	}
+	if entries, _ := os.ReadDir(in.Dir); len(entries) != 1 {
+		t.Errorf("tools directory holds %v", entries)
+	}
+	// A second preparation reuses it; py-spy's installation is another one.
+	again, installed, f := in.Prepare(context.Background(), "memray", environ)
+	if f != nil || installed || again.SHA256 != b.SHA256 {
+		t.Fatalf("second preparation: %+v, installed %v, %v", again, installed, f)
+	}
+	if in.Existing() != nil {
+		t.Error("memray's installation passes for py-spy's")
+	}
+	// memray gone from the environment: no longer verified, installed again.
+	sites, _ := filepath.Glob(filepath.Join(in.Dir, "memray-"+MemrayVersion, "venv", "lib", "python3*", "site-packages", "memray"))
+	if len(sites) != 1 {
+		t.Fatalf("site-packages: %v", sites)
+	}
+	os.RemoveAll(sites[0])
+	if in.ExistingOf("memray") != nil || Verify(b) {
+		t.Fatal("an environment without memray still verifies")
+	}
+	if _, installed, f := in.Prepare(context.Background(), "memray", environ); f != nil || !installed {
+		t.Fatalf("reinstall: installed %v, %v", installed, f)
+	}
+}
+
+// TestFailedMemrayPreparationLeavesNothing: an index without the pinned memray fails the
+// installer; neither the virtual environment nor the tools directory (and its parent)
+// the attempt created is left.
+func TestFailedMemrayPreparationLeavesNothing(t *testing.T) {
+	wheels := t.TempDir()
+	if _, err := testtool.MemrayWheel(wheels, "1.17.0"); err != nil {
+		t.Fatal(err)
+	}
+	h, environ := pipHost(t, wheels)
+	data := filepath.Join(t.TempDir(), "data")
+	tools := filepath.Join(data, "store-tools")
+	in := &Installer{Dir: tools, Host: h}
+	_, _, f := in.Prepare(context.Background(), "memray", environ)
+	wantFailure(t, f, gen.FailureCodeSetupFailure, "installer_failed", tools, wheels)
+	if f.Details["installer"] != "pip" || !strings.Contains(f.Message, "memray=="+MemrayVersion) || !strings.Contains(f.Message, "FLAMEOX_MEMRAY_PYTHON") {
+		t.Errorf("failure = %s %v", f.Message, f.Details)
+	}
+	if _, err := os.Lstat(data); !os.IsNotExist(err) {
+		t.Errorf("a failed preparation left the directories it created: %v", err)
+	}
+	if _, _, f := in.Prepare(context.Background(), "otlp", environ); f == nil || f.Details["reason"] != "not_managed" {
+		t.Errorf("a provider Flameox does not install: %v", f)
+	}
 }
 
 func TestInstallerEnvironmentPolicy(t *testing.T) {
@@ -227,7 +336,7 @@ func TestInstallerEnvironmentPolicy(t *testing.T) {
 	// Only PATH, HOME and the allowlisted controls reach the installer.
 	in := &Installer{Host: host("debian", map[string]string{"PATH": "/bin", "HOME": "/h", "UV_OFFLINE": "1",
 		"PIP_FIND_LINKS": "/w", "AWS_SECRET_ACCESS_KEY": "x", "PYTHONPATH": "/evil", "UV_CONFIG_FILE": "/c"})}
-	env, f := in.environment(nil)
+	env, f := in.environment(managedProviders["py-spy"], nil)
 	if f != nil {
 		t.Fatal(f)
 	}
@@ -289,7 +398,7 @@ func TestInstallerEnvironmentForwardsURLsWithoutCredentials(t *testing.T) {
 		{"PIP_FIND_LINKS", "file:///w ./wheels"},
 	} {
 		in := &Installer{Host: host("debian", map[string]string{"PATH": "/bin", c.name: c.value})}
-		env, f := in.environment([]string{c.name + "=" + c.value})
+		env, f := in.environment(managedProviders["py-spy"], []string{c.name + "=" + c.value})
 		if f != nil {
 			t.Errorf("%s=%s: %v", c.name, c.value, f)
 			continue
@@ -343,6 +452,46 @@ func TestInstallWithUVPrefersUVAndForwardsItsControls(t *testing.T) {
 		if !strings.Contains(string(got), "\n"+want+"\n") {
 			t.Errorf("uv environment lacks %s:\n%s", want, got)
 		}
+	}
+}
+
+// TestInstallMemrayWithUV: with uv on PATH the environment is made by python3 -m venv
+// and memray installed by `uv pip install --python ENV/bin/python`; the fake uv, named
+// as such, writes a FAKE memray package (only __version__) into the environment.
+func TestInstallMemrayWithUV(t *testing.T) {
+	py := testtool.Require(t, "/usr/bin/python3")
+	bin, log := t.TempDir(), filepath.Join(t.TempDir(), "uv.log")
+	os.WriteFile(filepath.Join(bin, "uv"), []byte(`#!/bin/sh
+# A fake uv for tests, not the real installer.
+printf '%s\n' "$*" > `+log+`
+py=""
+while [ "$#" -gt 0 ]; do case "$1" in --python) py="$2"; shift 2;; *) shift;; esac; done
+for site in "$(dirname "$py")"/../lib/python3*/site-packages; do
+  mkdir -p "$site/memray" && echo '__version__ = "`+MemrayVersion+`"' > "$site/memray/__init__.py"
+done
+`), 0o755)
+	h := host("debian", map[string]string{"PATH": "/usr/bin:/bin", "UV_OFFLINE": "1"})
+	h.LookPath = func(name string) (string, error) {
+		switch name {
+		case "uv":
+			return filepath.Join(bin, "uv"), nil
+		case "python3":
+			return py, nil
+		}
+		return "", exec.ErrNotFound
+	}
+	in := &Installer{Dir: t.TempDir(), Host: h}
+	b, installed, f := in.Prepare(context.Background(), "memray", []string{"UV_OFFLINE=1"})
+	if f != nil || !installed || b.Version != MemrayVersion {
+		t.Fatalf("%+v %v %v", b, installed, f)
+	}
+	got, _ := os.ReadFile(log)
+	if !strings.HasPrefix(string(got), "pip install --quiet --python ") || !strings.HasSuffix(string(got), "/lib/venv/bin/python memray=="+MemrayVersion+"\n") {
+		t.Errorf("uv argv = %q", got)
+	}
+	receipt, _ := os.ReadFile(filepath.Join(in.Dir, "memray-"+MemrayVersion, "binding.json"))
+	if !strings.Contains(string(receipt), `"installer": "uv"`) {
+		t.Errorf("receipt = %s", receipt)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package prepare owns provider preparation (catalog §3.2, the prepare_providers tool):
 // the preparable provider set, what each provider needs outside Flameox as detected on
 // this machine, and the bounded installation, verification and binding of the managed
-// collector Flameox can install itself, py-spy, into a Flameox-owned tools directory.
+// providers Flameox can install itself, py-spy and memray's reader, into a Flameox-owned
+// tools directory.
 //
 // It never runs a system package manager or asks for privileges: host tools and the
 // workload interpreter's packages get guidance for this operating system, nothing more.
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	goruntime "runtime"
+	"slices"
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -21,7 +23,7 @@ import (
 type Class int
 
 const (
-	// Managed providers are collectors Flameox installs, verifies and binds itself.
+	// Managed providers are collectors and readers Flameox installs, verifies and binds itself.
 	Managed Class = iota
 	// HostTool providers are executables the operator installs; Flameox detects them.
 	HostTool
@@ -43,6 +45,12 @@ type Provider struct {
 	Install map[string]string
 	// Note is guidance that holds everywhere: what the provider is used for.
 	Note string
+	// Formats are the formats a managed provider's installation reads (memray's reader);
+	// the runtime hands its binding to their analyses unless Variable is set.
+	Formats []gen.Format
+	// Workload is what a managed provider also needs in the workload's interpreter,
+	// reported as a workload requirement when it is prepared; "" for nothing.
+	Workload string
 }
 
 // Providers is the preparable set, sorted by id.
@@ -56,8 +64,9 @@ var Providers = []Provider{
 			"fedora": "Install the CUDA Toolkit from NVIDIA's CUDA dnf repository (dnf install cuda-toolkit) and put /usr/local/cuda/bin on PATH.",
 		},
 		Note: "It needs an NVIDIA GPU and driver to run a workload."},
-	{ID: gen.PreparableProviderMemray, Class: Workload,
-		Note: "The workload's Python interpreter needs memray>=1.17 (<python> -m pip install 'memray>=1.17'); Flameox reads memray captures with the interpreter FLAMEOX_MEMRAY_PYTHON names (else python3 on PATH), which needs memray too."},
+	{ID: gen.PreparableProviderMemray, Class: Managed, Variable: "FLAMEOX_MEMRAY_PYTHON", Formats: []gen.Format{gen.FormatMemray},
+		Note:     "Flameox installs memray " + MemrayVersion + " with python3 -m pip or uv into a virtual environment in its own tools directory and reads memray captures with it (unless FLAMEOX_MEMRAY_PYTHON names another Python).",
+		Workload: "A memray capture runs memray inside the workload: the workload's Python interpreter needs memray>=1.17 (<python> -m pip install 'memray>=1.17'); a capture reads its file with that interpreter."},
 	{ID: gen.PreparableProviderNsightCompute, Class: HostTool, Executables: []string{"ncu"}, Variable: "FLAMEOX_NCU",
 		Install: map[string]string{
 			"":       "Install NVIDIA Nsight Compute (with the CUDA Toolkit, or from developer.nvidia.com/nsight-compute) so that ncu is on PATH, or set FLAMEOX_NCU to it.",
@@ -107,6 +116,25 @@ var Providers = []Provider{
 		Note: "The workload's Python interpreter needs torch>=2.7 (<python> -m pip install 'torch>=2.7'); the torch-profiler provider probes it before a capture."},
 	{ID: gen.PreparableProviderTriton, Class: Workload,
 		Note: "The workload's Python interpreter needs triton (it comes with CUDA builds of torch); Flameox reads the autotune cache natively."},
+}
+
+// ReaderOf returns the managed provider whose installation reads format f, or false.
+func ReaderOf(f gen.Format) (Provider, bool) {
+	for _, p := range Providers {
+		if p.Class == Managed && slices.Contains(p.Formats, f) {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// WorkloadRequirement is what a managed provider needs in the workload's interpreter,
+// unverified (only a capture probes it), or false when it needs nothing there.
+func WorkloadRequirement(p Provider) (gen.ProviderRequirement, bool) {
+	if p.Class != Managed || p.Workload == "" {
+		return gen.ProviderRequirement{}, false
+	}
+	return gen.ProviderRequirement{ProviderID: p.ID, Status: "unverified", Guidance: p.Workload}, true
 }
 
 // Lookup returns the preparable provider id, or false.

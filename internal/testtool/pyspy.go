@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 )
@@ -42,14 +43,46 @@ exit $status
 // pip reads with --no-index --find-links dir. It returns the wheel's path.
 func PySpyWheel(dir, version, script string) (string, error) {
 	name := "py_spy-" + version
-	files := []struct {
-		path, body string
-		mode       os.FileMode
-	}{
-		{name + ".data/scripts/py-spy", script, 0o755},
-		{name + ".dist-info/METADATA", "Metadata-Version: 2.1\nName: py-spy\nVersion: " + version + "\nSummary: test stand-in, not py-spy\n", 0o644},
-		{name + ".dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: flameox-test\nRoot-Is-Purelib: false\nTag: py3-none-any\n", 0o644},
+	return writeWheel(dir, "py-spy", version, []wheelFile{{name + ".data/scripts/py-spy", script, 0o755}})
+}
+
+// MemrayWheel writes a wheel named as memray (memray-VERSION-py3-none-any.whl) into dir
+// whose package is the FAKE memray of providers/memory/testdata/fakememray (not
+// bloomberg/memray: it imports, reports __version__ = version, runs `python -m memray run`
+// and reads its own captures back), a local index for pip. It returns the wheel's path.
+func MemrayWheel(dir, version string) (string, error) {
+	src := FakeMemray()
+	var files []wheelFile
+	for _, f := range []string{"__init__.py", "__main__.py"} {
+		b, err := os.ReadFile(filepath.Join(src, "memray", f))
+		if err != nil {
+			return "", err
+		}
+		body := strings.Replace(string(b), `__version__ = "1.17.0+fake"`, `__version__ = "`+version+`"`, 1)
+		files = append(files, wheelFile{"memray/" + f, body, 0o644})
 	}
+	return writeWheel(dir, "memray", version, files)
+}
+
+// FakeMemray is the directory holding the FAKE memray package (memray/ in it).
+func FakeMemray() string {
+	_, file, _, _ := goruntime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "providers", "memory", "testdata", "fakememray")
+}
+
+// wheelFile is one file of a wheel.
+type wheelFile struct {
+	path, body string
+	mode       os.FileMode
+}
+
+// writeWheel writes the pure-Python wheel DIST-VERSION-py3-none-any.whl (dist with
+// dashes as underscores) holding files and its metadata into dir.
+func writeWheel(dir, dist, version string, files []wheelFile) (string, error) {
+	name := strings.ReplaceAll(dist, "-", "_") + "-" + version
+	files = append(files,
+		wheelFile{name + ".dist-info/METADATA", "Metadata-Version: 2.1\nName: " + dist + "\nVersion: " + version + "\nSummary: test stand-in, not " + dist + "\n", 0o644},
+		wheelFile{name + ".dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: flameox-test\nRoot-Is-Purelib: false\nTag: py3-none-any\n", 0o644})
 	path := filepath.Join(dir, name+"-py3-none-any.whl")
 	f, err := os.Create(path)
 	if err != nil {
@@ -115,4 +148,27 @@ func NoPySpyMachine(t testing.TB) {
 	t.Setenv("PIP_NO_INDEX", "1")
 	t.Setenv("PIP_FIND_LINKS", wheels)
 	t.Setenv("FLAMEOX_PY_SPY", "")
+}
+
+// NoMemrayMachine is NoPySpyMachine whose local index also holds a wheel named as memray
+// version (MemrayWheel: the FAKE memray package), with FLAMEOX_MEMRAY_PYTHON unset; it
+// skips when python3 has memray. It returns a memray capture as the FAKE memray writes it
+// (memray's magic, then its records): two leaked allocations, grow then main.
+func NoMemrayMachine(t testing.TB, version string) (capture string) {
+	t.Helper()
+	NoPySpyMachine(t)
+	if _, err := MemrayWheel(os.Getenv("PIP_FIND_LINKS"), version); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FLAMEOX_MEMRAY_PYTHON", "")
+	if exec.Command("python3", "-I", "-c", "import memray").Run() == nil {
+		t.Skip("python3 has memray; the test needs a machine without it")
+	}
+	capture = filepath.Join(t.TempDir(), "memory.bin")
+	records := `{"peak_memory":4096,"total_allocations":9,"high_watermark":[],` +
+		`"leaked":[{"size":2048,"n_allocations":2,"stack":[["grow","app.py",3],["main","app.py",9]]}]}`
+	if err := os.WriteFile(capture, []byte("memray\x00"+records), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return capture
 }

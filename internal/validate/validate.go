@@ -83,6 +83,11 @@ func deepest(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
 		for _, c := range causes {
 			if !failsOnKind(c) {
 				kept = append(kept, c)
+			} else if url := onlyMissingKind(c, ve.InstanceLocation); url != "" {
+				// The arm would accept the object with its kind: a source with evidence_id
+				// and no kind is an evidence source that omitted kind, not a path source
+				// with an unknown field.
+				return &jsonschema.ValidationError{InstanceLocation: ve.InstanceLocation, SchemaURL: url, ErrorKind: &missingKind{}}
 			}
 		}
 		if len(kept) == 0 {
@@ -229,6 +234,50 @@ func (u *unionKind) LocalizedString(*message.Printer) string {
 	return "kind must be one of " + strings.Join(u.want, ", ")
 }
 
+// missingKind is a synthetic error: an object omitted the kind that the one union arm
+// fitting its fields requires (its SchemaURL is that arm's).
+type missingKind struct{}
+
+func (*missingKind) KeywordPath() []string { return []string{"required"} }
+func (*missingKind) LocalizedString(*message.Printer) string {
+	return "kind is required"
+}
+
+// onlyMissingKind returns the schema URL of a union arm that refuses the object at loc
+// only because kind is missing (no other required field missing, no unknown field there;
+// errors below the object may remain), or "".
+func onlyMissingKind(arm *jsonschema.ValidationError, loc []string) string {
+	missing, fits, url := false, true, ""
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		at := slices.Equal(e.InstanceLocation, loc)
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			if at {
+				for _, m := range k.Missing {
+					if m == "kind" {
+						missing, url = true, e.SchemaURL
+					} else {
+						fits = false
+					}
+				}
+			}
+		case *kind.AdditionalProperties:
+			if at {
+				fits = false
+			}
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(arm)
+	if !missing || !fits {
+		return ""
+	}
+	return url
+}
+
 func failsOnKind(ve *jsonschema.ValidationError) bool {
 	var found bool
 	var walk func(*jsonschema.ValidationError)
@@ -300,6 +349,11 @@ func (s *Schema) describe(ve *jsonschema.ValidationError) *failure.Failure {
 		f = failure.Invalid(path, want, "%s must be one of the accepted values", where)
 	case *kind.Const:
 		f = failure.Invalid(path, []string{fmt.Sprint(k.Want)}, "%s must be %v", where, k.Want)
+	case *missingKind:
+		path = append(path, "kind")
+		props, _ := s.resolve(sub)["properties"].(map[string]any)
+		want, _ := s.resolve(asMap(props["kind"]))["const"].(string)
+		f = failure.Invalid(path, []string{want}, "%s is required for an object with these fields: set it to %q", displayPath(path), want)
 	case *unionKind:
 		want := k.want
 		if len(want) == 0 {
@@ -519,7 +573,7 @@ func (s *Schema) dropNulls(inst any, sch any) {
 				arm := s.resolve(asMap(a))
 				props, _ := arm["properties"].(map[string]any)
 				k, _ := s.resolve(asMap(props["kind"]))["const"].(string)
-				if k != "" && x["kind"] == k {
+				if k != "" && (x["kind"] == k || x["kind"] == nil && impliedArm(arm, x)) {
 					s.dropNulls(inst, arm)
 				}
 			}
@@ -549,6 +603,25 @@ func (s *Schema) dropNulls(inst any, sch any) {
 			s.dropNulls(v, m["items"])
 		}
 	}
+}
+
+// impliedArm reports whether arm, a union arm whose kind is not required, is the arm of
+// object x that omits kind: x holds every field the arm requires.
+func impliedArm(arm, x map[string]any) bool {
+	req, _ := arm["required"].([]any)
+	if len(req) == 0 {
+		return false
+	}
+	for _, r := range req {
+		name, _ := r.(string)
+		if name == "kind" {
+			return false
+		}
+		if _, ok := x[name]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func asMap(v any) map[string]any {

@@ -2,6 +2,8 @@ package validate
 
 import (
 	"io/fs"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,6 +27,7 @@ func previewSchema(t *testing.T) *Schema {
 func TestValidateFailures(t *testing.T) {
 	s := previewSchema(t)
 	src := `{"kind":"path","path":"/tmp/x.txt"}`
+	sha := strings.Repeat("a", 64)
 	tests := []struct {
 		name     string
 		args     string
@@ -35,7 +38,7 @@ func TestValidateFailures(t *testing.T) {
 		{"unknown top-level field", `{"sources":[` + src + `],"bogus":1}`, []any{"bogus"},
 			[]string{"continuation", "limits", "offset", "page_size", "sources", "text_fragment_chars"}},
 		{"format outside the operation", `{"sources":[{"kind":"path","path":"/x","format":"pstats"}]}`,
-			[]any{"sources", 0, "format"}, []string{"json", "jsonl", "csv", "text", "parquet"}},
+			[]any{"sources", 0, "format"}, []string{"json", "jsonl", "csv", "text", "parquet", "directory"}},
 		{"unknown kind", `{"sources":[{"kind":"blob","path":"/x"}]}`, []any{"sources", 0, "kind"}, []string{"path", "evidence"}},
 		{"unknown source field", `{"sources":[{"kind":"path","path":"/x","bogus":true}]}`, []any{"sources", 0, "bogus"},
 			[]string{"expected_sha256", "format", "kind", "path", "producer"}},
@@ -49,8 +52,19 @@ func TestValidateFailures(t *testing.T) {
 		{"too many sources", `{"sources":[` + repeat(src, 33) + `]}`, []any{"sources"}, nil},
 		{"bad digest", `{"sources":[{"kind":"path","path":"/x","expected_sha256":"ZZ"}]}`, []any{"sources", 0, "expected_sha256"}, []string{"pattern ^[a-f0-9]{64}$"}},
 		{"not an object", `[1]`, []any{}, []string{"object"}},
-		// A source without kind still lists the kinds.
-		{"source without kind", `{"sources":[{"path":"/x"}]}`, []any{"sources", 0, "kind"}, []string{"path", "evidence"}},
+		// Catalog 4.2: "`kind` may be omitted: it defaults to [...] `path`". An object that
+		// is neither source needs a path; one with evidence_id and no kind is an evidence
+		// source that omitted kind; unknown fields and bad values of a kind-less path
+		// source are named as in a path source.
+		{"neither path nor evidence_id", `{"sources":[{}]}`, []any{"sources", 0, "path"}, nil},
+		{"evidence without kind", `{"sources":[{"evidence_id":"` + sha + `"}]}`, []any{"sources", 0, "kind"}, []string{"evidence"}},
+		{"evidence without kind, bad selector", `{"sources":[{"evidence_id":"` + sha + `","artifact_selector":"x"}]}`,
+			[]any{"sources", 0, "kind"}, []string{"evidence"}},
+		{"path and evidence_id without kind", `{"sources":[{"path":"/x","evidence_id":"` + sha + `"}]}`, []any{"sources", 0, "evidence_id"},
+			[]string{"expected_sha256", "format", "kind", "path", "producer"}},
+		{"kind-less relative path", `{"sources":[{"path":"x.txt"}]}`, []any{"sources", 0, "path"}, []string{"pattern ^/"}},
+		{"kind-less unknown field", `{"sources":[{"path":"/x","bogus":true}]}`, []any{"sources", 0, "bogus"},
+			[]string{"expected_sha256", "format", "kind", "path", "producer"}},
 		// A misspelt field is named even though the required one is missing too.
 		{"misspelt sources", `{"source":[` + src + `]}`, []any{"source"},
 			[]string{"continuation", "limits", "offset", "page_size", "sources", "text_fragment_chars"}},
@@ -100,6 +114,25 @@ func TestValidateAcceptsNullForOptionalFields(t *testing.T) {
 	want := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": "/x"}}}
 	if diff := cmp.Diff(want, inst); diff != "" {
 		t.Errorf("instance (-want +got):\n%s", diff)
+	}
+}
+
+// TestValidateSourceWithoutKind: catalog 4.2, "`kind` may be omitted: it defaults to
+// [...] `path`". A kind-less path source validates, and its optional nulls are dropped as
+// in a source that names its kind.
+func TestValidateSourceWithoutKind(t *testing.T) {
+	s := previewSchema(t)
+	inst, f := s.Validate([]byte(`{"sources":[{"path":"/x","format":null,"producer":"p"}]}`))
+	if f != nil {
+		t.Fatalf("kind-less path source refused: %v", f)
+	}
+	want := map[string]any{"sources": []any{map[string]any{"path": "/x", "producer": "p"}}}
+	if diff := cmp.Diff(want, inst); diff != "" {
+		t.Errorf("instance (-want +got):\n%s", diff)
+	}
+	_, f = s.Validate([]byte(`{"sources":[{"path":"/x","format":"pstats"}]}`))
+	if f == nil || !cmp.Equal(f.FieldPath, []any{"sources", 0, "format"}) || !slices.Contains(f.AcceptedValues, "text") {
+		t.Errorf("kind-less source with a format outside the operation: %+v", f)
 	}
 }
 

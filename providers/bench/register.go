@@ -292,9 +292,8 @@ func compare(ctx context.Context, req *providers.Request[gen.CompareFields]) (*p
 
 var collectors = []providers.Collector{
 	providers.Collect(providers.CollectorSpec[gen.BenchmarkSamplesProvider]{Kind: "benchmark-samples", File: "benchmark-samples.json",
-		Env: func(_ *gen.BenchmarkSamplesProvider, dir string) map[string]string {
-			return map[string]string{"FLAMEOX_BENCHMARK_OUTPUT": filepath.Join(dir, "benchmark-samples.json")}
-		}}),
+		MissingHint: "A benchmark-samples workload writes a flameox.benchmark-samples.v1 document to the file FLAMEOX_BENCHMARK_OUTPUT names; a Python workload can use `with flameox_benchmark.recorder() as rec:` (rec.add, rec.torch_benchmark), which writes it when the block ends.",
+		Env:         samplesEnv}),
 	providers.Collect(providers.CollectorSpec[gen.NVBenchProvider]{Kind: "nvbench", File: "nvbench.json",
 		Command: func(_ *gen.NVBenchProvider, _ *providers.Executable, c providers.Case, dir string) []string {
 			return append(append([]string{}, c.Argv...), "--json", filepath.Join(dir, "nvbench.json"))
@@ -337,7 +336,7 @@ var collectors = []providers.Collector{
 			n := func(v int64) string { return strconv.FormatInt(v, 10) }
 			argv := []string{exe.Path, "-m", "pyperf", "command", "--quiet", "--output", filepath.Join(dir, "pyperf.json"),
 				"--processes", n(o.Processes), "--values", n(o.Values), "--warmups", n(o.Warmups),
-				"--loops", n(o.Loops), "--name", o.Name, "--", c.Launch()}
+				"--loops", n(o.Loops), "--min-time", strconv.FormatFloat(o.MinTime, 'g', -1, 64), "--name", o.Name, "--", c.Launch()}
 			return append(argv, c.Argv[1:]...)
 		}}),
 }

@@ -19,6 +19,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -29,9 +30,10 @@ var memrayReader []byte
 // (src/memray/_memray/records.cpp), the first field of the header record.
 var memrayMagic = []byte("memray\x00")
 
-// memrayPythonVariable names the interpreter that reads memray captures; python3 on PATH
-// when unset. It is the server's setting, never the caller's: an analysis tool runs no
-// executable a request names.
+// memrayPythonVariable names the interpreter that reads memray captures; when unset, the
+// memray prepare_providers installed (decision 0053), else python3 on PATH. It is the
+// server's setting, never the caller's: an analysis tool runs no executable a request
+// names.
 const memrayPythonVariable = "FLAMEOX_MEMRAY_PYTHON"
 
 // Which record set a ranking reads.
@@ -43,10 +45,39 @@ const (
 // maxMemrayLine bounds one line the reader prints (a frame's function and file names).
 const maxMemrayLine = 1 << 20
 
-func memrayUnavailable(why string) *providers.UnavailableError {
-	return &providers.UnavailableError{Provider: "memray", Module: "memray",
-		Message:     "memray captures are read with memray's own reader: " + why,
-		Remediation: "Install memray in that Python (python -m pip install memray), or start Flameox with " + memrayPythonVariable + " naming the absolute path of a Python that has it (a capture's workload interpreter, for example), then retry."}
+// memrayOrigin is where the Python that reads a memray source came from; it decides
+// who can resolve its unavailability.
+type memrayOrigin int
+
+const (
+	// memrayBound: the runtime bound it (in.Reader): the workload's Python a capture of
+	// this session recorded, or the memray prepare_providers installed and verified.
+	memrayBound memrayOrigin = iota
+	// memrayConfigured: the operator's $FLAMEOX_MEMRAY_PYTHON.
+	memrayConfigured
+	// memrayFound: python3 on PATH, a guess that prepare_providers can replace.
+	memrayFound
+)
+
+// memrayUnavailable is the unavailable state of memray's reader. Where Flameox chose the
+// interpreter itself (python3 on PATH) it is retryable after prepare_providers installs
+// the pinned memray; an interpreter the operator or a capture chose is theirs to fix.
+func memrayUnavailable(origin memrayOrigin, why string) *providers.UnavailableError {
+	e := &providers.UnavailableError{Provider: "memray", Module: "memray",
+		Message: "memray captures are read with memray's own reader: " + why,
+		Details: map[string]any{"pinned_version": prepare.MemrayVersion}}
+	switch origin {
+	case memrayFound:
+		e.Preparable = true
+		e.Remediation = "Call prepare_providers with provider_ids [\"memray\"] (or run `flameox prepare memray`) to install memray " + prepare.MemrayVersion +
+			" for Flameox's reader, or start Flameox with " + memrayPythonVariable + " naming the absolute path of a Python that has memray>=" + minMemray + "; then retry the same call."
+	case memrayConfigured:
+		e.Remediation = "Install memray>=" + minMemray + " in the Python " + memrayPythonVariable + " names (<python> -m pip install 'memray>=" + minMemray +
+			"'), or start Flameox without " + memrayPythonVariable + " and call prepare_providers with provider_ids [\"memray\"]; then retry."
+	default:
+		e.Remediation = "Capture again (a capture is read by the workload's own Python), or run `flameox prepare memray` again if it was the prepared memray that changed; then retry."
+	}
+	return e
 }
 
 // minMemray is the oldest memray whose FileReader the reader script uses (catalog §3.2).
@@ -70,46 +101,48 @@ func memrayVersionOK(v string) bool {
 	return major > 1 || major == 1 && minor >= 17
 }
 
-// memrayInterpreter chooses the Python that reads memray source in: the workload's Python
-// a capture of this session recorded for it (in.Reader, re-hashed), else
-// $FLAMEOX_MEMRAY_PYTHON, else python3 on PATH. It is run as named (a virtual
+// memrayInterpreter chooses the Python that reads memray source in: the one the runtime
+// bound (in.Reader: the workload's Python a capture of this session recorded, else the
+// memray prepare_providers installed, unless $FLAMEOX_MEMRAY_PYTHON is set), re-hashed;
+// else $FLAMEOX_MEMRAY_PYTHON; else python3 on PATH. It is run as named (a virtual
 // environment's python is a symlink whose own directory makes the environment) and
 // hashed as resolved.
-func memrayInterpreter(in providers.Input) (named string, exe *providers.Executable, err error) {
+func memrayInterpreter(in providers.Input) (named string, exe *providers.Executable, origin memrayOrigin, err error) {
 	if r := in.Reader; r != nil {
 		exe, err = providers.Bind(r.Path, func() error {
-			return memrayUnavailable("the capture's workload interpreter is gone")
+			return memrayUnavailable(memrayBound, "the interpreter bound to read it (the capture's workload Python, or the prepared memray) is gone")
 		})
 		if err != nil {
-			return "", nil, err
+			return "", nil, memrayBound, err
 		}
 		if exe.SHA256 != r.SHA256 {
-			return "", nil, memrayUnavailable("the capture's workload interpreter changed since the capture (its SHA-256 differs)")
+			return "", nil, memrayBound, memrayUnavailable(memrayBound, "the interpreter bound to read it (the capture's workload Python, or the prepared memray) changed since it was bound (its SHA-256 differs)")
 		}
-		return r.Path, exe, nil
+		return r.Path, exe, memrayBound, nil
 	}
 	switch {
 	case os.Getenv(memrayPythonVariable) != "":
-		named = os.Getenv(memrayPythonVariable)
+		named, origin = os.Getenv(memrayPythonVariable), memrayConfigured
 		if !filepath.IsAbs(named) {
-			return "", nil, memrayUnavailable(memrayPythonVariable + " is not an absolute path")
+			return "", nil, origin, memrayUnavailable(origin, memrayPythonVariable+" is not an absolute path")
 		}
 	default:
+		origin = memrayFound
 		p, lerr := exec.LookPath("python3")
 		if lerr != nil {
-			return "", nil, memrayUnavailable("no python3 is on PATH")
+			return "", nil, origin, memrayUnavailable(origin, "no python3 is on PATH")
 		}
 		if named, lerr = filepath.Abs(p); lerr != nil {
-			return "", nil, memrayUnavailable("python3 on PATH cannot be located")
+			return "", nil, origin, memrayUnavailable(origin, "python3 on PATH cannot be located")
 		}
 	}
 	exe, err = providers.Bind(named, func() error {
-		return memrayUnavailable("the interpreter cannot be read")
+		return memrayUnavailable(origin, "the interpreter cannot be read")
 	})
 	if err != nil {
-		return "", nil, err
+		return "", nil, origin, err
 	}
-	return named, exe, nil
+	return named, exe, origin, nil
 }
 
 // memrayFrame is one aggregated frame the reader prints.
@@ -134,7 +167,7 @@ type memrayLine struct {
 // bounded by the request's timeout, memory and output limits, and ranks its frames
 // (self bytes first when self is set).
 func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, which string, self bool) (*providers.Analysis, error) {
-	named, exe, err := memrayInterpreter(in)
+	named, exe, origin, err := memrayInterpreter(in)
 	if err != nil {
 		return nil, err
 	}
@@ -154,20 +187,20 @@ func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLim
 		MaxRSSBytes: limits.MaxMemoryBytes})
 	switch {
 	case err != nil:
-		return nil, memrayUnavailable("the interpreter could not be started")
+		return nil, memrayUnavailable(origin, "the interpreter could not be started")
 	case res.Cancelled:
 		return nil, context.Canceled
 	case res.Limit != nil:
 		return nil, &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader stopped at its %s", in.Index, res.Limit.Bound()),
 			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
 	case res.ExitCode != nil && *res.ExitCode == 3:
-		return nil, memrayUnavailable(filepath.Base(named) + " cannot import memray")
+		return nil, memrayUnavailable(origin, filepath.Base(named)+" cannot import memray")
 	case res.ExitCode != nil && *res.ExitCode == 4:
 		return nil, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d: memray's FileReader cannot read it as a memray capture", in.Index)}
 	case res.ExitCode == nil || *res.ExitCode != 0:
 		return nil, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader failed", in.Index), Details: map[string]any{"exit_code": res.ExitCode}}
 	}
-	a, err := decodeMemrayOutput(out, in, self)
+	a, err := decodeMemrayOutput(out, in, origin, self)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +210,7 @@ func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLim
 
 // decodeMemrayOutput reads the reader's JSON lines into the analysis ranked by inclusive,
 // then self bytes (self, then inclusive when self is set), then frame id.
-func decodeMemrayOutput(path string, in providers.Input, self bool) (*providers.Analysis, error) {
+func decodeMemrayOutput(path string, in providers.Input, origin memrayOrigin, self bool) (*providers.Analysis, error) {
 	bad := func(what string) error {
 		return &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d: the memray reader's output is malformed (%s)", in.Index, what)}
 	}
@@ -223,7 +256,7 @@ func decodeMemrayOutput(path string, in providers.Input, self bool) (*providers.
 		return nil, bad("incomplete")
 	}
 	if !memrayVersionOK(*version) {
-		return nil, memrayUnavailable(fmt.Sprintf("the reading Python has memray %q; memray>=%s is needed", *version, minMemray))
+		return nil, memrayUnavailable(origin, fmt.Sprintf("the reading Python has memray %q; memray>=%s is needed", *version, minMemray))
 	}
 	order := make([]int, len(frames))
 	for i := range order {

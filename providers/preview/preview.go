@@ -1,5 +1,5 @@
-// Package preview reads the logical rows of text, JSON, JSONL, CSV and Parquet artifacts
-// for preview_artifact. Every reader streams: it skips to an offset without materializing
+// Package preview reads the logical rows of text, JSON, JSONL, CSV and Parquet artifacts,
+// and the file list of directory sources, for preview_artifact. Every reader streams: it skips to an offset without materializing
 // the skipped rows, returns at most one page plus one look-ahead row, and bounds the bytes
 // one row may occupy.
 package preview
@@ -12,6 +12,7 @@ import (
 	"io"
 
 	"github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -29,6 +30,8 @@ type Source struct {
 	Format contracts.Format
 	SHA256 string
 	Size   int64
+	// Members are a directory source's files, sorted by relative path; nil for a file.
+	Members []sourcefile.Member
 	// guard is set by Read for the page being read.
 	guard *guard
 }
@@ -113,15 +116,22 @@ func open(src Source, index int, opt Options) (r rowReader, err error) {
 		return openCSV(src, index)
 	case contracts.FormatParquet:
 		return openParquet(src, index)
+	case contracts.FormatDirectory:
+		return openDirectory(src)
 	}
 	return nil, fmt.Errorf("preview: format %q has no reader", src.Format)
 }
 
 // Population returns the total row count of sources when it is known without reading
-// them: every source is Parquet, whose footer records its row count.
+// them: every source is Parquet, whose footer records its row count, or a directory,
+// one row per member.
 func Population(sources []Source) (int64, bool) {
 	var n int64
 	for i, src := range sources {
+		if src.Format == contracts.FormatDirectory {
+			n += int64(len(src.Members))
+			continue
+		}
 		if src.Format != contracts.FormatParquet {
 			return 0, false
 		}

@@ -11,7 +11,8 @@ import (
 )
 
 // Register adds preview_artifact, the direct capture provider (its console is the
-// artifact) and the detectors of the text, JSON, JSONL, CSV and Parquet formats.
+// artifact) and the detectors of the text, JSON, JSONL, CSV and Parquet formats and of
+// directory sources.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNamePreviewArtifact, analyze))
 	r.Collector(providers.Collect(providers.CollectorSpec[gen.DirectProvider]{Kind: "direct"}))
@@ -26,6 +27,11 @@ func Register(r *providers.Registry) {
 		}})
 	r.Detector(providers.Detector{Format: gen.FormatText, Suffixes: []string{".txt", ".log"}, Fallback: true,
 		Match: func(string, []byte) bool { return true }})
+	// Any directory is a directory source (catalog section 2: "any directory ->
+	// directory"). Only preview_artifact accepts it; an operation that reads a specific
+	// directory format (nsys-parquet) never sees it, as the runtime takes the first
+	// detected format the operation accepts.
+	r.Detector(providers.Detector{Format: gen.FormatDirectory, Directory: func([]string) bool { return true }})
 }
 
 // fragmentLimitation explains fragment mode.
@@ -45,7 +51,11 @@ func analyze(ctx context.Context, req *providers.Request[gen.PreviewFields]) (*p
 	}
 	srcs := make([]Source, len(req.Inputs))
 	for i, in := range req.Inputs {
-		srcs[i] = Source{Path: in.Path, Format: in.Format, SHA256: in.SHA256, Size: in.Size}
+		if in.Format == gen.FormatDirectory && in.Members == nil {
+			return nil, &providers.UnsupportedError{Source: in.Index,
+				Message: fmt.Sprintf("source %d is a file, not a directory; declare its own format or omit format", in.Index)}
+		}
+		srcs[i] = Source{Path: in.Path, Format: in.Format, SHA256: in.SHA256, Size: in.Size, Members: in.Members}
 	}
 	a := &providers.Analysis{
 		Provider:    gen.Provider{ID: "flameox"},

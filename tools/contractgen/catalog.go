@@ -134,7 +134,7 @@ func (m *model) captureInputSchema(op operation, kinds []string, providers []cap
 			return nil, c, fmt.Errorf("%s declares an experiment, but two cases of one block produce %d sources and at most %d fit",
 				op.Name, 2*c.ArtifactsPerExecution, c.Sources)
 		}
-		if err := capBlocks(exp, c); err != nil {
+		if err := describeBlocks(exp, c); err != nil {
 			return nil, c, fmt.Errorf("%s: %w", op.Name, err)
 		}
 		props["experiment"] = exp
@@ -193,9 +193,11 @@ func captureSourceCap(op operation, kinds []string, providers []captureProvider)
 	return c
 }
 
-// capBlocks lowers the experiment's blocks maximum to what two cases fit, so the schema
-// never promises more blocks than admission accepts.
-func capBlocks(exp schema, c sourceCap) error {
+// describeBlocks keeps the experiment's declared blocks range (1-100, as the seed says)
+// and states the tool's source arithmetic beside it (the tool description says how many
+// blocks two cases fit): admission answers LIMIT_EXCEEDED with the arithmetic when cases
+// x blocks x artifacts exceed the cap.
+func describeBlocks(exp schema, c sourceCap) error {
 	arms, _ := exp["anyOf"].([]any)
 	for _, a := range arms {
 		arm, _ := a.(schema)
@@ -209,9 +211,7 @@ func capBlocks(exp schema, c sourceCap) error {
 		if cur, err := strconv.Atoi(fmt.Sprint(blocks["maximum"])); err != nil || cur < c.Blocks {
 			return fmt.Errorf("experiment.blocks maximum %v is below the source cap's %d blocks", blocks["maximum"], c.Blocks)
 		}
-		blocks["maximum"] = c.Blocks
-		blocks["description"] = fmt.Sprintf("At most %d with two cases: cases x blocks x %d <= %d sources.",
-			c.Blocks, c.ArtifactsPerExecution, c.Sources)
+		blocks["description"] = fmt.Sprintf("cases x blocks x %d <= %d sources, else LIMIT_EXCEEDED.", c.ArtifactsPerExecution, c.Sources)
 		return nil
 	}
 	return fmt.Errorf("experiment has no object arm with blocks")

@@ -48,20 +48,27 @@ func TestCaptureDescription(t *testing.T) {
 	}
 }
 
-func TestCapBlocks(t *testing.T) {
+// TestDescribeBlocks: the schema keeps blocks 1-100 as the seed says (admission checks
+// the source arithmetic) and states the arithmetic.
+func TestDescribeBlocks(t *testing.T) {
 	exp := schema{"anyOf": []any{
 		schema{"type": "object", "properties": schema{"blocks": schema{"type": "integer", "minimum": 1, "maximum": 100}}},
 		schema{"type": "null"},
 	}}
-	if err := capBlocks(exp, sourceCap{Sources: 32, ArtifactsPerExecution: 2, Blocks: 8}); err != nil {
+	if err := describeBlocks(exp, sourceCap{Sources: 32, ArtifactsPerExecution: 2, Blocks: 8}); err != nil {
 		t.Fatal(err)
 	}
 	blocks := exp["anyOf"].([]any)[0].(schema)["properties"].(schema)["blocks"].(schema)
-	if blocks["maximum"] != 8 || !strings.Contains(blocks["description"].(string), "At most 8 with two cases") {
-		t.Errorf("blocks = %v", blocks)
+	if blocks["maximum"] != 100 || blocks["minimum"] != 1 {
+		t.Errorf("blocks bounds = %v..%v, want 1..100", blocks["minimum"], blocks["maximum"])
 	}
-	if err := capBlocks(exp, sourceCap{Sources: 32, ArtifactsPerExecution: 1, Blocks: 16}); err == nil {
-		t.Error("raising the maximum above the declared one was accepted")
+	for _, want := range []string{"cases x blocks x 2 <= 32 sources", "LIMIT_EXCEEDED"} {
+		if !strings.Contains(blocks["description"].(string), want) {
+			t.Errorf("description lacks %q: %v", want, blocks["description"])
+		}
+	}
+	if err := describeBlocks(exp, sourceCap{Sources: 1000, ArtifactsPerExecution: 1, Blocks: 500}); err == nil {
+		t.Error("a source cap that fits more blocks than the declared maximum was accepted")
 	}
 }
 

@@ -214,8 +214,8 @@ func (g *gogen) structDef(b *bytes.Buffer, name string) error {
 		fv := it.Value()
 		required := sel.ConstraintType() == cue.RequiredConstraint
 		optional := sel.ConstraintType() == cue.OptionalConstraint
-		d, hasDefault := fv.Default()
-		hasDefault = hasDefault && d.IsConcrete() && optional && d.Kind()&(cue.StringKind|cue.NumberKind|cue.BoolKind) != 0
+		d, hasDefault := scalarDefault(label, optional, fv)
+		hasDefault = hasDefault && optional
 		typ, isPtrable := g.goType(fv)
 		nullable := allowsNull(fv)
 		tag := label
@@ -252,6 +252,18 @@ func (g *gogen) structDef(b *bytes.Buffer, name string) error {
 		b.WriteString("}\n\n")
 	}
 	return nil
+}
+
+// scalarDefault is the default of scalar field label: its CUE default, or for a union
+// discriminator that may be omitted the one value it can hold (kind?: "path" is "path"
+// when omitted; CUE drops the marker of *"path" | "path", so the single value stands for
+// it).
+func scalarDefault(label string, optional bool, v cue.Value) (cue.Value, bool) {
+	d, ok := v.Default()
+	if !ok && label == "kind" && optional && v.IsConcrete() {
+		d, ok = v, true
+	}
+	return d, ok && d.IsConcrete() && d.Kind()&(cue.StringKind|cue.NumberKind|cue.BoolKind) != 0
 }
 
 func goLiteral(d cue.Value) (string, error) {
@@ -331,7 +343,13 @@ func (g *gogen) union(b *bytes.Buffer, name string) error {
 	if op != cue.OrOp {
 		return fmt.Errorf("not a disjunction")
 	}
-	type arm struct{ kind, def string }
+	type arm struct {
+		kind, def string
+		// implied: kind may be omitted; the arm is then the first of these whose
+		// required fields (required) are all present.
+		implied  bool
+		required []string
+	}
 	var arms []arm
 	for _, a := range args {
 		_, p := a.ReferencePath()
@@ -339,11 +357,29 @@ func (g *gogen) union(b *bytes.Buffer, name string) error {
 			return fmt.Errorf("union arm is not a definition reference")
 		}
 		def := strings.TrimPrefix(p.Selectors()[0].String(), "#")
-		k, err := g.m.def(def).LookupPath(cue.MakePath(cue.Str("kind").Required())).String()
+		dv := g.m.def(def)
+		k, err := dv.LookupPath(cue.MakePath(cue.Str("kind").Required())).String()
 		if err != nil {
 			return fmt.Errorf("arm #%s has no concrete kind: %w", def, err)
 		}
-		arms = append(arms, arm{k, def})
+		ar := arm{kind: k, def: def}
+		it, err := dv.Fields(cue.Optional(true))
+		if err != nil {
+			return err
+		}
+		for it.Next() {
+			sel := it.Selector()
+			switch {
+			case sel.Unquoted() == "kind":
+				ar.implied = sel.ConstraintType() == cue.OptionalConstraint
+			case sel.ConstraintType() == cue.RequiredConstraint:
+				ar.required = append(ar.required, sel.Unquoted())
+			}
+		}
+		if ar.implied && len(ar.required) == 0 {
+			return fmt.Errorf("arm #%s may omit kind but requires no field that tells it apart", def)
+		}
+		arms = append(arms, ar)
 	}
 	docComment(b, v, "")
 	fmt.Fprintf(b, "// Exactly one field is set; JSON encoding is the chosen arm's object.\ntype %s struct {\n", name)
@@ -369,13 +405,42 @@ func (g *gogen) union(b *bytes.Buffer, name string) error {
 		fmt.Fprintf(b, "\tcase u.%s != nil:\n\t\tu.%s.Kind = %q\n\t\treturn json.Marshal(u.%s)\n", a.def, a.def, a.kind, a.def)
 	}
 	b.WriteString("\t}\n\treturn []byte(\"null\"), nil\n}\n\n")
-	fmt.Fprintf(b, "// UnmarshalJSON decodes the arm named by kind, rejecting unknown fields.\nfunc (u *%s) UnmarshalJSON(data []byte) error {\n", name)
-	b.WriteString("\tvar probe struct{ Kind string `json:\"kind\"` }\n\tif err := json.Unmarshal(data, &probe); err != nil {\n\t\treturn err\n\t}\n")
-	fmt.Fprintf(b, "\t*u = %s{}\n\tswitch probe.Kind {\n", name)
+	implied := false
 	for _, a := range arms {
+		implied = implied || a.implied
+	}
+	if implied {
+		fmt.Fprintf(b, "// UnmarshalJSON decodes the arm named by kind, rejecting unknown fields. Without kind it\n// decodes the first arm that may omit kind whose required fields are all present.\nfunc (u *%s) UnmarshalJSON(data []byte) error {\n", name)
+		b.WriteString("\tvar probe map[string]json.RawMessage\n\tif err := json.Unmarshal(data, &probe); err != nil {\n\t\treturn err\n\t}\n")
+		b.WriteString("\tvar kind string\n\tif raw, ok := probe[\"kind\"]; ok {\n\t\tif err := json.Unmarshal(raw, &kind); err != nil {\n\t\t\treturn err\n\t\t}\n\t} else {\n\t\tswitch {\n")
+		for _, a := range arms {
+			if !a.implied {
+				continue
+			}
+			var conds []string
+			for _, r := range a.required {
+				conds = append(conds, fmt.Sprintf("probe[%q] != nil", r))
+			}
+			fmt.Fprintf(b, "\t\tcase %s:\n\t\t\tkind = %q\n", strings.Join(conds, " && "), a.kind)
+		}
+		b.WriteString("\t\t}\n\t}\n")
+	} else {
+		fmt.Fprintf(b, "// UnmarshalJSON decodes the arm named by kind, rejecting unknown fields.\nfunc (u *%s) UnmarshalJSON(data []byte) error {\n", name)
+		b.WriteString("\tvar probe struct{ Kind string `json:\"kind\"` }\n\tif err := json.Unmarshal(data, &probe); err != nil {\n\t\treturn err\n\t}\n")
+	}
+	kindVar := "probe.Kind"
+	if implied {
+		kindVar = "kind"
+	}
+	fmt.Fprintf(b, "\t*u = %s{}\n\tswitch %s {\n", name, kindVar)
+	for _, a := range arms {
+		if a.implied {
+			fmt.Fprintf(b, "\tcase %q:\n\t\tu.%s = new(%s)\n\t\terr := decodeStrict(data, u.%s)\n\t\tu.%s.Kind = %q\n\t\treturn err\n", a.kind, a.def, a.def, a.def, a.def, a.kind)
+			continue
+		}
 		fmt.Fprintf(b, "\tcase %q:\n\t\tu.%s = new(%s)\n\t\treturn decodeStrict(data, u.%s)\n", a.kind, a.def, a.def, a.def)
 	}
-	fmt.Fprintf(b, "\t}\n\treturn &UnknownKindError{Union: %q, Kind: probe.Kind, Accepted: %sKinds()}\n}\n\n", name, name)
+	fmt.Fprintf(b, "\t}\n\treturn &UnknownKindError{Union: %q, Kind: %s, Accepted: %sKinds()}\n}\n\n", name, kindVar, name)
 	return nil
 }
 
