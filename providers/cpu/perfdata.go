@@ -28,7 +28,7 @@ func decodePerfData(ctx context.Context, in providers.Input, limits gen.Effectiv
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "script.txt")
 	res, err := broker.Run(ctx, broker.Spec{Path: perf.Path, Args: []string{"perf", "script", "--input", in.Path, "--force"}, Dir: dir,
-		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
+		Env: providers.ToolEnv(dir), StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
 		MaxOutputBytes: limits.MaxOutputBytes, Timeout: time.Duration(limits.TimeoutSeconds * float64(time.Second)),
 		MaxRSSBytes: limits.MaxMemoryBytes})
 	switch {

@@ -182,7 +182,7 @@ func rankMemray(ctx context.Context, in providers.Input, limits gen.EffectiveLim
 	}
 	out := filepath.Join(dir, "stdout")
 	res, err := broker.Run(ctx, broker.Spec{Path: named, Args: []string{named, "-I", script, in.Path, which}, Dir: dir,
-		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
+		Env: providers.ToolEnv(dir), StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
 		MaxOutputBytes: limits.MaxOutputBytes, Timeout: time.Duration(limits.TimeoutSeconds * float64(time.Second)),
 		MaxRSSBytes: limits.MaxMemoryBytes})
 	switch {

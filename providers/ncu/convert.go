@@ -40,7 +40,7 @@ func convert(ctx context.Context, in providers.Input, limits gen.EffectiveLimits
 func importPage(ctx context.Context, ncu *providers.Executable, in providers.Input, limits gen.EffectiveLimits, dir, name string, keep page, r *report) error {
 	out := filepath.Join(dir, name+".csv")
 	res, err := broker.Run(ctx, broker.Spec{Path: ncu.Path, Args: []string{"ncu", "--import", in.Path, "--csv", "--page", name}, Dir: dir,
-		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: out, StderrFile: filepath.Join(dir, name+".stderr"),
+		Env: providers.ToolEnv(dir), StdoutFile: out, StderrFile: filepath.Join(dir, name+".stderr"),
 		MaxOutputBytes: limits.MaxOutputBytes, Timeout: time.Duration(limits.TimeoutSeconds * float64(time.Second)),
 		MaxRSSBytes: limits.MaxMemoryBytes})
 	switch {

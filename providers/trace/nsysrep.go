@@ -59,7 +59,7 @@ func convertNsysRep(ctx context.Context, in providers.Input, limits gen.Effectiv
 	out := filepath.Join(dir, nsysExportName)
 	res, err := broker.Run(ctx, broker.Spec{Path: nsys.Path,
 		Args: []string{"nsys", "export", "--type", "sqlite", "--output", out, "--force-overwrite", "true", in.Path}, Dir: dir,
-		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: filepath.Join(dir, "stdout"), StderrFile: filepath.Join(dir, "stderr"),
+		Env: providers.ToolEnv(dir), StdoutFile: filepath.Join(dir, "stdout"), StderrFile: filepath.Join(dir, "stderr"),
 		MaxOutputBytes: limits.MaxOutputBytes, Timeout: time.Duration(limits.TimeoutSeconds * float64(time.Second)),
 		MaxRSSBytes: limits.MaxMemoryBytes})
 	switch {

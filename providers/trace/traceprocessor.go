@@ -138,7 +138,7 @@ func (tp *traceProcessor) read(ctx context.Context, in providers.Input, s *scan,
 	}
 	l := tp.limits
 	res, err := broker.Run(ctx, broker.Spec{Path: tp.exe.Path, Args: []string{"trace_processor_shell", "--query-file", sql, in.Path}, Dir: dir,
-		Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
+		Env: providers.ToolEnv(dir), StdoutFile: out, StderrFile: filepath.Join(dir, "stderr"),
 		MaxOutputBytes: l.MaxOutputBytes, Timeout: time.Duration(l.TimeoutSeconds * float64(time.Second)), MaxRSSBytes: l.MaxMemoryBytes})
 	switch {
 	case errors.Is(err, broker.ErrStart):
