@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -88,21 +87,7 @@ func TestAmplifyingFormatsRunInTheWorker(t *testing.T) {
 	}
 	cov := testtool.Corpus(t, "local__coverage_py_branch.coverage")
 	// A small SQLite file whose b-tree repeats a page (the adversary's input, 180 KiB).
-	p := filepath.Join(t.TempDir(), "export.sqlite")
-	db, err := sql.Open("sqlite", "file:"+p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
-		"CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)",
-		"WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n WHERE v < 800) INSERT INTO StringIds (value) SELECT printf('%0200d', v) FROM n",
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	dag := testtool.SQLiteDAG(t, p)
+	dag := testtool.SmallSQLiteDAG(t)
 	text := filepath.Join(t.TempDir(), "notes.txt")
 	os.WriteFile(text, []byte("a line\n"), 0o600)
 	for _, c := range []struct {

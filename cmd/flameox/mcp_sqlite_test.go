@@ -1,8 +1,6 @@
 package main
 
 import (
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,22 +13,7 @@ import (
 // Declared as an Nsight Systems export and as coverage.py data, it is refused typed
 // before any query, and the server answers the next request.
 func TestMCPSurvivesAnAmplifyingSQLite(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "export.sqlite")
-	db, err := sql.Open("sqlite", "file:"+p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
-		"CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)",
-		"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, shortName INTEGER)",
-		"WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n WHERE v < 800) INSERT INTO StringIds (value) SELECT printf('%0200d', v) FROM n",
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	dag := testtool.SQLiteDAG(t, p)
+	dag := testtool.SmallSQLiteDAG(t, "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, shortName INTEGER)")
 	s := connect(t, "")
 	for _, c := range []struct{ tool, format string }{{"summarize_trace", "nsys-sqlite"}, {"summarize_coverage", "coverage"}} {
 		res, isErr := s.call(c.tool, map[string]any{"sources": []any{map[string]any{"kind": "path", "path": dag, "format": c.format}}})
