@@ -115,8 +115,10 @@ func TestTimeoutKillsTheWholeTree(t *testing.T) {
 		if res.Termination != "terminated" || res.ExitCode != nil {
 			t.Errorf("termination = %s %v", res.Termination, res.ExitCode)
 		}
-		if time.Since(start) > 5*time.Second {
-			t.Errorf("Run took %v", time.Since(start))
+		// Not a speed check: the children sleep 300 s, and Run must not wait for them. The
+		// bound is far above any load's delay of a 0.5 s timeout and far below 300 s.
+		if time.Since(start) > 120*time.Second {
+			t.Errorf("Run took %v: it waited for the tree it should have killed", time.Since(start))
 		}
 		pids := pidsIn(t, res.Stdout.Excerpt)
 		if len(pids) != 3 {
