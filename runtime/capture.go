@@ -53,20 +53,22 @@ func progress(ctx context.Context, done, total int, msg string) {
 
 // captureRequest is an admitted capture: every invocation bound before anything runs.
 type captureRequest struct {
-	tool       *Tool
-	analysis   *Tool
-	target     gen.DirectTarget
-	providerID string
-	preserve   bool
-	experiment *gen.Experiment
-	fields     map[string]any // operation fields as given
-	limits     gen.EffectiveLimits
-	pageSize   *int64
-	rawLimits  *gen.RequestLimits
-	cases      []boundCase
-	oracle     *boundCommand
-	runs       []plannedRun
-	started    time.Time
+	// workloadCeiling is the server's (Runtime.workloadCeiling) when admitted.
+	workloadCeiling float64
+	tool            *Tool
+	analysis        *Tool
+	target          gen.DirectTarget
+	providerID      string
+	preserve        bool
+	experiment      *gen.Experiment
+	fields          map[string]any // operation fields as given
+	limits          gen.EffectiveLimits
+	pageSize        *int64
+	rawLimits       *gen.RequestLimits
+	cases           []boundCase
+	oracle          *boundCommand
+	runs            []plannedRun
+	started         time.Time
 	// coll is the provider; exe its bound executable when it wraps the workload.
 	coll *boundCollector
 	exe  *providers.Executable
@@ -177,7 +179,7 @@ func (rt *Runtime) capture(ctx context.Context, t *Tool, inst any) (any, *failur
 // binding (cwd, executables and their digests, environment policy), provenance size.
 func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Failure) {
 	obj, _ := normalizeNumbers(inst).(map[string]any)
-	cr := &captureRequest{tool: t, fields: map[string]any{}, started: time.Now()}
+	cr := &captureRequest{tool: t, fields: map[string]any{}, started: time.Now(), workloadCeiling: rt.workloadCeiling}
 	tr := map[string]any{}
 	for k, v := range obj {
 		if captureTransport[k] {
@@ -223,6 +225,11 @@ func (rt *Runtime) admitCapture(t *Tool, inst any) (*captureRequest, *failure.Fa
 	cr.limits = lim
 	if _, f := rt.admitFields(t, cr.fields); f != nil {
 		return nil, f
+	}
+	if b := cr.target.Budget; b != nil {
+		if f := admitWorkloadTimeout(b.TimeoutSeconds, rt.workloadCeiling); f != nil {
+			return nil, f
+		}
 	}
 	if f := sourceCount(t.Operation, cr.coll.outputs, cr.experiment); f != nil {
 		return nil, f
@@ -536,6 +543,9 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 	}
 	rec.Containment = containment(res)
 	rec.Limit = executionLimit(res.Limit)
+	if rec.Limit != nil && rec.Limit.Kind == "timeout" && cr.serverDeadline() {
+		rec.Limit.Recovery = serverDeadlineRecovery
+	}
 	if res.Started {
 		w := res.WallTime.Nanoseconds()
 		rec.WallTimeNS, ex.wall = &w, &w
@@ -638,6 +648,9 @@ func (rt *Runtime) brokerSpec(cr *captureRequest, c boundCase, cmd boundCommand,
 		MaxWritableGrowth: cr.limits.MaxOutputBytes, ReserveDir: exdir, ReserveBytes: StorageReserveBytes,
 		// The collector's native output is bounded like the console (decision 0049).
 		ArtifactDir: exdir, MaxArtifactBytes: cr.limits.MaxOutputBytes}
+	// The server's workload ceiling bounds a workload whose request sets no timeout
+	// (admission refused one above it).
+	spec.Timeout = time.Duration(cr.workloadCeiling * float64(time.Second))
 	if b := cr.target.Budget; b != nil {
 		if b.TimeoutSeconds != nil {
 			spec.Timeout = time.Duration(*b.TimeoutSeconds * float64(time.Second))
@@ -1116,7 +1129,7 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 			out.cause += " " + h.MissingHint()
 		}
 	}
-	out.fix = executionFix(out)
+	out.fix = executionFix(out, cr.serverDeadline())
 
 	// What failed, and what to change.
 	var what []string
@@ -1336,7 +1349,7 @@ func fieldName(path []any) string {
 // memory, output) with the value it had, the workload, the collector or the oracle to
 // fix, with where its stderr is; nil when no execution failed in a way the request can
 // fix.
-func executionFix(out *CaptureResult) *gen.AdjustRequest {
+func executionFix(out *CaptureResult, serverDeadline bool) *gen.AdjustRequest {
 	wf := out.WorkloadFailure
 	if wf == nil {
 		return nil
@@ -1364,6 +1377,9 @@ func executionFix(out *CaptureResult) *gen.AdjustRequest {
 	}
 	where := fmt.Sprintf("Execution %d (case %s, block %d)", wf.Sequence, wf.Case, wf.Block)
 	switch {
+	case (wf.Code == "EXECUTION_TIMEOUT" || kind == "timeout") && serverDeadline:
+		return fix(nil, where+" ran past this server's workload ceiling"+value("s")+" ("+WorkloadCeilingVariable+
+			") and was stopped; shorten the workload, or set target.budget.timeout_seconds lower to fail sooner, then capture again.")
 	case wf.Code == "EXECUTION_TIMEOUT" || kind == "timeout":
 		return fix(failure.Path("target", "budget", "timeout_seconds"),
 			where+" ran past target.budget.timeout_seconds"+value("s")+" and was stopped; raise target.budget.timeout_seconds (at most 86400) or shorten the workload, then capture again.")
@@ -1378,6 +1394,9 @@ func executionFix(out *CaptureResult) *gen.AdjustRequest {
 			where+" wrote more than limits.max_output_bytes"+value("bytes")+" under its working directory and was stopped; write less or raise limits.max_output_bytes (within the server's ceiling), then capture again.")
 	case kind == "storage_reserve_exceeded":
 		return fix(nil, where+" was stopped when the scratch filesystem fell below its free-space reserve"+value("bytes free")+"; free disk space there, then capture again.")
+	case kind == "task_limit_exceeded":
+		return fix(failure.Path("target", "argv"), where+" kept starting processes or threads past its task bound"+value("tasks")+
+			" for a second (a fork or thread loop) and was stopped; bound the workload's parallelism, or start Flameox with "+broker.MaxTasksVariable+" raised, then capture again.")
 	case wf.Code == "SEMANTIC_ORACLE_FAILED":
 		return fix(failure.Path("experiment", "semantic_oracle"),
 			"The semantic oracle rejected "+strings.ToLower(where[:1])+where[1:]+"; its block is excluded from the comparison. Fix the case or experiment.semantic_oracle, then run the experiment again.")

@@ -140,6 +140,9 @@ const MaxSessionRescues = 64
 // Runtime is AnalysisRuntime.
 type Runtime struct {
 	limits  gen.EffectiveLimits
+	// workloadCeiling bounds every capture execution's seconds (WorkloadCeilingVariable);
+	// zero: none.
+	workloadCeiling float64
 	tools   []*Tool
 	byName  map[string]*Tool
 	session string
@@ -228,6 +231,11 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, err
 	if _, err := broker.MaxTasksFromEnvironment(os.Getenv); err != nil {
 		return nil, failure.New(gen.FailureCodeInvalidInput, "%s", err.Error()).With("configuration_variable", broker.MaxTasksVariable)
 	}
+	ceiling, err := workloadCeiling(os.Getenv)
+	if err != nil {
+		return nil, failure.New(gen.FailureCodeInvalidInput, "%s", err.Error()).With("configuration_variable", WorkloadCeilingVariable)
+	}
+	rt.workloadCeiling = ceiling
 	var sid [16]byte
 	if _, err := rand.Read(sid[:]); err != nil {
 		return nil, err

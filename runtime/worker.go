@@ -350,6 +350,11 @@ func workerLimit(req *request, l *broker.Limit, disk, input int64) *failure.Fail
 			req.limits.MaxMemoryBytes, gen.LimitMaxima.MaxMemoryBytes).
 			Field(failure.Path("limits", "max_memory_bytes"), []string{"<=" + jsonNumber(float64(gen.LimitMaxima.MaxMemoryBytes))}).
 			With("field", "max_memory_bytes").With("reason", "memory").With("limit", req.limits.MaxMemoryBytes)
+	case "task_limit_exceeded":
+		return failure.New(gen.FailureCodeLimitExceeded,
+			"the analysis worker kept starting processes or threads past its task bound (%d tasks) and was stopped; report the artifact's format to the maintainers, or start Flameox with %s raised",
+			int64(l.Configured), broker.MaxTasksVariable).
+			With("reason", "tasks").With("limit", int64(l.Configured))
 	case "writable_limit_exceeded":
 		f := workerDiskFailure(disk, input)
 		if l.Observed != nil {

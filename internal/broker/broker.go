@@ -13,6 +13,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -81,10 +82,10 @@ type Stream struct {
 
 // Limit describes the bound that terminated the invocation.
 type Limit struct {
-	Kind       string // timeout, output_limit, memory_limit_exceeded, writable_limit_exceeded, storage_reserve_exceeded
+	Kind       string // timeout, output_limit, memory_limit_exceeded, writable_limit_exceeded, storage_reserve_exceeded, task_limit_exceeded
 	Configured float64
 	Observed   *float64
-	Unit       string // seconds, bytes, bytes_free
+	Unit       string // seconds, bytes, bytes_free, tasks
 	Recovery   string
 }
 
@@ -142,6 +143,20 @@ type Result struct {
 	TasksRefused int64
 }
 
+// taskStorm is the limit of a tree stopped after refusing forks for TaskStormWindow at
+// the task bound max; current is the tasks it held (0: not read), refused the refusals
+// counted so far.
+func taskStorm(max, current, refused int64) *Limit {
+	var obs *float64
+	if current > 0 {
+		v := float64(current)
+		obs = &v
+	}
+	return &Limit{Kind: "task_limit_exceeded", Configured: float64(max), Observed: obs, Unit: "tasks",
+		Recovery: fmt.Sprintf("The process tree kept starting processes or threads past its bound of %d tasks for %s (%d refused): a fork or thread loop. "+
+			"Bound the workload's parallelism, or start Flameox with %s raised (at most %d).", max, TaskStormWindow, refused, MaxTasksVariable, MaxTasksCeiling)}
+}
+
 // ErrStart is returned (wrapped) when the process could not be started.
 var ErrStart = errors.New("broker: the process could not be started")
 
@@ -185,6 +200,23 @@ type container interface {
 	// release frees what the containment still holds; Run defers it.
 	release()
 }
+
+// A refusalCounter is a container whose task bound counts the forks and thread creations
+// it refused (a cgroup's pids.events); Run reads it every sample.
+type refusalCounter interface {
+	tasksRefused() (refused, current int64, counted bool)
+}
+
+// TaskStormWindow is how long a tree may keep hitting its task bound before the broker
+// stops it (task_limit_exceeded): a fork loop that retries forever would otherwise hold
+// the bound until its timeout or cancellation, and a workload without a budget has no
+// timeout. A program that meets the bound once and backs off (make -j, a thread pool
+// that retries) is refused for a moment and goes on. The refusals form one streak while
+// no two samples that see new ones are more than taskStormGap apart.
+const TaskStormWindow = time.Second
+
+// taskStormGap is the longest pause between refusals within one streak.
+const taskStormGap = 250 * time.Millisecond
 
 // readerSettleTimeout bounds how long Run waits for the output readers once the tree is
 // gone; a descendant that escaped with an inherited pipe cannot hold the call.
@@ -289,6 +321,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	observed := func(v float64) *float64 { return &v }
 	sample := 0
+	rc, _ := c.(refusalCounter)
+	var refusedBefore int64
+	var refusingSince, lastRefusal time.Time
 	for !done {
 		select {
 		case waitErr = <-exited:
@@ -311,6 +346,19 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 					stop(&Limit{Kind: "memory_limit_exceeded", Configured: float64(spec.MaxRSSBytes), Observed: observed(float64(total)), Unit: "bytes",
 						Recovery: "Raise target.budget.max_memory_bytes or reduce the workload's memory; the figure is the sampled resident memory of the whole process tree."})
 					continue
+				}
+			}
+			if rc != nil {
+				if n, current, counted := rc.tasksRefused(); counted && n > refusedBefore {
+					now := time.Now()
+					if refusingSince.IsZero() || now.Sub(lastRefusal) > taskStormGap {
+						refusingSince = now
+					}
+					refusedBefore, lastRefusal = n, now
+					if now.Sub(refusingSince) >= TaskStormWindow {
+						stop(taskStorm(res.MaxTasks, current, n))
+						continue
+					}
 				}
 			}
 			if spec.ReserveBytes > 0 && spec.ReserveDir != "" && sample%4 == 0 {

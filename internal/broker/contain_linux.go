@@ -95,6 +95,15 @@ func (c *linuxContainer) kill(exited <-chan error) (int, error, bool) {
 	return c.group.kill(exited)
 }
 
+// tasksRefused reads the refusals and tasks of a cgroup task bound (cgroup, cgroup_v1);
+// an rlimit bound counts neither.
+func (c *linuxContainer) tasksRefused() (refused, current int64, counted bool) {
+	if c.tl == nil || c.tl.dir == "" {
+		return 0, 0, false
+	}
+	return c.tl.refused(), c.tl.current(), true
+}
+
 func (c *linuxContainer) finish(res *Result, waitErr error, _ bool) {
 	res.DescendantsTerminated += c.end()
 	if c.inScope {

@@ -91,6 +91,19 @@ func (t *taskLimit) helperOptions(first int) (string, []*os.File) {
 	return strings.Join(opts, ","), files
 }
 
+// current reads how many tasks the cgroup holds (pids.current); 0 when it cannot be read.
+func (t *taskLimit) current() int64 {
+	if t == nil || t.dir == "" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(t.dir, "pids.current"))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
 // refused reads how many forks the cgroup refused at the bound.
 func (t *taskLimit) refused() int64 {
 	if t == nil || t.dir == "" {

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -192,5 +193,101 @@ func TestScopePidsMaxEnablesTheController(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(dir, "pids.max")); string(b) != "32" {
 			t.Errorf("pids.max = %q", b)
 		}
+	}
+}
+
+// forkForever forks sleeping children until the bound refuses one, then keeps retrying
+// every 10 ms without end, printing each child's pid to pids: the fork loop that holds
+// its bound until something stops it.
+const forkForever = `import os, time
+out = open("pids", "a")
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        time.sleep(0.01)
+        continue
+    if pid == 0:
+        time.sleep(3005)
+        os._exit(0)
+    out.write("%d\n" % pid); out.flush()
+`
+
+// forkOnce forks until the bound refuses one, then backs off: it waits 2 s (twice
+// TaskStormWindow), ends its children and exits 0.
+const forkOnce = `import os, signal, time
+kids = []
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(3005)
+        os._exit(0)
+    kids.append(pid)
+time.sleep(2)
+for k in kids:
+    os.kill(k, signal.SIGKILL)
+    os.waitpid(k, 0)
+`
+
+// python runs script with the python3 on PATH under the broker's test settings.
+func python(t *testing.T, script string) Spec {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	spec := sh(t, "")
+	spec.Path, spec.Args = py, []string{"python3", "-c", script}
+	return spec
+}
+
+// runCounted runs a Python script under a task bound of 32 that counts refusals (a
+// cgroup's), with a 60 s timeout as a safety net only; it skips where the bound counts
+// none.
+func runCounted(t *testing.T, script string) (Spec, *Result) {
+	t.Helper()
+	spec := python(t, script)
+	spec.MaxTasks = 32
+	spec.Timeout = 60 * time.Second
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TaskBound != "cgroup" && res.TaskBound != "cgroup_v1" {
+		t.Skipf("the task bound here (%q, mechanism %s) counts no refusals", res.TaskBound, res.Mechanism)
+	}
+	return spec, res
+}
+
+// TestTaskStormStopsTheTree: a workload that keeps forking at its bound for
+// TaskStormWindow is stopped with task_limit_exceeded (issue 40: "a fork bomb filled a
+// 1,500-task cap in 4 s"; without a workload budget nothing else would end it), and
+// nothing it started survives. Where the bound counts no refusals (rlimit) the storm
+// cannot be seen and the test skips.
+func TestTaskStormStopsTheTree(t *testing.T) {
+	spec, res := runCounted(t, forkForever)
+	b, _ := os.ReadFile(filepath.Join(spec.Dir, "pids"))
+	assertGone(t, pidsIn(t, b))
+	if res.Limit == nil || res.Limit.Kind != "task_limit_exceeded" || res.Limit.Unit != "tasks" || res.Limit.Configured != 32 {
+		t.Fatalf("limit = %+v, want task_limit_exceeded at 32 tasks; result %+v", res.Limit, res)
+	}
+	if res.Limit.Observed != nil && *res.Limit.Observed > 32 {
+		t.Errorf("observed %v tasks under a bound of 32", *res.Limit.Observed)
+	}
+	if !strings.Contains(res.Limit.Recovery, MaxTasksVariable) || res.TasksRefused < 1 || res.Termination != "terminated" {
+		t.Errorf("result = %+v, recovery %q", res, res.Limit.Recovery)
+	}
+}
+
+// TestTaskBoundRefusalThatBacksOffRuns: a workload refused once at its bound that backs
+// off and finishes is not stopped: the streak ends at the first sample without a new
+// refusal.
+func TestTaskBoundRefusalThatBacksOffRuns(t *testing.T) {
+	_, res := runCounted(t, forkOnce)
+	if res.Limit != nil || res.ExitCode == nil || *res.ExitCode != 0 || res.TasksRefused < 1 {
+		t.Fatalf("result = %+v; stderr %q", res, res.Stderr.Excerpt)
 	}
 }
