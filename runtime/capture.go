@@ -537,7 +537,10 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 				"an executable of case %q changed after admission; nothing more was run", c.name).With("case", c.name)
 		}
 	}
-	res, err := broker.Run(ctx, rt.brokerSpec(cr, c, launch, exdir, ex.stdout, ex.stderr))
+	res, err := runBroker(ctx, rt.brokerSpec(cr, c, launch, exdir, ex.stdout, ex.stderr))
+	if errors.Is(err, broker.ErrUncontained) {
+		return nil, uncontained(cr.providerID)
+	}
 	if err != nil && !errors.Is(err, broker.ErrStart) {
 		return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture could not run")
 	}
@@ -662,6 +665,21 @@ func (rt *Runtime) brokerSpec(cr *captureRequest, c boundCase, cmd boundCommand,
 	return spec
 }
 
+// runBroker runs one capture invocation: broker.Run, unless a test fakes it.
+var runBroker = broker.Run
+
+// uncontained is the state of a capture the OS would not contain (a Windows Job Object
+// could not be created or assigned, as inside a job that forbids nesting): the platform
+// cannot run the provider here (seed 001: "Missing ... permissions ... or platforms do
+// not change the catalog; the attempted tool returns typed remediation"). The broker
+// left nothing running.
+func uncontained(provider string) *failure.Failure {
+	return unavailable(&providers.UnavailableError{Provider: provider,
+		Message:     "this host would not contain the workload's processes (the OS refused a Job Object for it), so nothing was run",
+		Remediation: "Run Flameox where it may create and assign Job Objects (not inside a job that forbids nested jobs), or record the artifact elsewhere and analyze it here.",
+		Details:     map[string]any{"reason": "uncontained"}})
+}
+
 func containment(r *broker.Result) gen.Containment {
 	c := gen.Containment{Termination: r.Termination, DescendantsTerminated: int64(r.DescendantsTerminated),
 		ReadersSettled: r.ReadersSettled, PeakRssBytes: r.PeakRSS, RssSamples: int64(r.RSSSamples), WritableCheck: "complete"}
@@ -670,6 +688,7 @@ func containment(r *broker.Result) gen.Containment {
 	}
 	if r.Mechanism != "" {
 		c.Mechanism = strp(r.Mechanism)
+		c.Gaps = r.Gaps
 	}
 	return c
 }
@@ -695,7 +714,7 @@ func (rt *Runtime) runOracle(ctx context.Context, cr *captureRequest, ex *execut
 	spec := rt.brokerSpec(cr, oc, *cr.oracle, filepath.Dir(ex.stdout), "", "")
 	spec.WritableRoots, spec.MaxWritableGrowth = nil, 0
 	spec.ArtifactDir, spec.MaxArtifactBytes = "", 0
-	res, err := broker.Run(ctx, spec)
+	res, err := runBroker(ctx, spec)
 	o := &gen.SemanticOracle{Argv: cr.oracle.argv, Status: "failed", OutputStreams: diagnostics(res)}
 	if err == nil && res.ExitCode != nil {
 		code := int64(*res.ExitCode)

@@ -839,6 +839,8 @@ type Containment struct {
 	WritableCheck string `json:"writable_check"`
 	// The containment in force: cgroup (a cgroup v2 scope created for the invocation holds everything it started, whatever its parent or session: the kernel lists the members and cgroup.kill ends them; the subreaper helper runs inside it), subreaper (a per-invocation helper that every orphan of the tree reparents to, all of it killed when the invocation ends; where no scope can be created), process_group (the process group and the sampled tree only: macOS, or where the helper could not run) or job_object (a Windows Job Object with kill-on-close; decision 0055). Absent when nothing started, and in records written before it was recorded.
 	Mechanism *string `json:"mechanism,omitempty"`
+	// What the mechanism could not hold: descendants that left the process group, descendants that outlive the server, or memory the OS does not report. Absent: nothing.
+	Gaps []string `json:"gaps,omitempty"`
 }
 
 // SemanticOracle is the result of the experiment's semantic oracle after one capture.
