@@ -187,8 +187,14 @@ func Bind(exe string, unavailable func() error) (*Executable, error) {
 	return &Executable{Path: p, SHA256: sum}, nil
 }
 
-// Probe runs a short, bounded command (10 s, 64 KiB of output) in a throwaway directory
-// and returns its result when it exits 0.
+// probeTimeout bounds one probe. An import of PyTorch takes seconds on an idle machine
+// and several times that on a loaded one; a probe that times out reports the module
+// missing, so the bound is generous: it only keeps a hung interpreter from holding the
+// request.
+const probeTimeout = 60 * time.Second
+
+// Probe runs a short, bounded command (probeTimeout, 64 KiB of output) in a throwaway
+// directory and returns its result when it exits 0.
 func Probe(exe string, args ...string) (*broker.Result, bool) {
 	dir, err := os.MkdirTemp("", "flameox-probe-")
 	if err != nil {
@@ -196,7 +202,7 @@ func Probe(exe string, args ...string) (*broker.Result, bool) {
 	}
 	defer os.RemoveAll(dir)
 	res, err := broker.Run(context.Background(), broker.Spec{Path: exe, Args: append([]string{exe}, args...), Dir: dir,
-		Env: []string{"PATH=" + os.Getenv("PATH")}, ExcerptBytes: 256, MaxOutputBytes: 64 << 10, Timeout: 10 * time.Second})
+		Env: []string{"PATH=" + os.Getenv("PATH")}, ExcerptBytes: 256, MaxOutputBytes: 64 << 10, Timeout: probeTimeout})
 	return res, err == nil && res.ExitCode != nil && *res.ExitCode == 0
 }
 

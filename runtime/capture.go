@@ -1165,7 +1165,7 @@ func captureNextAction(cr *captureRequest, out *CaptureResult) *gen.NextAction {
 	}
 	if sources > 0 {
 		change := "the " + cr.analysis.Name + " arguments that caused it"
-		if name := fieldName(out.analysisField); name != "" {
+		if name := failure.FieldName(out.analysisField); name != "" {
 			change = name
 		}
 		what = append(what, fmt.Sprintf("The analysis of the captured artifacts failed (%s: %s); change %s.",
@@ -1344,24 +1344,6 @@ func (rt *Runtime) rememberCapture(r *record) string {
 	r.result.AnalysisID = id
 	rt.store1(id, r)
 	return id
-}
-
-// fieldName writes a field path as a message names it: limits.max_input_bytes,
-// sources[0].format; "" for none.
-func fieldName(path []any) string {
-	var b strings.Builder
-	for _, e := range path {
-		switch e := e.(type) {
-		case int, int64:
-			fmt.Fprintf(&b, "[%d]", e)
-		default:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			fmt.Fprint(&b, e)
-		}
-	}
-	return b.String()
 }
 
 // executionFix is what the first failed execution calls for: a bound to raise (timeout,

@@ -34,7 +34,8 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 		Short: "Run a workload under a collector, analyse what it produced and print the JSON result",
 		Long: "Run ARGV (no shell) in --cwd under the --provider collector, analyse the captured artifacts\n" +
 			"with --operation and print the result. Everything after -- is the target's argv.\n" +
-			"The exit status is 1 when an execution or the analysis failed; the result is still printed.",
+			"The exit status is 1 when an execution or the analysis failed; the result is still printed.\n\n" +
+			operationTable(true) + "\n" + wrapWords("Providers: ", captureProviderKinds()),
 		RunE: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()
 			if dash != 0 || len(args) == 0 {
@@ -216,6 +217,8 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&preserve, "preserve", false, "preserve the capture in the evidence store")
 	cmd.Flags().StringVar(&rescueTo, "rescue-to", "", "write the capture as a new evidence store at this absolute path")
 	cmd.MarkFlagRequired("provider")
+	_ = cmd.RegisterFlagCompletionFunc("provider", completeWords(captureProviderKinds))
+	_ = cmd.RegisterFlagCompletionFunc("operation", completeOperations(true))
 	return cmd
 }
 

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -31,8 +34,9 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return failure.Invalid(failure.Path(), nil, "%s: %s", c.CommandPath(), err.Error())
+		return fmt.Errorf("%s: %w", c.CommandPath(), err)
 	})
+	root.PersistentFlags().Bool("json", false, "print a failure as its one line of JSON even when stderr is a terminal")
 	mcp := &cobra.Command{Use: "mcp", Short: "Serve or inspect the MCP tool catalog"}
 	mcp.AddCommand(newServeCommand(), newInspectCommand(stdout))
 	root.AddCommand(mcp, newAnalyzeCommand(stdout), newCaptureCommand(stdout), newEvidenceCommand(stdout),
@@ -51,8 +55,14 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 			"working directory. --format applies to every path, or is repeated once per path in order.\n" +
 			"--evidence ID analyzes a preserved record's ordered analysis sources instead of paths.\n" +
 			"--preserve publishes the analysis to the evidence store; --rescue-to ABS_PATH writes it as a\n" +
-			"new store at a new directory instead (the two are mutually exclusive).",
+			"new store at a new directory instead (the two are mutually exclusive).\n\n" + operationTable(false),
 		Args: cobra.MinimumNArgs(1),
+		ValidArgsFunction: func(c *cobra.Command, args []string, to string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return completeOperations(false)(c, args, to)
+			}
+			return nil, cobra.ShellCompDirectiveDefault
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			if f := exclusivePublication(preserve, rescueTo); f != nil {
 				return f
@@ -105,6 +115,9 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 			defer notice.Stop()
 			res, f := rt.Analyze(progressContext(ctx, prog), op, raw)
 			if f != nil {
+				if evidence == "" {
+					namePath(f, sources)
+				}
 				return f
 			}
 			out := cliResult(res)
@@ -133,6 +146,7 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&evidence, "evidence", "", "analyze the ordered analysis sources of this preserved evidence")
 	cmd.Flags().BoolVar(&preserve, "preserve", false, "preserve the analysis in the evidence store")
 	cmd.Flags().StringVar(&rescueTo, "rescue-to", "", "write the analysis as a new evidence store at this absolute path")
+	_ = cmd.RegisterFlagCompletionFunc("format", completeWords(formatNames))
 	return cmd
 }
 
@@ -189,6 +203,31 @@ func pathSources(paths, formats []string) ([]any, *failure.Failure) {
 }
 
 // analyzeArguments builds the tool arguments the MCP tool would receive.
+// namePath adds the path and the OS's reason to a failure that names a path source the
+// CLI was given and cannot read: a person at the CLI gave that path, while MCP messages
+// stay path-free (seed 000).
+func namePath(f *failure.Failure, sources []any) {
+	if f.Code != gen.FailureCodeMissingOrChangedInput {
+		return
+	}
+	i, ok := f.Details["source_index"].(int)
+	if !ok || i < 0 || i >= len(sources) {
+		return
+	}
+	src, _ := sources[i].(map[string]any)
+	path, _ := src["path"].(string)
+	if path == "" {
+		return
+	}
+	_, err := os.Stat(path)
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return
+	}
+	f.Message += " (" + path + ": " + pe.Err.Error() + ")"
+	f.With("path", path)
+}
+
 func analyzeArguments(sources []any, arguments, token string) ([]byte, *failure.Failure) {
 	args := map[string]any{}
 	if arguments != "" {
@@ -324,13 +363,27 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-func asFailure(err error) *failure.Failure {
+// asFailure is err as the CLI reports it: a failure as it is; cobra's own usage errors
+// (an unknown command or flag, a missing argument), which carry no host data, as
+// INVALID_INPUT whose next step is the help of the command that ran (c; nil: the root).
+func asFailure(c *cobra.Command, err error) *failure.Failure {
 	var f *failure.Failure
 	if errors.As(err, &f) {
 		return f
 	}
-	// cobra's own argument errors carry no host data.
-	return failure.Invalid(failure.Path(), nil, "%s", err.Error())
+	f = failure.Invalid(failure.Path(), nil, "%s", err.Error())
+	f.NextAction = usageHelp(c)
+	return f
+}
+
+// usageHelp points at the help of c (nil: the root command).
+func usageHelp(c *cobra.Command) *gen.NextAction {
+	path := "flameox"
+	if c != nil {
+		path = c.CommandPath()
+	}
+	return &gen.NextAction{AdjustRequest: &gen.AdjustRequest{Kind: "adjust_request",
+		Message: "Run `" + path + " --help` for its usage, then run the command again."}}
 }
 
 // writeFailure prints f as one line of JSON: what MCP answers for the same failure.

@@ -23,12 +23,18 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := newRootCommand(stdin, stdout, stderr)
 	cmd.SetArgs(args)
-	if err := cmd.Execute(); err != nil {
+	ran, err := cmd.ExecuteC()
+	if err != nil {
 		var st exitStatus
 		if errors.As(err, &st) {
 			return int(st)
 		}
-		writeFailure(stderr, asFailure(err))
+		f := asFailure(ran, err)
+		if speaksToPerson(ran, stderr) {
+			writeHumanFailure(stderr, f)
+		} else {
+			writeFailure(stderr, f)
+		}
 		return 1
 	}
 	return 0

@@ -47,6 +47,7 @@ func newServeCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&limits, "limits", "", "RequestLimits JSON: startup ceilings for this server")
 	cmd.Flags().StringVar(&sets, "toolsets", "", toolsetsUsage())
+	_ = cmd.RegisterFlagCompletionFunc("toolsets", completeWords(toolsetNames))
 	return cmd
 }
 

@@ -170,12 +170,7 @@ func (s toolsets) instructions() string {
 
 // toolsetsUsage is the --toolsets help of mcp serve and mcp inspect.
 func toolsetsUsage() string {
-	var sets []string
-	for _, t := range gen.ToolsetValues() {
-		if t != gen.ToolsetEvidence {
-			sets = append(sets, string(t))
-		}
-	}
+	sets := toolsetNames()
 	return "comma-separated toolsets to load, default all (or " + toolsetsVariable + "): " + strings.Join(sets, ", ") +
 		"; a capture tool comes with its operation's toolset, and evidence (the lifecycle tools) is always loaded"
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/flameox/flameox/generated/contracts"
 )
@@ -92,6 +93,26 @@ func (f *Failure) Envelope() contracts.Failure {
 		NextAction:     next,
 		Details:        details,
 	}
+}
+
+// FieldName writes a field path as a message names it: limits.max_input_bytes,
+// sources[0].format; "" for none.
+func FieldName(path []any) string {
+	var b strings.Builder
+	for _, e := range path {
+		switch e := e.(type) {
+		case int, int64:
+			fmt.Fprintf(&b, "[%d]", e)
+		case float64:
+			fmt.Fprintf(&b, "[%g]", e)
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, e)
+		}
+	}
+	return b.String()
 }
 
 // Recoverable reports whether f is a non-error state (a missing capability, or a
