@@ -90,7 +90,9 @@ func (rt *Runtime) analyzeResolved(ctx context.Context, req *request, in []resol
 	}
 	page, err := a.Rows.Page(ctx, offset, req.limits.MaxRows, b.fits)
 	if err != nil {
-		return nil, providerFailure(ctx, err, offsetPath)
+		// A reader that decodes as it pages (Perfetto) fails here, not in Run: a declared
+		// format that detection contradicts is named the same way (issue 33 item 3).
+		return nil, rt.withDetectedFormat(req, in, providerFailure(ctx, err, offsetPath))
 	}
 	res, f := rt.envelope(req, in, a, page)
 	if f == nil && b.cut && res.Truncation != nil && res.Truncation.Reason == "row_limit" {

@@ -139,13 +139,13 @@ const MaxSessionRescues = 64
 
 // Runtime is AnalysisRuntime.
 type Runtime struct {
-	limits  gen.EffectiveLimits
+	limits gen.EffectiveLimits
 	// workloadCeiling bounds every capture execution's seconds (WorkloadCeilingVariable);
 	// zero: none.
 	workloadCeiling float64
-	tools   []*Tool
-	byName  map[string]*Tool
-	session string
+	tools           []*Tool
+	byName          map[string]*Tool
+	session         string
 
 	// store is the configured evidence store; storeErr says why there is none.
 	store    *repository.Store

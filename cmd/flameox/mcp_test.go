@@ -27,6 +27,9 @@ type session struct {
 	out   map[string]*jsonschema.Schema
 	rich  map[string]*jsonschema.Schema
 	store string
+	// rt is the served runtime, whose input validation every next action of every
+	// result must pass (validateActions).
+	rt *runtime.Runtime
 }
 
 func connect(t *testing.T, limits string) *session {
@@ -57,7 +60,7 @@ func connectWith(t *testing.T, limits, store string, opts *mcp.ClientOptions) *s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	s := &session{t: t, cs: cs, out: map[string]*jsonschema.Schema{}, rich: map[string]*jsonschema.Schema{}, store: store}
+	s := &session{t: t, cs: cs, out: map[string]*jsonschema.Schema{}, rich: map[string]*jsonschema.Schema{}, store: store, rt: rt}
 	s.listTools()
 	return s
 }
@@ -92,6 +95,7 @@ func (s *session) callParams(params *mcp.CallToolParams) (map[string]any, bool) 
 	if diff := cmp.Diff(fromText, fromStructured); diff != "" {
 		t.Fatalf("text and structuredContent differ:\n%s", diff)
 	}
+	s.validateActions(tool, fromText)
 	inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(text))
 	if s.out[tool] == nil {
 		// A tool the catalog does not have has no output schema to check against.
