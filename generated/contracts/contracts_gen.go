@@ -1648,20 +1648,24 @@ type GpuKernelMetricRow struct {
 	EstimatedSpeedup     *float64 `json:"estimated_speedup"`
 }
 
-// TritonAutotuneRow is one autotune selection: one cache entry of one kernel and key.
+// TritonAutotuneRow is one autotune selection of one kernel and key: a cache entry, or a listener record.
 type TritonAutotuneRow struct {
-	// Position of the entry in the source, from 0.
+	// Position of the entry or record in the source, from 0.
 	Index int64 `json:"index"`
-	// The autotune key as cached: the key arguments' values, then the argument dtypes.
+	// The kernel's function name (listener); null for a cache entry, which names it only in its file name.
+	Kernel *string `json:"kernel"`
+	// The autotune key: the key arguments' values, then the argument dtypes (as cached, or as the listener saw them).
 	Key            []any `json:"key"`
 	CandidateCount int64 `json:"candidate_count"`
-	// The chosen candidate (the lowest timings, compared in order as Triton compares them) and its first timing (median_ms; null when not finite).
+	// The chosen candidate (listener: the config Triton picked; cache: the lowest timings, compared in order as Triton compares them) and its first timing (median_ms; null when not finite).
 	ChosenIndex    *int64           `json:"chosen_index"`
 	ChosenConfig   map[string]any   `json:"chosen_config"`
 	ChosenTimingMS *float64         `json:"chosen_timing_ms"`
 	Candidates     []map[string]any `json:"candidates"`
-	// Whether the selection came from the cache; null: a cache entry does not record it.
+	// Listener: true when the selection was read from Triton's on-disk autotune cache without benchmarking; null for a cache entry, which does not record it.
 	CacheHit *bool `json:"cache_hit"`
+	// Listener: the seconds Triton spent benchmarking the candidates; null on a cache hit and for a cache entry.
+	TuningSeconds *float64 `json:"tuning_seconds"`
 }
 
 // SanitizerRecordRow is one record of a Compute Sanitizer XML log, in log order.
@@ -2811,8 +2815,8 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNameInspectTritonAutotune,
 		Toolset:          ToolsetGPU,
-		Description:      "List the autotune selections of Triton cache entries (*.autotune.json): key, every candidate config with its timings (ms), the chosen config (lowest timings, as Triton picks).",
-		Formats:          []Format{FormatTritonCache},
+		Description:      "List the autotune selections of Triton cache entries (*.autotune.json) or Flameox's Triton listener JSONL: key, every candidate config with its timings (ms), the chosen config (lowest timings, as Triton picks); the listener adds kernel, cache hit and tuning time.",
+		Formats:          []Format{FormatTritonCache, FormatTriton},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
@@ -2821,7 +2825,8 @@ var Operations = []OperationDecl{
 		Released:         true,
 		Limitations:      []string{},
 		FormatLimitations: map[Format][]string{
-			FormatTritonCache: []string{"Triton's cache entries (TRITON_CACHE_AUTOTUNING=1 or autotune(cache_results=True)) record the key and every benchmarked config with its timings, but neither the kernel's name (it is only in the entry's file name) nor whether a run reused the entry: cache_hit is null.", "A source is one *.autotune.json entry, or several entries one after another (the triton capture provider bundles every entry of its fresh cache, in path order, as JSON Lines); Flameox's triton listener JSONL is not read."},
+			FormatTriton:      []string{"Flameox's listener (python -m flameox_triton_listener, from providers/gpu/python; records go to FLAMEOX_TRITON_LISTENER_PATH) writes one record per selection: the first time an autotuner meets a key in a process. Launches that reuse its in-memory pick are not recorded, nor is an autotuner left with one config, which Triton runs without timing.", "cache_hit is true when Triton read the selection from its on-disk autotune cache instead of benchmarking; the timings are then the cached ones and tuning_seconds is null. The triton capture provider does not write this format (it bundles the cache: triton-cache)."},
+			FormatTritonCache: []string{"Triton's cache entries (TRITON_CACHE_AUTOTUNING=1 or autotune(cache_results=True)) record the key and every benchmarked config with its timings, but neither the kernel's name (it is only in the entry's file name: kernel is null) nor whether a run reused the entry or how long tuning took: cache_hit and tuning_seconds are null.", "A source is one *.autotune.json entry, or several entries one after another (the triton capture provider bundles every entry of its fresh cache, in path order, as JSON Lines)."},
 		},
 		Rows: []string{"TritonAutotuneRow"},
 	},

@@ -82,3 +82,34 @@ func FuzzReadTriton(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadTritonListener: go test ./providers/gpu -run '^$' -fuzz FuzzReadTritonListener -fuzztime 1m
+func FuzzReadTritonListener(f *testing.F) {
+	for _, s := range []string{
+		``, "\n\n", `{}`, `[]`,
+		`{"schema":"flameox.triton-autotune","version":"listener-v1","kernel":"add","key":[1024,"torch.float16"],"cache_hit":false,` +
+			`"tuning_seconds":0.5,"best_index":1,"candidates":[{"config":{"kwargs":{"BLOCK":64},"num_warps":4},"timings_ms":[0.5,0.4,0.6]},` +
+			`{"config":{"kwargs":{"BLOCK":128},"num_warps":8},"timings_ms":[0.25,0.2,0.3]}]}` + "\n",
+		`{"schema":"flameox.triton-autotune","version":"listener-v1","kernel":"k","key":[],"cache_hit":true,"tuning_seconds":null,` +
+			`"best_index":null,"candidates":[{"config":{},"timings_ms":["Infinity","NaN"]},{"config":{},"timings_ms":[0]}]}` + "\n" +
+			`{"schema":"flameox.triton-autotune","version":"listener-v1","kernel":"k","key":[1],"cache_hit":false,"best_index":0,"candidates":[{"config":{},"timings_ms":[]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := fuzztool.WriteInput(t, "triton-listener.jsonl", b)
+		rows, err := readTritonListener(context.Background(), providers.Input{Path: p, Format: gen.FormatTriton, Size: int64(len(b))})
+		fuzztool.CheckError(t, err, p)
+		for i, r := range rows {
+			if r.Index != int64(i) || r.CandidateCount != int64(len(r.Candidates)) || r.Kernel == nil || r.CacheHit == nil {
+				t.Fatalf("row %d: index %d, candidate_count %d of %d, kernel %v, cache_hit %v", i, r.Index, r.CandidateCount, len(r.Candidates), r.Kernel, r.CacheHit)
+			}
+			if r.ChosenIndex != nil && (*r.ChosenIndex < 0 || *r.ChosenIndex >= r.CandidateCount) {
+				t.Fatalf("row %d: chosen %d of %d candidates", i, *r.ChosenIndex, r.CandidateCount)
+			}
+			if r.TuningSeconds != nil && *r.TuningSeconds < 0 {
+				t.Fatalf("row %d: tuning_seconds %v", i, *r.TuningSeconds)
+			}
+		}
+	})
+}

@@ -106,6 +106,10 @@ func tritonRow(raw json.RawMessage, src, n int) (gen.TritonAutotuneRow, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	if err := d.Decode(&e); err != nil || e.Key == nil || e.ConfigsTimings == nil {
+		if n == 0 && e.ConfigsTimings == nil && bytes.Contains(raw, []byte(`"`+listenerSchema+`"`)) {
+			return gen.TritonAutotuneRow{}, &providers.UnsupportedError{Source: src,
+				Message: fmt.Sprintf("source %d is Flameox's Triton listener JSONL, not a Triton autotune cache entry: give its format as triton", src)}
+		}
 		if n == 0 && (err != nil || (e.Key == nil && e.ConfigsTimings == nil)) {
 			return gen.TritonAutotuneRow{}, &providers.UnsupportedError{Source: src,
 				Message: fmt.Sprintf("source %d is not a Triton autotune cache entry (an object with key and configs_timings)", src)}
@@ -116,10 +120,8 @@ func tritonRow(raw json.RawMessage, src, n int) (gen.TritonAutotuneRow, error) {
 		return gen.TritonAutotuneRow{}, &providers.LimitError{Source: src, Limit: maxTritonCandidates, Unit: "configs",
 			Message: fmt.Sprintf("source %d: entry %d has more than %d configs", src, n, maxTritonCandidates)}
 	}
-	row := gen.TritonAutotuneRow{Index: int64(n), Key: unmarkAll(e.Key), CandidateCount: int64(len(e.ConfigsTimings)),
-		Candidates: make([]map[string]any, 0, len(e.ConfigsTimings))}
-	firsts := make([]float64, len(e.ConfigsTimings))
-	var best []float64
+	row := gen.TritonAutotuneRow{Index: int64(n), Key: unmarkAll(e.Key)}
+	pairs := make([]tritonPair, 0, len(e.ConfigsTimings))
 	for i, ct := range e.ConfigsTimings {
 		if len(ct) != 2 {
 			return row, tritonDecodeErr(src, n, "configs_timings[%d] is not a [config, timings] pair", i)
@@ -135,26 +137,54 @@ func tritonRow(raw json.RawMessage, src, n int) (gen.TritonAutotuneRow, error) {
 		if err != nil {
 			return row, tritonDecodeErr(src, n, "configs_timings[%d] has timings that are not numbers", i)
 		}
-		row.Candidates = append(row.Candidates, tritonCandidate(cfg, vals))
-		firsts[i] = math.NaN()
-		if len(vals) > 0 {
-			firsts[i] = vals[0]
-		}
-		if len(vals) > 0 && (best == nil || less(vals, best)) {
-			best = vals
-			k := int64(i)
-			row.ChosenIndex, row.ChosenConfig = &k, cfg
-			row.ChosenTimingMS = finite(vals[0])
-		}
+		pairs = append(pairs, tritonPair{cfg, vals})
 	}
-	if row.ChosenIndex != nil {
-		chosen := firsts[*row.ChosenIndex]
-		for i, c := range row.Candidates {
-			c["ratio_to_chosen"] = ratio(firsts[i], chosen)
-		}
-	}
+	tritonSelect(&row, pairs, -1)
 	return row, nil
 }
+
+// tritonPair is one candidate config and its timings (ms).
+type tritonPair struct {
+	cfg  map[string]any
+	vals []float64
+}
+
+// tritonSelect sets the candidates of row and its chosen config: chosen is the index
+// Triton recorded (a listener record), or -1 for Triton's own rule, the lowest timings
+// (min(timings, key=timings.get); a cache entry). Each candidate's ratio is its first
+// timing over the chosen one's.
+func tritonSelect(row *gen.TritonAutotuneRow, pairs []tritonPair, chosen int) {
+	row.CandidateCount = int64(len(pairs))
+	row.Candidates = make([]map[string]any, 0, len(pairs))
+	var best []float64
+	for i, p := range pairs {
+		row.Candidates = append(row.Candidates, tritonCandidate(p.cfg, p.vals))
+		if chosen < 0 && len(p.vals) > 0 && (best == nil || less(p.vals, best)) {
+			best = p.vals
+			row.ChosenIndex = ptr(int64(i))
+		}
+	}
+	if chosen >= 0 && chosen < len(pairs) {
+		row.ChosenIndex = ptr(int64(chosen))
+	}
+	if row.ChosenIndex == nil {
+		return
+	}
+	c := pairs[*row.ChosenIndex]
+	row.ChosenConfig = c.cfg
+	first := math.NaN()
+	if len(c.vals) > 0 {
+		first = c.vals[0]
+		row.ChosenTimingMS = finite(first)
+	}
+	for i, p := range pairs {
+		if len(p.vals) > 0 {
+			row.Candidates[i]["ratio_to_chosen"] = ratio(p.vals[0], first)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // tritonQuantiles are the quantiles Triton's autotuner asks do_bench for, in the order it
 // caches them (Autotuner._bench: quantiles=(0.5, 0.2, 0.8)), as candidate fields.
@@ -240,9 +270,20 @@ func less(a, b []float64) bool {
 	return len(a) < len(b)
 }
 
-// inspectTriton is inspect_triton_autotune.
+// inspectTriton is inspect_triton_autotune: Triton cache entries (triton-cache) or
+// Flameox listener records (triton).
 func inspectTriton(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
-	rows, err := readTriton(ctx, req.Inputs[0])
+	in := req.Inputs[0]
+	listener := in.Format == gen.FormatTriton
+	var (
+		rows []gen.TritonAutotuneRow
+		err  error
+	)
+	if listener {
+		rows, err = readTritonListener(ctx, in)
+	} else {
+		rows, err = readTriton(ctx, in)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -250,12 +291,28 @@ func inspectTriton(ctx context.Context, req *providers.Request[gen.NoFields]) (*
 	for _, r := range rows {
 		candidates += r.CandidateCount
 	}
-	m := map[string]any{"selection_count": len(rows), "candidate_count": candidates, "cache_hit_count": nil}
+	m := map[string]any{"selection_count": len(rows), "candidate_count": candidates, "cache_hit_count": nil, "tuning_seconds": nil}
+	p := tritonProvider()
 	var lim []string
-	if len(rows) == 0 {
+	if listener {
+		p = listenerProvider()
+		hits, seconds := 0, 0.0
+		for _, r := range rows {
+			if r.CacheHit != nil && *r.CacheHit {
+				hits++
+			}
+			if r.TuningSeconds != nil {
+				seconds += *r.TuningSeconds
+			}
+		}
+		m["cache_hit_count"], m["tuning_seconds"] = hits, seconds
+		if len(rows) == 0 {
+			lim = append(lim, "no_autotune_entries: the listener recorded no selection; no autotuner with two or more configs met a new key, Triton was not imported, or the workload set its own knobs.autotuning.listener over Flameox's.")
+		}
+	} else if len(rows) == 0 {
 		lim = append(lim, "no_autotune_entries: the source holds no cache entry; no autotuner tuned (a single config, or a kernel without @triton.autotune), or tuning did not finish.")
 	}
-	return &providers.Analysis{Provider: tritonProvider(), Metrics: m, Rows: providers.ProjectSlice(rows, func(r gen.TritonAutotuneRow) gen.TritonAutotuneRow { return r }),
+	return &providers.Analysis{Provider: p, Metrics: m, Rows: providers.ProjectSlice(rows, func(r gen.TritonAutotuneRow) gen.TritonAutotuneRow { return r }),
 		Limitations: lim}, nil
 }
 

@@ -52,7 +52,7 @@ for n, e in enumerate(docs):
     rows.append({"index": n, "key": e["key"], "candidate_count": len(cands), "chosen_index": best,
         "chosen_config": e["configs_timings"][best][0] if best is not None else None,
         "chosen_timing_ms": fin(times[best][0]) if best is not None else None,
-        "candidates": cands, "cache_hit": None})
+        "candidates": cands, "cache_hit": None, "kernel": None, "tuning_seconds": None})
 json.dump(rows, sys.stdout)
 `
 

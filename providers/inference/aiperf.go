@@ -46,7 +46,7 @@ func aiperfVariant(in providers.Input) (string, error) {
 	}
 	defer f.Close()
 	lr := newLineReader(f, in.Index, maxAIPerfLine, "AIPerf record")
-	line, _, err := lr.next()
+	line, _, err := lr.Next()
 	var le *providers.LimitError
 	switch {
 	case errors.Is(err, io.EOF):

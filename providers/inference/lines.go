@@ -1,8 +1,6 @@
 package inference
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	stdjson "encoding/json"
 	"errors"
@@ -12,74 +10,25 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/jsonlines"
 )
 
-// lineReader reads the records of a JSON Lines stream one at a time, each line bounded,
-// without a Scanner's token cap. Blank lines are skipped but counted, so a record keeps
-// its physical line index.
+// lineReader is a bounded JSON Lines reader (jsonlines.Reader) with the errors of the
+// inference families' records.
 type lineReader struct {
-	r      *bufio.Reader
-	max    int
-	buf    []byte
-	lines  int
+	*jsonlines.Reader
 	source int
-	// what names a record in messages ("AIPerf record", "Mooncake request").
-	what string
-	// terminated reports whether the last record returned ended with a newline.
-	terminated bool
 }
 
 func newLineReader(r io.Reader, source, max int, what string) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max, source: source, what: what}
-}
-
-// next returns the next non-blank line without its line ending, and its zero-based line
-// index; io.EOF at the end. The line is valid until the next call.
-func (l *lineReader) next() ([]byte, int, error) {
-	for {
-		l.buf = l.buf[:0]
-		line, err := l.r.ReadSlice('\n')
-		for errors.Is(err, bufio.ErrBufferFull) {
-			l.buf = append(l.buf, line...)
-			if len(l.buf) > l.max+2 {
-				return nil, 0, &providers.LimitError{Source: l.source, Unit: "bytes", Limit: int64(l.max),
-					Message: fmt.Sprintf("line %d is longer than %d bytes, the bound of one %s", l.lines, l.max, l.what),
-					Details: map[string]any{"line": l.lines}}
-			}
-			line, err = l.r.ReadSlice('\n')
-		}
-		if len(l.buf) > 0 {
-			l.buf = append(l.buf, line...)
-			line = l.buf
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, 0, &providers.DecodeError{Source: l.source, Err: err,
-				Message: fmt.Sprintf("the input could not be read after line %d (bad compression or I/O error)", l.lines)}
-		}
-		if len(line) == 0 {
-			return nil, 0, io.EOF
-		}
-		index := l.lines
-		l.lines++
-		l.terminated = line[len(line)-1] == '\n'
-		trimmed := bytes.TrimRight(line, "\r\n")
-		if len(trimmed) > l.max {
-			return nil, 0, &providers.LimitError{Source: l.source, Unit: "bytes", Limit: int64(l.max),
-				Message: fmt.Sprintf("line %d is longer than %d bytes, the bound of one %s", index, l.max, l.what),
-				Details: map[string]any{"line": index}}
-		}
-		if len(bytes.TrimSpace(trimmed)) == 0 {
-			continue
-		}
-		return trimmed, index, nil
-	}
+	return &lineReader{Reader: jsonlines.New(r, source, max, what), source: source}
 }
 
 // lineError is the DecodeError of a record that is not what its format requires; a last
 // line without its newline is named as a likely truncation.
 func (l *lineReader) lineError(index int, err error, format string, args ...any) error {
 	msg := fmt.Sprintf("line %d: ", index) + fmt.Sprintf(format, args...)
-	if !l.terminated {
+	if !l.Terminated() {
 		msg += " (the last line has no newline: the file may be truncated)"
 	}
 	details := map[string]any{"line": index}
@@ -106,7 +55,7 @@ func eachLine(ctx context.Context, in providers.Input, max int, what string, fn 
 		if n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		line, index, err := lr.next()
+		line, index, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}

@@ -26,7 +26,7 @@ func summarizeObservations(ctx context.Context, in providers.Input, limits gen.E
 	var count int64
 	torn := false
 	for {
-		line, idx, err := lr.next()
+		line, idx, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -35,7 +35,7 @@ func summarizeObservations(ctx context.Context, in providers.Input, limits gen.E
 		}
 		row, err := observation(lr, line, idx)
 		if err != nil {
-			if !lr.terminated {
+			if !lr.Terminated() {
 				torn = true
 				break
 			}

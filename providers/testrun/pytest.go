@@ -120,7 +120,7 @@ func readPytest(ctx context.Context, in providers.Input, maxBytes int64) (*run, 
 		byInvocation: map[string]*invocation{}, unknown: map[string]int64{}}
 	lr := newLineReader(f, in.Index, "pytest event")
 	for {
-		line, idx, err := lr.next()
+		line, idx, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -129,7 +129,7 @@ func readPytest(ctx context.Context, in providers.Input, maxBytes int64) (*run, 
 		}
 		var ev event
 		if err := json.Unmarshal(line, &ev); err != nil || ev.Event == "" {
-			if !lr.terminated {
+			if !lr.Terminated() {
 				// A run killed mid-write leaves a torn last line.
 				r.tornLastLine = true
 				break
