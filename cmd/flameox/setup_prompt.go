@@ -44,6 +44,10 @@ const (
 type setupPrompt struct {
 	in  *bufio.Reader
 	out io.Writer
+	// providers are prepared after the confirmation, before the writes.
+	providers []string
+	// confirmed is set once the plan (with its warnings) was shown and approved.
+	confirmed bool
 }
 
 // errPromptLine is an answer longer than maxPromptLine.
@@ -160,11 +164,23 @@ func (p *setupPrompt) confirm(plans []setup.Plan) error {
 			writes++
 		}
 		fmt.Fprintf(p.out, "  %s: %s %s\n", pl.Name, verb, pl.Path)
+		for _, w := range pl.Warnings {
+			fmt.Fprintf(p.out, "    warning: %s\n", w.Message)
+		}
 	}
-	if writes == 0 {
+	if writes == 0 && len(p.providers) == 0 {
+		p.confirmed = true
 		return nil
 	}
-	fmt.Fprintf(p.out, "Write %s? [y/N] ", setup.Plural(writes, "file"))
+	var asks []string
+	if len(p.providers) > 0 {
+		asks = append(asks, "Prepare "+strings.Join(p.providers, ", ")+" with flameox prepare")
+	}
+	if writes > 0 {
+		asks = append(asks, "write "+setup.Plural(writes, "file"))
+	}
+	q := strings.Join(asks, ", then ")
+	fmt.Fprintf(p.out, "%s%s? [y/N] ", strings.ToUpper(q[:1]), q[1:])
 	line, err := p.readLine()
 	if err != nil {
 		fmt.Fprintln(p.out)
@@ -173,5 +189,6 @@ func (p *setupPrompt) confirm(plans []setup.Plan) error {
 	if a := strings.ToLower(line); a != "y" && a != "yes" {
 		return cancelled()
 	}
+	p.confirmed = true
 	return nil
 }

@@ -28,15 +28,17 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 			"release (--version exactly, else the latest release on the Go module proxy, never a downgrade),\n" +
 			"install it with `go install " + fxupdate.Module + "/cmd/flameox@VERSION` into a versioned directory,\n" +
 			"verify it with its own --version and `mcp inspect`, and repoint each client atomically.\n" +
-			"--check and --dry-run only report.",
+			"An entry is Flameox's when its command is an absolute executable run as `mcp serve` whose\n" +
+			"--version says Flameox, whatever its name; others are reported and left. --check and\n" +
+			"--dry-run only report, a failed release lookup included. The report is JSON with --json or\n" +
+			"when stdout is not a terminal, else a short summary.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			_ = jsonOut
 			if err := checkClients(clients); err != nil {
 				return err
 			}
-			if timeoutSeconds < 1 || timeoutSeconds > 3600 {
-				return failure.Invalid(failure.Path("timeout_seconds"), nil, "--timeout-seconds must be between 1 and 3600")
+			if err := checkTimeout(timeoutSeconds); err != nil {
+				return err
 			}
 			if version != "" {
 				if version = fxupdate.Canonical(version); version == "" {
@@ -54,6 +56,13 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 			rep, err := fxupdate.Run(ctx, fxupdate.Options{Clients: clients, Version: version, GOPROXY: os.Getenv("GOPROXY"),
 				Running: fxupdate.Canonical(runtime.Version), Check: check, DryRun: dryRun, DataDir: runtime.DataDir, Progress: prog})
 			prog.Stop()
+			if rep != nil {
+				updateNotes(c.ErrOrStderr(), rep)
+			}
+			if rep != nil && !jsonOut && isTerminal(stdout) {
+				writeUpdateSummary(stdout, rep)
+				return err
+			}
 			return printReport(stdout, rep, err)
 		},
 	}
@@ -61,7 +70,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&version, "version", "", "install exactly this release (vX.Y.Z; older releases allowed)")
 	cmd.Flags().BoolVar(&check, "check", false, "report the configured and latest versions and change nothing")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan and install or write nothing")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the JSON report (always on)")
-	cmd.Flags().IntVar(&timeoutSeconds, "timeout-seconds", 900, "overall bound of the release lookup, install and verification (1-3600)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the JSON report even on a terminal")
+	cmd.Flags().IntVar(&timeoutSeconds, "timeout-seconds", defaultTimeoutSeconds, "overall bound of the release lookup, install and verification (1-3600)")
 	return cmd
 }

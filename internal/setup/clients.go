@@ -9,6 +9,7 @@ package setup
 import (
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 )
 
 // Format is a configuration file format.
@@ -31,14 +32,24 @@ type Client struct {
 	section string
 }
 
-// ClientIDs lists the supported clients in catalog order.
-var ClientIDs = []string{"claude", "cursor", "opencode", "codex", "gemini", "antigravity"}
+// ClientIDs lists the supported clients: catalog order, then the clients added since
+// (decision 0060), so that the prompt's numbers of the first six stay.
+var ClientIDs = []string{"claude", "cursor", "opencode", "codex", "gemini", "antigravity", "vscode", "claude-desktop"}
 
-// Env is what path resolution reads: the environment and the working directory that
-// relative override paths are resolved against.
+// Env is what path resolution reads: the environment, the working directory that
+// relative override paths are resolved against, and the operating system whose
+// locations apply (GOOS; "" is the running one).
 type Env struct {
 	Getenv func(string) string
 	Cwd    string
+	GOOS   string
+}
+
+func (e Env) goos() string {
+	if e.GOOS == "" {
+		return goruntime.GOOS
+	}
+	return e.GOOS
 }
 
 // OSEnv is the process environment and working directory.
@@ -97,7 +108,34 @@ func Clients(e Env, home string) []Client {
 	ag := filepath.Join(home, ".gemini", "config", "mcp_config.json")
 	out = append(out, Client{ID: "antigravity", Name: "Google Antigravity", Path: ag, Format: JSON, section: "mcpServers",
 		Detected: exists(filepath.Join(home, ".agent")) || exists(filepath.Join(home, ".gemini", "antigravity")) || exists(ag)})
+
+	// VS Code's user mcp.json (JSONC, top-level "servers", entries with "type": "stdio") and
+	// Claude Desktop's claude_desktop_config.json ("mcpServers") live in the per-user
+	// application-data directory of each operating system (appData).
+	app := appData(e, home)
+	codeDir := filepath.Join(app, "Code")
+	vscode := filepath.Join(codeDir, "User", "mcp.json")
+	out = append(out, Client{ID: "vscode", Name: "VS Code", Path: vscode, Format: JSONC, section: "servers",
+		Detected: exists(codeDir) || exists(vscode)})
+	desktopDir := filepath.Join(app, "Claude")
+	out = append(out, Client{ID: "claude-desktop", Name: "Claude Desktop", Path: filepath.Join(desktopDir, "claude_desktop_config.json"),
+		Format: JSON, section: "mcpServers", Detected: exists(desktopDir)})
 	return out
+}
+
+// appData is the per-user application-data directory VS Code and Claude Desktop keep
+// their settings in: ~/Library/Application Support on macOS, %APPDATA% (default
+// ~\AppData\Roaming) on Windows, and ${XDG_CONFIG_HOME:-~/.config} elsewhere (Electron's
+// choice on Linux; Claude Desktop has no official Linux build, and its community builds
+// use the same directory).
+func appData(e Env, home string) string {
+	switch e.goos() {
+	case "darwin":
+		return filepath.Join(home, "Library", "Application Support")
+	case "windows":
+		return e.dirOr("APPDATA", filepath.Join(home, "AppData", "Roaming"))
+	}
+	return e.dirOr("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 }
 
 // openCode resolves OpenCode's file: OPENCODE_CONFIG_DIR, then OPENCODE_CONFIG (a file),

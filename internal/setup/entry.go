@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/tailscale/hujson"
@@ -16,14 +16,44 @@ type Configured struct {
 	// Present is true when the file has a flameox entry at all.
 	Present bool
 	// Launcher is the entry's command and arguments (OpenCode's command list split into
-	// the command and the rest).
+	// the command and the rest); empty when the entry names no command.
 	Launcher Launcher
-	// Recognized is true when the launcher is a Flameox executable that update may
-	// repoint: an absolute path whose base name is flameox (flameox.exe), run as
-	// `mcp serve`.
-	Recognized bool
+	// NotStdio names the transport of an entry that is not a stdio launcher ("http",
+	// "sse", "remote", or "url" for an entry with a URL and no type); "" for stdio.
+	NotStdio string
+	// Disabled is true when the entry is switched off (disabled: true, or enabled: false).
+	Disabled bool
 	// Problem says why a file could not be read (unreadable, symlink, invalid_syntax).
 	Problem string
+}
+
+// Warning is a non-fatal finding about a client's entry, in the plan (setup) or the
+// client's state (update), and on stderr.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Warning codes.
+const (
+	// WarnDisabled: the entry is disabled; its launcher is updated and it stays disabled.
+	WarnDisabled = "disabled_entry"
+	// WarnCustomLauncher: the entry ran something Recognize does not recognize as Flameox.
+	WarnCustomLauncher = "custom_launcher"
+	// WarnNotStdio: the entry is an HTTP (or other non-stdio) server; it is left as it is.
+	WarnNotStdio = "not_stdio"
+)
+
+// DisabledWarning is the warning of a disabled entry whose launcher is written anyway.
+func DisabledWarning(c Client) Warning {
+	return Warning{Code: WarnDisabled, Message: "the flameox entry is disabled in " + c.Name +
+		"; its launcher is updated and it stays disabled, so " + c.Name + " does not start Flameox until you enable it there"}
+}
+
+// NotStdioMessage says why an entry of transport t is not rewritten.
+func NotStdioMessage(t string) string {
+	return "the flameox entry is not a stdio launcher (its transport is " + t + "), so it is left as it is; " +
+		"remove or rename that entry to register this flameox"
 }
 
 // ReadConfigured reads the client's flameox entry without changing anything. A missing
@@ -44,37 +74,59 @@ func ReadConfigured(c Client) Configured {
 	if err != nil {
 		return Configured{Problem: "unreadable"}
 	}
+	cf, err := readEntry(c, src)
+	if err != nil {
+		return Configured{Problem: "invalid_syntax"}
+	}
+	return cf
+}
+
+// readEntry parses src (the client's format) and describes its flameox entry.
+func readEntry(c Client, src []byte) (Configured, error) {
 	var doc map[string]any
+	if len(strings.TrimSpace(string(src))) == 0 {
+		return Configured{}, nil
+	}
 	if c.Format == TOML {
 		if err := toml.Unmarshal(src, &doc); err != nil {
-			return Configured{Problem: "invalid_syntax"}
+			return Configured{}, err
 		}
 	} else {
-		std, err := hujson.Standardize(src)
-		if err != nil || json.Unmarshal(std, &doc) != nil {
-			return Configured{Problem: "invalid_syntax"}
+		std, err := hujson.Standardize(append([]byte{}, src...))
+		if err != nil {
+			return Configured{}, err
+		}
+		if err := json.Unmarshal(std, &doc); err != nil {
+			return Configured{}, err
 		}
 	}
 	section, _ := doc[c.section].(map[string]any)
 	e, ok := section["flameox"].(map[string]any)
 	if !ok {
-		return Configured{Present: section["flameox"] != nil}
+		return Configured{Present: section["flameox"] != nil}, nil
 	}
-	out := Configured{Present: true}
+	out := Configured{Present: true, Disabled: e["disabled"] == true || e["enabled"] == false}
+	if t, ok := e["type"].(string); ok {
+		if lt := strings.ToLower(t); lt != "stdio" && lt != "local" {
+			out.NotStdio = t
+		}
+	} else {
+		for _, k := range []string{"url", "serverUrl", "httpUrl"} {
+			if e[k] != nil {
+				out.NotStdio = "url"
+			}
+		}
+	}
 	var argv []string
 	if c.ID == "opencode" {
 		argv = stringList(e["command"])
 	} else if cmd, ok := e["command"].(string); ok {
 		argv = append([]string{cmd}, stringList(e["args"])...)
 	}
-	if len(argv) == 0 {
-		return out
+	if len(argv) > 0 {
+		out.Launcher = Launcher{Command: argv[0], Args: argv[1:]}
 	}
-	out.Launcher = Launcher{Command: argv[0], Args: argv[1:]}
-	base := filepath.Base(argv[0])
-	out.Recognized = filepath.IsAbs(argv[0]) && (base == "flameox" || base == "flameox.exe") &&
-		len(argv) == 3 && argv[1] == "mcp" && argv[2] == "serve"
-	return out
+	return out, nil
 }
 
 // stringList returns v as a list of strings, or nil when it is not one.

@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,9 @@ func Locate(env Env) ([]Client, error) {
 		}
 	}
 	home := env.Getenv("HOME")
+	if home == "" && env.goos() == "windows" {
+		home = env.Getenv("USERPROFILE")
+	}
 	if home == "" || !filepath.IsAbs(home) {
 		return nil, failure.New(gen.FailureCodeSetupFailure, "HOME is unset or not absolute; set it to your home directory")
 	}
@@ -58,42 +62,70 @@ type Options struct {
 	Select  []string
 	// Launcher is what each selected client's flameox entry will run.
 	Launcher Launcher
-	// Version is the report's resolved_version.
+	// Version is the report's resolved_version, the version the launcher must report.
 	Version string
-	// DryRun plans and writes nothing.
+	// Providers are the provider ids (sorted, each once) the launcher's executable
+	// prepares before any file is written (PrepareProviders).
+	Providers []string
+	// DryRun plans and verifies, and prepares and writes nothing.
 	DryRun bool
-	// Confirm, when not nil, is asked once every plan is made and none is refused; an
-	// error cancels the run before anything is written and is returned without a report.
+	// TempDir and GoCache are the temporary directory and the go build cache: a launcher
+	// under either (or in a go-build work directory) is refused (Temporary).
+	TempDir, GoCache string
+	// LookPath finds the flameox first on PATH for the PATH advisory (PathAdvisory); nil
+	// checks nothing.
+	LookPath func(string) (string, error)
+	// Confirm, when not nil, is asked once every plan is made and verified and none is
+	// refused; an error cancels the run before anything is prepared or written and is
+	// returned without a report.
 	Confirm func([]Plan) error
 	// Progress is told each step; nil is told nothing.
 	Progress Progress
+	// Verify checks the launcher's executable; nil is VerifyExecutable with Version.
+	Verify func(context.Context, Launcher) error
+	// Recognize is the recognition rule for existing entries; nil is Recognize.
+	Recognize func(context.Context, Launcher) (Identity, bool)
+	// Prepare prepares Providers; nil is PrepareProviders.
+	Prepare func(context.Context, Launcher, []string) (*Preparation, error)
 }
 
-// Report is the JSON report of flameox setup (catalog §11.2, less the uvx-specific
-// fields: the launcher is the flameox executable, so there is no preparation command).
+// Report is the JSON report of flameox setup (catalog §11.2 for a Go binary: the launcher
+// is the flameox executable itself, verified before any write, and providers are
+// prepared by running it; decision 0060).
 type Report struct {
-	Command                   string        `json:"command"`
-	Args                      []string      `json:"args"`
-	ResolvedVersion           string        `json:"resolved_version"`
-	DryRun                    bool          `json:"dry_run"`
-	Plan                      []PlanItem    `json:"plan"`
-	Clients                   []ClientState `json:"clients"`
-	ClientRegistrationChanged bool          `json:"client_registration_changed"`
-	RepositoryCreated         bool          `json:"repository_created"`
-	RestartRequired           bool          `json:"restart_required"`
-	NextAction                *NextAction   `json:"next_action"`
+	Command         string   `json:"command"`
+	Args            []string `json:"args"`
+	ResolvedVersion string   `json:"resolved_version"`
+	DryRun          bool     `json:"dry_run"`
+	// Providers are the requested provider ids; PreparationCommand prepares them (null
+	// for none).
+	Providers          []string `json:"providers"`
+	PreparationCommand []string `json:"preparation_command"`
+	// Verified is true once the executable reported the version and a tool catalog.
+	Verified bool       `json:"verified"`
+	Plan     []PlanItem `json:"plan"`
+	// PreparedManagedProviders and ExternalGuidance are what the preparation reported.
+	PreparedManagedProviders  []gen.PreparableProvider  `json:"prepared_managed_providers"`
+	ExternalGuidance          []gen.ProviderRequirement `json:"external_guidance"`
+	Advisories                []Advisory                `json:"advisories"`
+	Clients                   []ClientState             `json:"clients"`
+	ClientRegistrationChanged bool                      `json:"client_registration_changed"`
+	RepositoryCreated         bool                      `json:"repository_created"`
+	RestartRequired           bool                      `json:"restart_required"`
+	NextAction                *NextAction               `json:"next_action"`
 }
 
 // PlanItem is one planned client of the report.
 type PlanItem struct {
-	Client   string `json:"client"`
-	Name     string `json:"name"`
-	Path     string `json:"path"`
-	Format   string `json:"format"`
-	Action   string `json:"action"`
-	Detected bool   `json:"detected"`
-	Reason   string `json:"reason,omitempty"`
-	Message  string `json:"message,omitempty"`
+	Client   string    `json:"client"`
+	Name     string    `json:"name"`
+	Path     string    `json:"path"`
+	Format   string    `json:"format"`
+	Action   string    `json:"action"`
+	Detected bool      `json:"detected"`
+	Reason   string    `json:"reason,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 // ClientState is what setup did with one client: created, updated, already_current, or
@@ -122,13 +154,36 @@ func Reconnect(changed []string, message string) *NextAction {
 	return &NextAction{Kind: "reconnect_mcp", Clients: changed, Message: message}
 }
 
-// Run plans the selected clients' entries and, unless the run is a dry run or a plan is
-// refused, writes them (ApplyAll). The report is nil only when nothing is to be printed
-// (Confirm cancelled); otherwise it is printed before the error, a typed failure. A
-// refusal found while planning stops every write: the selection is applied whole or not
-// at all as far as planning can tell.
-func Run(opts Options) (*Report, error) {
+// InstallGuidance is how to get a flameox that can be registered.
+const InstallGuidance = "install flameox first (go install github.com/flameox/flameox/cmd/flameox@latest, " +
+	"or copy the executable to a permanent directory) and run setup with the installed one"
+
+// Run is flameox setup. It refuses a launcher in a temporary location, plans the
+// selected clients' entries (warning about disabled entries and custom launchers it
+// replaces), verifies the launcher's executable (VerifyExecutable), and unless the run
+// is a dry run or a plan is refused, asks Confirm, prepares the requested providers with
+// that executable, and writes the clients (ApplyAll). Nothing is written before the
+// verification and the preparation succeeded. The report is nil only when nothing is to
+// be printed (the launcher is temporary, or Confirm cancelled); otherwise it is printed
+// before the error, a typed failure. A refusal found while planning stops every write:
+// the selection is applied whole or not at all as far as planning can tell.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if why := Temporary(opts.Launcher.Command, opts.TempDir, opts.GoCache); why != "" {
+		return nil, failure.New(gen.FailureCodeSetupFailure,
+			"setup refuses to register %s: it runs from %s, where an MCP client cannot rely on finding it later. To register Flameox, %s",
+			opts.Launcher.Command, why, InstallGuidance).With("reason", "temporary_executable")
+	}
 	prog := OrNone(opts.Progress)
+	verify, recognize, prepare := opts.Verify, opts.Recognize, opts.Prepare
+	if verify == nil {
+		verify = func(ctx context.Context, l Launcher) error { return VerifyExecutable(ctx, l.Command, opts.Version) }
+	}
+	if recognize == nil {
+		recognize = Recognize
+	}
+	if prepare == nil {
+		prepare = PrepareProviders
+	}
 	selected := len(opts.Select)
 	if opts.All {
 		selected = len(opts.Clients)
@@ -137,30 +192,64 @@ func Run(opts Options) (*Report, error) {
 	var plans []Plan
 	for _, cl := range opts.Clients {
 		if opts.All || slices.Contains(opts.Select, cl.ID) {
-			plans = append(plans, PlanClient(cl, opts.Launcher))
+			p := PlanClient(cl, opts.Launcher)
+			if w, ok := customLauncher(ctx, p, opts.Launcher, recognize); ok {
+				p.Warnings = append(p.Warnings, w)
+			}
+			plans = append(plans, p)
 		}
 	}
 	rep := &Report{Command: opts.Launcher.Command, Args: opts.Launcher.Args, ResolvedVersion: opts.Version,
-		DryRun: opts.DryRun, Plan: []PlanItem{}, Clients: []ClientState{}}
+		DryRun: opts.DryRun, Providers: append([]string{}, opts.Providers...),
+		PreparationCommand: PreparationCommand(opts.Launcher, opts.Providers), Plan: []PlanItem{},
+		PreparedManagedProviders: []gen.PreparableProvider{}, ExternalGuidance: []gen.ProviderRequirement{},
+		Advisories: []Advisory{}, Clients: []ClientState{}}
+	if opts.LookPath != nil {
+		if a := PathAdvisory(ctx, opts.Launcher.Command, opts.Version, opts.LookPath); a != nil {
+			rep.Advisories = append(rep.Advisories, *a)
+		}
+	}
 	var refused []string
 	for _, p := range plans {
 		rep.Plan = append(rep.Plan, PlanItem{Client: p.ID, Name: p.Name, Path: p.Path, Format: string(p.Format),
-			Action: p.Action, Detected: p.Detected, Reason: p.Reason, Message: p.Message})
+			Action: p.Action, Detected: p.Detected, Reason: p.Reason, Message: p.Message, Warnings: p.Warnings})
 		if p.Action == ActionRefused {
 			refused = append(refused, p.ID)
 		}
 	}
-	if opts.DryRun || len(refused) > 0 {
+	if len(refused) > 0 {
 		prog.Done()
-		if len(refused) > 0 {
-			return rep, refusedFailure(refused, plans, opts.DryRun)
-		}
+		return rep, refusedFailure(refused, plans, opts.DryRun)
+	}
+	prog.Update(0, 0, "verifying flameox "+opts.Version)
+	if err := verify(ctx, opts.Launcher); err != nil {
+		prog.Done()
+		return rep, failure.New(gen.FailureCodeSetupFailure,
+			"the flameox to register failed its verification, so nothing was written: %s", err.Error()).
+			With("reason", "verification_failed")
+	}
+	rep.Verified = true
+	if opts.DryRun {
+		prog.Done()
 		return rep, nil
 	}
 	if opts.Confirm != nil {
 		prog.Done()
 		if err := opts.Confirm(plans); err != nil {
 			return nil, err
+		}
+	}
+	if len(opts.Providers) > 0 {
+		prog.Update(0, 0, "preparing "+strings.Join(opts.Providers, ", ")+" with flameox prepare")
+		prep, err := prepare(ctx, opts.Launcher, opts.Providers)
+		if err != nil {
+			prog.Done()
+			return rep, failure.New(gen.FailureCodeSetupFailure,
+				"preparing the providers %s failed, so nothing was written: %s", strings.Join(opts.Providers, ", "), err.Error()).
+				With("reason", "preparation_failed")
+		}
+		if prep != nil {
+			rep.PreparedManagedProviders, rep.ExternalGuidance = prep.PreparedManagedProviders, prep.ExternalGuidance
 		}
 	}
 	var changed []string
@@ -184,6 +273,22 @@ func Run(opts Options) (*Report, error) {
 	rep.NextAction = Reconnect(changed,
 		"Restart or reconnect the changed clients so that they start Flameox; running sessions keep their current servers.")
 	return rep, failed
+}
+
+// customLauncher is the warning for a plan that replaces an existing entry's launcher
+// that the recognition rule does not recognize as Flameox: setup replaces it because it
+// was asked to, but says so.
+func customLauncher(ctx context.Context, p Plan, l Launcher, recognize func(context.Context, Launcher) (Identity, bool)) (Warning, bool) {
+	ex := p.Existing.Launcher
+	if p.Action != ActionUpdate || !p.Existing.Present || ex.Command == "" ||
+		(ex.Command == l.Command && slices.Equal(ex.Args, l.Args)) {
+		return Warning{}, false
+	}
+	if _, ok := recognize(ctx, ex); ok {
+		return Warning{}, false
+	}
+	return Warning{Code: WarnCustomLauncher, Message: "the flameox entry ran `" + strings.Join(append([]string{ex.Command}, ex.Args...), " ") +
+		"`, which is not a Flameox executable run as `mcp serve`; setup replaces its command with this flameox and keeps the entry's other settings"}, true
 }
 
 // Step is the progress message of applying one plan in setup.

@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -61,6 +62,14 @@ func pathOf(clients []Client, id string) string {
 	return ""
 }
 
+// run is Run with a verification that accepts the (fake) launcher, unless o has one.
+func run(o Options) (*Report, error) {
+	if o.Verify == nil {
+		o.Verify = func(context.Context, Launcher) error { return nil }
+	}
+	return Run(context.Background(), o)
+}
+
 // steps records what a workflow tells its progress.
 type steps []string
 
@@ -87,7 +96,7 @@ func TestRunWritesSelection(t *testing.T) {
 	clients := fakeHome(t)
 	var prog steps
 	confirmed := 0
-	rep, err := Run(Options{Clients: clients, Select: []string{"codex", "cursor"}, Launcher: launcher, Version: "v1",
+	rep, err := run(Options{Clients: clients, Select: []string{"codex", "cursor"}, Launcher: launcher, Version: "v1",
 		Confirm: func(ps []Plan) error { confirmed = len(ps); return nil }, Progress: &prog})
 	if err != nil {
 		t.Fatal(err)
@@ -113,14 +122,14 @@ func TestRunWritesSelection(t *testing.T) {
 	if !strings.Contains(read(t, pathOf(clients, "cursor")), `"/opt/flameox/bin/flameox"`) {
 		t.Error("cursor file not written")
 	}
-	want := steps{"0/0 planning the configuration of 2 clients", "done", "0/2 writing the Cursor configuration",
+	want := steps{"0/0 planning the configuration of 2 clients", "0/0 verifying flameox v1", "done", "0/2 writing the Cursor configuration",
 		"1/2 writing the Codex configuration", "2/2 configured 2 clients", "done"}
 	if diff := cmp.Diff(want, prog); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
 	}
 
 	// A second run finds both current and changes nothing.
-	rep, err = Run(Options{Clients: clients, Select: []string{"codex", "cursor"}, Launcher: launcher})
+	rep, err = run(Options{Clients: clients, Select: []string{"codex", "cursor"}, Launcher: launcher})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +143,7 @@ func TestRunWritesSelection(t *testing.T) {
 func TestRunDryRunWritesNothing(t *testing.T) {
 	clients := fakeHome(t)
 	before := read(t, pathOf(clients, "codex"))
-	rep, err := Run(Options{Clients: clients, All: true, Launcher: launcher, DryRun: true,
+	rep, err := run(Options{Clients: clients, All: true, Launcher: launcher, DryRun: true,
 		Confirm: func([]Plan) error { t.Error("a dry run asked to confirm"); return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +166,7 @@ func TestRunRefusedWritesNothing(t *testing.T) {
 	clients := fakeHome(t)
 	write(t, pathOf(clients, "claude"), `{"mcpServers": {`)
 	before := read(t, pathOf(clients, "codex"))
-	rep, err := Run(Options{Clients: clients, Select: []string{"claude", "codex"}, Launcher: launcher,
+	rep, err := run(Options{Clients: clients, Select: []string{"claude", "codex"}, Launcher: launcher,
 		Confirm: func([]Plan) error { t.Error("a refused selection asked to confirm"); return nil }})
 	f := asFailure(t, err)
 	if !strings.HasPrefix(f.Message, "setup refuses to edit the configuration of claude (") ||
@@ -177,7 +186,7 @@ func TestRunRefusedWritesNothing(t *testing.T) {
 func TestRunChangedSincePlanning(t *testing.T) {
 	clients := fakeHome(t)
 	codex := pathOf(clients, "codex")
-	rep, err := Run(Options{Clients: clients, Select: []string{"cursor", "codex"}, Launcher: launcher,
+	rep, err := run(Options{Clients: clients, Select: []string{"cursor", "codex"}, Launcher: launcher,
 		Confirm: func([]Plan) error { write(t, codex, "model = \"o4\"\n"); return nil }})
 	f := asFailure(t, err)
 	if f.Details["client"] != "codex" || f.Details["reason"] != ReasonChanged ||
@@ -203,7 +212,7 @@ func TestRunChangedSincePlanning(t *testing.T) {
 func TestRunConfirmCancels(t *testing.T) {
 	clients := fakeHome(t)
 	stop := errors.New("no")
-	rep, err := Run(Options{Clients: clients, Select: []string{"cursor"}, Launcher: launcher,
+	rep, err := run(Options{Clients: clients, Select: []string{"cursor"}, Launcher: launcher,
 		Confirm: func([]Plan) error { return stop }})
 	if rep != nil || err != stop {
 		t.Fatalf("Run = %v, %v", rep, err)

@@ -39,6 +39,11 @@ type Plan struct {
 	Action  string `json:"action"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Warnings are non-fatal findings about the existing entry (a disabled entry, a
+	// custom launcher that is replaced).
+	Warnings []Warning `json:"warnings,omitempty"`
+	// Existing is the flameox entry the file held when it was planned.
+	Existing Configured `json:"-"`
 
 	existed bool
 	sum     [32]byte
@@ -47,8 +52,12 @@ type Plan struct {
 }
 
 // entry is the flameox entry for a client: {command, args} for most clients, OpenCode's
-// {type:"local", command:[cmd, args...], enabled:true} (an existing enabled flag is kept).
+// {type:"local", command:[cmd, args...], enabled:true} (an existing enabled flag is kept),
+// VS Code's {type:"stdio", command, args}.
 func entry(c Client, l Launcher) []member {
+	if c.ID == "vscode" {
+		return []member{{name: "type", value: "stdio"}, {name: "command", value: l.Command}, {name: "args", value: l.Args}}
+	}
 	if c.ID == "opencode" {
 		return []member{
 			{name: "type", value: "local"},
@@ -60,7 +69,9 @@ func entry(c Client, l Launcher) []member {
 }
 
 // PlanClient reads the client's file and plans the edit; nothing is written. A file that
-// cannot be edited safely is planned as refused with a reason.
+// cannot be edited safely, or whose flameox entry is not a stdio launcher (an HTTP
+// server is not turned into a stdio one), is planned as refused with a reason; a
+// disabled entry is planned with a warning (it stays disabled).
 func PlanClient(c Client, l Launcher) Plan {
 	p := Plan{Client: c, mode: 0o600}
 	st, err := os.Lstat(c.Path)
@@ -100,6 +111,17 @@ func PlanClient(c Client, l Launcher) Plan {
 			return p.refused(r.reason, r.message)
 		}
 		return p.refused("unsupported_layout", err.Error())
+	}
+	if p.existed {
+		if p.Existing, err = readEntry(c, src); err != nil {
+			return p.refused("invalid_syntax", "the file cannot be parsed")
+		}
+	}
+	if t := p.Existing.NotStdio; t != "" {
+		return p.refused(WarnNotStdio, NotStdioMessage(t))
+	}
+	if p.Existing.Disabled {
+		p.Warnings = append(p.Warnings, DisabledWarning(c))
 	}
 	if !changed && p.existed {
 		p.Action = ActionAlreadyCurrent

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/mod/semver"
 
-	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/setup"
 )
 
 // Module is the Go module whose cmd/flameox is installed.
@@ -31,17 +31,8 @@ const (
 )
 
 // Canonical returns v as a canonical semantic version with a leading v ("0.2.0-go.1" is
-// "v0.2.0-go.1"), or "" when it is not one.
-func Canonical(v string) string {
-	v = strings.TrimSpace(v)
-	if v != "" && v[0] != 'v' {
-		v = "v" + v
-	}
-	if !semver.IsValid(v) {
-		return ""
-	}
-	return semver.Canonical(v)
-}
+// "v0.2.0-go.1"), or "" when it is not one (setup.Canonical).
+func Canonical(v string) string { return setup.Canonical(v) }
 
 // Compare compares two canonical versions like semver.Compare.
 func Compare(a, b string) int { return semver.Compare(a, b) }
@@ -151,71 +142,19 @@ func fetch(ctx context.Context, raw string) ([]byte, error) {
 	return b, nil
 }
 
-// Bounds of one subprocess's output: each stream keeps its first maxOutput bytes, and a
-// process that prints more than maxObserved bytes in all is stopped (output_limit).
-const (
-	maxOutput   = 1 << 20
-	maxObserved = 8 << 20
-)
+// maxOutput is what Exec keeps of each stream.
+const maxOutput = setup.MaxOutput
 
-// Exec runs argv through the subprocess broker (decision 0028): env (nil: the process
-// environment), the context's deadline as the wall-clock bound and its cancellation, its
-// own contained process tree terminated whole on every exit, and bounded output. It
-// returns the first maxOutput bytes of stdout and stderr, and an error unless the process
-// exited 0 within its bounds (ctx.Err() when the deadline or a cancellation ended it).
+// Exec runs argv through the subprocess broker (setup.Exec, decision 0028): the context's
+// deadline and cancellation, a contained process tree, bounded output.
 func Exec(ctx context.Context, env []string, argv ...string) (stdout, stderr []byte, err error) {
-	path := argv[0]
-	if !filepath.IsAbs(path) {
-		if path, err = exec.LookPath(path); err != nil {
-			return nil, nil, fmt.Errorf("%s is not on PATH", filepath.Base(argv[0]))
-		}
-	}
-	if env == nil {
-		env = os.Environ()
-	}
-	spec := broker.Spec{Path: path, Args: argv, Env: env, ExcerptBytes: maxOutput, MaxOutputBytes: maxObserved}
-	if d, ok := ctx.Deadline(); ok {
-		if spec.Timeout = time.Until(d); spec.Timeout <= 0 {
-			return nil, nil, context.DeadlineExceeded
-		}
-	}
-	res, err := broker.Run(ctx, spec)
-	if res != nil {
-		stdout, stderr = res.Stdout.Excerpt, res.Stderr.Excerpt
-	}
-	switch {
-	case ctx.Err() != nil:
-		return stdout, stderr, ctx.Err()
-	case err != nil:
-		return stdout, stderr, fmt.Errorf("%s could not be started", filepath.Base(path))
-	case res.Cancelled:
-		return stdout, stderr, context.Canceled
-	case res.Limit != nil && res.Limit.Kind == "timeout":
-		return stdout, stderr, context.DeadlineExceeded
-	case res.Limit != nil:
-		return stdout, stderr, fmt.Errorf("%s was stopped at its %s bound", filepath.Base(path), res.Limit.Kind)
-	case res.ExitCode == nil:
-		return stdout, stderr, fmt.Errorf("%s did not exit normally", filepath.Base(path))
-	case *res.ExitCode != 0:
-		return stdout, stderr, fmt.Errorf("%s exited with status %d", filepath.Base(path), *res.ExitCode)
-	}
-	return stdout, stderr, nil
+	return setup.Exec(ctx, env, argv...)
 }
 
 // ProbeVersion runs `exe --version` (5 s) and returns the canonical version it prints
 // (its last field), or "" when it prints none.
 func ProbeVersion(ctx context.Context, exe string) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	out, _, err := Exec(ctx, os.Environ(), exe, "--version")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(out))
-	if len(f) == 0 {
-		return ""
-	}
-	return Canonical(f[len(f)-1])
+	return setup.Identify(ctx, exe).Version
 }
 
 // Install runs `go install Module/cmd/flameox@version` with GOBIN set to a new directory
@@ -264,24 +203,13 @@ func Install(ctx context.Context, dir, version string, step func(string)) (strin
 	return exe, nil
 }
 
-// Verify checks that exe reports version and serves a tool catalog (`mcp inspect`).
+// Verify checks that exe reports version and serves a tool catalog (`mcp inspect`):
+// setup.VerifyExecutable, the check setup makes of the executable it registers.
 func Verify(ctx context.Context, exe, version string) error {
 	if st, err := os.Stat(exe); err != nil || !st.Mode().IsRegular() {
 		return fmt.Errorf("go install did not produce a flameox executable")
 	}
-	if got := ProbeVersion(ctx, exe); got != semver.Canonical(version) {
-		return fmt.Errorf("the installed flameox reports version %q, not %s", got, version)
-	}
-	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, _, err := Exec(ictx, os.Environ(), exe, "mcp", "inspect")
-	var doc struct {
-		ToolCount int `json:"tool_count"`
-	}
-	if err != nil || json.Unmarshal(out, &doc) != nil || doc.ToolCount < 1 {
-		return fmt.Errorf("the installed flameox %s does not list its tools with mcp inspect", version)
-	}
-	return nil
+	return setup.VerifyExecutable(ctx, exe, version)
 }
 
 func lastLine(b []byte) string {

@@ -37,17 +37,20 @@ type Options struct {
 // Report is the JSON report of flameox update (catalog §11.3, for a Go binary: the
 // launcher's command is a versioned flameox executable, so there is no requirement).
 type Report struct {
-	TargetVersion   string            `json:"target_version"`
-	TargetSource    string            `json:"target_source"`
-	RunningVersion  string            `json:"running_version"`
-	Check           bool              `json:"check"`
-	DryRun          bool              `json:"dry_run"`
-	UpdateAvailable bool              `json:"update_available"`
-	InstallPath     string            `json:"install_path"`
-	Installed       bool              `json:"installed"`
-	Clients         []ClientState     `json:"clients"`
-	RestartRequired bool              `json:"restart_required"`
-	NextAction      *setup.NextAction `json:"next_action"`
+	// TargetVersion and TargetSource (explicit | module_proxy) are null when the release
+	// lookup failed; ReleaseLookupError then says why.
+	TargetVersion      *string           `json:"target_version"`
+	TargetSource       *string           `json:"target_source"`
+	ReleaseLookupError string            `json:"release_lookup_error,omitempty"`
+	RunningVersion     string            `json:"running_version"`
+	Check              bool              `json:"check"`
+	DryRun             bool              `json:"dry_run"`
+	UpdateAvailable    bool              `json:"update_available"`
+	InstallPath        string            `json:"install_path"`
+	Installed          bool              `json:"installed"`
+	Clients            []ClientState     `json:"clients"`
+	RestartRequired    bool              `json:"restart_required"`
+	NextAction         *setup.NextAction `json:"next_action"`
 }
 
 // ClientState is one configured client of the report.
@@ -59,10 +62,13 @@ type ClientState struct {
 	PreviousVersion *string `json:"previous_version"`
 	// Status: already_current | update_available | updated | newer_than_target (automatic
 	// selection never downgrades) | unrecognized (a flameox entry update does not own) |
-	// refused (the file cannot be edited safely).
+	// refused (the file cannot be edited safely) | configured (runs Flameox; no target
+	// release was resolved).
 	Status  string `json:"status"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Warnings: a disabled entry (repointed, still disabled), an entry update leaves.
+	Warnings []setup.Warning `json:"warnings,omitempty"`
 }
 
 // VersionsDir is where releases are installed: beside the evidence store, not in it (the
@@ -77,55 +83,60 @@ type target struct {
 	state int
 }
 
-// Run is flameox update: it finds the clients whose flameox entry runs a flameox
-// executable as `mcp serve`, resolves the target release, and unless the run is a check
-// or a dry run installs it (Install) and repoints each client atomically
-// (setup.ApplyAll). The report is nil when nothing is to be printed (the environment,
-// the release lookup or the install failed); otherwise it is printed before the error,
-// a typed failure.
+// Run is flameox update: it finds the clients whose flameox entry runs Flameox
+// (setup.Recognize, the rule setup shares), resolves the target release, and unless the
+// run is a check or a dry run installs it (Install) and repoints each client atomically
+// (setup.ApplyAll). The report is always returned, with the error, a typed failure, when
+// there is one: a failed release lookup is reported too (target_version null,
+// release_lookup_error).
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	prog := setup.OrNone(opts.Progress)
 	prog.Update(0, 0, "finding the configured clients")
+	rep := &Report{RunningVersion: opts.Running, Check: opts.Check, DryRun: opts.DryRun, Clients: []ClientState{}}
 	all, err := setup.Locate(opts.Env)
 	if err != nil {
-		return nil, err
+		prog.Done()
+		return rep, err
 	}
-	rep := &Report{RunningVersion: opts.Running, Check: opts.Check, DryRun: opts.DryRun, Clients: []ClientState{}}
 	found := configured(ctx, all, opts.Clients, rep)
 	if len(found) == 0 {
+		prog.Done()
 		return rep, failure.New(gen.FailureCodeSetupFailure, "No configured Flameox MCP clients found. Run flameox setup first.")
 	}
 	explicit := opts.Version != ""
-	if explicit {
-		rep.TargetVersion, rep.TargetSource = opts.Version, "explicit"
-	} else {
+	target, source := opts.Version, "explicit"
+	if !explicit {
 		prog.Update(0, 0, "resolving the latest release on the module proxy")
+		source = "module_proxy"
 		proxy, err := ProxyURL(opts.GOPROXY)
 		if err == nil {
-			rep.TargetVersion, err = Latest(ctx, proxy)
+			target, err = Latest(ctx, proxy)
 		}
 		if err != nil {
-			return nil, failure.New(gen.FailureCodeSetupFailure,
+			prog.Done()
+			rep.ReleaseLookupError = err.Error()
+			return rep, failure.New(gen.FailureCodeSetupFailure,
 				"the latest flameox release cannot be resolved: %s; pass --version vX.Y.Z to choose one", err.Error()).
 				With("reason", "release_lookup_failed")
 		}
-		rep.TargetSource = "module_proxy"
 	}
+	rep.TargetVersion, rep.TargetSource = &target, &source
 	dataDir, err := opts.DataDir()
 	if err != nil {
-		return nil, failure.Wrap(err, gen.FailureCodeSetupFailure, "no Flameox data directory: set FLAMEOX_DATA_DIR or HOME")
+		prog.Done()
+		return rep, failure.Wrap(err, gen.FailureCodeSetupFailure, "no Flameox data directory: set FLAMEOX_DATA_DIR or HOME")
 	}
-	dir := filepath.Join(VersionsDir(dataDir), rep.TargetVersion)
+	dir := filepath.Join(VersionsDir(dataDir), target)
 	rep.InstallPath = filepath.Join(dir, "flameox")
 	pending := classify(rep, found, explicit)
 	if opts.Check || opts.DryRun || len(pending) == 0 {
 		prog.Done()
 		return rep, nil
 	}
-	exe, err := Install(ctx, dir, rep.TargetVersion, func(msg string) { prog.Update(0, 0, msg) })
+	exe, err := Install(ctx, dir, target, func(msg string) { prog.Update(0, 0, msg) })
 	prog.Done()
 	if err != nil {
-		return nil, failure.New(gen.FailureCodeSetupFailure, "flameox %s cannot be installed: %s", rep.TargetVersion, err.Error()).
+		return rep, failure.New(gen.FailureCodeSetupFailure, "flameox %s cannot be installed, so no client was repointed: %s", target, err.Error()).
 			With("reason", "install_failed")
 	}
 	rep.Installed = true
@@ -133,10 +144,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 }
 
 // configured reads each selected client's flameox entry into the report and returns the
-// clients that run a flameox executable, probing each executable's version once.
+// clients whose entry runs Flameox by the shared recognition rule (setup.Recognize),
+// probing each executable once. Entries it does not recognize are reported and left as
+// they are, with a warning.
 func configured(ctx context.Context, all []setup.Client, only []string, rep *Report) []target {
 	var found []target
-	probed := map[string]string{}
+	type probe struct {
+		id setup.Identity
+		ok bool
+	}
+	probed := map[string]probe{}
 	for _, cl := range all {
 		if len(only) > 0 && !slices.Contains(only, cl.ID) {
 			continue
@@ -149,17 +166,29 @@ func configured(ctx context.Context, all []setup.Client, only []string, rep *Rep
 		switch {
 		case cf.Problem != "":
 			st.Status, st.Reason = "refused", cf.Problem
-		case !cf.Recognized:
-			st.Status, st.Reason = "unrecognized", "custom_launcher"
-			st.Message = "the flameox entry does not run a flameox executable as `mcp serve`; update leaves it as it is"
+			st.Message = "the configuration file cannot be read safely (" + cf.Problem + "); update leaves it as it is"
+		case cf.NotStdio != "":
+			st.Status, st.Reason, st.Message = "unrecognized", setup.WarnNotStdio, setup.NotStdioMessage(cf.NotStdio)
+			st.Warnings = append(st.Warnings, setup.Warning{Code: setup.WarnNotStdio, Message: st.Message})
 		default:
-			v, ok := probed[cf.Launcher.Command]
+			key := cf.Launcher.Command + "\x00" + strings.Join(cf.Launcher.Args, "\x00")
+			p, ok := probed[key]
 			if !ok {
-				v = ProbeVersion(ctx, cf.Launcher.Command)
-				probed[cf.Launcher.Command] = v
+				p.id, p.ok = setup.Recognize(ctx, cf.Launcher)
+				probed[key] = p
 			}
-			if v != "" {
+			if !p.ok {
+				st.Status, st.Reason = "unrecognized", setup.WarnCustomLauncher
+				st.Message = "the flameox entry does not run a Flameox executable (an absolute path whose --version says Flameox) as `mcp serve`; update leaves it as it is"
+				st.Warnings = append(st.Warnings, setup.Warning{Code: setup.WarnCustomLauncher, Message: st.Message})
+				break
+			}
+			st.Status = "configured" // until the target is known (classify)
+			if v := p.id.Version; v != "" {
 				st.PreviousVersion = &v
+			}
+			if cf.Disabled {
+				st.Warnings = append(st.Warnings, setup.DisabledWarning(cl))
 			}
 			found = append(found, target{cl, len(rep.Clients)})
 		}
@@ -180,12 +209,12 @@ func classify(rep *Report, found []target, explicit bool) []target {
 			cur = *st.PreviousVersion
 		}
 		switch {
-		case cur == rep.TargetVersion && st.Command == rep.InstallPath:
+		case cur == *rep.TargetVersion && st.Command == rep.InstallPath:
 			st.Status = "already_current"
-		case cur == rep.TargetVersion && !explicit:
+		case cur == *rep.TargetVersion && !explicit:
 			// The configured executable already runs the latest release.
 			st.Status = "already_current"
-		case !explicit && cur != "" && Compare(cur, rep.TargetVersion) > 0:
+		case !explicit && cur != "" && Compare(cur, *rep.TargetVersion) > 0:
 			st.Status, st.Reason = "newer_than_target", "no_automatic_downgrade"
 			st.Message = "the configured flameox is newer than the latest release; pass --version to choose an older one"
 		default:

@@ -85,6 +85,8 @@ type steps []string
 func (s *steps) Update(_, _ float64, message string) { *s = append(*s, message) }
 func (s *steps) Done()                               { *s = append(*s, "done") }
 
+const unrecognizedMessage = "the flameox entry does not run a Flameox executable (an absolute path whose --version says Flameox) as `mcp serve`; update leaves it as it is"
+
 // Run installs the latest release (here the one already installed) and repoints the
 // configured client to it, keeping the file's comment; an unrecognized entry is left.
 func TestRunRepointsClients(t *testing.T) {
@@ -97,12 +99,12 @@ func TestRunRepointsClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prev := "v0.0.1"
-	want := &Report{TargetVersion: "v0.0.2", TargetSource: "module_proxy", RunningVersion: "v0.0.3", UpdateAvailable: true,
+	prev, target, source := "v0.0.1", "v0.0.2", "module_proxy"
+	want := &Report{TargetVersion: &target, TargetSource: &source, RunningVersion: "v0.0.3", UpdateAvailable: true,
 		InstallPath: w.installed(), Installed: true, RestartRequired: true,
 		Clients: []ClientState{
 			{ID: "cursor", Name: "Cursor", Path: cursor, Command: "uvx", Status: "unrecognized", Reason: "custom_launcher",
-				Message: "the flameox entry does not run a flameox executable as `mcp serve`; update leaves it as it is"},
+				Message: unrecognizedMessage, Warnings: []setup.Warning{{Code: "custom_launcher", Message: unrecognizedMessage}}},
 			{ID: "codex", Name: "Codex", Path: w.codex, Command: w.old, PreviousVersion: &prev, Status: "updated"},
 		},
 		NextAction: &setup.NextAction{Kind: "reconnect_mcp", Clients: []string{"codex"},
@@ -139,7 +141,7 @@ func TestRunDryRunChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.TargetSource != "explicit" || rep.Installed || !rep.UpdateAvailable || rep.Clients[0].Status != "update_available" ||
+	if *rep.TargetSource != "explicit" || rep.Installed || !rep.UpdateAvailable || rep.Clients[0].Status != "update_available" ||
 		rep.InstallPath != filepath.Join(w.root, "other-versions", "v0.0.1", "flameox") || rep.NextAction != nil {
 		t.Errorf("report %+v", rep)
 	}
@@ -201,9 +203,13 @@ func TestRunFailures(t *testing.T) {
 		rep == nil || len(rep.Clients) != 0 {
 		t.Errorf("no clients: %q %+v", f.Message, rep)
 	}
-	w.opts.Clients, w.opts.GOPROXY = nil, "off"
+	// A failed release lookup still reports the configured clients (update --check always
+	// prints its report), with the target null and the lookup's error.
+	w.opts.Clients, w.opts.GOPROXY, w.opts.Check = nil, "off", true
 	rep, err = Run(context.Background(), w.opts)
-	if f := setupFailure(t, err); rep != nil || f.Details["reason"] != "release_lookup_failed" {
+	if f := setupFailure(t, err); rep == nil || f.Details["reason"] != "release_lookup_failed" || rep.TargetVersion != nil ||
+		rep.TargetSource != nil || !strings.Contains(rep.ReleaseLookupError, `"off"`) || len(rep.Clients) != 1 ||
+		rep.Clients[0].Status != "configured" || *rep.Clients[0].PreviousVersion != "v0.0.1" {
 		t.Errorf("GOPROXY=off: %v %+v", f.Details, rep)
 	}
 }
