@@ -176,13 +176,11 @@ func workerScratch() (string, error) {
 
 // The worker's disk budget (issue 40, decision 0050). A worker writes only under its
 // request-owned scratch directory: it is the worker's working directory and its TMPDIR
-// (TMP and TEMP on Windows, SQLITE_TMPDIR for SQLite), where the conversions and the
-// parquetdir loader put their files. The budget is workerDiskExpansion times the inputs'
-// bytes, at least minWorkerDiskBytes and at most maxWorkerDiskBytes: the largest writer is
-// the parquetdir loader, whose values are bounded at 64 times its input and 4 GiB
-// (providers/trace) and which SQLite stores in about as many bytes again with its pages
-// and indexes; a converter's output (nsys export, perf script) is bounded by the same
-// multiple. The floor covers SQLite's and the converters' fixed costs on small inputs;
+// (TMP and TEMP on Windows, SQLITE_TMPDIR for SQLite), where the conversions put their
+// files. The budget is workerDiskExpansion times the inputs' bytes, at least
+// minWorkerDiskBytes and at most maxWorkerDiskBytes: a converter's output (nsys export,
+// perf script) is bounded by that multiple (the parquetdir reader, once the largest writer,
+// writes nothing since decision 0057). The floor covers SQLite's and the converters' fixed costs on small inputs;
 // the cap keeps one request well inside an ordinary disk. While the worker runs, the
 // broker measures the directory and stops the worker past the budget, and it stops it
 // when the filesystem falls below StorageReserveBytes free; in the worker, RLIMIT_FSIZE

@@ -12,9 +12,12 @@ import (
 // ParquetBomb describes an Nsight Systems parquetdir that is small on disk and large once
 // decoded (issue 40): StringIds.parquet holds Rows rows whose value repeats one string of
 // ValueBytes, dictionary encoded (one dictionary entry, so each page of indexes is one RLE
-// run) and zstd compressed; TARGET_INFO_SESSION_START_TIME.parquet marks the export. With
-// PadBytes, ThreadNames.parquet holds one incompressible blob of that many bytes, which
-// raises the directory's size (and so a bound derived from it) without decoding to more.
+// run) and zstd compressed; TARGET_INFO_SESSION_START_TIME.parquet marks the export, and
+// CUPTI_ACTIVITY_KIND_KERNEL.parquet holds one kernel (with a CUDA API call in
+// CUPTI_ACTIVITY_KIND_RUNTIME.parquet) named by the StringIds id 0, so that every Nsight
+// Systems operation reads StringIds to name it. With PadBytes, ThreadNames.parquet holds
+// one incompressible blob of that many bytes, which raises the directory's size (and so a
+// bound derived from it) without decoding to more.
 type ParquetBomb struct {
 	Rows, ValueBytes, PadBytes int
 }
@@ -29,6 +32,37 @@ type bombString struct {
 
 type bombStart struct {
 	UTCEpochNs int64 `parquet:"utcEpochNs"`
+}
+
+// bombKernel has the columns of CUPTI_ACTIVITY_KIND_KERNEL the readers use.
+type bombKernel struct {
+	Start               int64 `parquet:"start"`
+	End                 int64 `parquet:"end"`
+	DeviceID            int64 `parquet:"deviceId"`
+	ContextID           int64 `parquet:"contextId"`
+	StreamID            int64 `parquet:"streamId"`
+	CorrelationID       int64 `parquet:"correlationId"`
+	GlobalPid           int64 `parquet:"globalPid"`
+	DemangledName       int64 `parquet:"demangledName"`
+	ShortName           int64 `parquet:"shortName"`
+	RegistersPerThread  int64 `parquet:"registersPerThread"`
+	GridX               int64 `parquet:"gridX"`
+	GridY               int64 `parquet:"gridY"`
+	GridZ               int64 `parquet:"gridZ"`
+	BlockX              int64 `parquet:"blockX"`
+	BlockY              int64 `parquet:"blockY"`
+	BlockZ              int64 `parquet:"blockZ"`
+	StaticSharedMemory  int64 `parquet:"staticSharedMemory"`
+	DynamicSharedMemory int64 `parquet:"dynamicSharedMemory"`
+}
+
+// bombRuntime has the columns of CUPTI_ACTIVITY_KIND_RUNTIME the readers use.
+type bombRuntime struct {
+	Start         int64 `parquet:"start"`
+	End           int64 `parquet:"end"`
+	GlobalTid     int64 `parquet:"globalTid"`
+	CorrelationID int64 `parquet:"correlationId"`
+	NameID        int64 `parquet:"nameId"`
 }
 
 type bombPad struct {
@@ -62,6 +96,26 @@ func (b ParquetBomb) Write(dir string) (int64, error) {
 		err = writeParquet(filepath.Join(dir, "TARGET_INFO_SESSION_START_TIME.parquet"), func(f *os.File) error {
 			w := parquet.NewGenericWriter[bombStart](f)
 			if _, err := w.Write([]bombStart{{UTCEpochNs: 1}}); err != nil {
+				return err
+			}
+			return w.Close()
+		})
+	}
+	if err == nil {
+		err = writeParquet(filepath.Join(dir, "CUPTI_ACTIVITY_KIND_KERNEL.parquet"), func(f *os.File) error {
+			w := parquet.NewGenericWriter[bombKernel](f)
+			k := bombKernel{Start: 150, End: 900, DeviceID: 0, ContextID: 1, StreamID: 7, CorrelationID: 7, GlobalPid: 1 << 24,
+				RegistersPerThread: 16, GridX: 64, GridY: 1, GridZ: 1, BlockX: 128, BlockY: 1, BlockZ: 1}
+			if _, err := w.Write([]bombKernel{k}); err != nil {
+				return err
+			}
+			return w.Close()
+		})
+	}
+	if err == nil {
+		err = writeParquet(filepath.Join(dir, "CUPTI_ACTIVITY_KIND_RUNTIME.parquet"), func(f *os.File) error {
+			w := parquet.NewGenericWriter[bombRuntime](f)
+			if _, err := w.Write([]bombRuntime{{Start: 100, End: 140, GlobalTid: 1<<24 + 1, CorrelationID: 7}}); err != nil {
 				return err
 			}
 			return w.Close()

@@ -19,8 +19,9 @@ const (
 	familyPerfetto
 	// familyOTLP is OpenTelemetry spans: their own readers and rows (spans, tables).
 	familyOTLP
-	// familyNsys is an Nsight Systems export: its SQLite (a report converted with nsys,
-	// a parquetdir read natively or loaded) queried in start order, and its tables.
+	// familyNsys is an Nsight Systems export: its SQLite (a report converted with nsys)
+	// queried in start order, or a parquetdir read natively in the same order, and its
+	// tables.
 	familyNsys
 	// familyMacOnly is read only on macOS (xcrun xctrace): UNAVAILABLE_CAPABILITY here.
 	familyMacOnly

@@ -138,10 +138,14 @@ func nsysProvider() gen.Provider {
 	return gen.Provider{ID: "nsight-systems-sqlite", Version: "native-1"}
 }
 
-// nsysSource is an nsys-sqlite source; a later conversion step supplies it for nsys-rep.
+// nsysSource is an nsys-sqlite source (a later conversion step supplies it for
+// nsys-rep), or a parquetdir, which the native reader reads (decision 0057).
 type nsysSource struct {
 	in providers.Input
 }
+
+// parquet reports whether the source is a parquetdir.
+func (s nsysSource) parquet() bool { return isParquetDir(s.in) }
 
 // withNsys opens the export for one use.
 func (s nsysSource) withNsys(ctx context.Context, f func(d *nsysDB) error) error {

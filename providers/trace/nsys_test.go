@@ -123,7 +123,8 @@ func nsysReq(path string) *providers.Request[gen.TableViewFields] {
 }
 
 // TestGPULaunchesAgainstPython pages inspect_gpu_launches over the corpus export and a
-// variant with memsets and compares every row and the metrics with python3's reading.
+// variant with memsets, each as SQLite and as the parquetdir converted from it, and
+// compares every row and the metrics with python3's reading of the SQLite export.
 func TestGPULaunchesAgainstPython(t *testing.T) {
 	corpus := corpusFile(t, nsysCorpus)
 	variant := filepath.Join(t.TempDir(), "variant.sqlite")
@@ -136,30 +137,32 @@ func TestGPULaunchesAgainstPython(t *testing.T) {
 		name, path string
 		limit      int64
 	}{{"corpus", corpus, 997}, {"variant", variant, 4000}, {"invalid", invalid, 4000}} {
-		t.Run(c.name, func(t *testing.T) {
-			var truth struct {
-				Rows    []json.RawMessage
-				Metrics map[string]any
-			}
-			if err := json.Unmarshal(python3(t, nsysLaunchTruth, c.path), &truth); err != nil {
-				t.Fatal(err)
-			}
-			a, err := inspectLaunches(context.Background(), nsysReq(c.path))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.name == "invalid" && truth.Metrics["invalid_record_count"] != 3.0 {
-				t.Fatalf("python3 counts %v invalid records in the copy, want 3", truth.Metrics["invalid_record_count"])
-			}
-			got, _ := pageAll[gen.GpuLaunchRow](t, a.Rows, c.limit)
-			compareRows(t, "inspect_gpu_launches", truth.Rows, got)
-			b, _ := json.Marshal(a.Metrics)
-			var m map[string]any
-			_ = json.Unmarshal(b, &m)
-			if d := cmp.Diff(truth.Metrics, m); d != "" {
-				t.Errorf("metrics (-python +flameox):\n%s", d)
-			}
-		})
+		var truth struct {
+			Rows    []json.RawMessage
+			Metrics map[string]any
+		}
+		if err := json.Unmarshal(python3(t, nsysLaunchTruth, c.path), &truth); err != nil {
+			t.Fatal(err)
+		}
+		if c.name == "invalid" && truth.Metrics["invalid_record_count"] != 3.0 {
+			t.Fatalf("python3 counts %v invalid records in the copy, want 3", truth.Metrics["invalid_record_count"])
+		}
+		for _, in := range nsysSources(t, c.path) {
+			t.Run(c.name+"/"+string(in.Format), func(t *testing.T) {
+				a, err := inspectLaunches(context.Background(), noFields(in))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := pageAll[gen.GpuLaunchRow](t, a.Rows, c.limit)
+				compareRows(t, "inspect_gpu_launches", truth.Rows, got)
+				b, _ := json.Marshal(a.Metrics)
+				var m map[string]any
+				_ = json.Unmarshal(b, &m)
+				if d := cmp.Diff(truth.Metrics, m); d != "" {
+					t.Errorf("metrics (-python +flameox):\n%s", d)
+				}
+			})
+		}
 	}
 }
 
@@ -337,14 +340,18 @@ func TestNsysOperationsAgainstPython(t *testing.T) {
 	if err := json.Unmarshal(python3(t, nsysOpsTruth, path), &want); err != nil {
 		t.Fatal(err)
 	}
-	a, err := summarizeOperations(context.Background(), sliceReq(nsysReq(path)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := pageAll[gen.TraceOperationRow](t, a.Rows, 50)
-	compareRows(t, "summarize_trace_operations", want, got)
-	if a.Metrics["operation_count"] != len(want) || a.Metrics["runtime_call_count"] != int64(7417) {
-		t.Errorf("metrics %v", a.Metrics)
+	for _, in := range nsysSources(t, path) {
+		t.Run(string(in.Format), func(t *testing.T) {
+			a, err := summarizeOperations(context.Background(), sliceReq(noFields(in)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := pageAll[gen.TraceOperationRow](t, a.Rows, 50)
+			compareRows(t, "summarize_trace_operations", want, got)
+			if a.Metrics["operation_count"] != len(want) || a.Metrics["runtime_call_count"] != int64(7417) {
+				t.Errorf("metrics %v", a.Metrics)
+			}
+		})
 	}
 }
 

@@ -130,11 +130,16 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFi
 	// analysis ends (its context is cancelled when the request is answered).
 	context.AfterFunc(ctx, done)
 	var total int64
-	if err := src.withNsys(ctx, func(d *nsysDB) error {
-		m, n, err := d.launchFigures(ctx)
-		a.Metrics, total = m, n
-		return err
-	}); err != nil {
+	if src.parquet() {
+		a.Metrics, total, err = parquetLaunchFigures(ctx, src.in)
+	} else {
+		err = src.withNsys(ctx, func(d *nsysDB) error {
+			m, n, err := d.launchFigures(ctx)
+			a.Metrics, total = m, n
+			return err
+		})
+	}
+	if err != nil {
 		done()
 		return nil, err
 	}
@@ -145,6 +150,22 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFi
 		a.Limitations = append(a.Limitations, fmt.Sprintf("%d kernel, memcpy or memset records end before they start or lack a start, end, device, context or stream (invalid_record_count); they are not listed and not in the figures.", n))
 	}
 	// The launch query in its stable order (start, kind, table rowid).
+	if src.parquet() {
+		a.Rows = &parquetPages{in: src.in, total: total, rows: func(p *nsysParquet, offset, end int64) ([]any, error) {
+			ls, err := p.launches(offset, end)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]any, len(ls))
+			for i := range ls {
+				if out[i], err = ls[i].row(); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}}
+		return a, nil
+	}
 	a.Rows = &sqlPages{src: src, total: total, done: done,
 		query: func(_ context.Context, d *nsysDB) (string, error) {
 			return d.launchQuery() + ` ORDER BY start, ord, rid`, nil
@@ -154,16 +175,15 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFi
 }
 
 // nsysInput is the export an nsys source is read from (an nsys-rep report converted
-// with nsys export, a parquetdir loaded into a scratch database), the analysis that names its reader, and the function that removes
-// a conversion's scratch directory.
+// with nsys export, a parquetdir read natively), the analysis that names its reader, and
+// the function that removes a conversion's scratch directory.
 func nsysInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (nsysSource, *providers.Analysis, func(), error) {
 	switch in.Format {
 	case gen.FormatNsysParquet:
-		conv, done, err := loadNsysParquet(ctx, in)
-		if err != nil {
+		if _, err := parquetFiles(in); err != nil {
 			return nsysSource{}, nil, nil, err
 		}
-		return nsysSource{in: conv}, &providers.Analysis{Provider: nsysParquetProvider()}, done, nil
+		return nsysSource{in: in}, &providers.Analysis{Provider: nsysParquetProvider()}, func() {}, nil
 	case gen.FormatNsysRep:
 	default:
 		return nsysSource{in: in}, &providers.Analysis{Provider: nsysProvider()}, func() {}, nil
@@ -255,49 +275,10 @@ func pageOf(total, offset, limit int64, read func(end int64, page *providers.Pag
 }
 
 func scanLaunch(rows *sql.Rows) (*gen.GpuLaunchRow, error) {
-	var (
-		ord, start, end, dev, ctxID, stream, rid int64
-		name                                     string
-		demangled, copyKind, apiName             sql.NullString
-		gx, gy, gz, bx, by, bz, regs, smem       sql.NullInt64
-		nbytes, corr, apiStart, apiTid           sql.NullInt64
-	)
-	if err := rows.Scan(&ord, &start, &end, &dev, &ctxID, &stream, &name, &demangled, &gx, &gy, &gz, &bx, &by, &bz,
-		&regs, &smem, &nbytes, &copyKind, &corr, &apiName, &apiStart, &apiTid, &rid); err != nil {
+	var l nsysLaunch
+	if err := rows.Scan(&l.ord, &l.start, &l.stop, &l.dev, &l.ctx, &l.stream, &l.name, &l.demangled, &l.gx, &l.gy, &l.gz, &l.bx, &l.by, &l.bz,
+		&l.regs, &l.smem, &l.bytes, &l.copyKind, &l.corr, &l.apiName, &l.apiStart, &l.apiTid, &l.rid); err != nil {
 		return nil, err
 	}
-	if ord < 0 || ord >= int64(len(launchKinds)) {
-		return nil, fmt.Errorf("launch kind %d", ord)
-	}
-	row := &gen.GpuLaunchRow{Kind: launchKinds[ord], StartNS: nanos(start), EndNS: nanos(end), DurationNS: nanos(end - start),
-		DeviceID: dev, ContextID: ctxID, StreamID: stream, Name: sliceName(name),
-		DemangledName: nullString(demangled), CopyKind: nullString(copyKind), ApiName: nullString(apiName),
-		RegistersPerThread: nullInt(regs), SharedMemoryBytes: nullInt(smem), Bytes: nullInt(nbytes), CorrelationID: nullInt(corr)}
-	if gx.Valid {
-		g := fmt.Sprintf("(%d, %d, %d)", gx.Int64, gy.Int64, gz.Int64)
-		b := fmt.Sprintf("(%d, %d, %d)", bx.Int64, by.Int64, bz.Int64)
-		row.Grid, row.Block = &g, &b
-	}
-	if apiStart.Valid {
-		row.ApiStartNS = nanos(apiStart.Int64)
-		row.LaunchLatencyNS = nanos(start - apiStart.Int64)
-		// A serialized global thread id holds the thread id in its low 24 bits.
-		tid := apiTid.Int64 & 0xFFFFFF
-		row.ApiThreadID = &tid
-	}
-	return row, nil
-}
-
-func nullString(s sql.NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	return &s.String
-}
-
-func nullInt(n sql.NullInt64) *int64 {
-	if !n.Valid {
-		return nil
-	}
-	return &n.Int64
+	return l.row()
 }

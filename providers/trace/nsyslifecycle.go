@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
@@ -52,81 +51,103 @@ func (d *nsysDB) nsysLifecycleQuery(ctx context.Context) (string, error) {
 		ORDER BY t, id, tr`, nil
 }
 
+// nsysLifecycleFigures counts the export's spans in SQL.
+func (d *nsysDB) nsysLifecycleFigures(ctx context.Context) (nsysLifeFigures, error) {
+	var fig nsysLifeFigures
+	var err error
+	if fig.epoch, fig.utc, err = d.nsysSessionStart(ctx); err != nil {
+		return fig, err
+	}
+	union, _, err := d.nsysSliceUnion(ctx)
+	if err != nil || union == "" {
+		return fig, err
+	}
+	rows, err := d.sql.QueryContext(ctx, `SELECT tab, count(*), coalesce(sum(stop >= start), 0) FROM (`+union+`) GROUP BY tab`)
+	if err != nil {
+		return fig, d.sqlErr(ctx, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tab, n, valid int64
+		if err := rows.Scan(&tab, &n, &valid); err != nil {
+			return fig, d.sqlErr(ctx, err)
+		}
+		if tab < 0 || tab >= int64(len(fig.tabs)) {
+			return fig, d.sqlErr(ctx, fmt.Errorf("slice table %d", tab))
+		}
+		fig.tabs[tab].rows, fig.tabs[tab].valid = n, valid
+	}
+	if err := rows.Err(); err != nil {
+		return fig, d.sqlErr(ctx, err)
+	}
+	return fig, nil
+}
+
 // nsysLifecycle is summarize_trace_lifecycle on an Nsight Systems export (decision 0025,
 // item 12): each kernel, memcpy, memset, CUDA API call and NVTX range is a span that
 // starts and ends; times are Unix nanoseconds when the export records its session start.
+// An nsys-sqlite export is read in SQL, a parquetdir natively (decision 0057).
 func nsysLifecycle(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {
 	src, a, done, err := nsysInput(ctx, in, limits)
 	if err != nil {
 		return nil, err
 	}
 	context.AfterFunc(ctx, done)
-	var epoch int64
-	var spans, invalid int64
-	var utc bool
-	m := map[string]any{}
-	for _, k := range nsysLifecycleMetrics {
-		m[k] = int64(0)
+	var fig nsysLifeFigures
+	if src.parquet() {
+		fig, err = parquetLifecycleFigures(ctx, src.in)
+	} else {
+		err = src.withNsys(ctx, func(d *nsysDB) error {
+			var err error
+			fig, err = d.nsysLifecycleFigures(ctx)
+			return err
+		})
 	}
-	err = src.withNsys(ctx, func(d *nsysDB) error {
-		var err error
-		if epoch, utc, err = d.nsysSessionStart(ctx); err != nil {
-			return err
-		}
-		union, _, err := d.nsysSliceUnion(ctx)
-		if err != nil || union == "" {
-			return err
-		}
-		rows, err := d.sql.QueryContext(ctx, `SELECT tab, count(*), coalesce(sum(stop >= start), 0) FROM (`+union+`) GROUP BY tab`)
-		if err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var tab, n, valid int64
-			if err := rows.Scan(&tab, &n, &valid); err != nil {
-				return d.sqlErr(ctx, err)
-			}
-			m[nsysLifecycleMetrics[tab]] = valid
-			spans += valid
-			invalid += n - valid
-		}
-		if err := rows.Err(); err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		return nil
-	})
 	if err != nil {
 		done()
 		return nil, err
+	}
+	var spans, invalid int64
+	m := map[string]any{}
+	for tab, k := range nsysLifecycleMetrics {
+		m[k] = fig.tabs[tab].valid
+		spans += fig.tabs[tab].valid
+		invalid += fig.tabs[tab].rows - fig.tabs[tab].valid
 	}
 	m["transition_count"], m["span_count"], m["invalid_interval_count"] = 2*spans, spans, invalid
 	if invalid > 0 {
 		a.Limitations = append(a.Limitations, fmt.Sprintf("%d records end before they start or lack a start or an end, and are not listed (invalid_interval_count).", invalid))
 	}
-	if !utc {
+	if !fig.utc {
 		a.Limitations = append(a.Limitations, "The export records no session start (TARGET_INFO_SESSION_START_TIME): time_unix_nano is the export's own time, nanoseconds from the session start.")
 	}
 	if spans == 0 {
 		a.Limitations = append(a.Limitations, "no_lifecycle_activity_observed: the export holds no kernel, memcpy, memset, CUDA API call or NVTX range.")
 	}
 	a.Metrics = m
+	epoch := fig.epoch
+	if src.parquet() {
+		a.Rows = &parquetPages{in: src.in, total: 2 * spans, rows: func(p *nsysParquet, offset, end int64) ([]any, error) {
+			ts, err := p.lifecycle(offset, end)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]any, len(ts))
+			for i := range ts {
+				out[i] = ts[i].row(epoch)
+			}
+			return out, nil
+		}}
+		return a, nil
+	}
 	a.Rows = &sqlPages{src: src, total: 2 * spans, done: done,
 		query: func(ctx context.Context, d *nsysDB) (string, error) { return d.nsysLifecycleQuery(ctx) },
 		scan: func(rows *sql.Rows) (any, error) {
-			var t, tr, id, proc int64
-			var par sql.NullInt64
-			var name string
-			if err := rows.Scan(&t, &tr, &id, &par, &name, &proc); err != nil {
+			var r nsysTransition
+			if err := rows.Scan(&r.t, &r.tr, &r.id, &r.parent, &r.name, &r.proc); err != nil {
 				return nil, err
 			}
-			row := gen.TraceLifecycleRow{Transition: transitionNames[2*tr], TimeUnixNano: nanos(t + epoch),
-				TraceID: strconv.FormatInt(proc, 10), SpanID: strconv.FormatInt(id, 10), Operation: sliceName(name)}
-			if par.Valid {
-				p := strconv.FormatInt(par.Int64, 10)
-				row.ParentSpanID = &p
-			}
-			return row, nil
+			return r.row(epoch), nil
 		}}
 	return a, nil
 }

@@ -91,7 +91,8 @@ db.commit()
 `
 
 // TestNsysLifecycleAgainstPython pages summarize_trace_lifecycle over the corpus export
-// and a variant to the end and compares every row and metric with python3's reading.
+// and a variant to the end, each as SQLite and as the parquetdir converted from it, and
+// compares every row and metric with python3's reading of the SQLite export.
 func TestNsysLifecycleAgainstPython(t *testing.T) {
 	corpus := corpusFile(t, nsysCorpus)
 	variant := filepath.Join(t.TempDir(), "variant.sqlite")
@@ -102,59 +103,62 @@ func TestNsysLifecycleAgainstPython(t *testing.T) {
 		limit      int64
 		epoch      bool
 	}{{"corpus", corpus, 4999, true}, {"variant", variant, 20000, false}} {
-		t.Run(c.name, func(t *testing.T) {
-			var truth struct {
-				Rows    []json.RawMessage
-				Metrics map[string]any
-			}
-			if err := json.Unmarshal(python3(t, nsysLifecycleTruth, c.path), &truth); err != nil {
-				t.Fatal(err)
-			}
-			a, err := summarizeLifecycle(context.Background(), nsysReq(c.path))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []json.RawMessage
-			for off := int64(0); ; off += c.limit {
-				p, err := a.Rows.Page(context.Background(), off, c.limit, nil)
+		var truth struct {
+			Rows    []json.RawMessage
+			Metrics map[string]any
+		}
+		if err := json.Unmarshal(python3(t, nsysLifecycleTruth, c.path), &truth); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range nsysSources(t, c.path) {
+			t.Run(c.name+"/"+string(in.Format), func(t *testing.T) {
+				a, err := summarizeLifecycle(context.Background(), noFields(in))
 				if err != nil {
 					t.Fatal(err)
 				}
-				got = append(got, p.Rows...)
-				if !p.More {
-					break
+				var got []json.RawMessage
+				for off := int64(0); ; off += c.limit {
+					p, err := a.Rows.Page(context.Background(), off, c.limit, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, p.Rows...)
+					if !p.More {
+						break
+					}
 				}
-			}
-			if len(got) != len(truth.Rows) {
-				t.Fatalf("%d rows, python3 %d", len(got), len(truth.Rows))
-			}
-			for i := range got {
-				var g, w any
-				json.Unmarshal(got[i], &g)
-				json.Unmarshal(truth.Rows[i], &w)
-				if d := cmp.Diff(w, g); d != "" {
-					t.Fatalf("row %d (-python3 +flameox):\n%s", i, d)
+				if len(got) != len(truth.Rows) {
+					t.Fatalf("%d rows, python3 %d", len(got), len(truth.Rows))
 				}
-			}
-			gm, _ := json.Marshal(a.Metrics)
-			var m map[string]any
-			json.Unmarshal(gm, &m)
-			if d := cmp.Diff(truth.Metrics, m); d != "" {
-				t.Errorf("metrics (-python3 +flameox):\n%s", d)
-			}
-			relative := false
-			for _, l := range a.Limitations {
-				relative = relative || strings.Contains(l, "records no session start")
-			}
-			if relative == c.epoch {
-				t.Errorf("session start recorded %v, limitations %q", c.epoch, a.Limitations)
-			}
-		})
+				for i := range got {
+					var g, w any
+					json.Unmarshal(got[i], &g)
+					json.Unmarshal(truth.Rows[i], &w)
+					if d := cmp.Diff(w, g); d != "" {
+						t.Fatalf("row %d (-python3 +flameox):\n%s", i, d)
+					}
+				}
+				gm, _ := json.Marshal(a.Metrics)
+				var m map[string]any
+				json.Unmarshal(gm, &m)
+				if d := cmp.Diff(truth.Metrics, m); d != "" {
+					t.Errorf("metrics (-python3 +flameox):\n%s", d)
+				}
+				relative := false
+				for _, l := range a.Limitations {
+					relative = relative || strings.Contains(l, "records no session start")
+				}
+				if relative == c.epoch {
+					t.Errorf("session start recorded %v, limitations %q", c.epoch, a.Limitations)
+				}
+			})
+		}
 	}
 }
 
 // TestNsysSlicesInvalidIntervals checks that summarize_trace counts the records of the
-// lifecycle variant that end before they start, as python3's sqlite3 counts them.
+// lifecycle variant (as SQLite and as a parquetdir) that end before they start, as
+// python3's sqlite3 counts them.
 func TestNsysSlicesInvalidIntervals(t *testing.T) {
 	variant := filepath.Join(t.TempDir(), "variant.sqlite")
 	python3(t, nsysVariant, corpusFile(t, nsysCorpus), variant)
@@ -165,15 +169,17 @@ db = sqlite3.connect(sys.argv[1])
 print(sum(db.execute('select count(*) from %s where end < start' % t).fetchone()[0] for t in
     ('CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_MEMSET', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'NVTX_EVENTS')))
 `, variant)
-	a, err := summarize(context.Background(), sliceReq(nsysReq(variant)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := a.Rows.Page(context.Background(), 0, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := fmt.Sprint(p.Metrics["invalid_interval_count"]), strings.TrimSpace(string(out)); got != want || want == "0" {
-		t.Errorf("invalid_interval_count %s, python3 %s", got, want)
+	for _, in := range nsysSources(t, variant) {
+		a, err := summarize(context.Background(), sliceReq(noFields(in)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := a.Rows.Page(context.Background(), 0, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fmt.Sprint(p.Metrics["invalid_interval_count"]), strings.TrimSpace(string(out)); got != want || want == "0" {
+			t.Errorf("%s: invalid_interval_count %s, python3 %s", in.Format, got, want)
+		}
 	}
 }

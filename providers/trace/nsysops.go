@@ -64,81 +64,26 @@ type nsysOp struct {
 	streams []int64
 }
 
-// nsysOperations groups an export's runtime API calls, NVTX ranges and OS runtime calls
-// by (table, name) in SQL; a call whose end precedes its start counts as a call without
-// a duration.
+// nsysOperations groups an export's GPU activity, runtime API calls, NVTX ranges and OS
+// runtime calls by (table, name): in SQL over an nsys-sqlite export, natively over a
+// parquetdir (parquetOperations); a call whose end precedes its start counts as a call
+// without a duration.
 func nsysOperations(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, f *filter) (*providers.Analysis, error) {
 	src, a, done, err := nsysInput(ctx, in, limits)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	var ops []*nsysOp
-	var events, missing, excluded int64
-	counts := map[string]any{}
-	err = src.withNsys(ctx, func(d *nsysDB) error {
-		for _, t := range nsysOpTables {
-			counts[t.metric] = int64(0)
-			if !d.tables[t.table] {
-				continue
-			}
-			t = t.resolved(d)
-			where, args := f.nsysWhere(t.kind, t.event, t.name, t.where)
-			var all int64 // the table's rows, when filters leave some out
-			if f != nil {
-				if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM `+t.from+t.where).Scan(&all); err != nil {
-					return d.sqlErr(ctx, err)
-				}
-				if where == "" {
-					excluded += all
-					continue
-				}
-			}
-			streams := "NULL"
-			if t.stream != "" {
-				streams = "group_concat(DISTINCT " + t.stream + ")"
-			}
-			rows, err := d.sql.QueryContext(ctx, `SELECT `+t.name+` AS name, count(*), sum(e."end" >= e.start), `+streams+`,
-				sum(CASE WHEN e."end" >= e.start THEN e."end" - e.start END), max(CASE WHEN e."end" >= e.start THEN e."end" - e.start END)
-				FROM `+t.from+where+` GROUP BY name`, args...)
-			if err != nil {
-				return d.sqlErr(ctx, err)
-			}
-			var n int64
-			for rows.Next() {
-				var name, streams sql.NullString
-				var calls int64
-				var timed, total, mx sql.NullInt64
-				if err := rows.Scan(&name, &calls, &timed, &streams, &total, &mx); err != nil {
-					rows.Close()
-					return d.sqlErr(ctx, err)
-				}
-				if len(ops) >= maxOperations {
-					rows.Close()
-					return &providers.LimitError{Source: in.Index, Limit: maxOperations, Unit: "operations",
-						Message: fmt.Sprintf("source %d holds more than %d distinct operations", in.Index, maxOperations)}
-				}
-				ops = append(ops, &nsysOp{name: name.String, kind: t.kind, event: t.event, calls: calls, timed: timed.Int64,
-					total: big.NewInt(total.Int64), max: mx.Int64, streams: streamList(streams.String)})
-				n += calls
-				missing += calls - timed.Int64
-			}
-			err = rows.Err()
-			rows.Close()
-			if err != nil {
-				return d.sqlErr(ctx, err)
-			}
-			counts[t.metric] = n
-			events += n
-			if f != nil {
-				excluded += all - n
-			}
-		}
-		return nsysSelfTime(ctx, d, ops)
-	})
+	c := newNsysOpTally(in, f)
+	if src.parquet() {
+		err = parquetOperations(ctx, src.in, c)
+	} else {
+		err = src.withNsys(ctx, func(d *nsysDB) error { return d.nsysOperations(ctx, c) })
+	}
 	if err != nil {
 		return nil, err
 	}
+	ops, events, missing, excluded, counts := c.ops, c.events, c.missing, c.excluded, c.counts
 	sort.Slice(ops, func(i, j int) bool {
 		a, b := ops[i], ops[j]
 		return ranksBefore(a.total.Cmp(b.total), a.calls, b.calls, a.name, b.name, a.kind, b.kind)
@@ -182,6 +127,62 @@ func nsysOperations(ctx context.Context, in providers.Input, limits gen.Effectiv
 	return a, nil
 }
 
+// nsysOperations groups the export's tables in SQL into c.
+func (d *nsysDB) nsysOperations(ctx context.Context, c *nsysOpTally) error {
+	f := c.f
+	for _, t := range nsysOpTables {
+		if !d.tables[t.table] {
+			continue
+		}
+		t = t.resolved(d)
+		where, args := f.nsysWhere(t.kind, t.event, t.name, t.where)
+		var all int64 // the table's rows, when filters leave some out
+		if f != nil {
+			if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM `+t.from+t.where).Scan(&all); err != nil {
+				return d.sqlErr(ctx, err)
+			}
+			if where == "" {
+				c.excluded += all
+				continue
+			}
+		}
+		streams := "NULL"
+		if t.stream != "" {
+			streams = "group_concat(DISTINCT " + t.stream + ")"
+		}
+		// The alias is no column's name: SQLite resolves a GROUP BY name against the joined
+		// tables' columns first (ENUM_CUDA_MEMCPY_OPER has a column name).
+		rows, err := d.sql.QueryContext(ctx, `SELECT `+t.name+` AS op_name, count(*), sum(e."end" >= e.start), `+streams+`,
+			sum(CASE WHEN e."end" >= e.start THEN e."end" - e.start END), max(CASE WHEN e."end" >= e.start THEN e."end" - e.start END)
+			FROM `+t.from+where+` GROUP BY op_name`, args...)
+		if err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		var n int64
+		for rows.Next() {
+			var g nsysOpGroup
+			var streams sql.NullString
+			if err := rows.Scan(&g.name, &g.calls, &g.timed, &streams, &g.total, &g.max); err != nil {
+				rows.Close()
+				return d.sqlErr(ctx, err)
+			}
+			g.streams = streamList(streams.String)
+			if err := c.group(t, g); err != nil {
+				rows.Close()
+				return err
+			}
+			n += g.calls
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		c.table(t, n, all)
+	}
+	return nsysSelfTime(ctx, d, c.ops)
+}
+
 // nsysNested are the tables whose calls and ranges nest on a CPU thread, in the order
 // equal intervals nest (an NVTX range around runtime calls, a runtime call around the OS
 // calls it makes).
@@ -189,17 +190,11 @@ var nsysNested = []string{"nvtx", "runtime", "osrt"}
 
 // nsysSelfTime gives the listed runtime, NVTX and OS runtime rows the part of their
 // durations that no call or range nested in them on the same thread covers (every call
-// of those tables counts as a child, listed or not; GPU activity nests nothing). A
-// thread's calls are read in start order, longer first, and a call's parent is the
-// innermost call still open at its start; cover clips children that outlive their parent.
+// of those tables counts as a child, listed or not; GPU activity nests nothing): the
+// export's calls, read in SQL in nsysNester's order.
 func nsysSelfTime(ctx context.Context, d *nsysDB, ops []*nsysOp) error {
-	want := map[[2]string]*nsysOp{}
-	for _, o := range ops {
-		if o.event == "" {
-			want[[2]string{o.kind, o.name}] = o
-		}
-	}
-	if len(want) == 0 {
+	nest := newNsysNester(ops)
+	if nest == nil {
 		return nil
 	}
 	var parts []string
@@ -224,46 +219,19 @@ func nsysSelfTime(ctx context.Context, d *nsysDB, ops []*nsysOp) error {
 		return d.sqlErr(ctx, err)
 	}
 	defer rows.Close()
-	type open struct {
-		op    *nsysOp
-		cover cover
-	}
-	var stack []open
-	var thread sql.NullInt64
-	closeTo := func(n int) {
-		for _, f := range stack[n:] {
-			if f.op != nil {
-				f.op.covered.add(f.cover.covered)
-			}
-		}
-		stack = stack[:n]
-	}
 	for rows.Next() {
-		var rank int
-		var id, start, stop int64
+		var r nsysNestRow
 		var name sql.NullString
-		var tid sql.NullInt64
-		if err := rows.Scan(&rank, &id, &name, &tid, &start, &stop); err != nil {
+		if err := rows.Scan(&r.rank, &r.id, &name, &r.tid, &r.start, &r.stop); err != nil {
 			return d.sqlErr(ctx, err)
 		}
-		if tid != thread {
-			closeTo(0)
-			thread = tid
-		}
-		n := len(stack)
-		for n > 0 && stack[n-1].cover.end <= start {
-			n--
-		}
-		closeTo(n)
-		if n > 0 {
-			stack[n-1].cover.add(start, stop)
-		}
-		stack = append(stack, open{op: want[[2]string{nsysNested[rank], name.String}], cover: newCover(start, stop)})
+		r.name = name.String
+		nest.add(&r)
 	}
 	if err := rows.Err(); err != nil {
 		return d.sqlErr(ctx, err)
 	}
-	closeTo(0)
+	nest.done()
 	return nil
 }
 

@@ -2,28 +2,27 @@ package trace
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
-	"sync"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
-	"github.com/flameox/flameox/providers/internal/sqlitefile"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 )
 
 // An nsys-parquet source is the directory nsys export --type parquetdir writes: one
-// <TABLE>.parquet per table of the SQLite export (decision 0025, item 14). The tables the
-// SQL readers use are loaded into a scratch SQLite database, which the nsys-sqlite code
-// then reads unchanged.
+// <TABLE>.parquet per table of the SQLite export (decision 0025, item 14). The analyses
+// read the columns they use from the Parquet files themselves and do the SQL readers'
+// joins in Go (nsysparquetrows.go, decision 0057): no SQLite database is made.
 
 const parquetSuffix = ".parquet"
 
@@ -47,30 +46,27 @@ func isNsysParquetNames(names []string) bool {
 	return false
 }
 
-// nsysParquetTables are the tables the nsys-sqlite readers query (besides the marker
-// tables of nsysTables): the others are not loaded.
+// nsysParquetTables are the tables the Nsight Systems readers use besides the marker
+// tables of nsysTables; the others are never read (but by view "tables").
 var nsysParquetTables = []string{"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
 	"CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "ENUM_CUDA_MEMCPY_OPER",
 	"ThreadNames", "PROCESSES", "TARGET_INFO_SESSION_START_TIME"}
 
-// nsysParquetIndexes index the columns the readers join on (the SQLite export's id
-// primary keys).
-var nsysParquetIndexes = map[string]string{"StringIds": "id", "ENUM_CUDA_MEMCPY_OPER": "id"}
-
-// A parquetdir load is bounded by the bytes it decodes (issue 40, decision 0050):
-// compressed pages, and dictionary pages whose one value every row repeats, expand far
-// beyond the input's size (a 4.4 KB directory decoded to 37 GiB). The bound is
-// parquetExpansion times the bytes of the Parquet files the load reads, at most
-// maxParquetLoadBytes. Two measures count against it, each on its own: the pages'
-// declared decompressed sizes (the footer's column chunks, checked before a table is
-// read, since parquet-go allocates them) and the values written to the scratch database
-// (8 bytes a number, strings and blobs by length, checked row by row).
+// A read of a parquetdir is bounded by the bytes it decodes (issue 40, decisions 0050 and
+// 0057): compressed pages, and dictionary pages whose one value every row repeats, expand
+// far beyond the input's size (a 4.4 KB directory decoded to 37 GiB). The bound is
+// parquetExpansion times the bytes of the Parquet files of the tables the readers use
+// (nsysParquetTables and nsysTables), at most maxParquetLoadBytes, and applies to each
+// read: one analysis's figures, one page. Two measures count against it, each on its
+// own: the pages' declared decompressed sizes (the footer's column chunks of the columns
+// read, checked before a table is read, since parquet-go allocates them) and the values
+// read (8 bytes a number, strings by length, checked batch by batch).
 const (
 	parquetExpansion    = 64
 	maxParquetLoadBytes = 4 << 30
 )
 
-// parquetLoadBound is the decoded-bytes bound of a load that reads files of inputBytes.
+// parquetLoadBound is the decoded-bytes bound of a read of files of inputBytes.
 func parquetLoadBound(inputBytes int64) int64 {
 	if inputBytes >= maxParquetLoadBytes/parquetExpansion {
 		return maxParquetLoadBytes
@@ -83,8 +79,12 @@ func nsysParquetProvider() gen.Provider {
 	return gen.Provider{ID: "nsight-systems-parquetdir", Version: "parquetdir-v1"}
 }
 
-// nsysParquetExport is the scratch database a parquetdir is loaded into.
-const nsysParquetExport = "parquetdir.sqlite"
+// isParquetDir reports whether an Nsight Systems input is a parquetdir: declared
+// nsys-parquet, or a directory (nsysTraceInput hands a parquetdir to the trace reader as
+// nsys-sqlite).
+func isParquetDir(in providers.Input) bool {
+	return in.Format == gen.FormatNsysParquet || in.Members != nil
+}
 
 // parquetFiles are the parquetdir's top-level files by name, with their sizes, once the
 // directory passes the export check.
@@ -108,118 +108,365 @@ func parquetFiles(in providers.Input) (map[string]int64, error) {
 	return files, nil
 }
 
-// loadNsysParquet loads the tables the SQL readers use from the parquetdir into a scratch
-// SQLite database and returns it as an nsys-sqlite input and the function that removes it.
-func loadNsysParquet(ctx context.Context, in providers.Input) (providers.Input, func(), error) {
+// nsysParquet is one read of a parquetdir (an analysis's figures, or one page): its
+// files, the decoded-bytes bound, and what the read has decoded so far.
+type nsysParquet struct {
+	ctx   context.Context
+	in    providers.Input
+	files map[string]int64
+	input int64 // bytes of the Parquet files of the tables the readers use
+	bound int64 // parquetLoadBound(input)
+	bytes int64 // value bytes read so far
+	pages int64 // declared decompressed bytes of the column chunks opened so far
+}
+
+// openNsysParquet starts a read of in.
+func openNsysParquet(ctx context.Context, in providers.Input) (*nsysParquet, error) {
 	files, err := parquetFiles(in)
 	if err != nil {
-		return in, nil, err
+		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "flameox-nsys-parquet-")
-	if err != nil {
-		return in, nil, &providers.DecodeError{Source: in.Index, Message: "the Nsight Systems parquetdir could not be loaded: no scratch directory", Err: err}
-	}
-	var once sync.Once
-	done := func() { once.Do(func() { os.RemoveAll(dir) }) }
-	out := filepath.Join(dir, nsysParquetExport)
-	if err := writeNsysParquet(ctx, in, files, out); err != nil {
-		done()
-		return in, nil, err
-	}
-	conv := in
-	conv.Path, conv.Format, conv.Members = out, gen.FormatNsysSqlite, nil
-	return conv, done, nil
-}
-
-func writeNsysParquet(ctx context.Context, in providers.Input, files map[string]int64, out string) error {
-	db, err := sql.Open("sqlite", "file:"+sqlitefile.URIPath(out))
-	if err != nil {
-		return &providers.DecodeError{Source: in.Index, Message: "the Nsight Systems parquetdir could not be loaded", Err: err}
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	tables := append(append([]string{}, nsysParquetTables...), nsysTables...)
-	var inputBytes int64
+	p := &nsysParquet{ctx: ctx, in: in, files: files}
 	seen := map[string]bool{}
-	for _, t := range tables {
+	for _, t := range append(append([]string{}, nsysParquetTables...), nsysTables...) {
 		if size, ok := files[t+parquetSuffix]; ok && !seen[t] {
 			seen[t] = true
-			inputBytes += size
+			p.input += size
 		}
 	}
-	l := &parquetLoad{ctx: ctx, in: in, db: db, input: inputBytes, bound: parquetLoadBound(inputBytes)}
-	for _, p := range []string{"PRAGMA journal_mode = OFF", "PRAGMA synchronous = OFF"} {
-		if _, err := db.ExecContext(ctx, p); err != nil {
-			return l.sqlErr(err)
-		}
-	}
-	for _, t := range tables {
-		size, ok := files[t+parquetSuffix]
-		if !ok || l.loaded[t] {
-			continue
-		}
-		if err := l.table(t, filepath.Join(in.Path, t+parquetSuffix), size); err != nil {
-			return err
-		}
-	}
-	return nil
+	p.bound = parquetLoadBound(p.input)
+	return p, nil
 }
 
-// parquetLoad is one parquetdir being loaded.
-type parquetLoad struct {
-	ctx    context.Context
-	in     providers.Input
-	db     *sql.DB
-	input  int64 // bytes of the Parquet files the load reads
-	bound  int64 // parquetLoadBound(input)
-	bytes  int64 // value bytes written so far
-	pages  int64 // declared decompressed page bytes of the tables opened so far
-	loaded map[string]bool
+// has reports whether the parquetdir holds table.
+func (p *nsysParquet) has(table string) bool {
+	_, ok := p.files[table+parquetSuffix]
+	return ok
 }
 
-// limit is the failure of a load past its decoded-bytes bound; what names the measure.
-func (l *parquetLoad) limit(what string) error {
-	return &providers.LimitError{Source: l.in.Index, Limit: l.bound, Unit: "bytes",
-		Message: fmt.Sprintf("source %d's Parquet tables decode to more than %d bytes (%s; the bound is %d times the %d bytes of its Parquet files, at most %d): the export expands past what Flameox loads; analyze its SQLite export (nsys export --type sqlite) or a shorter capture",
-			l.in.Index, l.bound, what, parquetExpansion, l.input, int64(maxParquetLoadBytes)),
-		Details: map[string]any{"reason": "parquet_decoded_bytes", "input_bytes": l.input, "expansion": parquetExpansion,
+// limit is the failure of a read past its decoded-bytes bound; what names the measure.
+func (p *nsysParquet) limit(what string) error {
+	return &providers.LimitError{Source: p.in.Index, Limit: p.bound, Unit: "bytes",
+		Message: fmt.Sprintf("source %d's Parquet tables decode to more than %d bytes (%s; the bound is %d times the %d bytes of its Parquet files, at most %d): the export expands past what Flameox reads; analyze its SQLite export (nsys export --type sqlite) or a shorter capture",
+			p.in.Index, p.bound, what, parquetExpansion, p.input, int64(maxParquetLoadBytes)),
+		Details: map[string]any{"reason": "parquet_decoded_bytes", "input_bytes": p.input, "expansion": parquetExpansion,
 			"max_decoded_bytes": int64(maxParquetLoadBytes)}}
 }
 
-// declared adds the decompressed sizes the footer declares for the file's column chunks.
-func (l *parquetLoad) declared(pf *parquet.File) error {
-	for _, rg := range pf.Metadata().RowGroups {
-		for _, c := range rg.Columns {
-			if n := c.MetaData.TotalUncompressedSize; n > 0 {
-				l.pages += n
-			} else if n < 0 {
-				l.pages = math.MaxInt64
+// decodeErr is a table that parquet-go cannot read (its error or panic): never the
+// library's text, which may name the host path.
+func (p *nsysParquet) decodeErr(table string, err error) error {
+	if ctxErr := p.ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return &providers.DecodeError{Source: p.in.Index, Err: err,
+		Message: fmt.Sprintf("source %d: %s%s is not a readable Parquet file", p.in.Index, table, parquetSuffix)}
+}
+
+// schemaErr is a table without a column the reader needs, or with one of another type.
+func (p *nsysParquet) schemaErr(table, column, problem string) error {
+	return &providers.DecodeError{Source: p.in.Index,
+		Message: fmt.Sprintf("source %d: %s%s %s column %s that the Nsight Systems reader needs (table schemas vary by Nsight Systems version; nsys writes integers and strings)",
+			p.in.Index, table, parquetSuffix, problem, column)}
+}
+
+// pqColumn is one column a read takes from a table: its name, matched as SQLite matches
+// a column name (ASCII case-insensitively, the first of the file's top-level flat
+// columns), and whether the reader takes its values as text.
+type pqColumn struct {
+	name string
+	text bool
+}
+
+func intCol(name string) pqColumn  { return pqColumn{name: name} }
+func textCol(name string) pqColumn { return pqColumn{name: name, text: true} }
+
+// pqValue is one value read: null, an integer (n), or text (b, valid until the visit
+// returns; an integer read as text is its decimal form, as SQLite renders it).
+type pqValue struct {
+	null bool
+	n    int64
+	b    []byte
+}
+
+// num is the value of an integer column.
+func (v *pqValue) num() optInt {
+	if v.null {
+		return optInt{}
+	}
+	return some(v.n)
+}
+
+// str is a copy of the value of a text column.
+func (v *pqValue) str() optStr {
+	if v.null {
+		return optStr{}
+	}
+	return optStr{s: string(v.b), ok: true}
+}
+
+// pqKind is how a leaf column's values are read.
+type pqKind uint8
+
+const (
+	pqBoolean pqKind = iota
+	pqInt32
+	pqUint32
+	pqInt64
+	pqUint64
+	pqBytes
+	pqOther
+)
+
+// isUnsigned reports whether an integer column's logical type says unsigned.
+func isUnsigned(t parquet.Type) bool {
+	if lt := t.LogicalType(); lt != nil {
+		if it, ok := lt.Value.(*format.IntType); ok {
+			return !it.IsSigned
+		}
+	}
+	return false
+}
+
+// pqKindOf is the kind of a leaf column's type: integers signed or unsigned as their
+// logical type says, booleans 0 and 1, byte arrays (strings, enums, JSON, bytes) text.
+// Floating point and INT96 columns are pqOther, which no reader takes.
+func pqKindOf(t parquet.Type) pqKind {
+	unsigned := isUnsigned(t)
+	switch t.Kind() {
+	case parquet.Boolean:
+		return pqBoolean
+	case parquet.Int32:
+		if unsigned {
+			return pqUint32
+		}
+		return pqInt32
+	case parquet.Int64:
+		if unsigned {
+			return pqUint64
+		}
+		return pqInt64
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		return pqBytes
+	}
+	return pqOther
+}
+
+// errStop ends a scan early without failing it.
+var errStop = errors.New("stop")
+
+// pqBatch is the rows a scan decodes at a time.
+const pqBatch = 512
+
+// pqReader reads one column of a row group a batch at a time.
+type pqReader struct {
+	col   pqColumn
+	kind  pqKind
+	r     parquet.ColumnChunkValueReader
+	buf   []parquet.Value
+	vals  []pqValue
+	arena []byte
+	ends  []int
+}
+
+// scan reads cols of table's rows in file order and calls visit with each row's
+// ordinal (its rowid - 1) and values, which it reuses once visit returns; it returns the
+// rows the table holds. visit may end the scan early with errStop (the count is then of
+// no use). A table the parquetdir lacks has no rows.
+// Each column is read on its own (parquet-go's column chunk readers, in step, a batch of
+// rows at a time), so that columns the reader does not take are never decoded; the
+// column chunks' declared sizes and the values count against the read's bound.
+func (p *nsysParquet) scan(table string, cols []pqColumn, visit func(row int64, vals []pqValue) error) (rows int64, err error) {
+	size, ok := p.files[table+parquetSuffix]
+	if !ok {
+		return 0, nil
+	}
+	f, err := os.Open(filepath.Join(p.in.Path, table+parquetSuffix))
+	if err != nil {
+		return 0, &providers.InputError{Source: p.in.Index, Message: fmt.Sprintf("source %d: %s%s could not be read", p.in.Index, table, parquetSuffix), Err: err}
+	}
+	defer f.Close()
+	defer func() {
+		if r := recover(); r != nil { // parquet-go panics on some malformed files
+			rows, err = 0, p.decodeErr(table, fmt.Errorf("parquet: %v", r))
+		}
+	}()
+	pf, err := parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return 0, p.decodeErr(table, err)
+	}
+	flat := flatColumns(pf.Schema())
+	index := make([]int, len(cols))
+	rs := make([]*pqReader, len(cols))
+	for i, c := range cols {
+		at := slices.IndexFunc(flat, func(f sqlColumn) bool { return strings.EqualFold(f.name, c.name) })
+		if at < 0 {
+			return 0, p.schemaErr(table, c.name, "has no")
+		}
+		t := pf.Schema().Columns()[flat[at].index]
+		leaf, _ := pf.Schema().Lookup(t...)
+		kind := pqKindOf(leaf.Node.Type())
+		if kind == pqOther || (kind == pqBytes && !c.text) {
+			return 0, p.schemaErr(table, c.name, "has a "+leaf.Node.Type().String()+" in place of the")
+		}
+		index[i] = flat[at].index
+		rs[i] = &pqReader{col: c, kind: kind, buf: make([]parquet.Value, pqBatch), vals: make([]pqValue, pqBatch)}
+	}
+	if err := p.declared(pf, index); err != nil {
+		return 0, err
+	}
+	row := make([]pqValue, len(cols))
+	metas := pf.Metadata().RowGroups
+	for g, rg := range pf.RowGroups() {
+		n := rg.NumRows()
+		if n < 0 || g >= len(metas) || metas[g].NumRows != n {
+			return 0, p.decodeErr(table, errors.New("row group row count"))
+		}
+		chunks := rg.ColumnChunks()
+		for i, r := range rs {
+			if index[i] >= len(chunks) {
+				return 0, p.decodeErr(table, errors.New("missing column chunk"))
 			}
-			if l.pages > l.bound || l.pages < 0 {
-				return l.limit("its pages declare that many decompressed bytes")
+			r.r = parquet.NewColumnChunkValueReader(chunks[index[i]])
+		}
+		err := func() error {
+			defer func() {
+				for _, r := range rs {
+					r.r.Close()
+				}
+			}()
+			for done := int64(0); done < n; {
+				if err := p.ctx.Err(); err != nil {
+					return err
+				}
+				k := int(min(int64(pqBatch), n-done))
+				for _, r := range rs {
+					if err := p.read(table, r, k); err != nil {
+						return err
+					}
+				}
+				if p.bytes > p.bound || p.bytes < 0 {
+					return p.limit("their values")
+				}
+				for j := range k {
+					for i, r := range rs {
+						row[i] = r.vals[j]
+					}
+					if err := visit(rows+done+int64(j), row); err != nil {
+						return err
+					}
+				}
+				done += int64(k)
+			}
+			return nil
+		}()
+		if errors.Is(err, errStop) {
+			return rows, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		rows += n
+	}
+	return rows, nil
+}
+
+// declared adds the decompressed sizes the footer declares for the column chunks of the
+// columns at index, and fails past the bound.
+func (p *nsysParquet) declared(pf *parquet.File, index []int) error {
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, i := range index {
+			if i >= len(rg.Columns) {
+				continue
+			}
+			if n := rg.Columns[i].MetaData.TotalUncompressedSize; n > 0 {
+				p.pages += n
+			} else if n < 0 {
+				p.pages = math.MaxInt64
+			}
+			if p.pages > p.bound || p.pages < 0 {
+				return p.limit("its pages declare that many decompressed bytes")
 			}
 		}
 	}
 	return nil
 }
 
-func (l *parquetLoad) sqlErr(err error) error {
-	if ctxErr := l.ctx.Err(); ctxErr != nil {
-		return ctxErr
+// read decodes the column's next k values into r.vals, counting them against the
+// bound: 8 bytes a number, text by length. Text is copied into r.arena as it is read,
+// since parquet-go reuses a page's buffers once it moves past the page.
+func (p *nsysParquet) read(table string, r *pqReader, k int) error {
+	r.arena, r.ends = r.arena[:0], r.ends[:0]
+	for got := 0; got < k; {
+		n, err := r.r.ReadValues(r.buf[got:k])
+		for i := got; i < got+n; i++ {
+			v, o := &r.buf[i], &r.vals[i]
+			*o = pqValue{}
+			if v.IsNull() {
+				o.null = true
+				r.ends = append(r.ends, len(r.arena))
+				continue
+			}
+			switch r.kind {
+			case pqBoolean:
+				if v.Boolean() {
+					o.n = 1
+				}
+			case pqInt32:
+				o.n = int64(v.Int32())
+			case pqUint32:
+				o.n = int64(v.Uint32())
+			case pqInt64:
+				o.n = v.Int64()
+			case pqUint64:
+				u := v.Uint64()
+				if u > math.MaxInt64 {
+					return p.schemaErr(table, r.col.name, "holds an unsigned integer above 2^63-1 in the")
+				}
+				o.n = int64(u)
+			case pqBytes:
+				b := v.ByteArray()
+				r.arena = append(r.arena, b...)
+				p.bytes += int64(len(b))
+			}
+			if r.kind != pqBytes {
+				p.bytes += 8
+				if r.col.text {
+					r.arena = strconv.AppendInt(r.arena, o.n, 10)
+				}
+			}
+			r.ends = append(r.ends, len(r.arena))
+		}
+		got += n
+		if got == k {
+			break
+		}
+		if err == nil && n == 0 {
+			err = io.ErrNoProgress
+		}
+		if errors.Is(err, io.EOF) {
+			return p.decodeErr(table, errors.New("a column chunk holds fewer values than its row group's rows"))
+		}
+		if err != nil {
+			return p.decodeErr(table, err)
+		}
 	}
-	return &providers.DecodeError{Source: l.in.Index, Err: err,
-		Message: fmt.Sprintf("source %d could not be loaded: the scratch SQLite database refused a write", l.in.Index)}
+	if r.col.text {
+		// Slices of the arena, taken once it no longer grows.
+		start := 0
+		for i := range k {
+			end := r.ends[i]
+			if !r.vals[i].null {
+				r.vals[i].b = r.arena[start:end:end]
+			}
+			start = end
+		}
+	}
+	return nil
 }
 
-func (l *parquetLoad) decodeErr(table string, err error) error {
-	if ctxErr := l.ctx.Err(); ctxErr != nil {
-		return ctxErr
-	}
-	return &providers.DecodeError{Source: l.in.Index, Err: err,
-		Message: fmt.Sprintf("source %d: %s%s is not a readable Parquet file", l.in.Index, table, parquetSuffix)}
-}
-
-// sqlColumn is one top-level, non-repeated Parquet leaf column and its SQLite form.
+// sqlColumn is one top-level, non-repeated Parquet leaf column and the form the SQLite
+// export gives its values (view "tables").
 type sqlColumn struct {
 	name     string
 	index    int
@@ -228,7 +475,7 @@ type sqlColumn struct {
 }
 
 // flatColumns are a Parquet schema's top-level, non-repeated leaf columns in schema order:
-// nested and repeated columns have no SQLite column.
+// nested and repeated columns have no column in the SQLite export.
 func flatColumns(schema *parquet.Schema) []sqlColumn {
 	var cols []sqlColumn
 	for i, path := range schema.Columns() {
@@ -248,12 +495,7 @@ func flatColumns(schema *parquet.Schema) []sqlColumn {
 // null. An unsigned 64-bit value above 2^63-1 becomes REAL, as SQLite stores an integer
 // literal out of its range.
 func columnOf(t parquet.Type) (string, func(parquet.Value) any) {
-	unsigned := false
-	if lt := t.LogicalType(); lt != nil {
-		if it, ok := lt.Value.(*format.IntType); ok {
-			unsigned = !it.IsSigned
-		}
-	}
+	unsigned := isUnsigned(t)
 	switch t.Kind() {
 	case parquet.Boolean:
 		return "INTEGER", func(v parquet.Value) any {
@@ -299,114 +541,4 @@ func isUTF8(t parquet.Type) bool {
 		return *ct == deprecated.UTF8 || *ct == deprecated.Enum || *ct == deprecated.Json
 	}
 	return false
-}
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
-// table loads table's Parquet file row by row, in file order: a table without an integer
-// primary key thus keeps the export's rowids 1..n.
-func (l *parquetLoad) table(table, path string, size int64) (err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return &providers.InputError{Source: l.in.Index, Message: fmt.Sprintf("source %d: %s%s could not be read", l.in.Index, table, parquetSuffix), Err: err}
-	}
-	defer f.Close()
-	defer func() {
-		if p := recover(); p != nil { // parquet-go panics on some malformed files
-			err = l.decodeErr(table, fmt.Errorf("parquet: %v", p))
-		}
-	}()
-	pf, err := parquet.OpenFile(f, size)
-	if err != nil {
-		return l.decodeErr(table, err)
-	}
-	if err := l.declared(pf); err != nil {
-		return err
-	}
-	cols := flatColumns(pf.Schema())
-	if len(cols) == 0 {
-		return l.decodeErr(table, errors.New("no flat columns"))
-	}
-	defs := make([]string, len(cols))
-	marks := make([]string, len(cols))
-	at := map[int]int{}
-	for i, c := range cols {
-		defs[i], marks[i], at[c.index] = quoteIdent(c.name)+" "+c.affinity, "?", i
-	}
-	if _, err := l.db.ExecContext(l.ctx, "CREATE TABLE "+quoteIdent(table)+" ("+strings.Join(defs, ", ")+")"); err != nil {
-		return l.sqlErr(err)
-	}
-	if l.loaded == nil {
-		l.loaded = map[string]bool{}
-	}
-	l.loaded[table] = true
-	tx, err := l.db.BeginTx(l.ctx, nil)
-	if err != nil {
-		return l.sqlErr(err)
-	}
-	defer tx.Rollback()
-	ins, err := tx.PrepareContext(l.ctx, "INSERT INTO "+quoteIdent(table)+" VALUES ("+strings.Join(marks, ", ")+")")
-	if err != nil {
-		return l.sqlErr(err)
-	}
-	defer ins.Close()
-	args := make([]any, len(cols))
-	buf := make([]parquet.Row, 256)
-	for _, rg := range pf.RowGroups() {
-		rows := rg.Rows()
-		for {
-			if err := l.ctx.Err(); err != nil {
-				rows.Close()
-				return err
-			}
-			n, rerr := rows.ReadRows(buf)
-			for _, row := range buf[:n] {
-				clear(args)
-				for _, v := range row {
-					i, ok := at[v.Column()]
-					if !ok || v.IsNull() {
-						continue
-					}
-					args[i] = cols[i].value(v)
-					switch x := args[i].(type) {
-					case string:
-						l.bytes += int64(len(x))
-					case []byte:
-						l.bytes += int64(len(x))
-					default:
-						l.bytes += 8
-					}
-				}
-				if l.bytes > l.bound {
-					rows.Close()
-					return l.limit("their values")
-				}
-				if _, err := ins.ExecContext(l.ctx, args...); err != nil {
-					rows.Close()
-					return l.sqlErr(err)
-				}
-			}
-			if errors.Is(rerr, io.EOF) {
-				break
-			}
-			if rerr != nil {
-				rows.Close()
-				return l.decodeErr(table, rerr)
-			}
-		}
-		rows.Close()
-	}
-	if c, ok := nsysParquetIndexes[table]; ok {
-		for _, col := range cols {
-			if col.name == c {
-				if _, err := tx.ExecContext(l.ctx, "CREATE INDEX "+quoteIdent(table+"_"+c)+" ON "+quoteIdent(table)+" ("+quoteIdent(c)+")"); err != nil {
-					return l.sqlErr(err)
-				}
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return l.sqlErr(err)
-	}
-	return nil
 }

@@ -18,8 +18,8 @@ import (
 
 // View "tables" of a parquetdir reads the Parquet files directly (decision 0032): the
 // tables are the top-level <TABLE>.parquet files, counted from their footers, and a page
-// seeks to its first row in the files it reaches. Values take the SQLite affinities of the
-// loader (columnOf), so a page equals the SQLite export's.
+// seeks to its first row in the files it reaches. Values take the forms nsys's SQLite
+// export stores (columnOf), so a page equals the SQLite export's.
 
 // parquetTableList lists the selected tables of a parquetdir (its top-level files, from
 // parquetFiles) with their row counts.

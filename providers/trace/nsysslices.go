@@ -91,11 +91,15 @@ func (d *nsysDB) nsysSliceUnion(ctx context.Context) (string, [len(nsysSliceTabl
 }
 
 // decodeNsys reads an export's kernels, memcpys, memsets, CUDA API calls and NVTX ranges
-// into sink in start order: GPU activity on one track per (process, device, stream),
-// API calls and NVTX ranges on their thread's track (so the Nester nests calls inside
-// the ranges around them).
+// into sink in start order (nsysSliceSink). in is an nsys-sqlite export or a parquetdir
+// (a directory input: nsysTraceInput hands it on as nsys-sqlite, the format the trace
+// reader sends here), which the native reader reads (decision 0057).
 func decodeNsys(ctx context.Context, in providers.Input, sink Sink) (*Stats, error) {
 	st := &Stats{}
+	k := newNsysSliceSink(sink, st)
+	if isParquetDir(in) {
+		return st, parquetSlices(ctx, in, sink, k.add)
+	}
 	err := nsysSource{in: in}.withNsys(ctx, func(d *nsysDB) error {
 		if err := d.nsysNames(ctx, sink); err != nil {
 			return err
@@ -109,49 +113,12 @@ func decodeNsys(ctx context.Context, in providers.Input, sink Sink) (*Stats, err
 			return d.sqlErr(ctx, err)
 		}
 		defer rows.Close()
-		type gpuKey struct{ pid, dev, stream int64 }
-		gpu := map[gpuKey]int64{}
-		threads := map[int64]bool{}
-		var e Event
-		var (
-			tab, id                                 int64
-			name                                    string
-			start, end, pid, tid, dev, stream, corr sql.NullInt64
-		)
+		var r nsysSlice
 		for rows.Next() {
-			if err := rows.Scan(&tab, &id, &start, &end, &name, &pid, &tid, &dev, &stream, &corr); err != nil {
+			if err := rows.Scan(&r.tab, &r.id, &r.start, &r.stop, &r.name, &r.pid, &r.tid, &r.dev, &r.stream, &r.corr); err != nil {
 				return d.sqlErr(ctx, err)
 			}
-			st.Events++
-			if !start.Valid || !end.Valid || end.Int64 < start.Int64 {
-				// Not a slice (a window would list a zero-length one): counted and said.
-				st.InvalidIntervals++
-				continue
-			}
-			e = Event{ID: id, TS: start.Int64, Dur: end.Int64 - start.Int64, Name: name, Category: nsysSliceCategories[tab], Phase: "X"}
-			if tid.Valid {
-				e.Track = tid.Int64
-				if !threads[e.Track] {
-					threads[e.Track] = true
-					sink.Track(Track{ID: e.Track, PID: pid.Int64, TID: tid.Int64 & 0xFFFFFF})
-				}
-			} else {
-				k := gpuKey{pid.Int64, dev.Int64, stream.Int64}
-				tr, ok := gpu[k]
-				if !ok {
-					// GPU tracks are negative ordinals in order of first activity.
-					tr = -int64(len(gpu) + 1)
-					gpu[k] = tr
-					sink.Track(Track{ID: tr, PID: pid.Int64, TID: -1})
-				}
-				e.Track = tr
-				e.Args.Device, e.Args.Stream = clone(&dev.Int64), clone(&stream.Int64)
-			}
-			if corr.Valid {
-				e.Args.CorrelationID = clone(&corr.Int64)
-			}
-			st.Slices++
-			if err := sink.Slice(&e); err != nil {
+			if err := k.add(&r); err != nil {
 				return err
 			}
 		}
@@ -161,6 +128,29 @@ func decodeNsys(ctx context.Context, in providers.Input, sink Sink) (*Stats, err
 		return nil
 	})
 	return st, err
+}
+
+// Scan reads a column as sql.NullInt64 does.
+func (o *optInt) Scan(src any) error {
+	var n sql.NullInt64
+	if err := n.Scan(src); err != nil {
+		return err
+	}
+	*o = optInt{}
+	if n.Valid {
+		*o = some(n.Int64)
+	}
+	return nil
+}
+
+// Scan reads a column as sql.NullString does.
+func (o *optStr) Scan(src any) error {
+	var s sql.NullString
+	if err := s.Scan(src); err != nil {
+		return err
+	}
+	*o = optStr{s: s.String, ok: s.Valid}
+	return nil
 }
 
 // nsysNames announces the export's thread names (ThreadNames) and process names
@@ -201,15 +191,22 @@ func (d *nsysDB) nsysNames(ctx context.Context, meta MetaSink) error {
 }
 
 // nsysTraceInput is the input a trace operation reads: an nsys-rep report converted to
-// its SQLite export (the analysis names the converting nsys), else in itself. done
-// removes a conversion's scratch directory.
+// its SQLite export (the analysis names the converting nsys), a parquetdir as itself
+// but declared nsys-sqlite (the trace reader sends nsys-sqlite sources to decodeNsys,
+// which reads a directory natively), else in itself. done removes a conversion's scratch
+// directory.
 func nsysTraceInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (providers.Input, *providers.Analysis, func(), error) {
 	if isNsys(in.Format) {
 		src, a, done, err := nsysInput(ctx, in, limits)
 		if err != nil {
 			return in, nil, nil, err
 		}
-		return src.in, a, done, nil
+		conv := src.in
+		if conv.Format == gen.FormatNsysRep {
+			// The report was converted: what is read now is its SQLite export.
+			conv.Format = gen.FormatNsysSqlite
+		}
+		return conv, a, done, nil
 	}
 	return in, &providers.Analysis{Provider: provider()}, func() {}, nil
 }

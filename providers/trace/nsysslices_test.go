@@ -95,8 +95,9 @@ json.dump(dict(rows=rows, count=count, tracks=len(gpu) + len({s['tid'] for s in 
 `
 
 // TestNsysSlicesAgainstPython pages summarize_trace over the corpus export and its
-// variant (memsets, a repeated runtime call) and compares every row, the count per
-// category and the track count with python3's reading.
+// variant (memsets, a repeated runtime call), each as SQLite and as the parquetdir
+// converted from it, and compares every row, the count per category and the track count
+// with python3's reading of the SQLite export.
 func TestNsysSlicesAgainstPython(t *testing.T) {
 	corpus := corpusFile(t, nsysCorpus)
 	variant := t.TempDir() + "/variant.sqlite"
@@ -108,38 +109,40 @@ func TestNsysSlicesAgainstPython(t *testing.T) {
 		name, path string
 		limit      int64
 	}{{"corpus", corpus, 4999}, {"variant", variant, 6000}, {"invalid", invalid, 6000}} {
-		t.Run(c.name, func(t *testing.T) {
-			var truth struct {
-				Rows    []json.RawMessage
-				Count   map[string]int64
-				Tracks  int64
-				Invalid int64
-			}
-			if err := json.Unmarshal(python3(t, nsysSliceTruth, c.path), &truth); err != nil {
-				t.Fatal(err)
-			}
-			a, err := summarize(context.Background(), sliceReq(nsysReq(c.path)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, m := pageAll[gen.TraceSliceRow](t, a.Rows, c.limit)
-			compareRows(t, "summarize_trace", truth.Rows, got)
-			count := map[string]int64{}
-			for _, r := range got {
-				count[*r.Category]++
-			}
-			if d := cmp.Diff(truth.Count, count); d != "" {
-				t.Errorf("slices per category (-python +flameox):\n%s", d)
-			}
-			if m["slice_count"] != int64(len(truth.Rows)) || m["track_count"] != int(truth.Tracks) {
-				t.Errorf("slice_count %v track_count %v, want %d and %d", m["slice_count"], m["track_count"], len(truth.Rows), truth.Tracks)
-			}
-			if c.name == "invalid" && truth.Invalid != 2 {
-				t.Fatalf("the invalid copy holds %d invalid records for python3, want 2", truth.Invalid)
-			}
-			if got, _ := m["invalid_interval_count"].(int64); got != truth.Invalid {
-				t.Errorf("invalid_interval_count %v, python3 counts %d", m["invalid_interval_count"], truth.Invalid)
-			}
-		})
+		var truth struct {
+			Rows    []json.RawMessage
+			Count   map[string]int64
+			Tracks  int64
+			Invalid int64
+		}
+		if err := json.Unmarshal(python3(t, nsysSliceTruth, c.path), &truth); err != nil {
+			t.Fatal(err)
+		}
+		if c.name == "invalid" && truth.Invalid != 2 {
+			t.Fatalf("the invalid copy holds %d invalid records for python3, want 2", truth.Invalid)
+		}
+		for _, in := range nsysSources(t, c.path) {
+			t.Run(c.name+"/"+string(in.Format), func(t *testing.T) {
+				a, err := summarize(context.Background(), sliceReq(noFields(in)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, m := pageAll[gen.TraceSliceRow](t, a.Rows, c.limit)
+				compareRows(t, "summarize_trace", truth.Rows, got)
+				count := map[string]int64{}
+				for _, r := range got {
+					count[*r.Category]++
+				}
+				if d := cmp.Diff(truth.Count, count); d != "" {
+					t.Errorf("slices per category (-python +flameox):\n%s", d)
+				}
+				if m["slice_count"] != int64(len(truth.Rows)) || m["track_count"] != int(truth.Tracks) {
+					t.Errorf("slice_count %v track_count %v, want %d and %d", m["slice_count"], m["track_count"], len(truth.Rows), truth.Tracks)
+				}
+				if got, _ := m["invalid_interval_count"].(int64); got != truth.Invalid {
+					t.Errorf("invalid_interval_count %v, python3 counts %d", m["invalid_interval_count"], truth.Invalid)
+				}
+			})
+		}
 	}
 }

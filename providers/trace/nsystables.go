@@ -387,3 +387,6 @@ func tableRow(name string, cols []string, vals []any, nested bool) json.RawMessa
 	}
 	return append(b, '}')
 }
+
+// quoteIdent quotes an SQL identifier.
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

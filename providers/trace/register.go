@@ -30,7 +30,8 @@ func Register(r *providers.Registry) {
 	for _, d := range detectors {
 		r.Detector(d)
 	}
-	// Nsight Systems exports are SQLite (or converted into it by nsys or from Parquet).
+	// Nsight Systems exports are SQLite (a report converted into it by nsys) or Parquet,
+	// which decodes to up to 64 times its size (decision 0057).
 	r.Amplifying(gen.FormatNsysSqlite, gen.FormatNsysRep, gen.FormatNsysParquet)
 	r.Collector(torchCollector)
 	r.Collector(rocprofCollector)

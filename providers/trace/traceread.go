@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -51,9 +50,10 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 	}
 	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
 	nest := NewNester(DefaultNesterOptions, names{s}, visit)
-	if in.Format == gen.FormatNsysSqlite {
-		// SQLite reads the file itself (a report or parquetdir was converted to it
-		// before); the export's slices arrive in start order.
+	if isNsys(in.Format) {
+		// An Nsight Systems export is read by its own reader (SQL over the SQLite
+		// export, a report converted to one before, or the parquetdir's columns); its
+		// slices arrive in start order.
 		var err error
 		if s.stats, err = decodeNsys(ctx, in, nest); err != nil {
 			return nil, err
