@@ -142,7 +142,7 @@ if (bench) {
 
 const bad = await client.callTool({
   name: "preview_artifact",
-  arguments: { sources: [{ kind: "path", path: file, format: "pstats" }] },
+  arguments: { sources: [{ kind: "path", path: file, format: "pyperf" }] },
 });
 report.failure = {
   isError: bad.isError,

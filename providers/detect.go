@@ -56,51 +56,60 @@ func (r *Registry) IsDirectoryFormat(f gen.Format) bool {
 // recognized by its keys) counts only where the suffix does not name another format.
 func (r *Registry) Detect(name string, head []byte) []gen.Format {
 	name = strings.ToLower(name)
+	// match is one recognition: the format and the container of the detector that
+	// recognized it (a format detected two ways, OTLP as JSON and as protobuf, is written
+	// in JSON only when its JSON detector matched).
+	type match struct{ f, container gen.Format }
 	type bySuffix struct {
 		n int
-		f gen.Format
+		m match
 	}
 	var suffixed []bySuffix
 	for _, d := range r.detectors {
 		for _, s := range d.Suffixes {
 			if strings.HasSuffix(name, s) {
-				suffixed = append(suffixed, bySuffix{len(s), d.Format})
+				suffixed = append(suffixed, bySuffix{len(s), match{d.Format, d.Container}})
 			}
 		}
 	}
 	sort.SliceStable(suffixed, func(i, j int) bool { return suffixed[i].n > suffixed[j].n })
-	var found []gen.Format
+	var found []match
 	for _, d := range r.detectors {
 		if d.Fallback || d.Match == nil {
 			continue
 		}
-		if d.Container != "" && len(suffixed) > 0 && suffixed[0].f != d.Container {
+		if d.Container != "" && len(suffixed) > 0 && suffixed[0].m.f != d.Container {
 			continue
 		}
 		if d.Match(name, head) {
-			found = append(found, d.Format)
+			found = append(found, match{d.Format, d.Container})
 		}
 	}
 	for _, s := range suffixed {
-		found = append(found, s.f)
+		found = append(found, s.m)
 	}
 	if len(found) == 0 {
 		for _, d := range r.detectors {
 			if d.Fallback && d.Match != nil && d.Match(name, head) {
-				found = append(found, d.Format)
+				found = append(found, match{d.Format, d.Container})
 			}
 		}
 	}
+	// A container's own container (json is written in text) is the generic format's.
 	container := map[gen.Format]gen.Format{}
 	for _, d := range r.detectors {
-		if d.Container != "" {
+		if d.Container != "" && container[d.Format] == "" {
 			container[d.Format] = d.Container
 		}
 	}
 	var out []gen.Format
 	seen := map[gen.Format]bool{}
-	for _, f := range found {
-		for ; f != "" && !seen[f]; f = container[f] {
+	for _, m := range found {
+		if !seen[m.f] {
+			seen[m.f] = true
+			out = append(out, m.f)
+		}
+		for f := m.container; f != "" && !seen[f]; f = container[f] {
 			seen[f] = true
 			out = append(out, f)
 		}

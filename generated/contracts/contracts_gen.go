@@ -2953,8 +2953,8 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNamePreviewArtifact,
 		Toolset:          ToolsetPreview,
-		Description:      "Page through the logical rows of 1-32 artifacts in order: text lines (or fragments of long lines), JSON entries, JSONL records, CSV records, Parquet records or a directory's files (path, size_bytes). Each row carries its input_sha256.",
-		Formats:          []Format{FormatJSON, FormatJsonl, FormatCSV, FormatText, FormatParquet, FormatDirectory},
+		Description:      "Page through the logical rows of 1-32 artifacts in order: text lines (or fragments of long lines), JSON entries, JSONL records, CSV records, Parquet records, a directory's files (path, size_bytes), or a binary profile, trace, report or database's header view (format, size, magic, its own header fields). Each row carries its input_sha256.",
+		Formats:          []Format{FormatJSON, FormatJsonl, FormatCSV, FormatText, FormatParquet, FormatDirectory, FormatPstats, FormatPprof, FormatPerfData, FormatMemray, FormatPerfetto, FormatRocprofPftrace, FormatNsysRep, FormatNsysSqlite, FormatXctrace, FormatNsightCompute, FormatCoverage},
 		MinSources:       1,
 		MaxSources:       32,
 		FieldsDefinition: "PreviewFields",

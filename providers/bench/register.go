@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,8 @@ var detectors = []providers.Detector{
 	}},
 	{Format: gen.FormatHyperfine, Container: gen.FormatJSON, Match: jsonMarkers(`"results"`, `"command"`)},
 	{Format: gen.FormatNvbench, Container: gen.FormatJSON, Match: jsonMarkers(`"benchmarks"`, `"states"`)},
+	// The directory nvbench --jsonbin X.json writes: X.json beside X.json-bin/ (decision 0058).
+	{Format: gen.FormatNvbench, Directory: isNVBenchDirNames},
 	{Format: gen.FormatGoBench, Container: gen.FormatText, Match: func(_ string, head []byte) bool { return goBenchHead.Match(head) }},
 }
 
@@ -74,14 +77,22 @@ func provider(in []providers.Input) gen.Provider {
 }
 
 // decodeAll decodes every source, handing each measurement to emit, bound by
-// MaxMeasurements overall; it returns the producers the sources name.
-func decodeAll(ctx context.Context, in []providers.Input, limits gen.EffectiveLimits, emit emitter) ([]string, error) {
-	var producers []string
+// MaxMeasurements overall; it returns the producers the sources name and the
+// limitations of what a source holds but could not be read.
+func decodeAll(ctx context.Context, in []providers.Input, limits gen.EffectiveLimits, emit emitter) ([]string, []string, error) {
+	var producers, limitations []string
 	total := 0
 	for _, r := range in {
-		file, err := providers.OpenBounded(ctx, r, limits.MaxInputBytes)
+		var file io.ReadCloser = io.NopCloser(strings.NewReader(""))
+		var err error
+		if r.Members == nil {
+			file, err = providers.OpenBounded(ctx, r, limits.MaxInputBytes)
+		} else if r.Format != gen.FormatNvbench {
+			err = &providers.UnsupportedError{Source: r.Index,
+				Message: fmt.Sprintf("source %d is a directory; of the benchmark formats only nvbench (an nvbench --jsonbin output directory) is one", r.Index)}
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		count := 0
 		// The bound over all sources applies as measurements arrive, not after a source.
@@ -125,7 +136,16 @@ func decodeAll(ctx context.Context, in []providers.Input, limits gen.EffectiveLi
 			ms, p, err = DecodeSamples(file, r.Index)
 			producers = append(producers, p...)
 		case gen.FormatNvbench:
-			ms, err = DecodeNVBench(file, r.Index)
+			if r.Members != nil {
+				err = decodeNVBenchDir(ctx, r, sink)
+				break
+			}
+			var unread int
+			unread, err = decodeNVBench(file, r.Index, nil, sink)
+			if err == nil && unread > 0 {
+				limitations = append(limitations, fmt.Sprintf(
+					"Source %d is NVBench --jsonbin output read as a single file: the %d per-sample files its nv/json/bin summaries name were not read; give the directory holding it as the source to list per-sample values.", r.Index, unread))
+			}
 		case gen.FormatHyperfine:
 			ms, err = DecodeHyperfine(file, r.Index)
 		case gen.FormatGoBench:
@@ -136,17 +156,17 @@ func decodeAll(ctx context.Context, in []providers.Input, limits gen.EffectiveLi
 		}
 		file.Close()
 		if overallErr != nil {
-			return nil, overallErr
+			return nil, nil, overallErr
 		}
 		if err != nil {
-			return nil, providers.AtSource(err, r.Index)
+			return nil, nil, providers.AtSource(err, r.Index)
 		}
 		if total += count; total > MaxMeasurements {
-			return nil, &providers.LimitError{Source: providers.NoSource, Message: fmt.Sprintf("the sources hold more than %d measurements", MaxMeasurements),
+			return nil, nil, &providers.LimitError{Source: providers.NoSource, Message: fmt.Sprintf("the sources hold more than %d measurements", MaxMeasurements),
 				Limit: MaxMeasurements, Unit: "measurements"}
 		}
 	}
-	return producers, nil
+	return producers, limitations, nil
 }
 
 func nullable(s string) *string { return providers.Nullable(s) }
@@ -176,7 +196,7 @@ func measurementRow(m Measurement) gen.BenchmarkMeasurementRow {
 
 func summarize(ctx context.Context, req *providers.Request[gen.BenchmarkSummaryFields]) (*providers.Analysis, error) {
 	t := newTable()
-	producers, err := decodeAll(ctx, req.Inputs, req.Limits, t.add)
+	producers, limitations, err := decodeAll(ctx, req.Inputs, req.Limits, t.add)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +217,7 @@ func summarize(ctx context.Context, req *providers.Request[gen.BenchmarkSummaryF
 	if len(producers) > 0 {
 		a.Metrics["producers"] = producers
 	}
+	a.Limitations = limitations
 	return a, nil
 }
 
@@ -221,7 +242,8 @@ func optional(s *string) string {
 
 func scaling(ctx context.Context, req *providers.Request[gen.ScalingFields]) (*providers.Analysis, error) {
 	t := newTable()
-	if _, err := decodeAll(ctx, req.Inputs, req.Limits, t.add); err != nil {
+	_, limitations, err := decodeAll(ctx, req.Inputs, req.Limits, t.add)
+	if err != nil {
 		return nil, err
 	}
 	metric := optional(req.Fields.Metric)
@@ -244,9 +266,10 @@ func scaling(ctx context.Context, req *providers.Request[gen.ScalingFields]) (*p
 				InputValues: f.Inputs, MeanValues: f.Means, PointCount: int64(f.PointCount), Exponent: f.Exponent,
 				Coefficient: f.Coefficient, RSquared: f.RSquared, Status: f.Status, Reason: f.Reason}
 		})}
+	a.Limitations = limitations
 	if len(fits) == 0 {
-		a.Limitations = []string{fmt.Sprintf(
-			"No non-warmup series has a finite positive %q dimension and positive values; nothing was fitted.", req.Fields.InputDimension)}
+		a.Limitations = append(a.Limitations, fmt.Sprintf(
+			"No non-warmup series has a finite positive %q dimension and positive values; nothing was fitted.", req.Fields.InputDimension))
 	}
 	return a, nil
 }
@@ -259,7 +282,8 @@ func compare(ctx context.Context, req *providers.Request[gen.CompareFields]) (*p
 	}
 	metric := optional(req.Fields.Metric)
 	c := newComparer(len(req.Inputs), int(req.Fields.BaselineIndex), metric)
-	if _, err := decodeAll(ctx, req.Inputs, req.Limits, c.add); err != nil {
+	_, limitations, err := decodeAll(ctx, req.Inputs, req.Limits, c.add)
+	if err != nil {
 		return nil, err
 	}
 	cmps, unmatched, err := c.result()
@@ -281,6 +305,7 @@ func compare(ctx context.Context, req *providers.Request[gen.CompareFields]) (*p
 				BaselineMean: c.BaselineMean, CandidateMean: c.CandidateMean, BaselineCount: int64(c.BaselineCount),
 				CandidateCount: int64(c.CandidateCount), Ratio: c.Ratio}
 		})}
+	a.Limitations = limitations
 	if unmatched > 0 {
 		a.Limitations = append(a.Limitations, fmt.Sprintf("%d series are not present in every source and are not compared.", unmatched))
 	}

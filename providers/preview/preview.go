@@ -1,5 +1,6 @@
 // Package preview reads the logical rows of text, JSON, JSONL, CSV and Parquet artifacts,
-// and the file list of directory sources, for preview_artifact. Every reader streams: it skips to an offset without materializing
+// the file list of directory sources and the header view of binary profiles, traces,
+// reports and databases, for preview_artifact. Every reader streams: it skips to an offset without materializing
 // the skipped rows, returns at most one page plus one look-ahead row, and bounds the bytes
 // one row may occupy.
 package preview
@@ -118,6 +119,9 @@ func open(src Source, index int, opt Options) (r rowReader, err error) {
 		return openParquet(src, index)
 	case contracts.FormatDirectory:
 		return openDirectory(src)
+	}
+	if _, ok := headerViews[src.Format]; ok {
+		return openHeader(src, index)
 	}
 	return nil, fmt.Errorf("preview: format %q has no reader", src.Format)
 }

@@ -91,3 +91,26 @@ func FuzzReadCSV(f *testing.F) {
 		fuzztool.Bounded(t, func() { fuzzRead(t, b, contracts.FormatCSV, "input.csv") })
 	})
 }
+
+// FuzzReadHeader reads b as a header view of each binary format a walker reads (pstats,
+// pprof, Perfetto, perf.data): every input pages bounded rows or fails typed.
+// go test ./providers/preview -run '^$' -fuzz FuzzReadHeader -fuzztime 1m
+func FuzzReadHeader(f *testing.F) {
+	fuzztool.Corpus(f, "gprof2dot__print1.pstats", "speedscope__simple.pprof.gz", "perfetto-mcp-rs__basic.perfetto-trace")
+	for _, s := range []string{``, "{", "\xfb)\x03", "PERFILE2", "\x0a\x02\x08\x01", "\x1f\x8b"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzztool.Bounded(t, func() {
+			path := fuzztool.WriteInput(t, "input.bin", b)
+			for _, format := range []contracts.Format{contracts.FormatPstats, contracts.FormatPprof, contracts.FormatPerfetto, contracts.FormatPerfData} {
+				src := []Source{{Path: path, Format: format, SHA256: "0123", Size: int64(len(b))}}
+				page, err := Read(context.Background(), src, Options{MaxRows: 4096, MaxSourceBytes: 1 << 20})
+				fuzztool.CheckError(t, err, path)
+				if err == nil && (!page.Complete || len(page.Rows) > maxHeaderRows) {
+					t.Fatalf("%s: %d rows, complete %v", format, len(page.Rows), page.Complete)
+				}
+			}
+		})
+	})
+}

@@ -12,7 +12,8 @@ import (
 
 // Register adds preview_artifact, the direct capture provider (its console is the
 // artifact) and the detectors of the text, JSON, JSONL, CSV and Parquet formats and of
-// directory sources.
+// directory sources. Binary formats other families detect are previewed as their header
+// view (header.go).
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNamePreviewArtifact, analyze))
 	r.Collector(providers.Collect(providers.CollectorSpec[gen.DirectProvider]{Kind: "direct"}))
@@ -33,6 +34,9 @@ func Register(r *providers.Registry) {
 	// detected format the operation accepts.
 	r.Detector(providers.Detector{Format: gen.FormatDirectory, Directory: func([]string) bool { return true }})
 }
+
+// headerLimitation explains header views (decision 0058).
+const headerLimitation = "A binary profile, trace, report or database is previewed as its header view: format, size_bytes, magic, recognized (with the reason when the content is not that format) and the format's own header fields, not its records; the operations that accept its format read its contents."
 
 // fragmentLimitation explains fragment mode.
 const fragmentLimitation = "Text fragments are decoded with invalid UTF-8 replaced, so they are not byte-exact slices; offsets count fragments, and a fragment is line_terminated only when it ends with LF."
@@ -66,6 +70,12 @@ func analyze(ctx context.Context, req *providers.Request[gen.PreviewFields]) (*p
 	}
 	if fragments > 0 {
 		a.Limitations = []string{fragmentLimitation}
+	}
+	for _, src := range srcs {
+		if _, ok := headerViews[src.Format]; ok {
+			a.Limitations = append(a.Limitations, headerLimitation)
+			break
+		}
 	}
 	return a, nil
 }
