@@ -116,8 +116,8 @@ func TestAnalyzeHelpListsOperations(t *testing.T) {
 	}
 }
 
-// TestCompletion: shell completion knows the operations, formats, providers and toolsets
-// (issue 35 item 5), through cobra's __complete protocol that the generated scripts call.
+// TestCompletion: shell completion knows the operations, formats, providers, clients and
+// toolsets (issue 35 item 5), through cobra's __complete protocol that the generated scripts call.
 func TestCompletion(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
@@ -129,6 +129,9 @@ func TestCompletion(t *testing.T) {
 		{[]string{"__complete", "capture", "--operation", ""}, "rank_cpu_hotspots"},
 		{[]string{"__complete", "mcp", "serve", "--toolsets", ""}, "trace"},
 		{[]string{"__complete", "prepare", ""}, "memray"},
+		{[]string{"__complete", "setup", "--client", ""}, "claude-desktop"},
+		{[]string{"__complete", "setup", "--provider", ""}, "py-spy"},
+		{[]string{"__complete", "update", "--client", ""}, "vscode"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(tt.args, strings.NewReader(""), &stdout, &stderr); code != 0 {

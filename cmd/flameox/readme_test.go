@@ -5,10 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
+	"github.com/flameox/flameox/internal/setup"
 	"github.com/flameox/flameox/internal/testtool"
 )
 
@@ -99,5 +103,91 @@ func TestReadmeCommandsRunOnAFreshClone(t *testing.T) {
 	}
 	if evidence == "" {
 		t.Error("no README command preserved evidence")
+	}
+}
+
+// connectSection returns the README's "Connect your agent" section.
+func connectSection(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Connect your agent\n")
+	if !ok {
+		t.Fatal("README has no \"Connect your agent\" section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	return sec
+}
+
+// TestReadmeConnectSection runs what the README's "Connect your agent" section tells a
+// new user (issue 35: "the README's connect section is exercised by a test"): its install
+// line names this module's command, its setup command and every client of its table
+// write the file the table names, in a fresh HOME, with an entry that runs this flameox
+// as `mcp serve`; and the table lists every client setup supports.
+func TestReadmeConnectSection(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("the README's table gives the Linux locations")
+	}
+	sec := connectSection(t)
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := strings.Fields(strings.SplitN(string(mod), "\n", 2)[0])[1]
+	if !strings.Contains(sec, "go install "+module+"/cmd/flameox@") {
+		t.Errorf("the install line does not name %s/cmd/flameox", module)
+	}
+	exe, err := exec.LookPath("flameox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(home string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(exe, args...)
+		cmd.Env = cliEnv(home)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("flameox %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	// The section's own commands, as a user types them.
+	var commands int
+	for _, line := range strings.Split(sec, "\n") {
+		if args, ok := strings.CutPrefix(strings.TrimSpace(line), "flameox "); ok {
+			run(t.TempDir(), strings.Fields(args)...)
+			commands++
+		}
+	}
+	if commands == 0 {
+		t.Error("the section runs no flameox command")
+	}
+	// Every row of the table: `| name | `id` | `path` (...) |`.
+	row := regexp.MustCompile("^\\| [^|]+ \\| `([a-z-]+)` \\| `~/([^`]+)`")
+	seen := map[string]bool{}
+	for _, line := range strings.Split(sec, "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		id, rel := m[1], m[2]
+		seen[id] = true
+		home := t.TempDir()
+		run(home, "setup", "--client", id, "--yes")
+		b, err := os.ReadFile(filepath.Join(home, rel))
+		if err != nil {
+			t.Errorf("%s: the README's file ~/%s was not written: %v", id, rel, err)
+			continue
+		}
+		if !strings.Contains(string(b), `"`+exe+`"`) || !strings.Contains(string(b), `"mcp", "serve"`) || !strings.Contains(string(b), "flameox") {
+			t.Errorf("%s: ~/%s has no flameox entry running %s mcp serve:\n%s", id, rel, exe, b)
+		}
+	}
+	for _, id := range setup.ClientIDs {
+		if !seen[id] {
+			t.Errorf("the README's client table lacks %s", id)
+		}
 	}
 }

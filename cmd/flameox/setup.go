@@ -117,6 +117,8 @@ func newSetupCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().StringArrayVar(&providers, "provider", nil, "provider to prepare with this flameox before writing (repeatable): "+strings.Join(preparableIDs(), ", "))
 	cmd.Flags().IntVar(&timeoutSeconds, "timeout-seconds", defaultTimeoutSeconds, "overall bound of the verification and the provider preparation (1-3600)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "never prompt, and print the JSON report even on a terminal")
+	_ = cmd.RegisterFlagCompletionFunc("client", completeWords(func() []string { return setup.ClientIDs }))
+	_ = cmd.RegisterFlagCompletionFunc("provider", completeWords(preparableIDs))
 	return cmd
 }
 

@@ -72,5 +72,6 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan and install or write nothing")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the JSON report even on a terminal")
 	cmd.Flags().IntVar(&timeoutSeconds, "timeout-seconds", defaultTimeoutSeconds, "overall bound of the release lookup, install and verification (1-3600)")
+	_ = cmd.RegisterFlagCompletionFunc("client", completeWords(func() []string { return setup.ClientIDs }))
 	return cmd
 }
