@@ -37,8 +37,9 @@ func TestValidateFailures(t *testing.T) {
 		{"missing sources", `{}`, []any{"sources"}, nil},
 		{"unknown top-level field", `{"sources":[` + src + `],"bogus":1}`, []any{"bogus"},
 			[]string{"continuation", "limits", "offset", "page_size", "sources", "text_fragment_chars"}},
-		{"format outside the operation", `{"sources":[{"kind":"path","path":"/x","format":"pstats"}]}`,
-			[]any{"sources", 0, "format"}, []string{"json", "jsonl", "csv", "text", "parquet", "directory"}},
+		{"format outside the operation", `{"sources":[{"kind":"path","path":"/x","format":"pyperf"}]}`,
+			[]any{"sources", 0, "format"}, []string{"json", "jsonl", "csv", "text", "parquet", "directory", "pstats", "pprof", "perf-data",
+				"memray", "perfetto", "rocprof-pftrace", "nsys-rep", "nsys-sqlite", "xctrace", "nsight-compute", "coverage"}},
 		{"unknown kind", `{"sources":[{"kind":"blob","path":"/x"}]}`, []any{"sources", 0, "kind"}, []string{"path", "evidence"}},
 		{"unknown source field", `{"sources":[{"kind":"path","path":"/x","bogus":true}]}`, []any{"sources", 0, "bogus"},
 			[]string{"expected_sha256", "format", "kind", "path", "producer"}},
@@ -130,7 +131,7 @@ func TestValidateSourceWithoutKind(t *testing.T) {
 	if diff := cmp.Diff(want, inst); diff != "" {
 		t.Errorf("instance (-want +got):\n%s", diff)
 	}
-	_, f = s.Validate([]byte(`{"sources":[{"path":"/x","format":"pstats"}]}`))
+	_, f = s.Validate([]byte(`{"sources":[{"path":"/x","format":"pyperf"}]}`))
 	if f == nil || !cmp.Equal(f.FieldPath, []any{"sources", 0, "format"}) || !slices.Contains(f.AcceptedValues, "text") {
 		t.Errorf("kind-less source with a format outside the operation: %+v", f)
 	}
