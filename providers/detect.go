@@ -10,8 +10,13 @@ import (
 // Detector recognizes one format in a file whose format the caller omitted.
 type Detector struct {
 	Format gen.Format
-	// Suffixes are lower-case file name suffixes that announce the format.
+	// Suffixes are lower-case file name suffixes that announce the format; the first is
+	// the format's own file extension (Registry.Extension), so it comes first.
 	Suffixes []string
+	// Extension is the format's file extension where no suffix announces it (a format
+	// recognized by its content only, as perf.data by its magic); it takes precedence
+	// over Suffixes and the container.
+	Extension string
 	// Match reports whether a file named name (lower case) starting with head holds the
 	// format; nil when the suffixes alone decide.
 	Match func(name string, head []byte) bool
@@ -37,6 +42,35 @@ func (r *Registry) DetectDirectory(names []string) []gen.Format {
 		}
 	}
 	return out
+}
+
+// Extension is the file extension of format f, for naming a file of it (a download): its
+// first detector's Extension, else the first suffix of its first detector that has one
+// (from its first dot), else its container's (a Chrome trace
+// is written in JSON: .json); "" when neither says.
+func (r *Registry) Extension(f gen.Format) string {
+	var container gen.Format
+	for _, d := range r.detectors {
+		if d.Format != f {
+			continue
+		}
+		if d.Extension != "" {
+			return d.Extension
+		}
+		if len(d.Suffixes) > 0 {
+			// A suffix that names more than the extension (rocprofv3's _results.pftrace)
+			// gives the extension from its first dot.
+			s := d.Suffixes[0]
+			return s[max(strings.IndexByte(s, '.'), 0):]
+		}
+		if container == "" {
+			container = d.Container
+		}
+	}
+	if container != "" && container != f {
+		return r.Extension(container)
+	}
+	return ""
 }
 
 // IsDirectoryFormat reports whether format f is a directory of files.

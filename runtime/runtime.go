@@ -259,6 +259,9 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, err
 	return rt, nil
 }
 
+// Extension is the file extension of format f as its family declares it ("" when none).
+func (rt *Runtime) Extension(f gen.Format) string { return rt.providers.Extension(f) }
+
 // Limits returns the server ceilings.
 func (rt *Runtime) Limits() gen.EffectiveLimits { return rt.limits }
 

@@ -420,7 +420,7 @@ func (v *viewer) GetArtifact(ctx context.Context, p viewerapi.GetArtifactParams,
 	// every API response would keep a rendering scriptless and origin-less anyway.
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment",
-		map[string]string{"filename": artifactFileName(a.SHA256, a.Format, head[:n])}))
+		map[string]string{"filename": artifactFileName(a.SHA256, v.rt.Extension(a.Format), head[:n])}))
 	if p.IfNoneMatch.Set && (p.IfNoneMatch.Value == etag || p.IfNoneMatch.Value == "*") {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
@@ -534,34 +534,18 @@ func parseRange(spec string, size int64) (start, length int64, f *failure.Failur
 	return s, e - s + 1, nil
 }
 
-// artifactFileName is the download name of an artifact: its digest and an extension for
-// the format the named evidence records (.bin when unknown), with .gz when the payload is
-// gzip (served as stored). The name is lowercase hexadecimal, letters, dots and dashes.
-func artifactFileName(sum string, format gen.Format, head []byte) string {
-	ext := ".bin"
-	switch format {
-	case "json", "chrome-trace", "pytorch", "cpuprofile", "heapprofile", "nvbench", "hyperfine", "sarif":
-		ext = ".json"
-	case "jsonl":
-		ext = ".jsonl"
-	case "csv", "nsight-compute-csv":
-		ext = ".csv"
-	case "text", "perf", "go-bench":
-		ext = ".txt"
-	case "pytest", "compute-sanitizer":
-		ext = ".xml"
-	case "parquet":
-		ext = ".parquet"
-	case "pstats":
-		ext = ".prof"
-	case "pprof":
-		ext = ".pb"
+// artifactFileName is the download name of an artifact: its digest and the extension
+// its format's family declares (ext; .bin when none), with .gz when the payload is gzip
+// (served as stored). The name is lowercase hexadecimal, letters, dots and dashes.
+func artifactFileName(sum, ext string, head []byte) string {
+	if ext == "" {
+		ext = ".bin"
 	}
 	if sourcefile.IsGzip(head) {
 		if ext == ".bin" {
 			ext = ""
 		}
-		ext += ".gz"
+		ext = strings.TrimSuffix(ext, ".gz") + ".gz"
 	}
 	return sum + ext
 }

@@ -206,7 +206,7 @@ func TestViewerAPI(t *testing.T) {
 		h := raw.Response.Header
 		for k, want := range map[string]string{"ETag": `"` + digest + `"`, "Cache-Control": "no-store",
 			"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes",
-			"Content-Disposition": "attachment; filename=" + digest + ".prof", "X-Content-Type-Options": "nosniff"} {
+			"Content-Disposition": "attachment; filename=" + digest + ".pstats", "X-Content-Type-Options": "nosniff"} {
 			if h.Get(k) != want {
 				t.Errorf("%s: got %q, want %q", k, h.Get(k), want)
 			}
@@ -545,7 +545,7 @@ func TestViewerGzipArtifact(t *testing.T) {
 	if ct, ce := resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"); ct != "application/octet-stream" || ce != "" {
 		t.Errorf("Content-Type %q, Content-Encoding %q; want application/octet-stream and none", ct, ce)
 	}
-	if got, want := resp.Header.Get("Content-Disposition"), "attachment; filename="+hex.EncodeToString(sum[:])+".pb.gz"; got != want {
+	if got, want := resp.Header.Get("Content-Disposition"), "attachment; filename="+hex.EncodeToString(sum[:])+".pprof.gz"; got != want {
 		t.Errorf("Content-Disposition %q, want %q", got, want)
 	}
 }

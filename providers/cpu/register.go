@@ -34,7 +34,7 @@ func Register(r *providers.Registry) {
 }
 
 var detectors = []providers.Detector{
-	{Format: gen.FormatPerfData, Match: func(_ string, head []byte) bool { return bytes.HasPrefix(head, []byte("PERFILE2")) }},
+	{Format: gen.FormatPerfData, Extension: ".data", Match: func(_ string, head []byte) bool { return bytes.HasPrefix(head, []byte("PERFILE2")) }},
 	// A marshal dict starts with '{' (0xfb with its reference flag). cProfile and Go both
 	// write .prof: a '{' there is pstats, anything else pprof.
 	{Format: gen.FormatPstats, Suffixes: []string{".pstats"}, Match: func(name string, head []byte) bool {

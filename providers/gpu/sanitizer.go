@@ -32,7 +32,7 @@ const (
 const sanitizerRoot = "ComputeSanitizerOutput"
 
 // sanitizerDetector recognizes a Compute Sanitizer XML log by its root element.
-var sanitizerDetector = providers.Detector{Format: gen.FormatComputeSanitizer, Container: gen.FormatText,
+var sanitizerDetector = providers.Detector{Format: gen.FormatComputeSanitizer, Container: gen.FormatText, Extension: ".xml",
 	Match: func(_ string, head []byte) bool { return bytes.Contains(head, []byte("<"+sanitizerRoot)) }}
 
 func sanitizerProvider() gen.Provider {

@@ -195,7 +195,7 @@ func TestTritonListenerRefusesMalformedRecords(t *testing.T) {
 	for _, tt := range []struct {
 		name, text string
 		want       string // decode, unsupported, limit
-		line       int // from 0; -1: none
+		line       int    // from 0; -1: none
 		field      string
 	}{
 		{"not json", "{\n", "decode", 0, ""},
