@@ -96,6 +96,17 @@ type CollectorSpec[P any] struct {
 	// MissingHint is optional: what the workload must do for the collector to write its
 	// artifact, said when a run wrote none (the torch-profiler's steps).
 	MissingHint string
+	// Directory says that File names a directory, not a file: the runtime creates it
+	// empty before each run, and the artifact is the directory, kept and analysed as a
+	// directory source of the output's format, which must be a directory format
+	// (decision 0063). An NVBench --jsonbin run writes results.json beside its
+	// per-sample files there.
+	Directory bool
+}
+
+// DirectoryArtifact is a collector whose native artifact is a directory (File names it).
+type DirectoryArtifact interface {
+	Directory() bool
 }
 
 // MissingHinter is a collector that says what a run that wrote no artifact lacked.
@@ -111,6 +122,7 @@ type collector[P any] struct{ spec CollectorSpec[P] }
 func (c *collector[P]) Kind() string        { return c.spec.Kind }
 func (c *collector[P]) MissingHint() string { return c.spec.MissingHint }
 func (c *collector[P]) File() string        { return c.spec.File }
+func (c *collector[P]) Directory() bool     { return c.spec.Directory }
 
 func (c *collector[P]) Admit(cases []Case, prepared *Executable) (*Executable, error) {
 	if c.spec.AdmitPrepared != nil {

@@ -238,12 +238,13 @@ func TestCaptureBenchmarkSamplesScaling(t *testing.T) {
 	}
 }
 
-// fakeNVBench stands in for an NVBench executable, named as such: it honours --json by
-// writing a real NVBench JSON document.
+// fakeNVBench stands in for an NVBench executable, named as such: it honours --jsonbin
+// by writing a real NVBench JSON document there, without per-sample files (a run whose
+// states recorded none); nvbench_capture_test.go writes them.
 const fakeNVBench = `#!/bin/sh
 out=""
 while [ "$#" -gt 0 ]; do
-  if [ "$1" = "--json" ]; then out="$2"; shift 2; else shift; fi
+  if [ "$1" = "--jsonbin" ]; then out="$2"; shift 2; else shift; fi
 done
 cat > "$out" <<'DOC'
 {"benchmarks":[{"name":"copy","states":[{"name":"T=I32","axis_values":[{"name":"T","type":"type","value":"I32"}],

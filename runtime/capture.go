@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -86,6 +88,9 @@ type boundCollector struct {
 	console bool
 	role    string
 	format  gen.Format
+	// directory is set when the native artifact is a directory (File names it), analysed
+	// as a directory source of format (decision 0063).
+	directory bool
 	// outputs counts the analysed artifacts of one execution.
 	outputs int
 	// verdicts are exit statuses that report a verdict about the workload (pytest's 1:
@@ -118,6 +123,13 @@ func (rt *Runtime) bindCollector(kind string, provider map[string]any) (*boundCo
 		verdicts: decl.VerdictReturncodes}
 	if !b.console {
 		b.role, b.format = decl.Outputs[0].Role, decl.Outputs[0].Format
+		if d, ok := c.(providers.DirectoryArtifact); ok && d.Directory() {
+			if !rt.providers.IsDirectoryFormat(b.format) {
+				return nil, failure.New(gen.FailureCodeInternalFailure,
+					"capture provider %s writes a directory, but its output format %s is not a directory format in this build", kind, b.format)
+			}
+			b.directory = true
+		}
 	}
 	return b, nil
 }
@@ -537,6 +549,13 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 				"an executable of case %q changed after admission; nothing more was run", c.name).With("case", c.name)
 		}
 	}
+	if cr.coll.directory {
+		// The collector writes into its artifact directory, which it may not create itself
+		// (NVBench opens results.json there with std::ofstream).
+		if err := os.MkdirAll(filepath.Join(exdir, cr.coll.File()), 0o700); err != nil {
+			return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture scratch could not be written")
+		}
+	}
 	res, err := runBroker(ctx, rt.brokerSpec(cr, c, launch, exdir, ex.stdout, ex.stderr))
 	if errors.Is(err, broker.ErrUncontained) {
 		return nil, uncontained(cr.providerID)
@@ -595,18 +614,40 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 		p := filepath.Join(exdir, cr.coll.File())
 		role := fmt.Sprintf("capture-%04d/%s", run.sequence, cr.coll.role)
 		st, err := os.Lstat(p)
-		switch {
-		case err != nil:
+		missing := func() {
 			rec.MissingArtifactRoles = append(rec.MissingArtifactRoles, role)
 			if rec.FailureCode == nil {
 				rec.FailureCode = strp("CAPTURE_ARTIFACT_MISSING")
 			}
-		case !st.Mode().IsRegular():
+		}
+		reject := func(msg string) {
 			rec.ArtifactRejections = append(rec.ArtifactRejections, gen.ArtifactRejection{Role: role,
-				Code: "CAPTURE_ARTIFACT_REJECTED", Message: "the captured artifact is not a regular file"})
+				Code: "CAPTURE_ARTIFACT_REJECTED", Message: msg})
 			if rec.FailureCode == nil {
 				rec.FailureCode = strp("CAPTURE_ARTIFACT_REJECTED")
 			}
+		}
+		switch {
+		case err != nil:
+			missing()
+		case cr.coll.directory && st.IsDir():
+			files, why := checkArtifactDirectory(ctx, p, cr.limits.MaxInputFiles, cr.limits.MaxInputBytes, maxRoleRunes-len(role)-1)
+			switch {
+			case why != "":
+				// A rejected directory is discarded (catalog §3.1): it is neither analysed nor
+				// preserved, and its files do not hold the session scratch.
+				os.RemoveAll(p)
+				reject(why)
+			case files == 0:
+				missing()
+			default:
+				ex.artifact = p
+				ex.reader = cr.coll.Reader(cr.providerCases()[run.caseIdx])
+			}
+		case cr.coll.directory:
+			reject("the captured artifact is not a directory (a symbolic link, file or special file stands where the collector's output directory was)")
+		case !st.Mode().IsRegular():
+			reject("the captured artifact is not a regular file")
 		default:
 			ex.artifact = p
 			ex.reader = cr.coll.Reader(cr.providerCases()[run.caseIdx])
@@ -622,6 +663,104 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 }
 
 func strp(s string) *string { return &s }
+
+// artifactDirBatch is how many entries one read of an artifact directory lists.
+const artifactDirBatch = 256
+
+// maxRoleRunes bounds an evidence role (contracts #Role); a directory artifact's member
+// is preserved under the role <execution role>:<relative path>.
+const maxRoleRunes = 256
+
+// memberName reports whether rel, a member's relative POSIX path, fits an evidence role
+// (contracts #Role: A-Z, a-z, 0-9, '.', '_', '-', ':' and '/') within max characters.
+func memberName(rel string, max int) bool {
+	if len(rel) > max {
+		return false
+	}
+	for i := 0; i < len(rel); i++ {
+		switch c := rel[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-', c == ':', c == '/':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkArtifactDirectory checks a collector's directory artifact at dir (a directory,
+// not a link: the caller checked) within the bounds of a directory source: it holds
+// regular files and directories only (no symbolic link, device, socket or pipe), at
+// most maxFiles regular files of at most maxBytes together, and at most maxFiles
+// directories; and every file's relative path can name it in evidence (memberName
+// within maxRel characters), so that an accepted artifact can always be preserved.
+// Nothing is followed and no file is opened: the walk lists each directory through an
+// os.Root at dir, a batch of entries at a time, and stops at the first entry past a
+// bound, so a directory of a million files costs a few batches. It returns the number
+// of regular files, or why the directory is refused.
+func checkArtifactDirectory(ctx context.Context, dir string, maxFiles, maxBytes int64, maxRel int) (int64, string) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return 0, "the captured artifact directory could not be read"
+	}
+	defer root.Close()
+	var files, dirs, bytes int64
+	pending := []string{"."}
+	for len(pending) > 0 {
+		rel := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		d, err := root.Open(rel)
+		if err != nil {
+			return 0, "the captured artifact directory could not be read"
+		}
+		for {
+			if ctx.Err() != nil {
+				d.Close()
+				return 0, "the capture was cancelled while its artifact directory was checked"
+			}
+			entries, err := d.ReadDir(artifactDirBatch)
+			for _, e := range entries {
+				switch t := e.Type(); {
+				case t.IsDir():
+					if dirs++; dirs > maxFiles {
+						d.Close()
+						return 0, fmt.Sprintf("the captured artifact directory holds more than %d directories (limits.max_input_files)", maxFiles)
+					}
+					pending = append(pending, path.Join(rel, e.Name()))
+				case t.IsRegular():
+					if files++; files > maxFiles {
+						d.Close()
+						return 0, fmt.Sprintf("the captured artifact directory holds more than limits.max_input_files (%d files)", maxFiles)
+					}
+					if !memberName(path.Join(rel, e.Name()), maxRel) {
+						d.Close()
+						return 0, fmt.Sprintf("the captured artifact directory holds a file whose path cannot be recorded as evidence: member paths use only A-Z, a-z, 0-9, '.', '_', '-', ':' and '/', within %d characters", maxRel)
+					}
+					info, err := e.Info()
+					if err != nil {
+						d.Close()
+						return 0, "the captured artifact directory changed while it was checked"
+					}
+					if bytes += info.Size(); bytes > maxBytes {
+						d.Close()
+						return 0, fmt.Sprintf("the captured artifact directory holds more than limits.max_input_bytes (%d bytes)", maxBytes)
+					}
+				default:
+					d.Close()
+					return 0, "the captured artifact directory holds a symbolic link or special file; a directory artifact holds regular files and directories only, and no link is followed"
+				}
+			}
+			if errors.Is(err, io.EOF) || err == nil && len(entries) == 0 {
+				break
+			}
+			if err != nil {
+				d.Close()
+				return 0, "the captured artifact directory could not be read"
+			}
+		}
+		d.Close()
+	}
+	return files, ""
+}
 
 // brokerSpec builds the broker invocation of a command in a case environment: the
 // server's PATH plus the merged overrides, the workload budget, retained console files
@@ -964,11 +1103,19 @@ func missingRoles(executions []gen.Execution) []string {
 func (rt *Runtime) failedCaptureAnalysis(ctx context.Context, cr *captureRequest, sources []capturedSource, extra []resolved, af *failure.Failure) (*Result, *request, *failure.Failure) {
 	in := make([]resolved, 0, len(sources))
 	for _, s := range sources {
-		sum, size, err := sourcefile.Hash(s.path)
+		r := resolved{path: s.path, format: s.format, declared: true, role: s.role, producer: s.producer}
+		var err error
+		if cr.coll.directory {
+			// A directory artifact is kept as the directory source its analysis would have
+			// read: its members, within the bounds it was accepted under.
+			r.members, r.sha256, r.size, err = sourcefile.HashDirectory(ctx, s.path, cr.limits.MaxInputFiles, cr.limits.MaxInputBytes)
+		} else {
+			r.sha256, r.size, err = sourcefile.Hash(s.path)
+		}
 		if err != nil {
 			return nil, nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "a captured artifact could not be read")
 		}
-		in = append(in, resolved{path: s.path, size: size, sha256: sum, format: s.format, declared: true, role: s.role, producer: s.producer})
+		in = append(in, r)
 	}
 	adm, f := rt.admitFields(cr.analysis, cr.fields)
 	if f != nil {

@@ -31,6 +31,12 @@ func estimate(estimand string, xs []float64) float64 {
 // comparison is one candidate-against-baseline row of an experiment.
 type comparison = gen.ExperimentComparisonRow
 
+// caseInterval is the 95% confidence interval of one case's median wall time.
+type caseInterval struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
 // compare computes one comparison from paired differences (candidate - baseline).
 func compare(e *gen.Experiment, base, cand string, index int, diffs []float64) comparison {
 	c := comparison{BaselineCase: base, CandidateCase: cand, Metric: "wall_time_ns", Unit: "ns",
@@ -100,14 +106,18 @@ func (rt *Runtime) appendExperiment(cr *captureRequest, runs []*execution, out *
 		}
 	}
 	base := cr.cases[0].name
-	medians := map[string]any{}
-	median := func(ci int) *float64 {
+	medians, intervals := map[string]any{}, map[string]any{}
+	walls := func(ci int) []float64 {
 		var xs []float64
 		for b := 1; b <= int(e.Blocks); b++ {
 			if w, ok := wall[key{ci, b}]; ok {
 				xs = append(xs, w)
 			}
 		}
+		return xs
+	}
+	median := func(ci int) *float64 {
+		xs := walls(ci)
 		if len(xs) == 0 {
 			return nil
 		}
@@ -116,6 +126,13 @@ func (rt *Runtime) appendExperiment(cr *captureRequest, runs []*execution, out *
 	}
 	for i, c := range cr.cases {
 		medians[c.name] = median(i)
+		// Each case's median over its blocks with benchstat's 95% interval (decision 0065);
+		// null under six eligible blocks, where no pair of order statistics covers 95%.
+		var interval *caseInterval
+		if lo, hi := stats.MedianInterval(walls(i)).Bounds(); lo != nil {
+			interval = &caseInterval{Low: *lo, High: *hi}
+		}
+		intervals[c.name] = interval
 	}
 	var rows []comparison
 	for i := 1; i < len(cr.cases); i++ {
@@ -149,7 +166,7 @@ func (rt *Runtime) appendExperiment(cr *captureRequest, runs []*execution, out *
 	summary := MetricsBlock{Type: "metrics", Values: map[string]any{"experiment_metric": "wall_time_ns",
 		"experiment_estimand": e.Estimand, "decision_basis": "descriptive_point_estimate",
 		"baseline_case": base, "comparison_count": len(cr.cases) - 1, "case_median_wall_time_ns": medians,
-		"comparisons": rows}}
+		"case_median_wall_time_ns_ci": intervals, "comparisons": rows}}
 	out.Blocks = append([]any{summary}, out.Blocks...)
 }
 

@@ -10,6 +10,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/canon"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/repository"
 )
 
@@ -240,9 +241,38 @@ func (rt *Runtime) switchToEvidence(r *record, store *repository.Store, ev *repo
 		rt.mu.Unlock()
 		return
 	}
+	// A directory input (a collector's directory artifact) has no payload of its own
+	// digest: it is read again as its members, materialized from the store (decision
+	// 0063). materialize takes the lock itself.
+	var members map[int][]sourcefile.Member
+	for i, in := range r.inputs {
+		if in.members != nil {
+			if members == nil {
+				members = map[int][]sourcefile.Member{}
+			}
+			members[i] = in.members
+		}
+	}
+	dirs := map[int]string{}
+	if len(members) > 0 {
+		rt.mu.Unlock()
+		for i, m := range members {
+			if d, f := rt.materialize(store, &repository.Selected{SHA256: r.inputs[i].sha256, Members: m}); f == nil {
+				dirs[i] = d
+			}
+		}
+		rt.mu.Lock()
+		if len(r.scratch) == 0 {
+			rt.mu.Unlock()
+			return
+		}
+	}
 	sel := ev.AnalysisSources()
 	for i := range r.inputs {
 		r.inputs[i].path = store.PayloadPath(r.inputs[i].sha256)
+		if d, ok := dirs[i]; ok {
+			r.inputs[i].path = d
+		}
 		if i < len(sel) {
 			r.inputs[i].evidence = &sel[i]
 		}

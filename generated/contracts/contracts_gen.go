@@ -1451,6 +1451,15 @@ type BenchmarkSeriesRow struct {
 	Stdev *float64 `json:"stdev"`
 	Min   *float64 `json:"min"`
 	Max   *float64 `json:"max"`
+	// The 95% confidence interval of the median, benchstat's (golang.org/x/perf/benchmath,
+	// no distribution assumed): the pair of order statistics around the median whose binomial
+	// coverage is at least 95%; null with fewer than six values, where no pair covers 95%.
+	MedianCiLow  *float64 `json:"median_ci_low"`
+	MedianCiHigh *float64 `json:"median_ci_high"`
+	// The 95% confidence interval of the mean by Student's t: mean ± t(0.975, n-1) · stdev / √n;
+	// null with fewer than two values.
+	MeanCiLow  *float64 `json:"mean_ci_low"`
+	MeanCiHigh *float64 `json:"mean_ci_high"`
 }
 
 // BenchmarkScalingRow is the log-log fit of one benchmark series.
@@ -1482,6 +1491,33 @@ type BenchmarkComparisonRow struct {
 	CandidateCount int64          `json:"candidate_count"`
 	// candidate_mean / baseline_mean; null when the baseline mean is 0.
 	Ratio *float64 `json:"ratio"`
+	// The 95% confidence intervals of the means by Student's t: mean ± t(0.975, n-1) · s / √n;
+	// null with fewer than two values.
+	BaselineMeanCiLow   *float64 `json:"baseline_mean_ci_low"`
+	BaselineMeanCiHigh  *float64 `json:"baseline_mean_ci_high"`
+	CandidateMeanCiLow  *float64 `json:"candidate_mean_ci_low"`
+	CandidateMeanCiHigh *float64 `json:"candidate_mean_ci_high"`
+	// Medians of the per-iteration values, each with benchstat's 95% confidence interval (order
+	// statistics, no distribution assumed); an interval is null with fewer than six values.
+	BaselineMedian        float64  `json:"baseline_median"`
+	CandidateMedian       float64  `json:"candidate_median"`
+	BaselineMedianCiLow   *float64 `json:"baseline_median_ci_low"`
+	BaselineMedianCiHigh  *float64 `json:"baseline_median_ci_high"`
+	CandidateMedianCiLow  *float64 `json:"candidate_median_ci_low"`
+	CandidateMedianCiHigh *float64 `json:"candidate_median_ci_high"`
+	// candidate_median / baseline_median (benchstat's delta is this less 1); null when the
+	// baseline median is 0.
+	MedianRatio *float64 `json:"median_ratio"`
+	// Two-sided p-value of the Mann-Whitney U test of the candidate's values against the
+	// baseline's (benchstat's test; 1 when every value of both is equal).
+	PValue float64 `json:"p_value"`
+	// p_value <= 0.05, where benchstat shows a delta instead of "~".
+	Significant bool `json:"significant"`
+	// lower or higher: significant, and the candidate's values rank below or above the
+	// baseline's (for times, lower is faster); no significant difference: benchstat's "~";
+	// too few samples: not significant, and no outcome with these value counts could be (the
+	// smallest possible p-value is above 0.05, as with 3 values each).
+	Verdict string `json:"verdict"`
 }
 
 // InferenceRequestRow is one request of an AIPerf per-request export, without prompt,
@@ -2088,7 +2124,8 @@ func (x *PyperfProvider) ApplyDefaults() {
 	}
 }
 
-// NVBenchProvider runs an NVBench executable with --json naming the result file.
+// NVBenchProvider runs an NVBench executable with --jsonbin naming results.json in a fresh
+// directory; that directory (the JSON beside its per-sample files) is the artifact.
 type NVBenchProvider struct {
 	Kind string `json:"kind"`
 }
@@ -2492,7 +2529,7 @@ var Operations = []OperationDecl{
 			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
 			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
 			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
-			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
+			FormatXctrace:        []string{"An Instruments trace is read as xctrace's XML export (xcrun xctrace export --xpath: tables of rows whose values are written once and referenced by id after). A .trace bundle is exported first (run 1's tables) with xcrun xctrace, which exists only on macOS: elsewhere a bundle is unavailable, and an export made on a Mac is read.", "Only tables with a start (engineering type start-time) and a duration column become slices, one per row, named by the row's name column, else its first descriptive column (a state, an operation, a display), else the table's schema; the category is the schema (os-signpost-interval, metal-gpu-intervals, thread-state, ...). Rows with a time but no duration (time-profile and time-sample CPU samples, os-signpost events) count in instant_count, not as slices; a row of an interval table without a start or a duration counts in invalid_interval_count.", "Times are nanoseconds from the start of the trace's run, as xctrace exports them; an export holding several runs puts each run's tables on tracks of their own, and their times are not comparable. Slices nest per table and thread (else process, else table); thread and process names are Instruments' labels."},
 		},
 		Rows: []string{"TraceSliceRow", "SourceTableRow"},
 	},
@@ -2516,7 +2553,7 @@ var Operations = []OperationDecl{
 			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
 			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
 			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
-			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
+			FormatXctrace:        []string{"An Instruments trace is read as xctrace's XML export (xcrun xctrace export --xpath: tables of rows whose values are written once and referenced by id after). A .trace bundle is exported first (run 1's tables) with xcrun xctrace, which exists only on macOS: elsewhere a bundle is unavailable, and an export made on a Mac is read.", "Only tables with a start (engineering type start-time) and a duration column become slices, one per row, named by the row's name column, else its first descriptive column (a state, an operation, a display), else the table's schema; the category is the schema (os-signpost-interval, metal-gpu-intervals, thread-state, ...). Rows with a time but no duration (time-profile and time-sample CPU samples, os-signpost events) count in instant_count, not as slices; a row of an interval table without a start or a duration counts in invalid_interval_count.", "Times are nanoseconds from the start of the trace's run, as xctrace exports them; an export holding several runs puts each run's tables on tracks of their own, and their times are not comparable. Slices nest per table and thread (else process, else table); thread and process names are Instruments' labels."},
 		},
 		Rows: []string{"TraceCallEdgeRow"},
 	},
@@ -2537,7 +2574,7 @@ var Operations = []OperationDecl{
 			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
 			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
 			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
-			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
+			FormatXctrace:        []string{"An Instruments trace is read as xctrace's XML export (xcrun xctrace export --xpath: tables of rows whose values are written once and referenced by id after). A .trace bundle is exported first (run 1's tables) with xcrun xctrace, which exists only on macOS: elsewhere a bundle is unavailable, and an export made on a Mac is read.", "Only tables with a start (engineering type start-time) and a duration column become slices, one per row, named by the row's name column, else its first descriptive column (a state, an operation, a display), else the table's schema; the category is the schema (os-signpost-interval, metal-gpu-intervals, thread-state, ...). Rows with a time but no duration (time-profile and time-sample CPU samples, os-signpost events) count in instant_count, not as slices; a row of an interval table without a start or a duration counts in invalid_interval_count.", "Times are nanoseconds from the start of the trace's run, as xctrace exports them; an export holding several runs puts each run's tables on tracks of their own, and their times are not comparable. Slices nest per table and thread (else process, else table); thread and process names are Instruments' labels."},
 		},
 		Rows: []string{"PytorchEventRow"},
 	},
@@ -2562,7 +2599,7 @@ var Operations = []OperationDecl{
 			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
 			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
 			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
-			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
+			FormatXctrace:        []string{"An Instruments trace is read as xctrace's XML export (xcrun xctrace export --xpath: tables of rows whose values are written once and referenced by id after). A .trace bundle is exported first (run 1's tables) with xcrun xctrace, which exists only on macOS: elsewhere a bundle is unavailable, and an export made on a Mac is read.", "Only tables with a start (engineering type start-time) and a duration column become slices, one per row, named by the row's name column, else its first descriptive column (a state, an operation, a display), else the table's schema; the category is the schema (os-signpost-interval, metal-gpu-intervals, thread-state, ...). Rows with a time but no duration (time-profile and time-sample CPU samples, os-signpost events) count in instant_count, not as slices; a row of an interval table without a start or a duration counts in invalid_interval_count.", "Times are nanoseconds from the start of the trace's run, as xctrace exports them; an export holding several runs puts each run's tables on tracks of their own, and their times are not comparable. Slices nest per table and thread (else process, else table); thread and process names are Instruments' labels."},
 		},
 		Rows: []string{"TraceOperationRow", "SourceTableRow"},
 	},
@@ -2607,7 +2644,7 @@ var Operations = []OperationDecl{
 			FormatPerfetto:       []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
 			FormatPytorch:        []string{"Trace Event timestamps are microseconds converted exactly to integer nanoseconds from their decimal text; values beyond 2^53-1 are exact decimal strings.", "Slices nest per thread by time containment (the parent is the innermost enclosing slice on the same track); B/E pairs match per thread and async b/e pairs per id on their own tracks; unmatched ends are counted, never invented.", "torch.profiler writes GPU kernels, memcpy and memset on their own device and stream tracks; a kernel links to its CPU operator through Kineto's External id and correlation arguments."},
 			FormatRocprofPftrace: []string{"The native decoder reads track events (slices, tracks, thread and process descriptors, interned names); timestamps are the packets', without clock-domain conversion.", "Ftrace, scheduling, counters and other data sources are not read natively; they need Perfetto's trace_processor_shell."},
-			FormatXctrace:        []string{"Instruments traces are read with xcrun xctrace, which exists only on macOS."},
+			FormatXctrace:        []string{"An Instruments trace is read as xctrace's XML export (xcrun xctrace export --xpath: tables of rows whose values are written once and referenced by id after). A .trace bundle is exported first (run 1's tables) with xcrun xctrace, which exists only on macOS: elsewhere a bundle is unavailable, and an export made on a Mac is read.", "Only tables with a start (engineering type start-time) and a duration column become slices, one per row, named by the row's name column, else its first descriptive column (a state, an operation, a display), else the table's schema; the category is the schema (os-signpost-interval, metal-gpu-intervals, thread-state, ...). Rows with a time but no duration (time-profile and time-sample CPU samples, os-signpost events) count in instant_count, not as slices; a row of an interval table without a start or a duration counts in invalid_interval_count.", "Times are nanoseconds from the start of the trace's run, as xctrace exports them; an export holding several runs puts each run's tables on tracks of their own, and their times are not comparable. Slices nest per table and thread (else process, else table); thread and process names are Instruments' labels."},
 		},
 		Rows: []string{"TraceWindowRow"},
 	},
@@ -2696,7 +2733,7 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNameSummarizeBenchmarks,
 		Toolset:          ToolsetBenchmark,
-		Description:      "List every measurement of 1-32 benchmark results (pyperf, Flameox benchmark-samples, NVBench, hyperfine, Go benchmark output) with its identity, warmup flag and loop count; view series: one row per series with its mean, median, stdev, min and max.",
+		Description:      "List every measurement of 1-32 benchmark results (pyperf, Flameox benchmark-samples, NVBench, hyperfine, Go benchmark output) with its identity, warmup flag and loop count; view series: one row per series with its mean and median (each with a 95% interval), stdev, min and max.",
 		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
 		MinSources:       1,
 		MaxSources:       32,
@@ -2724,7 +2761,7 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNameCompareBenchmarks,
 		Toolset:          ToolsetBenchmark,
-		Description:      "Compare matching benchmark series of 2-32 results against a baseline: means of per-iteration values and the ratio candidate/baseline; series missing from any result are counted as unmatched.",
+		Description:      "Compare matching benchmark series of 2-32 results against a baseline: means and medians of per-iteration values with 95% intervals, ratios candidate/baseline, and benchstat's Mann-Whitney U test per series (p_value, verdict); series missing from any result are counted as unmatched.",
 		Formats:          []Format{FormatPyperf, FormatSamples, FormatNvbench, FormatHyperfine, FormatGoBench},
 		MinSources:       2,
 		MaxSources:       32,
@@ -2732,7 +2769,7 @@ var Operations = []OperationDecl{
 		CaptureProviders: []string{},
 		Experiment:       false,
 		Released:         true,
-		Limitations:      []string{"Ratios compare means of per-iteration values; no significance test is made. Capture baseline and candidate separately, under comparable conditions."},
+		Limitations:      []string{"Each series is tested on its own at alpha 0.05 (two-sided Mann-Whitney U, as benchstat), with no correction for the number of series, and its values are taken as independent. Capture baseline and candidate separately, under comparable conditions."},
 		Rows:             []string{"BenchmarkComparisonRow"},
 	},
 	{

@@ -87,6 +87,12 @@ type Series struct {
 	Stdev       *float64          `json:"stdev"`
 	Min         *float64          `json:"min"`
 	Max         *float64          `json:"max"`
+	// MedianLow and MedianHigh bound the median's 95% interval (stats.MedianInterval), nil
+	// under six values; MeanLow and MeanHigh the mean's (stats.MeanInterval), nil under two.
+	MedianLow  *float64 `json:"median_ci_low"`
+	MedianHigh *float64 `json:"median_ci_high"`
+	MeanLow    *float64 `json:"mean_ci_low"`
+	MeanHigh   *float64 `json:"mean_ci_high"`
 }
 
 // Summaries groups measurements by identity in first-seen order. Warmups, whose loop
@@ -146,18 +152,16 @@ func (t *table) summaries() []Series {
 		if len(v) == 0 {
 			continue
 		}
-		mean, median := stats.Mean(v), stats.Median(v)
+		mean, median := stats.MeanInterval(v), stats.MedianInterval(v)
 		lo, hi := v[0], v[0]
 		for _, x := range v {
 			lo, hi = math.Min(lo, x), math.Max(hi, x)
 		}
-		out[i].Mean, out[i].Median, out[i].Min, out[i].Max = &mean, &median, &lo, &hi
+		out[i].Mean, out[i].Median, out[i].Min, out[i].Max = &mean.Estimate, &median.Estimate, &lo, &hi
+		out[i].MeanLow, out[i].MeanHigh = mean.Bounds()
+		out[i].MedianLow, out[i].MedianHigh = median.Bounds()
 		if len(v) > 1 {
-			var ss float64
-			for _, x := range v {
-				ss += (x - mean) * (x - mean)
-			}
-			sd := math.Sqrt(ss / float64(len(v)-1))
+			sd := stats.Stdev(v)
 			out[i].Stdev = &sd
 		}
 	}
@@ -313,6 +317,14 @@ type Comparison struct {
 	CandidateCount int               `json:"candidate_count"`
 	// Ratio is candidate_mean / baseline_mean; nil when the baseline mean is 0.
 	Ratio *float64 `json:"ratio"`
+	// The means' and medians' 95% intervals (stats.MeanInterval, stats.MedianInterval).
+	BaselineMeanCI, CandidateMeanCI     stats.Interval
+	BaselineMedianCI, CandidateMedianCI stats.Interval
+	// MedianRatio is candidate median / baseline median; nil when the baseline median is 0.
+	MedianRatio *float64
+	// Test is the Mann-Whitney U test of the candidate's values against the baseline's
+	// (stats.Compare).
+	Test stats.Comparison
 }
 
 // NonFiniteError reports a non-finite value in a compared series.
@@ -326,8 +338,9 @@ func (e *NonFiniteError) Error() string {
 }
 
 // Compare matches series by identity across inputs (non-warmup values only, optionally
-// one benchmark) and compares each candidate's mean with the baseline's. Series not
-// present in every input are counted as unmatched.
+// one benchmark) and compares each candidate's mean and median with the baseline's, with
+// their intervals and a Mann-Whitney U test of the values. Series not present in every
+// input are counted as unmatched.
 func Compare(ms []Measurement, inputs, baseline int, metric string) ([]Comparison, int, error) {
 	c := newComparer(inputs, baseline, metric)
 	for i := range ms {
@@ -336,8 +349,8 @@ func Compare(ms []Measurement, inputs, baseline int, metric string) ([]Compariso
 	return c.result()
 }
 
-// comparer accumulates a comparison as measurements stream by: a sum and a count per
-// series and source, nothing per value.
+// comparer accumulates a comparison as measurements stream by: the values of each series
+// and source (8 bytes a value), which the medians and the rank test need.
 type comparer struct {
 	inputs, baseline int
 	metric           string
@@ -349,15 +362,10 @@ type comparer struct {
 	nonFinite        *NonFiniteError
 }
 
-// compared is one series: its first measurement and its sums per source.
+// compared is one series: its first measurement and its values per source.
 type compared struct {
 	first Measurement
-	per   []sum
-}
-
-type sum struct {
-	total float64
-	n     int
+	per   [][]float64
 }
 
 func newComparer(inputs, baseline int, metric string) *comparer {
@@ -380,13 +388,11 @@ func (c *comparer) add(m *Measurement) error {
 		if i, ok = c.index[k]; !ok {
 			i = len(c.series)
 			c.index[k] = i
-			c.series = append(c.series, compared{first: *m, per: make([]sum, c.inputs)})
+			c.series = append(c.series, compared{first: *m, per: make([][]float64, c.inputs)})
 		}
 		c.last, c.lastAt = k, i
 	}
-	s := &c.series[i].per[m.Input]
-	s.total += m.Value
-	s.n++
+	c.series[i].per[m.Input] = append(c.series[i].per[m.Input], m.Value)
 	return nil
 }
 
@@ -399,7 +405,7 @@ func (c *comparer) result() ([]Comparison, int, error) {
 	for _, s := range c.series {
 		present := 0
 		for _, p := range s.per {
-			if p.n > 0 {
+			if len(p) > 0 {
 				present++
 			}
 		}
@@ -409,23 +415,30 @@ func (c *comparer) result() ([]Comparison, int, error) {
 		}
 		m := s.first
 		b := s.per[c.baseline]
-		bm := b.total / float64(b.n)
+		bMean, bMedian := stats.MeanInterval(b), stats.MedianInterval(b)
+		bm := bMean.Estimate
 		for i := 0; i < c.inputs; i++ {
 			if i == c.baseline {
 				continue
 			}
 			cand := s.per[i]
-			cm := cand.total / float64(cand.n)
+			cMean, cMedian := stats.MeanInterval(cand), stats.MedianInterval(cand)
+			cm := cMean.Estimate
 			dims := m.Dimensions
 			if dims == nil {
 				dims = map[string]string{}
 			}
 			cmp := Comparison{Benchmark: m.Benchmark, Unit: m.Unit, Dimensions: dims, Loops: m.Loops,
 				BaselineIndex: c.baseline, CandidateIndex: i, BaselineMean: bm, CandidateMean: cm,
-				BaselineCount: b.n, CandidateCount: cand.n}
+				BaselineCount: len(b), CandidateCount: len(cand), BaselineMeanCI: bMean, CandidateMeanCI: cMean,
+				BaselineMedianCI: bMedian, CandidateMedianCI: cMedian, Test: stats.Compare(b, cand)}
 			if bm != 0 {
 				r := cm / bm
 				cmp.Ratio = &r
+			}
+			if bMedian.Estimate != 0 {
+				r := cMedian.Estimate / bMedian.Estimate
+				cmp.MedianRatio = &r
 			}
 			out = append(out, cmp)
 		}

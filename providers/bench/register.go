@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/stats"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -230,7 +231,8 @@ func seriesRow(s Series) gen.BenchmarkSeriesRow {
 	return gen.BenchmarkSeriesRow{Benchmark: s.Benchmark, Unit: s.Unit, Dimensions: dimensions(s.Dimensions), LoopCount: s.Loops,
 		Scope: nullable(s.Scope), Phase: nullable(s.Phase), Worker: nullable(s.Worker), Variant: nullable(s.Variant),
 		InputIndices: inputs, ValueCount: int64(s.ValueCount), WarmupCount: int64(s.WarmupCount),
-		Mean: s.Mean, Median: s.Median, Stdev: s.Stdev, Min: s.Min, Max: s.Max}
+		Mean: s.Mean, Median: s.Median, Stdev: s.Stdev, Min: s.Min, Max: s.Max,
+		MedianCiLow: s.MedianLow, MedianCiHigh: s.MedianHigh, MeanCiLow: s.MeanLow, MeanCiHigh: s.MeanHigh}
 }
 
 func optional(s *string) string {
@@ -298,13 +300,9 @@ func compare(ctx context.Context, req *providers.Request[gen.CompareFields]) (*p
 	}
 	a := &providers.Analysis{Provider: provider(req.Inputs),
 		Metrics: map[string]any{"input_count": len(req.Inputs), "baseline_index": req.Fields.BaselineIndex, "metric": metricValue,
-			"compatible_metric_count": len(cmps) / max(1, len(req.Inputs)-1), "unmatched_identity_count": unmatched},
-		Rows: providers.ProjectSlice(cmps, func(c Comparison) gen.BenchmarkComparisonRow {
-			return gen.BenchmarkComparisonRow{Benchmark: c.Benchmark, Unit: c.Unit, Dimensions: dimensions(c.Dimensions),
-				LoopCount: c.Loops, BaselineIndex: int64(c.BaselineIndex), CandidateIndex: int64(c.CandidateIndex),
-				BaselineMean: c.BaselineMean, CandidateMean: c.CandidateMean, BaselineCount: int64(c.BaselineCount),
-				CandidateCount: int64(c.CandidateCount), Ratio: c.Ratio}
-		})}
+			"compatible_metric_count": len(cmps) / max(1, len(req.Inputs)-1), "unmatched_identity_count": unmatched,
+			"alpha": stats.Alpha, "confidence_level": stats.Level},
+		Rows: providers.ProjectSlice(cmps, comparisonRow)}
 	a.Limitations = limitations
 	if unmatched > 0 {
 		a.Limitations = append(a.Limitations, fmt.Sprintf("%d series are not present in every source and are not compared.", unmatched))
@@ -315,13 +313,19 @@ func compare(ctx context.Context, req *providers.Request[gen.CompareFields]) (*p
 	return a, nil
 }
 
+// nvbenchArtifact is the nvbench provider's artifact: the directory --jsonbin writes into.
+const nvbenchArtifact = "nvbench"
+
 var collectors = []providers.Collector{
 	providers.Collect(providers.CollectorSpec[gen.BenchmarkSamplesProvider]{Kind: "benchmark-samples", File: "benchmark-samples.json",
 		MissingHint: "A benchmark-samples workload writes a flameox.benchmark-samples.v1 document to the file FLAMEOX_BENCHMARK_OUTPUT names; a Python workload can use `with flameox_benchmark.recorder() as rec:` (rec.add, rec.torch_benchmark), which writes it when the block ends.",
 		Env:         samplesEnv}),
-	providers.Collect(providers.CollectorSpec[gen.NVBenchProvider]{Kind: "nvbench", File: "nvbench.json",
+	// NVBench's --jsonbin output directory (catalog §3.1; decision 0063): results.json
+	// beside results.json-bin/N.bin and results.json-freqs-bin/N.bin, read as a directory
+	// source, so a capture lists every sample. The runtime creates nvbench/ before the run.
+	providers.Collect(providers.CollectorSpec[gen.NVBenchProvider]{Kind: "nvbench", File: nvbenchArtifact, Directory: true,
 		Command: func(_ *gen.NVBenchProvider, _ *providers.Executable, c providers.Case, dir string) []string {
-			return append(append([]string{}, c.Argv...), "--json", filepath.Join(dir, "nvbench.json"))
+			return append(append([]string{}, c.Argv...), "--jsonbin", filepath.Join(dir, nvbenchArtifact, "results.json"))
 		}}),
 	providers.Collect(providers.CollectorSpec[gen.HyperfineProvider]{Kind: "hyperfine", File: "hyperfine.json",
 		Admit: func([]providers.Case) (*providers.Executable, error) {
