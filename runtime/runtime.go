@@ -34,7 +34,7 @@ import (
 // change is refused (it binds another request) instead of paging on with other rows
 // (decision 0035). go.2: OTLP table rows gained flags. go.3: trace call-graph edges and
 // metrics, Perfetto slices, slices that end before they start, and empty pages.
-const Version = "0.2.0-go.6"
+const Version = "0.2.0-go.7"
 
 // implementation is the version continuations bind: Version, except in tests that mint
 // a continuation under another one.
