@@ -1,12 +1,21 @@
 GO ?= go
 CUE := $(GO) tool cue
 
-.PHONY: all build generate check-generated test test-e2e bench fuzz e2e-deps update-golden
+.PHONY: all build dist generate check-generated test test-e2e bench fuzz e2e-deps update-golden
 
 all: build
 
 build:
 	$(GO) build -o bin/flameox ./cmd/flameox
+
+# dist builds the release binaries into dist/: cmd/flameox for linux, darwin and windows
+# on amd64 and arm64, static (CGO_ENABLED=0) and reproducible (-trimpath, no VCS stamp, no
+# build id: the same Go toolchain gives the same bytes), named
+# flameox_<version>_<os>_<arch>[.exe], with dist/SHA256SUMS (sha256sum -c checks it).
+# DIST_TARGETS=linux/amd64,darwin/arm64 builds fewer (tools/dist, decision 0062).
+DIST_TARGETS ?=
+dist:
+	$(GO) run ./tools/dist -go "$(GO)" -out dist $(if $(DIST_TARGETS),-targets $(DIST_TARGETS))
 
 # generate turns the CUE contracts into contracts/ (JSON Schemas, catalog, the viewer's
 # openapi.json) and generated/contracts (Go types, enums, unions, registry), then ogen turns

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	// --version: cobra's line (setup's Identify reads its first and last words), then the
+	// target the binary was built for (decision 0062).
+	root.SetVersionTemplate(root.VersionTemplate() + fmt.Sprintf("built for %s/%s with %s\n", goruntime.GOOS, goruntime.GOARCH, goruntime.Version()))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

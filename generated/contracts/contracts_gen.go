@@ -2232,7 +2232,7 @@ func (x *Rocprofv3Provider) ApplyDefaults() {
 	}
 }
 
-// XctraceProvider is Instruments (xcrun xctrace, macOS only); unavailable in this build.
+// XctraceProvider records with Instruments (xcrun xctrace record, macOS only; unavailable elsewhere).
 type XctraceProvider struct {
 	Kind     string `json:"kind"`
 	Template string `json:"template,omitempty"`

@@ -453,16 +453,3 @@ func TestCallGraphParents(t *testing.T) {
 		})
 	}
 }
-
-// TestXctraceUnavailable: the xctrace provider is an unavailable state on every host,
-// saying why for each (no xcrun off macOS; no reader of .trace bundles on it).
-func TestXctraceUnavailable(t *testing.T) {
-	for goos, want := range map[string]string{"linux": "only on macOS; this host runs linux", "darwin": "cannot be read by this build"} {
-		if e := xctraceUnavailable(goos); !strings.Contains(e.Message, want) || e.Provider != "xctrace" || e.Remediation == "" {
-			t.Errorf("%s: %+v", goos, e)
-		}
-	}
-	if _, err := xctraceCollector.Admit(nil, nil); !errors.As(err, new(*providers.UnavailableError)) {
-		t.Errorf("Admit: %v", err)
-	}
-}

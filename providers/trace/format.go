@@ -2,50 +2,44 @@ package trace
 
 import (
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
 )
 
-// family is how the trace analyzers read a format: which decoder yields its slices
-// (or spans) and what the format offers besides (issue 37).
-type family uint8
-
-const (
-	// familyNone is a format the trace analyzers do not read.
-	familyNone family = iota
-	// familyTraceEvent is Trace Event JSON (Chrome, Kineto): DecodeChrome, parsed on a
-	// goroutine of its own.
-	familyTraceEvent
-	// familyPerfetto is Perfetto protobuf (Perfetto, rocprofv3): DecodePerfetto,
-	// pipelined, with trace_processor_shell for the data it does not read.
-	familyPerfetto
-	// familyOTLP is OpenTelemetry spans: their own readers and rows (spans, tables).
-	familyOTLP
-	// familyNsys is an Nsight Systems export: its SQLite (a report converted with nsys)
-	// queried in start order, or a parquetdir read natively in the same order, and its
-	// tables.
-	familyNsys
-	// familyMacOnly is read only on macOS (xcrun xctrace): UNAVAILABLE_CAPABILITY here.
-	familyMacOnly
-)
-
-// formats is the format table: the one place where the trace analyzers tell formats
-// apart. A new trace format adds its row here (and its detector in register.go).
-var formatFamilies = map[gen.Format]family{
-	gen.FormatChromeTrace:    familyTraceEvent,
-	gen.FormatPytorch:        familyTraceEvent,
-	gen.FormatPerfetto:       familyPerfetto,
-	gen.FormatRocprofPftrace: familyPerfetto,
-	gen.FormatOtlp:           familyOTLP,
-	gen.FormatNsysSqlite:     familyNsys,
-	gen.FormatNsysRep:        familyNsys,
-	gen.FormatNsysParquet:    familyNsys,
-	gen.FormatXctrace:        familyMacOnly,
+// formats is the format table: the one place the trace analyzers tell formats apart
+// (besides the detectors in register.go). Each row maps a format to the opener of its
+// source (source.go), whose type says what the format offers. A new trace format adds
+// its row here, its source, and its detector. Rows are in the order a failure lists
+// formats in (view "tables": Nsight Systems' forms before OTLP).
+var formats = []struct {
+	format gen.Format
+	open   func(providers.Input) source
+}{
+	// Perfetto protobuf (Perfetto, rocprofv3): track events natively, the rest through
+	// trace_processor_shell.
+	{gen.FormatPerfetto, func(in providers.Input) source { return perfettoSource{sourceBase{in}} }},
+	// Trace Event JSON (Chrome, Kineto/torch.profiler).
+	{gen.FormatChromeTrace, func(in providers.Input) source { return traceEventSource{sourceBase{in}} }},
+	{gen.FormatPytorch, func(in providers.Input) source { return traceEventSource{sourceBase{in}} }},
+	{gen.FormatRocprofPftrace, func(in providers.Input) source { return perfettoSource{sourceBase{in}} }},
+	// Nsight Systems: an SQLite export, a report converted to one with nsys, a
+	// parquetdir read natively (decision 0057).
+	{gen.FormatNsysSqlite, func(in providers.Input) source { return nsysSource{sourceBase{in}, nsysFormSQLite} }},
+	{gen.FormatNsysRep, func(in providers.Input) source { return nsysSource{sourceBase{in}, nsysFormReport} }},
+	{gen.FormatNsysParquet, func(in providers.Input) source { return nsysSource{sourceBase{in}, nsysFormParquet} }},
+	// OpenTelemetry spans, OTLP/JSON or OTLP/protobuf.
+	{gen.FormatOtlp, func(in providers.Input) source { return otlpSource{sourceBase{in}} }},
+	// Instruments traces: an xctrace export's XML, read on every host, or a .trace bundle,
+	// exported by xcrun xctrace on macOS (decision 0062).
+	{gen.FormatXctrace, func(in providers.Input) source { return xctraceSource{sourceBase{in}} }},
 }
 
-// familyOf is the family of format f (familyNone when the table has no row for it).
-func familyOf(f gen.Format) family { return formatFamilies[f] }
-
-// isNsys reports whether f is an Nsight Systems format, read through the SQLite readers.
-func isNsys(f gen.Format) bool { return familyOf(f) == familyNsys }
-
-// isOTLP reports whether f is read as OpenTelemetry spans.
-func isOTLP(f gen.Format) bool { return familyOf(f) == familyOTLP }
+// sourceOf is in's source as the format table opens it: for a format without a row, a
+// source with no capability.
+func sourceOf(in providers.Input) source {
+	for _, r := range formats {
+		if r.format == in.Format {
+			return r.open(in)
+		}
+	}
+	return sourceBase{in}
+}

@@ -1,9 +1,3 @@
-// Package trace reads timeline traces: Chrome Trace Event JSON (Chrome, Kineto/torch.profiler,
-// JAX), and Perfetto protobuf traces with track events, natively and streaming. Decoders
-// turn a file into finished slices and track descriptions delivered to a Sink; the Nester
-// orders slices by start and gives each its parent and depth on its track with bounded
-// memory; the analyzers (summarize_trace, inspect_trace_call_graph,
-// summarize_pytorch_trace, inspect_trace_window) select and project the rows.
 package trace
 
 // Event is one finished slice as a decoder read it, before nesting. Decoders reuse the

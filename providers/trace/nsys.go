@@ -138,17 +138,17 @@ func nsysProvider() gen.Provider {
 	return gen.Provider{ID: "nsight-systems-sqlite", Version: "native-1"}
 }
 
-// nsysSource is an nsys-sqlite source (a later conversion step supplies it for
-// nsys-rep), or a parquetdir, which the native reader reads (decision 0057).
-type nsysSource struct {
+// nsysData is the export an Nsight Systems source is read from (nsysSource.export): an
+// nsys-sqlite export (for nsys-rep, the report's conversion), or a parquetdir, which the
+// native reader reads (decision 0057).
+type nsysData struct {
 	in providers.Input
+	// parquet is set for a parquetdir.
+	parquet bool
 }
 
-// parquet reports whether the source is a parquetdir.
-func (s nsysSource) parquet() bool { return isParquetDir(s.in) }
-
 // withNsys opens the export for one use.
-func (s nsysSource) withNsys(ctx context.Context, f func(d *nsysDB) error) error {
+func (s nsysData) withNsys(ctx context.Context, f func(d *nsysDB) error) error {
 	d, err := openNsys(ctx, s.in)
 	if err != nil {
 		return err

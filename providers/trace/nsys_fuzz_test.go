@@ -70,7 +70,7 @@ func FuzzNsysSQLite(f *testing.F) {
 			tables.Fields.View = "tables"
 			page(inspectLaunches(ctx, tables))
 			sink := &fuzzSink{t: t, tracks: map[int64]bool{}}
-			st, err := decodeNsys(ctx, providers.Input{Path: path, Format: gen.FormatNsysSqlite}, sink)
+			st, err := decodeNsys(ctx, nsysData{in: providers.Input{Path: path, Format: gen.FormatNsysSqlite}}, sink)
 			fuzztool.CheckError(t, err, path)
 			if err == nil {
 				checkStats(t, st, sink.slices)

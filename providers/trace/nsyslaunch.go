@@ -3,7 +3,6 @@ package trace
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -118,11 +117,10 @@ func (d *nsysDB) launchFigures(ctx context.Context) (map[string]any, int64, erro
 	return m, total, nil
 }
 
-func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFields]) (*providers.Analysis, error) {
-	if a, ok, err := tablesView(ctx, gen.OperationNameInspectGPULaunches, req); ok || err != nil {
-		return a, err
-	}
-	src, a, done, err := nsysInput(ctx, req.Inputs[0], req.Limits)
+// nsysLaunches is inspect_gpu_launches on an Nsight Systems export: its kernels, memcpys
+// and memsets by start, each with its launching CUDA runtime call.
+func nsysLaunches(ctx context.Context, x nsysSource, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+	src, a, done, err := x.export(ctx, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +128,7 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFi
 	// analysis ends (its context is cancelled when the request is answered).
 	context.AfterFunc(ctx, done)
 	var total int64
-	if src.parquet() {
+	if src.parquet {
 		a.Metrics, total, err = parquetLaunchFigures(ctx, src.in)
 	} else {
 		err = src.withNsys(ctx, func(d *nsysDB) error {
@@ -150,7 +148,7 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFi
 		a.Limitations = append(a.Limitations, fmt.Sprintf("%d kernel, memcpy or memset records end before they start or lack a start, end, device, context or stream (invalid_record_count); they are not listed and not in the figures.", n))
 	}
 	// The launch query in its stable order (start, kind, table rowid).
-	if src.parquet() {
+	if src.parquet {
 		a.Rows = &parquetPages{in: src.in, total: total, rows: func(p *nsysParquet, offset, end int64) ([]any, error) {
 			ls, err := p.launches(offset, end)
 			if err != nil {
@@ -172,106 +170,6 @@ func inspectLaunches(ctx context.Context, req *providers.Request[gen.TableViewFi
 		},
 		scan: func(rows *sql.Rows) (any, error) { return scanLaunch(rows) }}
 	return a, nil
-}
-
-// nsysInput is the export an nsys source is read from (an nsys-rep report converted
-// with nsys export, a parquetdir read natively), the analysis that names its reader, and
-// the function that removes a conversion's scratch directory.
-func nsysInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (nsysSource, *providers.Analysis, func(), error) {
-	switch in.Format {
-	case gen.FormatNsysParquet:
-		if _, err := parquetFiles(in); err != nil {
-			return nsysSource{}, nil, nil, err
-		}
-		return nsysSource{in: in}, &providers.Analysis{Provider: nsysParquetProvider()}, func() {}, nil
-	case gen.FormatNsysRep:
-	default:
-		return nsysSource{in: in}, &providers.Analysis{Provider: nsysProvider()}, func() {}, nil
-	}
-	conv, nsys, done, err := convertNsysRep(ctx, in, limits)
-	if err != nil {
-		return nsysSource{}, nil, nil, err
-	}
-	return nsysSource{in: conv}, nsysRepAnalysis(nsys), done, nil
-}
-
-// sqlPages pages an ordered query over an export with LIMIT and OFFSET: each page reads
-// only its rows. query is the statement without its LIMIT ? OFFSET ? tail; scan reads
-// one row.
-type sqlPages struct {
-	src   nsysSource
-	total int64
-	query func(ctx context.Context, d *nsysDB) (string, error)
-	scan  func(rows *sql.Rows) (any, error)
-	// done removes a converted report's scratch export once the page is read.
-	done func()
-}
-
-func (r *sqlPages) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
-	return pageExport(ctx, r.src, r.done, r.total, offset, limit, func(d *nsysDB, end int64, page *providers.Page) error {
-		q, err := r.query(ctx, d)
-		if err != nil {
-			return err
-		}
-		rows, err := d.sql.QueryContext(ctx, q+` LIMIT ? OFFSET ?`, end-offset, offset)
-		if err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			row, err := r.scan(rows)
-			if err != nil {
-				return d.sqlErr(ctx, err)
-			}
-			b, err := providers.EncodeRow(row)
-			if err != nil {
-				return err
-			}
-			if fits != nil && !fits(b) {
-				break
-			}
-			page.Rows = append(page.Rows, b)
-		}
-		if err := rows.Err(); err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		return nil
-	})
-}
-
-// pageExport reads one page of an export's population of total rows (pageOf) through one
-// open of the export; done removes a converted export's scratch once the page is read.
-func pageExport(ctx context.Context, src nsysSource, done func(), total, offset, limit int64,
-	read func(d *nsysDB, end int64, page *providers.Page) error) (*providers.Page, error) {
-	defer done()
-	return pageOf(total, offset, limit, func(end int64, page *providers.Page) error {
-		return src.withNsys(ctx, func(d *nsysDB) error { return read(d, end, page) })
-	})
-}
-
-// pageOf reads one page of a population of total rows: read appends the rows from offset
-// up to end (offset+limit, bounded by MaxProjectionRows) to page, and may end early when a
-// row does not fit. An offset at or past that bound (but the first) is refused.
-func pageOf(total, offset, limit int64, read func(end int64, page *providers.Page) error) (*providers.Page, error) {
-	reach := min(total, int64(providers.MaxProjectionRows))
-	if offset > 0 && offset >= reach {
-		return nil, &providers.OffsetError{Offset: offset, Available: reach}
-	}
-	end := min(offset+limit, reach)
-	page := &providers.Page{}
-	if end > offset {
-		if err := read(end, page); err != nil {
-			return nil, err
-		}
-	}
-	stop := offset + int64(len(page.Rows))
-	page.More = stop < reach
-	page.Observed = stop
-	if page.More {
-		page.Observed++
-	}
-	page.Limited = !page.More && total > int64(providers.MaxProjectionRows)
-	return page, nil
 }
 
 func scanLaunch(rows *sql.Rows) (*gen.GpuLaunchRow, error) {

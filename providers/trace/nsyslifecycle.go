@@ -87,14 +87,14 @@ func (d *nsysDB) nsysLifecycleFigures(ctx context.Context) (nsysLifeFigures, err
 // item 12): each kernel, memcpy, memset, CUDA API call and NVTX range is a span that
 // starts and ends; times are Unix nanoseconds when the export records its session start.
 // An nsys-sqlite export is read in SQL, a parquetdir natively (decision 0057).
-func nsysLifecycle(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {
-	src, a, done, err := nsysInput(ctx, in, limits)
+func nsysLifecycle(ctx context.Context, x nsysSource, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+	src, a, done, err := x.export(ctx, limits)
 	if err != nil {
 		return nil, err
 	}
 	context.AfterFunc(ctx, done)
 	var fig nsysLifeFigures
-	if src.parquet() {
+	if src.parquet {
 		fig, err = parquetLifecycleFigures(ctx, src.in)
 	} else {
 		err = src.withNsys(ctx, func(d *nsysDB) error {
@@ -126,7 +126,7 @@ func nsysLifecycle(ctx context.Context, in providers.Input, limits gen.Effective
 	}
 	a.Metrics = m
 	epoch := fig.epoch
-	if src.parquet() {
+	if src.parquet {
 		a.Rows = &parquetPages{in: src.in, total: 2 * spans, rows: func(p *nsysParquet, offset, end int64) ([]any, error) {
 			ts, err := p.lifecycle(offset, end)
 			if err != nil {

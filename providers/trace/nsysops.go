@@ -68,14 +68,14 @@ type nsysOp struct {
 // runtime calls by (table, name): in SQL over an nsys-sqlite export, natively over a
 // parquetdir (parquetOperations); a call whose end precedes its start counts as a call
 // without a duration.
-func nsysOperations(ctx context.Context, in providers.Input, limits gen.EffectiveLimits, f *filter) (*providers.Analysis, error) {
-	src, a, done, err := nsysInput(ctx, in, limits)
+func nsysOperations(ctx context.Context, x nsysSource, limits gen.EffectiveLimits, f *filter) (*providers.Analysis, error) {
+	src, a, done, err := x.export(ctx, limits)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	c := newNsysOpTally(in, f)
-	if src.parquet() {
+	c := newNsysOpTally(x.in, f)
+	if src.parquet {
 		err = parquetOperations(ctx, src.in, c)
 	} else {
 		err = src.withNsys(ctx, func(d *nsysDB) error { return d.nsysOperations(ctx, c) })

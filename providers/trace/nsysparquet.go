@@ -79,13 +79,6 @@ func nsysParquetProvider() gen.Provider {
 	return gen.Provider{ID: "nsight-systems-parquetdir", Version: "parquetdir-v1"}
 }
 
-// isParquetDir reports whether an Nsight Systems input is a parquetdir: declared
-// nsys-parquet, or a directory (nsysTraceInput hands a parquetdir to the trace reader as
-// nsys-sqlite).
-func isParquetDir(in providers.Input) bool {
-	return in.Format == gen.FormatNsysParquet || in.Members != nil
-}
-
 // parquetFiles are the parquetdir's top-level files by name, with their sizes, once the
 // directory passes the export check.
 func parquetFiles(in providers.Input) (map[string]int64, error) {

@@ -3,12 +3,8 @@ package trace
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
-
-	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/providers"
 )
 
 // nsysSliceTables are the tables an export's slices come from, in the fixed order their
@@ -91,16 +87,15 @@ func (d *nsysDB) nsysSliceUnion(ctx context.Context) (string, [len(nsysSliceTabl
 }
 
 // decodeNsys reads an export's kernels, memcpys, memsets, CUDA API calls and NVTX ranges
-// into sink in start order (nsysSliceSink). in is an nsys-sqlite export or a parquetdir
-// (a directory input: nsysTraceInput hands it on as nsys-sqlite, the format the trace
-// reader sends here), which the native reader reads (decision 0057).
-func decodeNsys(ctx context.Context, in providers.Input, sink Sink) (*Stats, error) {
+// into sink in start order (nsysSliceSink): in SQL over an nsys-sqlite export, natively
+// over a parquetdir (decision 0057).
+func decodeNsys(ctx context.Context, src nsysData, sink Sink) (*Stats, error) {
 	st := &Stats{}
 	k := newNsysSliceSink(sink, st)
-	if isParquetDir(in) {
-		return st, parquetSlices(ctx, in, sink, k.add)
+	if src.parquet {
+		return st, parquetSlices(ctx, src.in, sink, k.add)
 	}
-	err := nsysSource{in: in}.withNsys(ctx, func(d *nsysDB) error {
+	err := src.withNsys(ctx, func(d *nsysDB) error {
 		if err := d.nsysNames(ctx, sink); err != nil {
 			return err
 		}
@@ -188,37 +183,4 @@ func (d *nsysDB) nsysNames(ctx context.Context, meta MetaSink) error {
 	}
 	return read("PROCESSES", `SELECT globalPid, NULL, name FROM PROCESSES ORDER BY rowid`,
 		func(pid, _ int64, name string) { meta.ProcessName(pid, name) })
-}
-
-// nsysTraceInput is the input a trace operation reads: an nsys-rep report converted to
-// its SQLite export (the analysis names the converting nsys), a parquetdir as itself
-// but declared nsys-sqlite (the trace reader sends nsys-sqlite sources to decodeNsys,
-// which reads a directory natively), else in itself. done removes a conversion's scratch
-// directory.
-func nsysTraceInput(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (providers.Input, *providers.Analysis, func(), error) {
-	if isNsys(in.Format) {
-		src, a, done, err := nsysInput(ctx, in, limits)
-		if err != nil {
-			return in, nil, nil, err
-		}
-		conv := src.in
-		if conv.Format == gen.FormatNsysRep {
-			// The report was converted: what is read now is its SQLite export.
-			conv.Format = gen.FormatNsysSqlite
-		}
-		return conv, a, done, nil
-	}
-	return in, &providers.Analysis{Provider: provider()}, func() {}, nil
-}
-
-// doneRows removes a converted report's scratch export once a page is read; the
-// analysis context removes it on any other path.
-type doneRows struct {
-	providers.Rows
-	done func()
-}
-
-func (r doneRows) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
-	defer r.done()
-	return r.Rows.Page(ctx, offset, limit, fits)
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/flameox/flameox/providers/internal/jsonvalue"
 )
 
-// View "tables" (decision 0032): the rows catalog §1.3 gives for Nsight Systems exports,
+// View "tables" of an Nsight Systems export (decision 0032): the rows catalog §1.3 gives,
 // {table, ...columns}, from the tables §1.4's prefix filter selects for the operation, or
-// the caller's prefixes (OTLP traces' tables are in otlptables.go). The operations' own
-// rows stay the default.
+// the caller's prefixes. tables.go checks and dispatches the view; OTLP traces' tables
+// are in otlptables.go.
 
 // launchTablePrefixes are §1.4's tables of GPU activity.
 var launchTablePrefixes = []string{"CUDA_GPU_", "CUDA_KERNEL", "CUDA_MEM", "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -63,90 +63,10 @@ var tableViewLimitations = []string{
 // maxListedTables bounds the tables the metrics name.
 const maxListedTables = 256
 
-// listedTable is one entry of the tables metric of view "tables".
-type listedTable struct {
-	Table    string `json:"table"`
-	RowCount int64  `json:"row_count"`
-}
-
-// hasPrefixFold reports whether name starts with prefix, ASCII case-insensitively.
-func hasPrefixFold(name, prefix string) bool {
-	return len(name) >= len(prefix) && strings.EqualFold(name[:len(prefix)], prefix)
-}
-
-func matchesAny(name string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if hasPrefixFold(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// tableFormats are the formats with a table view for op: Nsight Systems exports, and OTLP
-// traces for summarize_trace (catalog §1.3).
-func tableFormats(op gen.OperationName) []string {
-	if op == gen.OperationNameSummarizeTrace {
-		return []string{"nsys-sqlite", "nsys-rep", "nsys-parquet", "otlp"}
-	}
-	return []string{"nsys-sqlite", "nsys-rep", "nsys-parquet"}
-}
-
-// checkView refuses view "tables" for a source whose format has none for op, and tables
-// without view "tables". It returns whether the request asks for the table view.
-func checkView(op gen.OperationName, f *gen.TableViewFields, in providers.Input) (bool, error) {
-	if f == nil {
-		return false, nil
-	}
-	if f.View != "tables" {
-		if len(f.Tables) > 0 {
-			return false, &providers.FieldError{Field: []any{"view"}, Accepted: []string{"tables"},
-				Message: `tables selects the tables of view "tables": add "view": "tables", or omit tables for the operation's own rows`,
-				Details: map[string]any{"option": "tables"}}
-		}
-		return false, nil
-	}
-	formats := tableFormats(op)
-	if !slices.Contains(formats, string(in.Format)) {
-		return false, &providers.FieldError{Field: []any{"view"}, Accepted: []string{"operation"},
-			Message: fmt.Sprintf(`view "tables" of %s reads %s sources; source %d is %s: omit view`, op, strings.Join(formats, ", "), in.Index, in.Format),
-			Details: map[string]any{"option": "view", "accepted_formats": formats, "source_index": in.Index}}
-	}
-	return true, nil
-}
-
-// tablesView answers view "tables" when the fields ask for it (ok), or refuses the
-// fields; otherwise the operation reads its own rows.
-func tablesView[F gen.TableViewFields | gen.TraceSliceFields](ctx context.Context, op gen.OperationName, req *providers.Request[F]) (a *providers.Analysis, ok bool, err error) {
-	in := req.Inputs[0]
-	var f *gen.TableViewFields
-	switch x := any(req.Fields).(type) {
-	case *gen.TableViewFields:
-		f = x
-	case *gen.TraceSliceFields:
-		if x != nil {
-			f = &gen.TableViewFields{View: x.View, Tables: x.Tables}
-			if ok, err = checkView(op, f, in); ok && err == nil && sliceFilter(x) != nil {
-				return nil, false, &providers.FieldError{Field: []any{"view"}, Accepted: []string{"operation"},
-					Message: `the filters (event_kind, category, name_contains, min_duration_ns) select the operation's rows, not tables: omit view, or omit the filters`,
-					Details: map[string]any{"option": "view"}}
-			}
-		}
-	}
-	if ok, err = checkView(op, f, in); !ok || err != nil {
-		return nil, ok, err
-	}
-	if isOTLP(in.Format) {
-		a, err = otlpTablesAnalysis(ctx, in, f.Tables)
-		return a, true, err
-	}
-	a, err = tablesAnalysis(ctx, op, f, in, req.Limits)
-	return a, true, err
-}
-
-// tablesAnalysis answers view "tables" for op: the selected tables' names, counts and
-// the rows, paged by name then rowid.
-func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewFields, in providers.Input, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+// nsysTablesAnalysis answers view "tables" for op: the selected tables' names, counts
+// and the rows, paged by name then rowid.
+func nsysTablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewFields, x nsysSource, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+	in := x.in
 	v := tableViews[op]
 	prefixes := v.filter
 	if len(f.Tables) > 0 {
@@ -160,7 +80,7 @@ func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewF
 		a   *providers.Analysis
 		all []table
 	)
-	if in.Format == gen.FormatNsysParquet {
+	if x.form == nsysFormParquet {
 		// A parquetdir's tables are read natively: no scratch database.
 		files, err := parquetFiles(in)
 		if err != nil {
@@ -171,7 +91,7 @@ func tablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewF
 		}
 		r, a = &parquetTablePages{in: in, files: files, tables: all, total: rowTotal(all)}, &providers.Analysis{Provider: nsysParquetProvider()}
 	} else {
-		src, an, done, err := nsysInput(ctx, in, limits)
+		src, an, done, err := x.export(ctx, limits)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +153,7 @@ type table struct {
 
 // tablePages pages the selected tables' rows, in table name order, then row order.
 type tablePages struct {
-	src    nsysSource
+	src    nsysData
 	tables []table
 	total  int64
 	done   func()

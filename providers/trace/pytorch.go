@@ -2,27 +2,11 @@ package trace
 
 import (
 	"context"
-	"sort"
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
 )
-
-func sortEdges(list []*edge) {
-	sort.Slice(list, func(i, j int) bool {
-		if c := list[i].dur.Cmp(&list[j].dur); c != 0 {
-			return c > 0
-		}
-		if list[i].count != list[j].count {
-			return list[i].count > list[j].count
-		}
-		if list[i].parent != list[j].parent {
-			return list[i].parent < list[j].parent
-		}
-		return list[i].child < list[j].child
-	})
-}
 
 // eventKind classifies a slice of a torch.profiler trace; "" is not a PyTorch event.
 func eventKind(n *Nested) string {
@@ -50,9 +34,11 @@ func eventKind(n *Nested) string {
 
 func gpu(kind string) bool { return kind == "kernel" || kind == "memcpy" || kind == "memset" }
 
+// summarizePytorch is summarize_pytorch_trace: the PyTorch events of a slice source (a
+// torch.profiler trace), GPU activity linked to the operator that launched it.
 func summarizePytorch(ctx context.Context, req *providers.Request[gen.TraceFilterFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
-	if err := unavailable(in); err != nil {
+	if _, err := open(in); err != nil {
 		return nil, err
 	}
 	tp, err := admitTraceProcessor(ctx, in, req.Limits)
@@ -193,84 +179,4 @@ func launches(ctx context.Context, in providers.Input, tp *traceProcessor, sel [
 		}
 	}
 	return nil
-}
-
-// byStartID orders window rows by start and id.
-func byStartID(a, b *slice) bool {
-	if a.TS != b.TS {
-		return a.TS < b.TS
-	}
-	return a.ID < b.ID
-}
-
-// windowBounds reads a window's bounds: each an integer or its canonical decimal string,
-// the exclusive end positive and after the start.
-func windowBounds(f *gen.WindowFields) (start, end int64, err error) {
-	if start, err = bound(f.StartNS, "start_ns"); err != nil {
-		return 0, 0, err
-	}
-	if end, err = bound(f.EndNS, "end_ns"); err != nil {
-		return 0, 0, err
-	}
-	if end <= 0 || end <= start {
-		return 0, 0, &providers.FieldError{Field: []any{"end_ns"}, Accepted: []string{"greater than start_ns"},
-			Message: "end_ns must be positive and greater than start_ns (the window is [start_ns, end_ns))"}
-	}
-	return start, end, nil
-}
-
-func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*providers.Analysis, error) {
-	in := req.Inputs[0]
-	start, end, err := windowBounds(req.Fields)
-	if err != nil {
-		return nil, err
-	}
-	if err := unavailable(in); err != nil {
-		return nil, err
-	}
-	f := windowFilter(req.Fields)
-	if isOTLP(in.Format) {
-		return windowOTLP(in, start, end, f), nil
-	}
-	in, a, done, err := nsysTraceInput(ctx, in, req.Limits)
-	if err != nil {
-		return nil, err
-	}
-	context.AfterFunc(ctx, done)
-	tp, err := admitTraceProcessor(ctx, in, req.Limits)
-	if err != nil {
-		return nil, err
-	}
-	q := &query{in: in, tp: tp, less: byStartID, filter: f,
-		pick: func(s *Nested) (string, bool) { return "", overlaps(s.TS, s.Dur, start, end) },
-		figures: func(m map[string]any, n int64) string {
-			m["matching_slice_count"] = n
-			m["start_ns"], m["end_ns"] = nanos(start), nanos(end)
-			return "no_slices_in_window: no slice of the trace overlaps the window; the metrics count the whole trace."
-		},
-		project: func(_ context.Context, _ *scan, sel []slice) ([]any, error) {
-			out := make([]any, len(sel))
-			for i := range sel {
-				s := &sel[i]
-				name, mangled := displayName(s.Name)
-				out[i] = gen.TraceWindowRow{ID: s.ID, ParentID: parent(&s.Nested), Name: name, MangledName: mangled,
-					Category: optional(s.Category), Ts: nanos(s.TS), Dur: nanos(s.Dur), TrackID: s.Track}
-			}
-			return out, nil
-		}}
-	a.Rows = doneRows{q.rows(), done}
-	return tp.bind(a), nil
-}
-
-// overlaps is the window predicate ts < end AND ts + dur > start AND dur >= 0, without
-// overflowing ts + dur.
-func overlaps(ts, dur, start, end int64) bool {
-	if dur < 0 || ts >= end {
-		return false
-	}
-	if ts > start {
-		return true
-	}
-	// start - ts is in [0, 2^64): exact in uint64.
-	return uint64(dur) > uint64(start)-uint64(ts)
 }

@@ -52,15 +52,35 @@ func (probeSink) Track(Track)                            {}
 func (probeSink) ThreadName(pid, tid int64, name string) {}
 func (probeSink) ProcessName(pid int64, name string)     {}
 
-// admitTraceProcessor returns the bound trace_processor_shell when in is a Perfetto
-// trace the native decoder cannot answer (no track events, only data it does not read)
-// and the executable exists; nil otherwise (the native read then answers, or fails
+// traceProcessorNeeded answers a Perfetto trace without track events whose data only
+// Perfetto's trace_processor reads (ftrace scheduling, system counters, profiles).
+// It is called only where no executable was found, so a set FLAMEOX_TRACE_PROCESSOR
+// names no executable file.
+func traceProcessorNeeded(in providers.Input, p *PerfettoInfo) error {
+	msg := fmt.Sprintf("source %d holds no track events the native decoder reads, only data Perfetto's trace_processor reads (%s)", in.Index, unreadKinds(p.UnreadDataByKind()))
+	if os.Getenv("FLAMEOX_TRACE_PROCESSOR") != "" {
+		msg += "; FLAMEOX_TRACE_PROCESSOR is set but does not name an executable file"
+	}
+	return &providers.UnavailableError{Provider: "perfetto", Executable: "trace_processor_shell", Message: msg,
+		Remediation: "Record track events (the Perfetto SDK, Chrome tracing, torch.profiler) for the native decoder, or install Perfetto's trace_processor_shell (or trace_processor; https://perfetto.dev/docs/analysis/trace-processor) on PATH or name the executable file in FLAMEOX_TRACE_PROCESSOR, then retry the same call: Flameox then reads the trace's slices through it.",
+		Details:     map[string]any{"unread_packets": p.UnreadByKind()}}
+}
+
+// admitTraceProcessor returns the bound trace_processor_shell when in's source is one
+// it reads (processorSource) and admits it; nil otherwise.
+func admitTraceProcessor(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*traceProcessor, error) {
+	if p, ok := sourceOf(in).(processorSource); ok {
+		return p.admit(ctx, limits)
+	}
+	return nil, nil
+}
+
+// admitPerfetto returns the bound trace_processor_shell when in is a Perfetto trace the
+// native decoder cannot answer (no track events, only data it does not read) and the
+// executable exists; nil otherwise (the native read then answers, or fails
 // UNAVAILABLE_CAPABILITY as before). The probe stops at the first native slice, so a
 // trace with track events costs a short read.
-func admitTraceProcessor(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*traceProcessor, error) {
-	if familyOf(in.Format) != familyPerfetto {
-		return nil, nil
-	}
+func admitPerfetto(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (*traceProcessor, error) {
 	path, ok := traceProcessorExecutable()
 	if !ok {
 		return nil, nil

@@ -3,7 +3,7 @@ package trace
 import (
 	"context"
 	"fmt"
-	"os"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,78 +37,25 @@ func (n names) ThreadName(pid, tid int64, name string) {
 }
 func (n names) ProcessName(pid int64, name string) { n.s.processes[pid] = name }
 
-// read decodes in (through trace_processor_shell when tp is not nil) and calls visit for every slice in start order with its parent and
-// depth on its track. visit's Nested and its Args are reused after it returns: a visitor
-// that keeps one keeps a copy (retain).
+// read decodes in (through trace_processor_shell when tp is not nil, else through its
+// source's slices, sliceSource) and calls visit for every slice in start order with its
+// parent and depth on its track. visit's Nested and its Args are reused after it
+// returns: a visitor that keeps one keeps a copy (retain).
 func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit func(*Nested) error) (*scan, error) {
+	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
 	if tp != nil {
-		s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
 		if err := tp.read(ctx, in, s, visit); err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
-	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
+	src, ok := sourceOf(in).(sliceSource)
+	if !ok {
+		return nil, unsupported(in)
+	}
 	nest := NewNester(DefaultNesterOptions, names{s}, visit)
-	if isNsys(in.Format) {
-		// An Nsight Systems export is read by its own reader (SQL over the SQLite
-		// export, a report converted to one before, or the parquetdir's columns); its
-		// slices arrive in start order.
-		var err error
-		if s.stats, err = decodeNsys(ctx, in, nest); err != nil {
-			return nil, err
-		}
-		if err := nest.Flush(); err != nil {
-			return nil, err
-		}
-		s.unordered, s.misnested = nest.Unordered(), nest.Overlaps()
-		return s, nil
-	}
-	r, err := providers.OpenReadAhead(ctx, in, maxTraceBytes)
-	if err != nil {
+	if err := src.slices(ctx, nest, s); err != nil {
 		return nil, err
-	}
-	defer r.Close()
-	var decode func(ctx context.Context, sink Sink) error
-	fam := familyOf(in.Format)
-	switch fam {
-	case familyPerfetto:
-		decode = func(ctx context.Context, sink Sink) (err error) {
-			s.stats, s.perfetto, err = DecodePerfetto(ctx, r, in.Index, PerfettoLimits{}, sink)
-			return err
-		}
-	case familyTraceEvent:
-		decode = func(ctx context.Context, sink Sink) (err error) {
-			s.stats, err = DecodeChrome(ctx, r, in.Index, ChromeLimits{}, sink)
-			return err
-		}
-	default:
-		return nil, &providers.UnsupportedError{Source: in.Index, Message: fmt.Sprintf("source %d: %s traces are not read by this decoder", in.Index, in.Format)}
-	}
-	switch {
-	case !pipeline:
-		err = decode(ctx, nest)
-	case fam == familyTraceEvent:
-		// Parsing on a goroutine of its own, dispatching and nesting on this one, so
-		// that the two halves of the work share two CPUs (decision 0034).
-		s.stats, err = decodeChromeStaged(ctx, r, in.Index, ChromeLimits{}, nest)
-	default:
-		err = decodePipelined(ctx, nest, decode)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if p := s.perfetto; p != nil {
-		if p.NothingNative() && p.UnreadDataPackets() > 0 {
-			return nil, traceProcessorNeeded(in, p)
-		}
-		if p.Cut != nil && s.stats.Slices == 0 {
-			// A cut trace keeps what was read, but an empty read of a damaged file is
-			// no evidence (decision 0016, item 10).
-			return nil, &providers.DecodeError{Source: in.Index,
-				Message: fmt.Sprintf("source %d: the Perfetto trace is cut before any slice could be read: %s", in.Index, p.Cut),
-				Details: map[string]any{"offset": p.Cut.Offset, "packets": p.Cut.Packets}}
-		}
 	}
 	if err := nest.Flush(); err != nil {
 		return nil, err
@@ -116,6 +63,16 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 	s.unordered, s.misnested = nest.Unordered(), nest.Overlaps()
 	return s, nil
 }
+
+// slice is one selected slice with what its row needs.
+type slice struct {
+	Nested
+	kind    string
+	launch  *int64
+	launchN *string
+}
+
+func ownSlice(s *slice) { s.Nested = retain(&s.Nested) }
 
 // retain copies a released slice and the argument values it points to.
 func retain(n *Nested) Nested {
@@ -248,6 +205,14 @@ func nanos(v int64) any {
 	return v
 }
 
+// bigNanos renders an exact nanosecond sum like nanos.
+func bigNanos(b *big.Int) any {
+	if b.IsInt64() {
+		return nanos(b.Int64())
+	}
+	return b.String()
+}
+
 // displayName renders a slice name for a row: an Itanium C++ symbol demangled, with the
 // name as written returned beside it; otherwise sliceName's, and no mangled name.
 func displayName(n string) (string, *string) {
@@ -297,18 +262,4 @@ func unreadKinds(by map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// traceProcessorNeeded answers a Perfetto trace without track events whose data only
-// Perfetto's trace_processor reads (ftrace scheduling, system counters, profiles).
-// It is called only where no executable was found, so a set FLAMEOX_TRACE_PROCESSOR
-// names no executable file.
-func traceProcessorNeeded(in providers.Input, p *PerfettoInfo) error {
-	msg := fmt.Sprintf("source %d holds no track events the native decoder reads, only data Perfetto's trace_processor reads (%s)", in.Index, unreadKinds(p.UnreadDataByKind()))
-	if os.Getenv("FLAMEOX_TRACE_PROCESSOR") != "" {
-		msg += "; FLAMEOX_TRACE_PROCESSOR is set but does not name an executable file"
-	}
-	return &providers.UnavailableError{Provider: "perfetto", Executable: "trace_processor_shell", Message: msg,
-		Remediation: "Record track events (the Perfetto SDK, Chrome tracing, torch.profiler) for the native decoder, or install Perfetto's trace_processor_shell (or trace_processor; https://perfetto.dev/docs/analysis/trace-processor) on PATH or name the executable file in FLAMEOX_TRACE_PROCESSOR, then retry the same call: Flameox then reads the trace's slices through it.",
-		Details:     map[string]any{"unread_packets": p.UnreadByKind()}}
 }

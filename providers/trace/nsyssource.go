@@ -1,0 +1,92 @@
+package trace
+
+import (
+	"context"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+)
+
+// nsysForm is the form of an Nsight Systems source, as the format table opened it.
+type nsysForm uint8
+
+const (
+	// nsysFormSQLite is nsys export --type sqlite's database, read in SQL.
+	nsysFormSQLite nsysForm = iota
+	// nsysFormReport is a .nsys-rep report, converted to its SQLite export with the
+	// installed nsys (nsysrep.go).
+	nsysFormReport
+	// nsysFormParquet is nsys export --type parquetdir's directory, read natively
+	// (decision 0057).
+	nsysFormParquet
+)
+
+// nsysSource is an Nsight Systems source. It has every capability: slices (decodeNsys,
+// after prepare converts a report), its own operations (nsysops.go), lifecycle
+// (nsyslifecycle.go), GPU launches (nsyslaunch.go) and view "tables" (nsystables.go).
+type nsysSource struct {
+	sourceBase
+	form nsysForm
+}
+
+// export is the export the source is read from (a report converted with nsys export, a
+// parquetdir read natively), the analysis that names its reader, and the function that
+// removes a conversion's scratch directory.
+func (x nsysSource) export(ctx context.Context, limits gen.EffectiveLimits) (nsysData, *providers.Analysis, func(), error) {
+	in := x.in
+	switch x.form {
+	case nsysFormParquet:
+		if _, err := parquetFiles(in); err != nil {
+			return nsysData{}, nil, nil, err
+		}
+		return nsysData{in: in, parquet: true}, &providers.Analysis{Provider: nsysParquetProvider()}, func() {}, nil
+	case nsysFormReport:
+	default:
+		return nsysData{in: in}, &providers.Analysis{Provider: nsysProvider()}, func() {}, nil
+	}
+	conv, nsys, done, err := convertNsysRep(ctx, in, limits)
+	if err != nil {
+		return nsysData{}, nil, nil, err
+	}
+	return nsysData{in: conv}, nsysRepAnalysis(nsys), done, nil
+}
+
+// prepare is what a trace operation reads: a report converted to its SQLite export,
+// declared nsys-sqlite (the analysis names the converting nsys), else the source itself.
+func (x nsysSource) prepare(ctx context.Context, limits gen.EffectiveLimits) (providers.Input, *providers.Analysis, func(), error) {
+	src, a, done, err := x.export(ctx, limits)
+	if err != nil {
+		return x.in, nil, nil, err
+	}
+	return src.in, a, done, nil
+}
+
+// slices reads the export's kernels, memcpys, memsets, CUDA API calls and NVTX ranges in
+// start order (decodeNsys).
+func (x nsysSource) slices(ctx context.Context, nest *Nester, s *scan) (err error) {
+	s.stats, err = decodeNsys(ctx, nsysData{in: x.in, parquet: x.form == nsysFormParquet}, nest)
+	return err
+}
+
+func (x nsysSource) operations(ctx context.Context, limits gen.EffectiveLimits, f *filter) (*providers.Analysis, error) {
+	return nsysOperations(ctx, x, limits, f)
+}
+
+func (x nsysSource) lifecycle(ctx context.Context, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+	return nsysLifecycle(ctx, x, limits)
+}
+
+func (x nsysSource) gpuLaunches(ctx context.Context, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+	return nsysLaunches(ctx, x, limits)
+}
+
+// hasTables: an export has view "tables" for the operations §1.4 gives table prefixes
+// (tableViews).
+func (x nsysSource) hasTables(op gen.OperationName) bool {
+	_, ok := tableViews[op]
+	return ok
+}
+
+func (x nsysSource) tables(ctx context.Context, op gen.OperationName, f *gen.TableViewFields, limits gen.EffectiveLimits) (*providers.Analysis, error) {
+	return nsysTablesAnalysis(ctx, op, f, x, limits)
+}

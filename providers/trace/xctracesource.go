@@ -1,0 +1,243 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/providers"
+)
+
+// xctraceSource is an Instruments trace (decision 0062): an xctrace export, the XML
+// `xcrun xctrace export --xpath` writes (a file, read on every host), or a .trace bundle
+// (a directory: the bundle itself, or a directory holding exactly one, as the xctrace
+// collector writes), which macOS's xcrun xctrace exports before it is read. It is a
+// slice source (DecodeXctrace): summarize_trace lists its intervals, and
+// summarize_trace_operations ranks them (operations, which exports a bundle first).
+type xctraceSource struct{ sourceBase }
+
+// bundle reports whether the source is a directory (a .trace bundle).
+func (x xctraceSource) bundle() bool { return x.in.Members != nil }
+
+// available: an export is read on every host; a bundle only where xcrun xctrace exists.
+func (x xctraceSource) available() error {
+	if !x.bundle() || xctraceHost == "darwin" {
+		return nil
+	}
+	e := xctraceUnavailable(xctraceHost)
+	e.Message = fmt.Sprintf("source %d is an Instruments .trace bundle, which only xcrun xctrace on macOS exports; this host runs %s", x.in.Index, xctraceHost)
+	e.Remediation = "On a Mac, export the bundle's tables: xcrun xctrace export --input T.trace --xpath '/trace-toc/run[@number=\"1\"]/data/table' --output T.xml; then analyse T.xml here with format xctrace."
+	return e
+}
+
+// prepare is what a slice read reads: a bundle's export (the analysis names the
+// exporting xctrace), else the export the source is.
+func (x xctraceSource) prepare(ctx context.Context, limits gen.EffectiveLimits) (providers.Input, *providers.Analysis, func(), error) {
+	if !x.bundle() {
+		return x.in, &providers.Analysis{Provider: provider()}, func() {}, nil
+	}
+	if err := x.available(); err != nil {
+		return x.in, nil, nil, err
+	}
+	return exportXctrace(ctx, x.in, limits)
+}
+
+// slices decodes the export into nest.
+func (x xctraceSource) slices(ctx context.Context, nest *Nester, s *scan) error {
+	if x.bundle() {
+		// A bundle is read through its export (prepare); an analyzer that did not prepare
+		// it reads nothing.
+		return unsupported(x.in)
+	}
+	r, err := providers.OpenReadAhead(ctx, x.in, maxTraceBytes)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	s.stats, _, err = DecodeXctrace(ctx, r, x.in.Index, XctraceLimits{}, nest)
+	return err
+}
+
+// operations is summarize_trace_operations: the export's slices ranked as any slice
+// source's (sliceOperations), a bundle's once exported.
+func (x xctraceSource) operations(ctx context.Context, limits gen.EffectiveLimits, f *filter) (*providers.Analysis, error) {
+	in, a, done, err := x.prepare(ctx, limits)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	lim := a.Limitations
+	if a, err = sliceOperations(ctx, in, nil, f, a); err != nil {
+		return nil, err
+	}
+	a.Limitations = append(lim, a.Limitations...)
+	return a, nil
+}
+
+// isXctraceExportHead reports whether a file starting with head is an xctrace export:
+// its root element, after the XML declaration, is <trace-query-result>.
+func isXctraceExportHead(_ string, head []byte) bool {
+	return bytes.Contains(head, []byte("<trace-query-result"))
+}
+
+// isXctraceDirectory reports whether a directory whose top-level entries are names is an
+// Instruments trace: a .trace bundle (form.template beside the run data), or a directory
+// holding exactly one entry named *.trace (the xctrace collector's artifact).
+func isXctraceDirectory(names []string) bool {
+	if len(names) == 1 && strings.HasSuffix(strings.ToLower(names[0]), ".trace") {
+		return true
+	}
+	form, data := false, false
+	for _, n := range names {
+		switch {
+		case n == "form.template":
+			form = true
+		case n == "corespace" || n == "instrument_data" || n == "shared_data" || n == "open.creq" || strings.HasSuffix(n, ".run"):
+			data = true
+		}
+	}
+	return form && data
+}
+
+// xctraceBundlePath is the bundle a directory source names: the one *.trace directory
+// it holds when it holds nothing else, else the directory itself.
+func xctraceBundlePath(in providers.Input) (string, error) {
+	entries, err := os.ReadDir(in.Path)
+	if err != nil {
+		return "", &providers.InputError{Source: in.Index, Message: fmt.Sprintf("source %d (a directory) could not be read", in.Index), Err: err}
+	}
+	if len(entries) == 1 && entries[0].IsDir() && strings.HasSuffix(strings.ToLower(entries[0].Name()), ".trace") {
+		return filepath.Join(in.Path, entries[0].Name()), nil
+	}
+	return in.Path, nil
+}
+
+// xctraceTables is the xpath of the tables exported: every table of the first run.
+const xctraceTables = `/trace-toc/run[@number="1"]/data/table`
+
+// maxXctraceTOC bounds the table of contents read (its runs are counted).
+const maxXctraceTOC = 64 << 20
+
+// exportXctrace exports a bundle's first run with the installed xcrun xctrace, through
+// the broker, bounded by the request's timeout, memory and output limits (the export
+// file is a generated artifact: max_output_bytes bounds it), in a scratch directory:
+// `xctrace export --toc` (its runs are counted), then `xctrace export --xpath
+// '/trace-toc/run[@number="1"]/data/table'`. It returns the export as the input to read,
+// the analysis naming xctrace, and the function that removes the scratch directory.
+func exportXctrace(ctx context.Context, in providers.Input, limits gen.EffectiveLimits) (providers.Input, *providers.Analysis, func(), error) {
+	tools, err := bindXctrace()
+	if err != nil {
+		return in, nil, nil, err
+	}
+	bundle, err := xctraceBundlePath(in)
+	if err != nil {
+		return in, nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "flameox-xctrace-export-")
+	if err != nil {
+		return in, nil, nil, &providers.DecodeError{Source: in.Index, Message: "the Instruments trace export could not start", Err: err}
+	}
+	var once sync.Once
+	done := func() { once.Do(func() { os.RemoveAll(dir) }) }
+	toc, tables := filepath.Join(dir, "toc.xml"), filepath.Join(dir, "tables.xml")
+	err = runXctraceExport(ctx, in, tools.xcrun, dir, limits, "--input", bundle, "--toc", "--output", toc)
+	runs := 0
+	if err == nil {
+		runs, err = xctraceRuns(in, toc)
+	}
+	if err == nil {
+		err = runXctraceExport(ctx, in, tools.xcrun, dir, limits, "--input", bundle, "--xpath", xctraceTables, "--output", tables)
+	}
+	if err == nil {
+		if _, serr := os.Stat(tables); serr != nil {
+			err = &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("xctrace export wrote no export of source %d's tables", in.Index)}
+		}
+	}
+	if err != nil {
+		done()
+		return in, nil, nil, err
+	}
+	conv := in
+	conv.Path, conv.Members = tables, nil
+	a := &providers.Analysis{Provider: gen.Provider{ID: "xctrace", Version: "sha256:" + tools.xctrace.SHA256},
+		Implementation: map[string]string{"xctrace": tools.xctrace.SHA256, "xcrun": tools.xcrun.SHA256}}
+	if runs > 1 {
+		a.Limitations = append(a.Limitations, fmt.Sprintf("The Instruments trace holds %d runs; only run 1 is read (xctrace export --xpath '%s').", runs, xctraceTables))
+	}
+	return conv, a, done, nil
+}
+
+// runXctraceExport runs `xcrun xctrace export args...` in dir through the broker.
+func runXctraceExport(ctx context.Context, in providers.Input, xcrun *providers.Executable, dir string, limits gen.EffectiveLimits, args ...string) error {
+	env := providers.ToolEnv(dir)
+	if d := os.Getenv("DEVELOPER_DIR"); d != "" {
+		env = append(env, "DEVELOPER_DIR="+d)
+	}
+	res, err := broker.Run(ctx, broker.Spec{Path: xcrun.Path, Args: append([]string{"xcrun", "xctrace", "export"}, args...), Dir: dir,
+		Env: env, StdoutFile: filepath.Join(dir, "stdout"), StderrFile: filepath.Join(dir, "stderr"),
+		MaxOutputBytes: limits.MaxOutputBytes, ArtifactDir: dir, MaxArtifactBytes: limits.MaxOutputBytes,
+		Timeout: time.Duration(limits.TimeoutSeconds * float64(time.Second)), MaxRSSBytes: limits.MaxMemoryBytes})
+	switch {
+	case err != nil:
+		return &providers.DecodeError{Source: in.Index, Message: "xcrun xctrace could not be started to export the Instruments trace", Err: err}
+	case res.Cancelled:
+		return context.Canceled
+	case res.Limit != nil:
+		return &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("xctrace export stopped at its %s; raise the limit, or export fewer tables on the Mac (xcrun xctrace export --xpath ...) and analyse that file", res.Limit.Bound()),
+			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
+	case res.ExitCode == nil || *res.ExitCode != 0:
+		return &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("xctrace export could not read source %d as an Instruments trace", in.Index),
+			Details: map[string]any{"exit_code": res.ExitCode}}
+	}
+	return nil
+}
+
+// xctraceRuns counts the runs of an exported table of contents (<trace-toc><run ...>).
+func xctraceRuns(in providers.Input, toc string) (int, error) {
+	f, err := os.Open(toc)
+	if err != nil {
+		return 0, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("xctrace export wrote no table of contents of source %d", in.Index), Err: err}
+	}
+	defer f.Close()
+	d := xml.NewDecoder(io.LimitReader(f, maxXctraceTOC))
+	d.Strict = true
+	depth, runs, root := 0, 0, false
+	bad := func(err error) (int, error) {
+		return 0, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("the table of contents xctrace exported of source %d is not readable", in.Index), Err: err}
+	}
+	for {
+		t, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return bad(err)
+		}
+		switch e := t.(type) {
+		case xml.StartElement:
+			depth++
+			if depth == 1 {
+				root = e.Name.Local == "trace-toc"
+			}
+			if depth == 2 && root && e.Name.Local == "run" {
+				runs++
+			}
+		case xml.EndElement:
+			depth--
+		}
+	}
+	if runs == 0 {
+		return 0, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d is an Instruments trace without a run: xctrace export --toc lists none", in.Index)}
+	}
+	return runs, nil
+}
