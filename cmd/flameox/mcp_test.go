@@ -48,6 +48,13 @@ func connectWith(t *testing.T, limits, store string, opts *mcp.ClientOptions) *s
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveSession(t, rt, store, "test", opts)
+}
+
+// serveSession serves rt's tools to an in-memory MCP client named client and returns the
+// session, its tools listed; store is rt's evidence store.
+func serveSession(t *testing.T, rt *runtime.Runtime, store, client string, opts *mcp.ClientOptions) *session {
+	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := newServer(rt, allToolsets()).Connect(ctx, st, nil)
@@ -55,7 +62,7 @@ func connectWith(t *testing.T, limits, store string, opts *mcp.ClientOptions) *s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: client, Version: "1"}, opts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

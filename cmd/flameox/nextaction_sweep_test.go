@@ -75,20 +75,7 @@ func newSweeperWith(t *testing.T, inProcess bool, store string, opts ...runtime.
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
-	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := newServer(rt, allToolsets()).Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sweep", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	s := &session{t: t, cs: cs, out: map[string]*jsonschema.Schema{}, rich: map[string]*jsonschema.Schema{}, store: store, rt: rt}
-	s.listTools()
+	s := serveSession(t, rt, store, "sweep", nil)
 	return &sweeper{rt: rt, s: s, done: map[string]map[string]any{}, kinds: map[string]int{}}
 }
 

@@ -211,11 +211,12 @@ type refusalCounter interface {
 // stops it (task_limit_exceeded): a fork loop that retries forever would otherwise hold
 // the bound until its timeout or cancellation, and a workload without a budget has no
 // timeout. A program that meets the bound once and backs off (make -j, a thread pool
-// that retries) is refused for a moment and goes on. The refusals form one streak while
-// no two samples that see new ones are more than taskStormGap apart.
+// that retries) is refused for a moment and goes on. The refusals form one streak until a
+// sample sees none for longer than taskStormGap: what ends it is an observed quiet, never
+// a late sample (a loaded machine delays the sampler, not the workload's refusals).
 const TaskStormWindow = time.Second
 
-// taskStormGap is the longest pause between refusals within one streak.
+// taskStormGap is the longest observed quiet within one streak.
 const taskStormGap = 250 * time.Millisecond
 
 // readerSettleTimeout bounds how long Run waits for the output readers once the tree is
@@ -349,15 +350,24 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 				}
 			}
 			if rc != nil {
-				if n, current, counted := rc.tasksRefused(); counted && n > refusedBefore {
+				if n, current, counted := rc.tasksRefused(); counted {
 					now := time.Now()
-					if refusingSince.IsZero() || now.Sub(lastRefusal) > taskStormGap {
-						refusingSince = now
-					}
-					refusedBefore, lastRefusal = n, now
-					if now.Sub(refusingSince) >= TaskStormWindow {
-						stop(taskStorm(res.MaxTasks, current, n))
-						continue
+					switch {
+					case n == refusedBefore:
+						// A sample that saw none ends the streak once the quiet has lasted
+						// taskStormGap; a sample late because this process was not scheduled
+						// sees the refusals made meanwhile and continues it.
+						if !refusingSince.IsZero() && now.Sub(lastRefusal) > taskStormGap {
+							refusingSince = time.Time{}
+						}
+					case refusingSince.IsZero():
+						refusingSince, refusedBefore, lastRefusal = now, n, now
+					default:
+						refusedBefore, lastRefusal = n, now
+						if now.Sub(refusingSince) >= TaskStormWindow {
+							stop(taskStorm(res.MaxTasks, current, n))
+							continue
+						}
 					}
 				}
 			}

@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -57,23 +55,9 @@ func convertNsysRep(ctx context.Context, in providers.Input, limits gen.Effectiv
 	var once sync.Once
 	done := func() { once.Do(func() { os.RemoveAll(dir) }) }
 	out := filepath.Join(dir, nsysExportName)
-	res, err := broker.Run(ctx, broker.Spec{Path: nsys.Path,
-		Args: []string{"nsys", "export", "--type", "sqlite", "--output", out, "--force-overwrite", "true", in.Path}, Dir: dir,
-		Env: providers.ToolEnv(dir), StdoutFile: filepath.Join(dir, "stdout"), StderrFile: filepath.Join(dir, "stderr"),
-		MaxOutputBytes: limits.MaxOutputBytes, Timeout: time.Duration(limits.TimeoutSeconds * float64(time.Second)),
-		MaxRSSBytes: limits.MaxMemoryBytes})
-	switch {
-	case err != nil:
-		err = &providers.DecodeError{Source: in.Index, Message: "nsys could not be started to convert the report", Err: err}
-	case res.Cancelled:
-		err = context.Canceled
-	case res.Limit != nil:
-		err = &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("nsys export stopped at its %s", res.Limit.Bound()),
-			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
-	case res.ExitCode == nil || *res.ExitCode != 0:
-		err = &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("nsys export could not read source %d as an Nsight Systems report", in.Index),
-			Details: map[string]any{"exit_code": res.ExitCode}}
-	}
+	err = conversion{exe: nsys, args: []string{"nsys", "export", "--type", "sqlite", "--output", out, "--force-overwrite", "true", in.Path},
+		dir: dir, env: providers.ToolEnv(dir), started: "nsys could not be started to convert the report", stopped: "nsys export",
+		unreadable: fmt.Sprintf("nsys export could not read source %d as an Nsight Systems report", in.Index)}.run(ctx, in, limits)
 	if err == nil {
 		if _, serr := os.Stat(out); serr != nil {
 			err = &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("nsys export wrote no SQLite export for source %d", in.Index)}

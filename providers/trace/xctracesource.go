@@ -11,10 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -183,23 +181,10 @@ func runXctraceExport(ctx context.Context, in providers.Input, xcrun *providers.
 	if d := os.Getenv("DEVELOPER_DIR"); d != "" {
 		env = append(env, "DEVELOPER_DIR="+d)
 	}
-	res, err := broker.Run(ctx, broker.Spec{Path: xcrun.Path, Args: append([]string{"xcrun", "xctrace", "export"}, args...), Dir: dir,
-		Env: env, StdoutFile: filepath.Join(dir, "stdout"), StderrFile: filepath.Join(dir, "stderr"),
-		MaxOutputBytes: limits.MaxOutputBytes, ArtifactDir: dir, MaxArtifactBytes: limits.MaxOutputBytes,
-		Timeout: time.Duration(limits.TimeoutSeconds * float64(time.Second)), MaxRSSBytes: limits.MaxMemoryBytes})
-	switch {
-	case err != nil:
-		return &providers.DecodeError{Source: in.Index, Message: "xcrun xctrace could not be started to export the Instruments trace", Err: err}
-	case res.Cancelled:
-		return context.Canceled
-	case res.Limit != nil:
-		return &providers.LimitError{Source: in.Index, Message: fmt.Sprintf("xctrace export stopped at its %s; raise the limit, or export fewer tables on the Mac (xcrun xctrace export --xpath ...) and analyse that file", res.Limit.Bound()),
-			Details: map[string]any{"limit_kind": res.Limit.Kind, "configured": res.Limit.Configured, "unit": res.Limit.Unit}}
-	case res.ExitCode == nil || *res.ExitCode != 0:
-		return &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("xctrace export could not read source %d as an Instruments trace", in.Index),
-			Details: map[string]any{"exit_code": res.ExitCode}}
-	}
-	return nil
+	return conversion{exe: xcrun, args: append([]string{"xcrun", "xctrace", "export"}, args...), dir: dir, env: env, boundArtifacts: true,
+		started: "xcrun xctrace could not be started to export the Instruments trace", stopped: "xctrace export",
+		limitHint:  "; raise the limit, or export fewer tables on the Mac (xcrun xctrace export --xpath ...) and analyse that file",
+		unreadable: fmt.Sprintf("xctrace export could not read source %d as an Instruments trace", in.Index)}.run(ctx, in, limits)
 }
 
 // xctraceRuns counts the runs of an exported table of contents (<trace-toc><run ...>).
