@@ -58,7 +58,7 @@ func startGroup(spec Spec, outW, errW *os.File, res *Result) (container, error) 
 // groupGaps is what the process_group mechanism cannot hold here.
 func groupGaps() []string {
 	gaps := []string{GapDetachedDescendants, GapBrokerDeath}
-	if !rssMeasured {
+	if !rssMeasured() {
 		gaps = append(gaps, GapMemoryUnmeasured)
 	}
 	return gaps
@@ -74,7 +74,7 @@ func (g *group) sample() (int64, bool) {
 			total += rss(p.pid)
 		}
 	}
-	return total, rssMeasured
+	return total, rssMeasured()
 }
 
 func (g *group) kill(<-chan error) (int, error, bool) {

@@ -1,16 +1,19 @@
 package broker
 
 import (
+	"os"
+	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // On macOS the process table is the kernel's (sysctl kern.proc): parent, process group,
 // state and start time of every process, with no /proc to scan. Resident memory is not
-// in it (the kinfo_proc's e_xrssize is always zero); it is proc_pidinfo's
-// (PROC_PIDTASKINFO) in libproc, which golang.org/x/sys does not wrap and this module
-// does not call without cgo, so memory is unmeasured here (GapMemoryUnmeasured).
+// in it (the kinfo_proc's e_xrssize is always zero); it is the proc_info system call's
+// (what libproc's proc_pidinfo(pid, PROC_PIDTASKINFO) calls), made here without cgo
+// through the system call trap, as the syscall package makes its own.
 
 // sZomb is a zombie's p_stat (sys/proc.h).
 const sZomb = 5
@@ -42,11 +45,48 @@ func tree(root int) []procInfo {
 	return treeOf(all, root)
 }
 
-// rssMeasured: macOS gives no resident memory of another process without libproc.
-const rssMeasured = false
+// proc_info's call and flavor numbers (sys/proc_info.h): PROC_INFO_CALL_PIDINFO and
+// PROC_PIDTASKINFO.
+const (
+	procInfoCallPIDInfo = 2
+	procPIDTaskInfo     = 4
+)
 
-// rss is not measured on macOS.
-func rss(int) int64 { return 0 }
+// procTaskInfo is struct proc_taskinfo (sys/proc_info.h), 96 bytes; this package reads
+// only the resident size.
+type procTaskInfo struct {
+	virtualSize, residentSize                          uint64
+	totalUser, totalSystem, threadsUser, threadsSystem uint64
+	policy, faults, pageins, cowFaults                 int32
+	messagesSent, messagesReceived                     int32
+	syscallsMach, syscallsUnix, csw                    int32
+	threadnum, numRunning, priority                    int32
+}
+
+// taskInfo reads pid's task info; ok is false when the kernel refused (no such process,
+// another user's process, or a kernel without the call).
+func taskInfo(pid int) (ti procTaskInfo, ok bool) {
+	n, _, errno := unix.Syscall6(unix.SYS_PROC_INFO, procInfoCallPIDInfo, uintptr(pid), procPIDTaskInfo, 0,
+		uintptr(unsafe.Pointer(&ti)), unsafe.Sizeof(ti))
+	return ti, errno == 0 && n == unsafe.Sizeof(ti)
+}
+
+// rssMeasured reports whether this kernel answers proc_info for this process: then the
+// resident memory of a workload (the same user's) is read; otherwise memory is
+// unmeasured (GapMemoryUnmeasured).
+var rssMeasured = sync.OnceValue(func() bool {
+	_, ok := taskInfo(os.Getpid())
+	return ok
+})
+
+// rss returns the resident set size of pid in bytes, 0 when it cannot be read.
+func rss(pid int) int64 {
+	ti, ok := taskInfo(pid)
+	if !ok {
+		return 0
+	}
+	return int64(ti.residentSize)
+}
 
 // alive reports whether the process p still runs (not a zombie) with its start time.
 func alive(p procInfo) bool {
@@ -61,3 +101,10 @@ func alive(p procInfo) bool {
 // groupAttr starts a workload in its own process group. macOS has no parent-death
 // signal: a broker killed outright leaves the tree running (GapBrokerDeath).
 func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// procTaskInfo is exactly the kernel's 96 bytes: either array length below is negative,
+// and the build fails, when the struct drifts.
+var (
+	_ [unsafe.Sizeof(procTaskInfo{}) - 96]struct{}
+	_ [96 - unsafe.Sizeof(procTaskInfo{})]struct{}
+)
