@@ -5,8 +5,10 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,7 +35,8 @@ var pageAssets = map[string][2]string{
 }
 
 // chartRoutes serve an evidence's charts as SVG: /charts/<kind>/{evidence_id}. Only the
-// timeline takes query parameters (start_ns and end_ns: a window).
+// timeline takes query parameters (start_ns and end_ns: a window; origin_ns: where its
+// axis labels count from).
 var chartRoutes = map[string]func(context.Context, *runtime.Runtime, string, url.Values) ([]byte, *failure.Failure){
 	"/charts/flamegraph/": flameGraphSVG,
 	"/charts/timeline/":   timelineSVG,
@@ -90,7 +93,7 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.RawQuery != "" && chartPrefix != "/charts/timeline/" {
 		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("query"), nil,
-			"this viewer page takes no query parameters (only /charts/timeline/ takes start_ns and end_ns)"))
+			"this viewer page takes no query parameters (only /charts/timeline/ takes start_ns, end_ns and origin_ns)"))
 		return
 	}
 	if isAsset {
@@ -164,10 +167,13 @@ func tooManyRows(op string) *failure.Failure {
 // over its sources (the first timeline.MaxSlices by start). With start_ns and end_ns
 // (decimal nanoseconds, both or neither) it lays out the window instead: the rows of
 // inspect_trace_window over the same sources, each slice clipped to the window. Those
-// rows carry no thread or process names, so lanes are labelled by track.
+// rows carry no thread or process names, so lanes are labelled by track. origin_ns
+// (optional) is the time the axis labels count from: the page sends the whole trace's
+// start with a window, so that the window's axis reads as times into the trace.
 func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string, q url.Values) ([]byte, *failure.Failure) {
+	params := []string{"start_ns", "end_ns", "origin_ns"}
 	bounds := map[string]int64{}
-	for _, k := range []string{"start_ns", "end_ns"} {
+	for _, k := range params {
 		v, ok := q[k]
 		if !ok {
 			continue
@@ -179,19 +185,22 @@ func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string, q url.Valu
 		bounds[k] = n
 	}
 	for k := range q {
-		if k != "start_ns" && k != "end_ns" {
-			return nil, failure.Invalid(failure.Path("query"), []string{"start_ns", "end_ns"}, "the timeline takes start_ns and end_ns only")
+		if !slices.Contains(params, k) {
+			return nil, failure.Invalid(failure.Path("query"), params, "the timeline takes start_ns, end_ns and origin_ns only")
 		}
 	}
-	if len(bounds) == 1 {
+	_, hasStart := bounds["start_ns"]
+	_, hasEnd := bounds["end_ns"]
+	if hasStart != hasEnd {
 		return nil, failure.Invalid(failure.Path("end_ns"), nil, "a window needs both start_ns and end_ns")
 	}
+	window := hasStart && hasEnd
 	sources, f := rt.EvidenceSources(id)
 	if f != nil {
 		return nil, f
 	}
 	op, extra := "summarize_trace", map[string]any{}
-	if len(bounds) == 2 {
+	if window {
 		op = "inspect_trace_window"
 		extra["start_ns"] = strconv.FormatInt(bounds["start_ns"], 10)
 		extra["end_ns"] = strconv.FormatInt(bounds["end_ns"], 10)
@@ -201,10 +210,13 @@ func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string, q url.Valu
 		return nil, f
 	}
 	var l *timeline.Layout
-	if len(bounds) == 2 {
+	if window {
 		l = timeline.NewWindow(timeline.FromRows(rows), bounds["start_ns"], bounds["end_ns"])
 	} else {
 		l = timeline.New(timeline.FromRows(rows))
+	}
+	if origin, ok := bounds["origin_ns"]; ok {
+		l.SetOrigin(origin)
 	}
 	l.More = more
 	var b bytes.Buffer
@@ -215,27 +227,41 @@ func timelineSVG(ctx context.Context, rt *runtime.Runtime, id string, q url.Valu
 }
 
 // benchmarkSVG draws the series of benchmark evidence (summarize_benchmarks' measurement
-// rows over its sources) with 95% intervals and the ratio to the baseline input: the
-// evidence's own baseline_index when it has one (compare_benchmarks), else input 0.
+// rows over its sources): medians with benchstat's 95% intervals and the ratio of medians
+// to the baseline input: the evidence's own baseline_index when it has one
+// (compare_benchmarks), else input 0. Inputs are named by what the manifest holds (the
+// projection keeps no file names): role, format and digest prefix.
 func benchmarkSVG(ctx context.Context, rt *runtime.Runtime, id string, _ url.Values) ([]byte, *failure.Failure) {
 	sources, f := rt.EvidenceSources(id)
 	if f != nil {
 		return nil, f
 	}
 	baseline := 0
+	var names []string
 	raw, _ := json.Marshal(map[string]any{"evidence_id": id})
 	if res, f := rt.Call(ctx, "inspect_evidence", raw); f == nil {
+		// body.analysis_request.inputs[i] is analysis source i: the input_index of the rows.
 		var ev struct {
 			Body struct {
 				AnalysisRequest struct {
+					Inputs []struct {
+						Role   string `json:"role"`
+						Format string `json:"format"`
+						SHA256 string `json:"sha256"`
+					} `json:"inputs"`
 					Arguments struct {
 						BaselineIndex *int `json:"baseline_index"`
 					} `json:"arguments"`
 				} `json:"analysis_request"`
 			} `json:"body"`
 		}
-		if b, err := json.Marshal(res); err == nil && json.Unmarshal(b, &ev) == nil && ev.Body.AnalysisRequest.Arguments.BaselineIndex != nil {
-			baseline = *ev.Body.AnalysisRequest.Arguments.BaselineIndex
+		if b, err := json.Marshal(res); err == nil && json.Unmarshal(b, &ev) == nil {
+			if ev.Body.AnalysisRequest.Arguments.BaselineIndex != nil {
+				baseline = *ev.Body.AnalysisRequest.Arguments.BaselineIndex
+			}
+			for _, in := range ev.Body.AnalysisRequest.Inputs {
+				names = append(names, fmt.Sprintf("%s · %s · %.8s", in.Role, in.Format, in.SHA256))
+			}
 		}
 	}
 	rows, more, f := allRows(ctx, rt, "summarize_benchmarks", sources, benchmarkMaxPages)
@@ -247,6 +273,7 @@ func benchmarkSVG(ctx context.Context, rt *runtime.Runtime, id string, _ url.Val
 		return nil, f
 	}
 	c := benchchart.New(benchchart.FromRows(rows), baseline)
+	c.Inputs = names
 	var b bytes.Buffer
 	if err := c.WriteSVG(&b, "Benchmarks of "+id[:12]); err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the benchmark chart could not be rendered")

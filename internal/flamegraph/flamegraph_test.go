@@ -168,3 +168,70 @@ func TestSVGControlCharacters(t *testing.T) {
 		})
 	}
 }
+
+// The SVG carries what the page's zoom, search and tooltip need: each box's pre-order
+// index and its parent's, its start and width as exact fractions of the total, and its
+// function's whole-profile inclusive and self weight.
+func TestSVGData(t *testing.T) {
+	f := func(name string) Frame { return Frame{Function: name, File: "m.py", Line: 1} }
+	g := New("seconds")
+	g.AddFunction(f("main"), 3)
+	g.AddSelf(f("main"), 0.5)
+	g.AddFunction(f("a"), 2)
+	g.AddSelf(f("a"), 2)
+	g.AddFunction(f("b"), 0.5)
+	g.AddSelf(f("b"), 0.5)
+	g.AddEdge(f("main"), f("a"), 2)
+	g.AddEdge(f("main"), f("b"), 0.5)
+	g.AddFunction(f("other"), 1)
+	g.AddSelf(f("other"), 1)
+	var b bytes.Buffer
+	if err := g.Layout().WriteSVG(&b, "t"); err != nil {
+		t.Fatal(err)
+	}
+	type frame struct {
+		Index    int    `xml:"data-index,attr"`
+		Parent   int    `xml:"data-parent,attr"`
+		Function string `xml:"data-function,attr"`
+		X        string `xml:"data-x,attr"`
+		W        string `xml:"data-w,attr"`
+		Total    string `xml:"data-total,attr"`
+		Self     string `xml:"data-self,attr"`
+		Label    string `xml:"text"`
+	}
+	var doc struct {
+		Unit  string  `xml:"data-unit,attr"`
+		Total string  `xml:"data-total,attr"`
+		Text  string  `xml:"text"`
+		G     []frame `xml:"g"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, b.String())
+	}
+	// all = 4: main [0, 3) with a [0, 2) and b [2, 2.5), then other [3, 4).
+	want := []frame{
+		{0, -1, "all", "0", "1", "", "", "all"},
+		{1, 0, "main", "0", "0.75", "3", "0.5", "main"},
+		{2, 1, "a", "0", "0.5", "2", "2", "a"},
+		{3, 1, "b", "0.5", "0.125", "0.5", "0.5", "b"},
+		{4, 0, "other", "0.75", "0.25", "1", "1", "other"},
+	}
+	if d := cmp.Diff(want, doc.G); d != "" {
+		t.Errorf("frames (-want +got):\n%s", d)
+	}
+	if doc.Unit != "seconds" || doc.Total != "4" || doc.Text != "t: 4 s in 4 frames" {
+		t.Errorf("svg data-unit %q, data-total %q, caption %q", doc.Unit, doc.Total, doc.Text)
+	}
+}
+
+// Labels keep what fits at 6.6 px a character after 6 px of padding.
+func TestLabel(t *testing.T) {
+	for _, c := range []struct {
+		px   float64
+		want string
+	}{{25.8, "ab…"}, {25.7, ""}, {32.4, "abc…"}, {45.6, "abcdef"}, {45.5, "abcd…"}, {1000, "abcdef"}} {
+		if got := Label("abcdef", c.px); got != c.want {
+			t.Errorf("Label(abcdef, %g) = %q, want %q", c.px, got, c.want)
+		}
+	}
+}

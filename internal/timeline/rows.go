@@ -9,7 +9,8 @@ import (
 
 // FromRows reads summarize_trace's or inspect_trace_window's slice rows (decoded with
 // json.Decoder.UseNumber, or plain float64s and decimal strings). The lane label is the
-// row's process and thread names when it has them, else "track N".
+// row's process and thread names when it has them, else "track N"; correlation_id and
+// stream (summarize_trace's, for flows) are read when present.
 func FromRows(rows []map[string]any) []Slice {
 	out := make([]Slice, 0, len(rows))
 	for _, r := range rows {
@@ -22,6 +23,8 @@ func FromRows(rows []map[string]any) []Slice {
 		s.Start, _ = integer(r["ts"])
 		s.Dur, _ = integer(r["dur"])
 		s.Lane = LaneLabel(str(r["process_name"]), str(r["thread_name"]), track)
+		s.Correlation, s.HasCorrelation = integer(r["correlation_id"])
+		_, s.GPU = integer(r["stream"])
 		out = append(out, s)
 	}
 	return out
