@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // blockedEnvironment are override names refused by policy (compared case-insensitively):
@@ -20,7 +21,9 @@ var blockedEnvironment = map[string]bool{
 var blockedPrefixes = []string{"DYLD_", "GDB_", "GIT_CONFIG_", "LD_", "LLDB_"}
 
 // credentialName matches names that carry credentials.
-var credentialName = regexp.MustCompile(`(?:^|_)(?:TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIALS?|COOKIES?)(?:_|$)`)
+var credentialName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|_)(?:TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIALS?|COOKIES?)(?:_|$)`)
+})
 
 // environmentBlocked reports whether an override of name (with value) is refused by policy.
 // GIT_CONFIG_GLOBAL set to the null device and GIT_CONFIG_NOSYSTEM=1 are allowed: they
@@ -30,7 +33,7 @@ func environmentBlocked(name, value string) bool {
 	if upper == "GIT_CONFIG_GLOBAL" && value == os.DevNull || upper == "GIT_CONFIG_NOSYSTEM" && value == "1" {
 		return false
 	}
-	if blockedEnvironment[upper] || credentialName.MatchString(upper) {
+	if blockedEnvironment[upper] || credentialName().MatchString(upper) {
 		return true
 	}
 	for _, p := range blockedPrefixes {

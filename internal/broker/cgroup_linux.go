@@ -38,7 +38,7 @@ const scopePrefix = "flameox-"
 // scopeName matches a whole scope name: the pid namespace, then the owner tag with the
 // random suffix (what owner.Gone judges). A name of any other shape, such as one written
 // by another version, is never judged, so never swept.
-var scopeName = regexp.MustCompile(`^flameox-([0-9]+)-([0-9]+-[0-9]+-[0-9a-f]{12})$`)
+var scopeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^flameox-([0-9]+)-([0-9]+-[0-9]+-[0-9a-f]{12})$`) })
 
 // ownerPrefix is the name prefix of this process's scopes.
 func ownerPrefix() string { return scopePrefix + pidNamespace() + "-" + owner.Tag() + "-" }
@@ -290,7 +290,7 @@ func staleScopes(parent string) []string {
 	ns := pidNamespace()
 	var out []string
 	for _, e := range entries {
-		m := scopeName.FindStringSubmatch(e.Name())
+		m := scopeName().FindStringSubmatch(e.Name())
 		if m == nil || m[1] != ns || !e.IsDir() || !owner.Gone(m[2]) {
 			continue
 		}

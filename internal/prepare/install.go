@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -201,7 +202,9 @@ var indexVariables = map[string]bool{"PIP_INDEX_URL": true, "PIP_EXTRA_INDEX_URL
 
 // credentialVariable matches named-index credentials (uv's UV_INDEX_<NAME>_USERNAME and
 // _PASSWORD, pip's keyring and token variables).
-var credentialVariable = regexp.MustCompile(`^(UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)|UV_PUBLISH_(USERNAME|PASSWORD|TOKEN)|PIP_[A-Z0-9_]*(PASSWORD|TOKEN|KEYRING[A-Z_]*))$`)
+var credentialVariable = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)|UV_PUBLISH_(USERNAME|PASSWORD|TOKEN)|PIP_[A-Z0-9_]*(PASSWORD|TOKEN|KEYRING[A-Z_]*))$`)
+})
 
 // Reasons a forwarded URL is refused, as details.reason of the SETUP_FAILURE.
 const (
@@ -259,7 +262,7 @@ var urlRefusals = map[string]string{
 func (in *Installer) environment(m *managed, environ []string) ([]string, *failure.Failure) {
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if credentialVariable.MatchString(strings.ToUpper(name)) {
+		if credentialVariable().MatchString(strings.ToUpper(name)) {
 			return nil, failure.New(gen.FailureCodeSetupFailure,
 				"the environment holds index credentials (%s); Flameox does not pass credentials to installers: unset it, or %s", name, m.yourself).
 				With("refused_variable", name).With("reason", "credential_variable")

@@ -12,6 +12,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/mod/semver"
@@ -218,7 +219,7 @@ func bound(s string) string {
 
 // goBuildDir is a directory the go command builds in and removes: go run's and go test's
 // work directories (go-build123456789).
-var goBuildDir = regexp.MustCompile(`^go-build[0-9]+$`)
+var goBuildDir = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^go-build[0-9]+$`) })
 
 // Temporary reports why exe cannot be registered because it lives somewhere temporary: in
 // a go command work directory (a path element go-buildNNN: go run, go test), under the go
@@ -232,7 +233,7 @@ func Temporary(exe, tempDir, goCache string) string {
 	}
 	for _, p := range []string{exe, resolved} {
 		for _, el := range strings.Split(filepath.ToSlash(p), "/") {
-			if goBuildDir.MatchString(el) {
+			if goBuildDir().MatchString(el) {
 				return "a go command work directory (" + el + "), which go run and go test remove"
 			}
 		}

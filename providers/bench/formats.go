@@ -255,7 +255,7 @@ func DecodeHyperfine(r io.Reader, input int) ([]Measurement, error) {
 	return out, nil
 }
 
-var goBenchLine = regexp.MustCompile(`^(Benchmark\S*)\s+(\d+)\s+(.+)$`)
+var goBenchLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(Benchmark\S*)\s+(\d+)\s+(.+)$`) })
 
 // goBenchUnits normalizes the standard Go benchmark units.
 var goBenchUnits = map[string]string{"ns/op": "ns", "B/op": "bytes", "allocs/op": "count"}
@@ -292,7 +292,7 @@ func decodeGoBench(r io.Reader, input int, emit emitter) error {
 		if k, v, ok := strings.Cut(line, ": "); ok && !strings.ContainsAny(k, " \t") && k == "pkg" {
 			scope = strings.TrimSpace(v)
 		}
-		if m := goBenchLine.FindStringSubmatch(line); m != nil {
+		if m := goBenchLine().FindStringSubmatch(line); m != nil {
 			name, dims := splitBenchName(m[1])
 			n, _ := strconv.ParseInt(m[2], 10, 64)
 			fields := strings.Fields(m[3])
@@ -340,13 +340,13 @@ func decodeGoBench(r io.Reader, input int, emit emitter) error {
 	return nil
 }
 
-var procsSuffix = regexp.MustCompile(`-(\d+)$`)
+var procsSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d+)$`) })
 
 // splitBenchName splits BenchmarkX/n=100/fast-8 into the name BenchmarkX/fast and the
 // dimensions n=100, gomaxprocs=8.
 func splitBenchName(full string) (string, map[string]string) {
 	dims := map[string]string{}
-	if m := procsSuffix.FindStringSubmatch(full); m != nil {
+	if m := procsSuffix().FindStringSubmatch(full); m != nil {
 		dims["gomaxprocs"] = m[1]
 		full = strings.TrimSuffix(full, m[0])
 	}

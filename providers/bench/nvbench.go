@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/flameox/flameox/providers"
 )
@@ -40,7 +41,7 @@ var nvbenchSidecars = []struct{ prefix, dirSuffix, unit string }{
 const nvbenchSampleBytes = 4
 
 // sampleFileName is a sample file's name as NVBench writes it.
-var sampleFileName = regexp.MustCompile(`^[0-9]{1,19}\.bin$`)
+var sampleFileName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,19}\.bin$`) })
 
 type nvbenchDoc struct {
 	Benchmarks []struct {
@@ -368,7 +369,7 @@ func (d *nvbenchDir) resolve(ref *nvbenchRef) (string, error) {
 func (d *nvbenchDir) sidecarTail(slashed, dirSuffix string) (string, bool) {
 	file := path.Base(slashed)
 	dir := path.Base(path.Dir(slashed))
-	if !sampleFileName.MatchString(file) || dir != path.Base(d.json)+dirSuffix {
+	if !sampleFileName().MatchString(file) || dir != path.Base(d.json)+dirSuffix {
 		return "", false
 	}
 	return path.Join(path.Dir(d.json), dir, file), true

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/stats"
@@ -35,7 +36,9 @@ func Register(r *providers.Registry) {
 }
 
 // goBenchHead recognizes Go benchmark output: configuration lines or a result line.
-var goBenchHead = regexp.MustCompile(`(?m)^(goos: |goarch: |pkg: |Benchmark\S*\s+\d+\s+[0-9.]+ \S+)`)
+var goBenchHead = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^(goos: |goarch: |pkg: |Benchmark\S*\s+\d+\s+[0-9.]+ \S+)`)
+})
 
 // jsonMarkers detects a JSON document by keys near its start.
 func jsonMarkers(all ...string) func(string, []byte) bool {
@@ -58,7 +61,7 @@ var detectors = []providers.Detector{
 	{Format: gen.FormatNvbench, Container: gen.FormatJSON, Match: jsonMarkers(`"benchmarks"`, `"states"`)},
 	// The directory nvbench --jsonbin X.json writes: X.json beside X.json-bin/ (decision 0058).
 	{Format: gen.FormatNvbench, Directory: isNVBenchDirNames},
-	{Format: gen.FormatGoBench, Container: gen.FormatText, Match: func(_ string, head []byte) bool { return goBenchHead.Match(head) }},
+	{Format: gen.FormatGoBench, Container: gen.FormatText, Match: func(_ string, head []byte) bool { return goBenchHead().Match(head) }},
 }
 
 // providerIDs names the reader of each benchmark format.

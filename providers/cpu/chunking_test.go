@@ -90,7 +90,7 @@ func TestDecodePstatsAnyChunking(t *testing.T) {
 	// The corpus files are at most 5 KiB; a cProfile run of python3 is larger than the
 	// reader's first buffer.
 	t.Run("generated", func(t *testing.T) {
-		b, err := os.ReadFile(cprofileFile(t, 500))
+		b, err := os.ReadFile(testtool.CProfileFile(t, 500))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -141,7 +141,7 @@ def main():
 
 main()
 `), 0o644)
-	paths := []string{corpus(t, "gprof2dot__print1.pstats"), cprofileFile(t, 5000)}
+	paths := []string{corpus(t, "gprof2dot__print1.pstats"), testtool.CProfileFile(t, 5000)}
 	for _, mod := range []string{"cProfile", "profile"} {
 		out := filepath.Join(dir, mod+".pstats")
 		if b, err := exec.Command(python, "-m", mod, "-o", out, workload).CombinedOutput(); err != nil {
@@ -207,7 +207,7 @@ func firstRows[R any](t *testing.T, a *providers.Analysis, err error) []R {
 // and checks the first 100 rows, in order, against Python's pstats on the same file.
 func TestPstatsRankingMatchesPython(t *testing.T) {
 	python := testtool.Require(t, "python3")
-	path := cprofileFile(t, 50000)
+	path := testtool.CProfileFile(t, 50000)
 	st, _ := os.Stat(path)
 	in := []providers.Input{{Path: path, Format: gen.FormatPstats, Size: st.Size()}}
 	limits := gen.EffectiveLimits{MaxInputBytes: 1 << 30}

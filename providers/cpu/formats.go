@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/jsonbound"
@@ -257,7 +258,7 @@ func readBoundedLine(br *bufio.Reader, max int) (string, error) {
 	}
 }
 
-var symOffset = regexp.MustCompile(`\+0x[0-9a-fA-F]+$`)
+var symOffset = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\+0x[0-9a-fA-F]+$`) })
 
 // DecodePerfScript reads the default output of `perf script`: per sample a header line,
 // one indented "address symbol+offset (dso)" line per frame from leaf to root, and a
@@ -333,7 +334,7 @@ func parsePerfFrame(line string) sampled.Frame {
 		f.File = rest[1 : len(rest)-1]
 		rest = ""
 	}
-	rest = symOffset.ReplaceAllString(strings.TrimSpace(rest), "")
+	rest = symOffset().ReplaceAllString(strings.TrimSpace(rest), "")
 	if rest != "" {
 		f.Function = strings.ReplaceAll(rest, ";", ":")
 	}

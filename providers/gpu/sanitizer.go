@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
@@ -74,8 +75,8 @@ type sanitizerSummary struct {
 
 // Summary lines, matched within one line of text.
 var (
-	summaryTotal      = regexp.MustCompile(`ERROR SUMMARY: *([0-9]+) errors?\s*$`)
-	summaryNotPrinted = regexp.MustCompile(`([0-9]+) errors? (?:were|was) not printed`)
+	summaryTotal      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`ERROR SUMMARY: *([0-9]+) errors?\s*$`) })
+	summaryNotPrinted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([0-9]+) errors? (?:were|was) not printed`) })
 )
 
 // record accumulates one <record> while its elements stream past.
@@ -244,9 +245,9 @@ func (s *sanitizerSummary) scan(text []byte) {
 		return
 	}
 	for line := range bytes.Lines(text) {
-		if m := summaryNotPrinted.FindSubmatch(line); m != nil {
+		if m := summaryNotPrinted().FindSubmatch(line); m != nil {
 			keepLargest(&s.notPrinted, m[1])
-		} else if m := summaryTotal.FindSubmatch(line); m != nil {
+		} else if m := summaryTotal().FindSubmatch(line); m != nil {
 			keepLargest(&s.total, m[1])
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -202,7 +203,9 @@ func runNotes(records []map[string]any, nonFinite bool, producer string) []strin
 var vllmFamilies = map[string]string{"ttft": "time_to_first_token", "tpot": "time_per_output_token", "itl": "inter_token_latency",
 	"e2el": "end_to_end_latency", "client_queue_time": "client_queue_time", "e2el_including_client_queue": "end_to_end_latency_including_client_queue"}
 
-var vllmStat = regexp.MustCompile(`^(mean|median|std|p[0-9]+(?:\.[0-9]+)?)_(e2el_including_client_queue|client_queue_time|ttft|tpot|itl|e2el)_ms$`)
+var vllmStat = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(mean|median|std|p[0-9]+(?:\.[0-9]+)?)_(e2el_including_client_queue|client_queue_time|ttft|tpot|itl|e2el)_ms$`)
+})
 
 // vllmFixed are a vLLM result's run-level figures, in row order: field, row name, unit,
 // aggregation.
@@ -290,7 +293,7 @@ func decodeVLLM(in providers.Input) (*aggregates, error) {
 		sort.Slice(rest, func(x, y int) bool { return vllmOrder(rest[x]) < vllmOrder(rest[y]) })
 		for _, k := range rest {
 			v, _ := number(r[k])
-			if m := vllmStat.FindStringSubmatch(k); m != nil {
+			if m := vllmStat().FindStringSubmatch(k); m != nil {
 				stat, agg := m[1], m[1]
 				if strings.HasPrefix(stat, "p") {
 					agg = "percentile"
@@ -312,7 +315,7 @@ func decodeVLLM(in providers.Input) (*aggregates, error) {
 // vllmOrder sorts a vLLM result's per-request statistics by family, then mean, median,
 // std and percentiles by rank, and unknown fields last by name.
 func vllmOrder(k string) string {
-	m := vllmStat.FindStringSubmatch(k)
+	m := vllmStat().FindStringSubmatch(k)
 	if m == nil {
 		return "9" + k
 	}
@@ -339,13 +342,15 @@ var sglangIdentity = []identityField{
 	{axisWorkload, "random_input_len", true}, {axisWorkload, "random_output_len", true}, {axisWorkload, "random_range_ratio", false},
 }
 
-var sglangStat = regexp.MustCompile(`^(mean|median|std|min|max|p[0-9]+(?:\.[0-9]+)?)_.*_ms$`)
+var sglangStat = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(mean|median|std|min|max|p[0-9]+(?:\.[0-9]+)?)_.*_ms$`)
+})
 
 // sglangUnit is the unit and aggregation of an SGLang record field, from its name.
 func sglangUnit(k string) (string, string) {
 	switch {
-	case sglangStat.MatchString(k):
-		stat := sglangStat.FindStringSubmatch(k)[1]
+	case sglangStat().MatchString(k):
+		stat := sglangStat().FindStringSubmatch(k)[1]
 		if strings.HasPrefix(stat, "p") {
 			return "ms", "percentile"
 		}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -539,12 +540,12 @@ var csvTags = map[string]string{"Time to First Token": "ttft", "Time to Second T
 	"Total Input Sequence Length": "total_isl", "Total Output Sequence Length": "total_osl",
 	"Minimum Request Timestamp": "min_request_timestamp", "Maximum Response Timestamp": "max_response_timestamp"}
 
-var csvHeader = regexp.MustCompile(`^(.*?)\s*\(([^()]*)\)$`)
+var csvHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(.*?)\s*\(([^()]*)\)$`) })
 
 // csvMetric splits "Time to First Token (ms)" into its tag and unit.
 func csvMetric(cell string) (string, string) {
 	header, unit := strings.TrimSpace(cell), ""
-	if m := csvHeader.FindStringSubmatch(header); m != nil {
+	if m := csvHeader().FindStringSubmatch(header); m != nil {
 		header, unit = m[1], m[2]
 	}
 	if tag, ok := csvTags[header]; ok {

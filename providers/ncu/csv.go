@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/flameox/flameox/providers"
 )
@@ -356,20 +357,22 @@ func csvErr(err error, src int, msg string) error {
 
 // groupedNumber is a decimal number, optionally with thousands separators, as ncu prints
 // values.
-var groupedNumber = regexp.MustCompile(`^[-+]?(\d+|\d{1,3}(,\d{3})+)(\.\d+)?([eE][-+]?\d+)?$`)
+var groupedNumber = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[-+]?(\d+|\d{1,3}(,\d{3})+)(\.\d+)?([eE][-+]?\d+)?$`)
+})
 
 // jsonNumber is JSON's number grammar.
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?$`)
+var jsonNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?$`) })
 
 // parseValue returns a printed value as a JSON number without separators when it is one,
 // else the text as printed.
 func parseValue(s string) (string, bool) {
 	t := strings.TrimSpace(s)
-	if t == "" || !groupedNumber.MatchString(t) {
+	if t == "" || !groupedNumber().MatchString(t) {
 		return s, false
 	}
 	t = strings.TrimPrefix(strings.ReplaceAll(t, ",", ""), "+")
-	if jsonNumber.MatchString(t) {
+	if jsonNumber().MatchString(t) {
 		return t, true
 	}
 	f, err := strconv.ParseFloat(t, 64)
