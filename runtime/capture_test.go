@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func newRuntime(t *testing.T) *Runtime {
+func newRuntime(t testing.TB) *Runtime {
 	t.Helper()
 	rt, err := New(all.Registry(), nil, WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
 	if err != nil {

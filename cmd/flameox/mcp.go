@@ -8,6 +8,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
@@ -71,7 +72,12 @@ func cancelOnShutdown(shutdown context.Context) mcp.Middleware {
 
 // newServer projects the tools of the selected toolsets onto an MCP server. Tools are
 // registered with the low-level AddTool so the SDK never validates: the runtime does,
-// against the same schema bytes that tools/list publishes.
+// against the same schema bytes that tools/list publishes. They are registered with
+// stand-in schemas (registeredInput): given a json.RawMessage, AddTool decodes each
+// schema whole only to check its type, 15 ms and 7 MB for the catalog at every server
+// start (issue 36); publishTools puts each tool's exact schemas into the tools/list
+// answer, so its bytes are those of Tool.Input and OutputSchema, computed on the first
+// list.
 func newServer(rt *runtime.Runtime, sel toolsets) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: gen.ServerName, Version: runtime.Version}, &mcp.ServerOptions{
 		Instructions: sel.instructions(),
@@ -83,26 +89,36 @@ func newServer(rt *runtime.Runtime, sel toolsets) *mcp.Server {
 			}
 		},
 	})
-	rank := map[string]int{}
+	served := map[string]servedTool{}
 	var names []string
 	for i, t := range sel.tools(rt) {
-		s.AddTool(mcpTool(t), handler(rt, t.Name))
-		rank[t.Name] = i
+		s.AddTool(registeredTool(t), handler(rt, t.Name))
+		served[t.Name] = servedTool{rank: i, tool: t}
 		names = append(names, t.Name)
 	}
-	s.AddReceivingMiddleware(catalogOrder(rank), unknownTool(rt, sel, rank, names))
+	s.AddReceivingMiddleware(publishTools(served), unknownTool(rt, sel, served, names))
 	return s
 }
+
+// servedTool is a tool the server serves: its place in the catalog and its runtime tool.
+type servedTool struct {
+	rank int
+	tool *runtime.Tool
+}
+
+// registeredInput is the input schema every tool is registered with: an object, which
+// AddTool accepts without decoding anything. No client sees it (publishTools).
+var registeredInput = &jsonschema.Schema{Type: "object"}
 
 // unknownTool answers a call of a tool the server does not serve with the structured
 // UNKNOWN_TOOL failure, listing the served tool names (and, for a catalog tool of a
 // toolset the server did not load, that toolset), instead of the SDK's protocol error: an
 // agent acts on it like on any other failure.
-func unknownTool(rt *runtime.Runtime, sel toolsets, rank map[string]int, served []string) mcp.Middleware {
+func unknownTool(rt *runtime.Runtime, sel toolsets, tools map[string]servedTool, served []string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
-				if _, known := rank[call.Params.Name]; !known {
+				if _, known := tools[call.Params.Name]; !known {
 					f := runtime.UnknownTool(call.Params.Name, served)
 					if t, ok := rt.Tool(call.Params.Name); ok {
 						f = sel.unloaded(t, served)
@@ -115,22 +131,40 @@ func unknownTool(rt *runtime.Runtime, sel toolsets, rank map[string]int, served 
 	}
 }
 
-// catalogOrder lists tools in the catalog's order (analysis, capture, lifecycle, each in
-// registry order) rather than the SDK's order by name. The catalog fits one tools/list
-// page (the SDK's default page holds 1000 tools), so the whole list is in catalog order.
-func catalogOrder(rank map[string]int) mcp.Middleware {
+// publishTools completes the tools/list answer: each tool as mcpTool makes it, with its
+// exact published schemas, in place of the SDK's registered one, and the tools in the catalog's order
+// (analysis, capture, lifecycle, each in registry order) rather than the SDK's order by
+// name. The catalog fits one tools/list page (the SDK's default page holds 1000 tools),
+// so the whole list is in catalog order.
+func publishTools(tools map[string]servedTool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
 			if l, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				sort.SliceStable(l.Tools, func(i, j int) bool { return rank[l.Tools[i].Name] < rank[l.Tools[j].Name] })
+				for i, t := range l.Tools {
+					if st, ok := tools[t.Name]; ok {
+						l.Tools[i] = mcpTool(st.tool)
+					}
+				}
+				sort.SliceStable(l.Tools, func(i, j int) bool { return tools[l.Tools[i].Name].rank < tools[l.Tools[j].Name].rank })
 			}
 			return res, err
 		}
 	}
 }
 
+// mcpTool is t's MCP Tool object exactly as tools/list carries it: the registered tool
+// with the published schemas (Tool.Input, with the server's ceilings, and the output
+// schema).
 func mcpTool(t *runtime.Tool) *mcp.Tool {
+	m := registeredTool(t)
+	m.InputSchema, m.OutputSchema = t.Input(), t.OutputSchema
+	return m
+}
+
+// registeredTool is t as the server registers it: name, title, description and
+// annotations, with the stand-in input schema and no output schema (publishTools).
+func registeredTool(t *runtime.Tool) *mcp.Tool {
 	a := &mcp.ToolAnnotations{
 		Title:           t.Title,
 		ReadOnlyHint:    t.Annotations.ReadOnlyHint,
@@ -139,12 +173,11 @@ func mcpTool(t *runtime.Tool) *mcp.Tool {
 		OpenWorldHint:   &t.Annotations.OpenWorldHint,
 	}
 	return &mcp.Tool{
-		Name:         t.Name,
-		Title:        t.Title,
-		Description:  t.Description,
-		InputSchema:  t.Input(),
-		OutputSchema: t.OutputSchema,
-		Annotations:  a,
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: registeredInput,
+		Annotations: a,
 	}
 }
 

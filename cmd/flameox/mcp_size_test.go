@@ -220,3 +220,34 @@ func TestMCPOutputSchemasArePortable(t *testing.T) {
 		walk(tool.OutputSchema, "#")
 	}
 }
+
+// BenchmarkMCPStartToToolsList is what a server start costs in process up to its first
+// tools/list answer: the runtime, the server with every toolset, the MCP handshake over
+// in-memory transports and the list (every published schema written). The process start
+// itself is BenchmarkProcessMCPToolsList's.
+func BenchmarkMCPStartToToolsList(b *testing.B) {
+	dir := b.TempDir()
+	ctx := context.Background()
+	for range b.N {
+		rt, err := newRuntime(nil, runtime.WithStoreDir(filepath.Join(dir, "store")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := newServer(rt, allToolsets()).Connect(ctx, st, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil || len(res.Tools) == 0 {
+			b.Fatalf("tools/list: %v", err)
+		}
+		cs.Close()
+		ss.Close()
+		rt.Close()
+	}
+}
