@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -208,6 +209,11 @@ func (s *Schema) subschema(u string) map[string]any {
 	for _, tok := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
 		if tok == "" {
 			continue
+		}
+		// The fragment is path-escaped (encodePointer): a patternProperties key such as
+		// ^[^=\x00]{1,256}$ is found only unescaped.
+		if u, err := url.PathUnescape(tok); err == nil {
+			tok = u
 		}
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		switch x := cur.(type) {

@@ -201,3 +201,24 @@ func TestValidateUnionForms(t *testing.T) {
 		t.Errorf("end_ns 9223372036854775807: %v", f)
 	}
 }
+
+// TestPatternPropertiesFailuresNameTheAcceptedValues: the schema of a value under a
+// patternProperties key whose pattern URL-escapes (^, [, space) is found, so its failure
+// names the range, as a failure under properties does.
+func TestPatternPropertiesFailuresNameTheAcceptedValues(t *testing.T) {
+	s, err := Compile("env.json", []byte(`{"type":"object","properties":{"env":{"type":"object",
+		"patternProperties":{"^[A-Z_][A-Z0-9_ ]*$":{"type":"integer","minimum":0,"maximum":9}},"additionalProperties":false}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, f := s.Validate([]byte(`{"env":{"HOME":12}}`))
+	if f == nil {
+		t.Fatal("12 passed maximum 9")
+	}
+	if diff := cmp.Diff([]any{"env", "HOME"}, f.FieldPath); diff != "" {
+		t.Errorf("field path (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{">=0", "<=9"}, f.AcceptedValues); diff != "" {
+		t.Errorf("accepted (-want +got):\n%s\nmessage: %s", diff, f.Message)
+	}
+}
