@@ -64,6 +64,7 @@ func graph(t *testing.T, deps bool) map[string][]string {
 			}
 		}
 		visit(pkg)
+		g[pkg] = []string{} // a package without imports is checked too
 		for imp := range seen {
 			g[pkg] = append(g[pkg], imp)
 		}
@@ -83,6 +84,21 @@ func family(pkg string) string {
 	}
 	name, _, _ := strings.Cut(rest, "/")
 	if name == "internal" || name == "all" {
+		return ""
+	}
+	return name
+}
+
+// traceFormat is the trace format reader a package belongs to: the direct child of
+// providers/trace/ it is under (perfetto for providers/trace/perfetto and the test
+// helpers below it), other than the trace model; "" for any other package.
+func traceFormat(pkg string) string {
+	rest, ok := strings.CutPrefix(pkg, "providers/trace/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "tracemodel" {
 		return ""
 	}
 	return name
@@ -121,6 +137,22 @@ func TestImportBoundaries(t *testing.T) {
 			f := family(strings.TrimPrefix(i, module+"/"))
 			return strings.HasPrefix(i, module+"/") && f != "" && f != family(p)
 		}},
+		// The trace family reads each format in a sub-package (decision 0064): a format
+		// reader reads into the trace model (its test helpers, tracemodeltest, beside it)
+		// and borrows from the shared provider leaves (providers/internal) and the provider
+		// interface's error types, never from the family's analyzers (providers/trace) nor
+		// from another format, so that no file reference runs back up or across. Direct
+		// imports are enough: what it may import reaches neither (the model by the rule
+		// below, the shared leaves and the interface by the ones above).
+		{"a trace format reader imports only the trace model, its own packages and shared leaves", func(p string) bool {
+			return traceFormat(p) != ""
+		}, false, func(p, i string) bool {
+			rel, ok := strings.CutPrefix(i, module+"/")
+			return ok && rel != "providers" && !under(rel, "providers/trace/tracemodel") && traceFormat(rel) != traceFormat(p) &&
+				!under(rel, "providers/internal") && !under(rel, "internal") && !under(rel, "generated")
+		}},
+		{"the trace model imports no trace package", func(p string) bool { return p == "providers/trace/tracemodel" }, true,
+			func(_, i string) bool { return under(i, module+"/providers/trace") }},
 		{"internal leaves import only internal and generated packages of the module", func(p string) bool { return under(p, "internal") }, false,
 			func(_, i string) bool {
 				return strings.HasPrefix(i, module+"/") && !under(i, module+"/internal") && !under(i, module+"/generated")

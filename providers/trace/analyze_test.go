@@ -20,6 +20,10 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/chrome"
+	"github.com/flameox/flameox/providers/trace/chrome/chrometest"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
+	"github.com/flameox/flameox/providers/trace/tracemodel/tracemodeltest"
 )
 
 // pageAll pages rows through Page in steps of limit and decodes every row into T.
@@ -61,14 +65,14 @@ type idRow struct {
 // the window predicate with Python's reading of the same file.
 func TestSummarizeAndWindowAgainstPython(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteChromeTrace(&buf, 1500, 5, 7); err != nil {
+	if err := chrometest.WriteTrace(&buf, 1500, 5, 7); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "gen.json")
 	if err := writeFile(path, buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	tr := pythonTruth(t, path, 100000)
+	tr := chrometest.PythonTruth(t, path, 100000)
 	type ps struct{ id, ts, dur, parent, depth int64 }
 	var want []ps
 	for _, s := range tr.Slices {
@@ -196,7 +200,7 @@ func TestEventKind(t *testing.T) {
 		{"cudaLaunchKernel", "cuda_runtime", "runtime"},
 		{"RunTask", "toplevel", ""},
 	} {
-		if got := eventKind(&Nested{Event: Event{Name: tt.name, Category: tt.cat}}); got != tt.want {
+		if got := eventKind(&tracemodel.Nested{Event: tracemodel.Event{Name: tt.name, Category: tt.cat}}); got != tt.want {
 			t.Errorf("eventKind(%q, %q) = %q, want %q", tt.name, tt.cat, got, tt.want)
 		}
 	}
@@ -329,7 +333,7 @@ func TestSummarizeNamesAgainstPython(t *testing.T) {
 // trace read as truncated at an event boundary; the whole file reads every slice.
 func TestReadTruncatedGzip(t *testing.T) {
 	var raw bytes.Buffer
-	if err := writeStepTrace(&raw, 2<<20); err != nil {
+	if err := chrometest.WriteStepTrace(&raw, 2<<20); err != nil {
 		t.Fatal(err)
 	}
 	var gz bytes.Buffer
@@ -344,7 +348,7 @@ func TestReadTruncatedGzip(t *testing.T) {
 		}
 		n := 0
 		_, err := read(context.Background(), providers.Input{Index: 1, Path: p, Format: gen.FormatChromeTrace}, nil,
-			func(*Nested) error { n++; return nil })
+			func(*tracemodel.Nested) error { n++; return nil })
 		if cut == gz.Len() {
 			if err != nil || n != want {
 				t.Errorf("whole file: %d slices, %v; want %d", n, err, want)
@@ -358,14 +362,14 @@ func TestReadTruncatedGzip(t *testing.T) {
 	}
 }
 
-// decodeCount is the number of slices DecodeChrome delivers for b.
+// decodeCount is the number of slices chrome.Decode delivers for b.
 func decodeCount(t *testing.T, b []byte) int {
 	t.Helper()
-	rec := newRecorder()
-	if _, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, ChromeLimits{}, rec); err != nil {
+	rec := tracemodeltest.NewRecorder()
+	if _, err := chrome.Decode(context.Background(), bytes.NewReader(b), 0, chrome.Limits{}, rec); err != nil {
 		t.Fatal(err)
 	}
-	return len(rec.slices)
+	return len(rec.Slices)
 }
 
 // TestCallGraphParents: the call graph aggregates each slice under the parent the trace
@@ -382,7 +386,7 @@ func TestCallGraphParents(t *testing.T) {
 		// the released ones (out of order), then ten more of P's children.
 		var b bytes.Buffer
 		b.WriteString(`[{"ph":"X","name":"P","ts":0,"dur":10000000,"pid":1,"tid":1}`)
-		n := DefaultNesterOptions.Window + 4464
+		n := tracemodel.DefaultNesterOptions.Window + 4464
 		for i := 1; i <= n; i++ {
 			b.WriteString(`,{"ph":"X","name":"c","ts":` + strconv.Itoa(i*10) + `,"dur":5,"pid":1,"tid":1}`)
 		}
@@ -413,7 +417,7 @@ func TestCallGraphParents(t *testing.T) {
 {"ph":"X","name":"D","ts":45,"dur":3,"pid":1,"tid":1},
 {"ph":"X","name":"E","ts":85,"dur":5,"pid":1,"tid":1}]`),
 			[]edge{{"A", "B", 1}, {"A", "C", 1}, {"A", "E", 1}, {"B", "D", 1}}},
-		{"unordered", unordered(), []edge{{"P", "c", int64(DefaultNesterOptions.Window + 4464)}, {"P", "after", 10}}},
+		{"unordered", unordered(), []edge{{"P", "c", int64(tracemodel.DefaultNesterOptions.Window + 4464)}, {"P", "after", 10}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "trace.json")

@@ -20,6 +20,8 @@ import (
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/sqlitefile"
+	"github.com/flameox/flameox/providers/trace/chrome/chrometest"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // benchSpans is the size of the generated OTLP exports, and benchLaunches that of the
@@ -437,7 +439,7 @@ func BenchmarkReadStepsFile(b *testing.B) {
 					w = zw
 				}
 				bw := bufio.NewWriterSize(w, 1<<20)
-				if err := writeStepTrace(bw, size); err != nil {
+				if err := chrometest.WriteStepTrace(bw, size); err != nil {
 					return err
 				}
 				if err := bw.Flush(); err != nil {
@@ -451,7 +453,7 @@ func BenchmarkReadStepsFile(b *testing.B) {
 			b.SetBytes(size)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := read(context.Background(), in, nil, func(*Nested) error { return nil }); err != nil {
+				if _, err := read(context.Background(), in, nil, func(*tracemodel.Nested) error { return nil }); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -462,7 +464,7 @@ func BenchmarkReadStepsFile(b *testing.B) {
 // chromeBenchInput is a generated Chrome trace of 1,000,000 events on 8 threads.
 func chromeBenchInput(b *testing.B) providers.Input {
 	return benchFile(b, "chrome-1m.json", gen.FormatChromeTrace, func(p string) error {
-		return buffered(p, func(w *bufio.Writer) error { return WriteChromeTrace(w, 1_000_000, 8, 1) })
+		return buffered(p, func(w *bufio.Writer) error { return chrometest.WriteTrace(w, 1_000_000, 8, 1) })
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // edge is one aggregated parent/child name pair.
@@ -43,7 +44,7 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	// The parent's name comes with each slice (Nested.ParentName), as the Nester or
 	// trace_processor nested it: a slice misnested or out of order does not hide the
 	// parents of the slices after it.
-	sc, err := read(ctx, in, tp, func(s *Nested) error {
+	sc, err := read(ctx, in, tp, func(s *tracemodel.Nested) error {
 		if s.Dur > 0 {
 			all++
 		}

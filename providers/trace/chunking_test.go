@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/flameox/flameox/internal/testtool"
 )
 
@@ -35,19 +33,4 @@ func TestDecodeOTLPAnyChunking(t *testing.T) {
 			}{spans, st}, err)
 		})
 	}
-}
-
-// TestDecodePerfettoAnyChunking requires DecodePerfetto to read the corpus Perfetto
-// traces and their malformed copies the same however the reader splits them.
-func TestDecodePerfettoAnyChunking(t *testing.T) {
-	inputs := testtool.CorpusInputs(t, "perfetto-mcp-rs__basic.perfetto-trace", "local__chromium156_trace_startup_proto.pftrace")
-	testtool.CheckAnyChunking(t, inputs, func(r io.Reader, _ func() io.Reader) testtool.ChunkResult {
-		rec := newRecorder()
-		st, info, err := DecodePerfetto(context.Background(), r, 5, PerfettoLimits{}, rec)
-		return testtool.Result(struct {
-			Sink  *recorder
-			Stats *Stats
-			Info  *PerfettoInfo
-		}{rec, st, info}, err)
-	}, cmp.AllowUnexported(recorder{}))
 }

@@ -19,4 +19,11 @@
 // launches.go, and tables.go for view "tables") open their source, ask for the
 // capability their operation needs, and select and project the rows; they never look at
 // the format (decision 0064).
+//
+// Packages: what the readers and the analyzers share (Sink, Event, Track, Stats, the
+// Nester) is providers/trace/tracemodel; the Perfetto and Trace Event readers are
+// providers/trace/perfetto and providers/trace/chrome, which import the model and
+// providers/internal and never this package. Their sources here (perfettosource.go,
+// chromesource.go) open the input and call them. OTLP, Nsight Systems and Instruments
+// are still read in this package (otlp.go, nsys*.go, xctraceread.go).
 package trace

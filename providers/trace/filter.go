@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // filter is a request's slice filters (decision 0037): a slice passes when it passes
@@ -55,7 +56,7 @@ func windowFilter(f *gen.WindowFields) *filter {
 
 // slice says whether a nested slice passes. The event kind is classified only when a
 // kind filter is given.
-func (f *filter) slice(n *Nested) bool {
+func (f *filter) slice(n *tracemodel.Nested) bool {
 	if f == nil {
 		return true
 	}
@@ -63,7 +64,7 @@ func (f *filter) slice(n *Nested) bool {
 }
 
 // passKind is slice for a slice whose event kind is kind ("" when not classified yet).
-func (f *filter) passKind(n *Nested, kind string) bool {
+func (f *filter) passKind(n *tracemodel.Nested, kind string) bool {
 	if f == nil {
 		return true
 	}

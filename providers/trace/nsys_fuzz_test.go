@@ -8,6 +8,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/fuzztool"
+	"github.com/flameox/flameox/providers/trace/tracemodel/tracemodeltest"
 )
 
 // nsysSeed is a small Nsight Systems SQLite export made here (the columns the readers
@@ -69,11 +70,11 @@ func FuzzNsysSQLite(f *testing.F) {
 			tables := nsysReq(path)
 			tables.Fields.View = "tables"
 			page(inspectLaunches(ctx, tables))
-			sink := &fuzzSink{t: t, tracks: map[int64]bool{}}
+			sink := &tracemodeltest.Checker{T: t, Tracks: map[int64]bool{}}
 			st, err := decodeNsys(ctx, nsysData{in: providers.Input{Path: path, Format: gen.FormatNsysSqlite}}, sink)
 			fuzztool.CheckError(t, err, path)
 			if err == nil {
-				checkStats(t, st, sink.slices)
+				tracemodeltest.CheckStats(t, st, sink.Slices)
 			}
 		})
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // The Nsight Systems analyses on a parquetdir (decision 0057). Each read takes the
@@ -346,7 +347,7 @@ func (p *nsysParquet) sliceUnion(enum *memcpyEnum, each func(s *pqSlice) error) 
 
 // parquetSlices is decodeNsys on a parquetdir: the thread and process names, then the
 // slice union in its order.
-func parquetSlices(ctx context.Context, in providers.Input, meta MetaSink, add func(*nsysSlice) error) error {
+func parquetSlices(ctx context.Context, in providers.Input, meta tracemodel.MetaSink, add func(*nsysSlice) error) error {
 	p, err := openNsysParquet(ctx, in)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // The records the Nsight Systems analyses consume, whichever reader produced them: the
@@ -64,14 +65,14 @@ type nsysSlice struct {
 // and NVTX ranges on their thread's track (so the Nester nests calls inside the ranges
 // around them).
 type nsysSliceSink struct {
-	sink    Sink
-	st      *Stats
+	sink    tracemodel.Sink
+	st      *tracemodel.Stats
 	gpu     map[[3]int64]int64
 	threads map[int64]bool
-	e       Event
+	e       tracemodel.Event
 }
 
-func newNsysSliceSink(sink Sink, st *Stats) *nsysSliceSink {
+func newNsysSliceSink(sink tracemodel.Sink, st *tracemodel.Stats) *nsysSliceSink {
 	return &nsysSliceSink{sink: sink, st: st, gpu: map[[3]int64]int64{}, threads: map[int64]bool{}}
 }
 
@@ -83,13 +84,13 @@ func (k *nsysSliceSink) add(r *nsysSlice) error {
 		k.st.InvalidIntervals++
 		return nil
 	}
-	k.e = Event{ID: r.id, TS: r.start.n, Dur: r.stop.n - r.start.n, Name: r.name, Category: nsysSliceCategories[r.tab], Phase: "X"}
+	k.e = tracemodel.Event{ID: r.id, TS: r.start.n, Dur: r.stop.n - r.start.n, Name: r.name, Category: nsysSliceCategories[r.tab], Phase: "X"}
 	e := &k.e
 	if r.tid.ok {
 		e.Track = r.tid.n
 		if !k.threads[e.Track] {
 			k.threads[e.Track] = true
-			k.sink.Track(Track{ID: e.Track, PID: r.pid.n, TID: r.tid.n & 0xFFFFFF})
+			k.sink.Track(tracemodel.Track{ID: e.Track, PID: r.pid.n, TID: r.tid.n & 0xFFFFFF})
 		}
 	} else {
 		key := [3]int64{r.pid.n, r.dev.n, r.stream.n}
@@ -98,7 +99,7 @@ func (k *nsysSliceSink) add(r *nsysSlice) error {
 			// GPU tracks are negative ordinals in order of first activity.
 			tr = -int64(len(k.gpu) + 1)
 			k.gpu[key] = tr
-			k.sink.Track(Track{ID: tr, PID: r.pid.n, TID: -1})
+			k.sink.Track(tracemodel.Track{ID: tr, PID: r.pid.n, TID: -1})
 		}
 		e.Track = tr
 		e.Args.Device, e.Args.Stream = clone(&r.dev.n), clone(&r.stream.n)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // nsysSliceTables are the tables an export's slices come from, in the fixed order their
@@ -89,8 +91,8 @@ func (d *nsysDB) nsysSliceUnion(ctx context.Context) (string, [len(nsysSliceTabl
 // decodeNsys reads an export's kernels, memcpys, memsets, CUDA API calls and NVTX ranges
 // into sink in start order (nsysSliceSink): in SQL over an nsys-sqlite export, natively
 // over a parquetdir (decision 0057).
-func decodeNsys(ctx context.Context, src nsysData, sink Sink) (*Stats, error) {
-	st := &Stats{}
+func decodeNsys(ctx context.Context, src nsysData, sink tracemodel.Sink) (*tracemodel.Stats, error) {
+	st := &tracemodel.Stats{}
 	k := newNsysSliceSink(sink, st)
 	if src.parquet {
 		return st, parquetSlices(ctx, src.in, sink, k.add)
@@ -150,7 +152,7 @@ func (o *optStr) Scan(src any) error {
 
 // nsysNames announces the export's thread names (ThreadNames) and process names
 // (PROCESSES), keyed by the global process id and the thread id.
-func (d *nsysDB) nsysNames(ctx context.Context, meta MetaSink) error {
+func (d *nsysDB) nsysNames(ctx context.Context, meta tracemodel.MetaSink) error {
 	read := func(table, q string, f func(pid, tid int64, name string)) error {
 		if !d.tables[table] {
 			return nil

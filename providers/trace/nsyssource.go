@@ -5,6 +5,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // nsysForm is the form of an Nsight Systems source, as the format table opened it.
@@ -63,7 +64,7 @@ func (x nsysSource) prepare(ctx context.Context, limits gen.EffectiveLimits) (pr
 
 // slices reads the export's kernels, memcpys, memsets, CUDA API calls and NVTX ranges in
 // start order (decodeNsys).
-func (x nsysSource) slices(ctx context.Context, nest *Nester, s *scan) (err error) {
+func (x nsysSource) slices(ctx context.Context, nest *tracemodel.Nester, s *scan) (err error) {
 	s.stats, err = decodeNsys(ctx, nsysData{in: x.in, parquet: x.form == nsysFormParquet}, nest)
 	return err
 }

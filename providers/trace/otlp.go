@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/protowalk"
 )
 
 // OTLP trace decoding (opentelemetry-proto trace.proto and its JSON mapping), streaming:
@@ -75,7 +76,7 @@ func decodeOTLP(ctx context.Context, r io.Reader, source int, proto bool, visit 
 	d := &otlpDec{ctx: ctx, source: source, visit: visit, st: &OTLPStats{}, tables: tables}
 	var err error
 	if proto {
-		err = d.protobuf(bufio.NewReaderSize(r, 64<<10))
+		err = d.protobuf(r)
 	} else {
 		br := bufio.NewReaderSize(r, 64<<10)
 		// A UTF-8 byte order mark (which some tools write before JSON) is not JSON.
@@ -197,77 +198,53 @@ func (d *otlpDec) endScope(err error) error {
 
 // ---- protobuf ----
 
-// pbReader reads protobuf wire data from a stream, counting its offset.
+// pbReader reads the framing of an OTLP protobuf export from a stream, its errors worded
+// for OTLP.
 type pbReader struct {
-	r   *bufio.Reader
-	off int64
-	d   *otlpDec
-	// buf holds the message being decoded, reused (nothing keeps it).
-	buf []byte
+	in *protowalk.Reader
+	d  *otlpDec
 	// kept holds a span's fields less its attributes.
 	kept []byte
 }
 
-func (p *pbReader) ReadByte() (byte, error) {
-	b, err := p.r.ReadByte()
-	if err == nil {
-		p.off++
-	}
-	return b, err
-}
-
 func (p *pbReader) varint() (uint64, error) {
-	var v uint64
-	for i := 0; i < 10; i++ {
-		b, err := p.ReadByte()
-		if err != nil {
-			return 0, p.d.bad("the data ends inside a varint")
-		}
-		v |= uint64(b&0x7f) << (7 * i)
-		if b < 0x80 {
-			return v, nil
-		}
+	v, err := p.in.Varint()
+	if err != nil {
+		return 0, p.varintErr(err)
 	}
-	return 0, p.d.bad("a varint is longer than 10 bytes")
+	return v, nil
 }
 
+// varintErr words a failed read of a varint.
+func (p *pbReader) varintErr(err error) error {
+	if err == protowalk.ErrOverflow {
+		return p.d.bad("a varint is longer than 10 bytes")
+	}
+	return p.d.bad("the data ends inside a varint")
+}
+
+// bytes reads the n bytes of a message, valid until the next read (nothing keeps them).
 func (p *pbReader) bytes(n uint64) ([]byte, error) {
 	if n > maxOTLPMessageBytes {
 		return nil, &providers.LimitError{Source: p.d.source, Limit: maxOTLPMessageBytes, Unit: "bytes",
 			Message: fmt.Sprintf("source %d holds an OTLP message of %d bytes, more than the %d bytes one span, resource or scope may take", p.d.source, n, maxOTLPMessageBytes)}
 	}
-	if uint64(cap(p.buf)) < n {
-		p.buf = make([]byte, n)
-	}
-	b := p.buf[:n]
-	if _, err := io.ReadFull(p.r, b); err != nil {
+	b, err := p.in.Bytes(n)
+	if err != nil {
 		return nil, p.d.bad("the data ends inside a message")
 	}
-	p.off += int64(n)
 	return b, nil
 }
 
 func (p *pbReader) skip(typ protowire.Type) error {
-	var n uint64
-	switch typ {
-	case protowire.VarintType:
-		_, err := p.varint()
-		return err
-	case protowire.Fixed32Type:
-		n = 4
-	case protowire.Fixed64Type:
-		n = 8
-	case protowire.BytesType:
-		l, err := p.varint()
-		if err != nil {
-			return err
-		}
-		n = l
-	default:
+	n, err := p.in.ValueSize(typ)
+	if err == protowalk.ErrWireType {
 		return p.d.bad("unsupported protobuf wire type %d", typ)
 	}
-	m, err := p.r.Discard(int(min(n, 1<<62)))
-	p.off += int64(m)
+	if err != nil {
+		return p.varintErr(err)
+	}
+	m, err := p.in.Discard(n)
 	if err != nil || uint64(m) != n {
 		return p.d.bad("the data ends inside a field")
 	}
@@ -277,11 +254,9 @@ func (p *pbReader) skip(typ protowire.Type) error {
 // message reads fields until end (or EOF when end < 0), calling field for each tag;
 // field consumes the value or returns skip=true.
 func (p *pbReader) message(end int64, field func(num protowire.Number, typ protowire.Type) (bool, error)) error {
-	for end < 0 || p.off < end {
-		if end < 0 {
-			if _, err := p.r.Peek(1); err == io.EOF {
-				return nil
-			}
+	for end < 0 || p.in.Offset() < end {
+		if end < 0 && p.in.AtEnd() {
+			return nil
 		}
 		tag, err := p.varint()
 		if err != nil {
@@ -301,7 +276,7 @@ func (p *pbReader) message(end int64, field func(num protowire.Number, typ proto
 			}
 		}
 	}
-	if p.off != end {
+	if p.in.Offset() != end {
 		return p.d.bad("a message overruns its length")
 	}
 	return nil
@@ -319,7 +294,7 @@ func (p *pbReader) sub(typ protowire.Type) (int64, error) {
 	if l > 1<<62 {
 		return 0, p.d.bad("a message length is out of range")
 	}
-	return p.off + int64(l), nil
+	return p.in.Offset() + int64(l), nil
 }
 
 // protobuf streams the framing with protowire (ExportTraceServiceRequest/TracesData:
@@ -327,8 +302,8 @@ func (p *pbReader) sub(typ protowire.Type) (int64, error) {
 // scope = 1, spans = 2; other fields skipped) and decodes each Resource,
 // InstrumentationScope and Span, one at a time, with proto.Unmarshal into the
 // OpenTelemetry project's generated types.
-func (d *otlpDec) protobuf(r *bufio.Reader) error {
-	p := &pbReader{r: r, d: d}
+func (d *otlpDec) protobuf(r io.Reader) error {
+	p := &pbReader{in: protowalk.NewReader(r, 64<<10), d: d}
 	var span tracepb.Span
 	return p.message(-1, func(num protowire.Number, typ protowire.Type) (bool, error) {
 		if num != 1 {
@@ -812,26 +787,6 @@ func (d *otlpDec) fixErr(err error) error {
 	return d.jsonErr(err)
 }
 
-// pbFields walks the fields of a message held in b (for IsOTLPProto's sniffing).
-func pbFields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte) bool) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return false
-		}
-		if !f(num, typ, b[:m]) {
-			return false
-		}
-		b = b[m:]
-	}
-	return true
-}
-
 // IsOTLPProto sniffs the first bytes of a file for an OTLP protobuf
 // ExportTraceServiceRequest (or TracesData): a first record resource_spans = 1 (tag 0x0A)
 // whose fields within head are all resource = 1, scope_spans = 2 or schema_url = 3
@@ -869,8 +824,9 @@ func IsOTLPProto(head []byte) bool {
 		}
 		switch num {
 		case 1:
-			if whole && !pbFields(body, func(num protowire.Number, typ protowire.Type, _ []byte) bool {
-				return (num == 2) == (typ == protowire.VarintType) && (typ == protowire.VarintType || typ == protowire.BytesType)
+			if whole && !protowalk.Each(body, func(f protowalk.Field) bool {
+				return protowalk.ValidNumber(f.Num) && (f.Num == 2) == (f.Type == protowire.VarintType) &&
+					(f.Type == protowire.VarintType || f.Type == protowire.BytesType)
 			}) {
 				return false
 			}

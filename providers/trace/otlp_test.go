@@ -24,6 +24,8 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/protowalk/protowalktest"
+	"github.com/flameox/flameox/providers/trace/perfetto/perfettotest"
 )
 
 // truthSpan is one span as an independent reader sees it: Python's json for OTLP/JSON,
@@ -225,67 +227,55 @@ func cUnescape(t *testing.T, q string) []byte {
 // opentelemetry-proto trace.proto) into the truth script's "spans" input.
 func protocSpans(t *testing.T, path string) string {
 	t.Helper()
-	protoc := testtool.Require(t, "protoc")
-	in, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	cmd := exec.Command(protoc, "--decode_raw")
-	cmd.Stdin = in
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("protoc --decode_raw: %v", err)
-	}
-	root := parseDecodeRaw(t, string(out))
-	hexOf := func(n *rawNode) string {
+	root := protowalktest.DecodeRaw(t, path)
+	hexOf := func(n *protowalktest.Raw) string {
 		if n == nil {
 			return ""
 		}
-		return hex.EncodeToString(cUnescape(t, n.val))
+		return hex.EncodeToString(cUnescape(t, n.Val))
 	}
-	str := func(n *rawNode) string {
+	str := func(n *protowalktest.Raw) string {
 		if n == nil {
 			return ""
 		}
-		return string(cUnescape(t, n.val))
+		return string(cUnescape(t, n.Val))
 	}
-	fixed := func(n *rawNode) string {
+	fixed := func(n *protowalktest.Raw) string {
 		if n == nil {
 			return "0"
 		}
-		v, err := strconv.ParseUint(strings.TrimPrefix(n.val, "0x"), 16, 64)
+		v, err := strconv.ParseUint(strings.TrimPrefix(n.Val, "0x"), 16, 64)
 		if err != nil {
-			t.Fatalf("fixed64 %q", n.val)
+			t.Fatalf("fixed64 %q", n.Val)
 		}
 		return strconv.FormatUint(v, 10)
 	}
 	var spans []truthSpan
 	tables := map[string]int64{}
-	for _, rs := range root.all(1) {
+	for _, rs := range root.All(1) {
 		tables["resources_count"]++
 		var svc *string
-		if res := rs.one(1); res != nil {
-			for _, kv := range res.all(1) {
-				if str(kv.one(1)) == "service.name" && kv.one(2) != nil && kv.one(2).one(1) != nil {
-					s := str(kv.one(2).one(1))
+		if res := rs.One(1); res != nil {
+			for _, kv := range res.All(1) {
+				if str(kv.One(1)) == "service.name" && kv.One(2) != nil && kv.One(2).One(1) != nil {
+					s := str(kv.One(2).One(1))
 					svc = &s
 				}
 			}
 		}
-		for _, ss := range rs.all(2) {
+		for _, ss := range rs.All(2) {
 			tables["scopes_count"]++
-			for _, s := range ss.all(2) {
-				kind, _ := s.uint(6)
+			for _, s := range ss.All(2) {
+				kind, _ := s.Uint(6)
 				var status uint64
-				if st := s.one(15); st != nil {
-					status, _ = st.uint(3)
+				if st := s.One(15); st != nil {
+					status, _ = st.Uint(3)
 				}
-				ts := truthSpan{Ordinal: int64(len(spans)), TraceID: hexOf(s.one(1)), SpanID: hexOf(s.one(2)), Parent: hexOf(s.one(4)),
-					Name: str(s.one(5)), Kind: int32(kind), Start: fixed(s.one(7)), End: fixed(s.one(8)), Status: int32(status),
-					Links: len(s.all(13)), Service: svc, Events: []truthEvent{}}
-				for _, e := range s.all(11) {
-					ts.Events = append(ts.Events, truthEvent{Time: fixed(e.one(1)), Name: str(e.one(2))})
+				ts := truthSpan{Ordinal: int64(len(spans)), TraceID: hexOf(s.One(1)), SpanID: hexOf(s.One(2)), Parent: hexOf(s.One(4)),
+					Name: str(s.One(5)), Kind: int32(kind), Start: fixed(s.One(7)), End: fixed(s.One(8)), Status: int32(status),
+					Links: len(s.All(13)), Service: svc, Events: []truthEvent{}}
+				for _, e := range s.All(11) {
+					ts.Events = append(ts.Events, truthEvent{Time: fixed(e.One(1)), Name: str(e.One(2))})
 				}
 				spans = append(spans, ts)
 			}
@@ -628,7 +618,7 @@ func TestIsOTLPProto(t *testing.T) {
 		{"generated protobuf", generatedOTLPProto(), true},
 		{"perfetto basic", read("perfetto-mcp-rs__basic.perfetto-trace"), false},
 		{"chromium perfetto", read("local__chromium156_trace_startup_proto.pftrace"), false},
-		{"generated perfetto", genPerfetto(4, 10, 3), false},
+		{"generated perfetto", perfettotest.Generate(4, 10, 3), false},
 		{"xplane", read("local-h200__jax0.11.2_profile.xplane.pb"), false},
 		{"otlp json", read("local__otel_js_otlp_http_json_trace.json"), false},
 		{"empty", nil, false},

@@ -8,284 +8,20 @@ import (
 	"io"
 	"math"
 	"math/big"
-	"math/rand"
 	"reflect"
 	"runtime"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flameox/flameox/providers/trace/chrome"
+	"github.com/flameox/flameox/providers/trace/chrome/chrometest"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
-// TestScaledNumberMatchesScaleDecimal checks the scanner's number fast path against
-// readNumber and scaleDecimal on random number texts.
-func TestScaledNumberMatchesScaleDecimal(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
-	digits := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte('0' + rng.Intn(10))
-		}
-		return string(b)
-	}
-	texts := []string{"0", "-0", "1", "0.5", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
-		"-9223372036854775809", "9223372036854775.807", "9223372036854775.808", "1700000000000000.123",
-		"99999999999999999999", "01", "1.", "1e3", "1.5E-2", "-", "1.2.3", "12345678901234567.89"}
-	for i := 0; i < 20000; i++ {
-		s := ""
-		if rng.Intn(4) == 0 {
-			s = "-"
-		}
-		s += digits(1 + rng.Intn(20))
-		if rng.Intn(2) == 0 {
-			s += "." + digits(rng.Intn(5))
-		}
-		if rng.Intn(10) == 0 {
-			s += "e" + strconv.Itoa(rng.Intn(5)-2)
-		}
-		texts = append(texts, s)
-	}
-	for _, text := range texts {
-		for _, scale := range []int{0, 3} {
-			for _, tail := range []string{",", "}", " ", "", `,"dur":2.5}`, "\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0", "/:/:/:/:/:"} {
-				in := text + tail
-				s := &scanner{buf: []byte(in), end: len(in), eof: true}
-				v, ok := s.scaledNumber(scale)
-				if !ok {
-					if s.pos != 0 {
-						t.Fatalf("%q: a refused number consumed %d bytes", in, s.pos)
-					}
-					continue
-				}
-				if s.pos != len(text) {
-					t.Fatalf("%q: consumed %d bytes, want %d", in, s.pos, len(text))
-				}
-				s2 := &scanner{buf: []byte(in), end: len(in), eof: true}
-				num, err := s2.readNumber()
-				if err != nil {
-					t.Fatalf("%q: fast path read %d, readNumber fails: %v", in, v, err)
-				}
-				want, exact, ok2, _ := scaleDecimal(num, scale, nil)
-				if !ok2 || !exact || want != v {
-					t.Fatalf("%q scale %d: fast path %d, scaleDecimal %d (exact %v, ok %v)", in, scale, v, want, exact, ok2)
-				}
-			}
-		}
-	}
-}
-
-// refNest is the Nester's contract computed plainly: a linear scan for the earliest held
-// slice instead of a heap, and no shortcut for a full buffer.
-func refNest(evs []Event, opens map[int]openMark, window, maxHeld int) []Nested {
-	var held []Event
-	open := map[int64]int64{}
-	type tr struct {
-		stack   []nestOpen
-		last    slotKey
-		hasLast bool
-	}
-	tracks := map[int64]*tr{}
-	var out []Nested
-	minIdx := func() int {
-		m := 0
-		for i := range held {
-			if (slotKey{held[i].TS, held[i].Dur, held[i].ID}).less(slotKey{held[m].TS, held[m].Dur, held[m].ID}) {
-				m = i
-			}
-		}
-		return m
-	}
-	release := func(i int) {
-		e := held[i]
-		held = append(held[:i], held[i+1:]...)
-		t := tracks[e.Track]
-		if t == nil {
-			t = &tr{}
-			tracks[e.Track] = t
-		}
-		parent, depth := int64(-1), int32(0)
-		k := slotKey{e.TS, e.Dur, e.ID}
-		if t.hasLast && k.less(t.last) {
-		} else {
-			t.last, t.hasLast = k, true
-			for len(t.stack) > 0 && t.stack[len(t.stack)-1].end <= e.TS {
-				t.stack = t.stack[:len(t.stack)-1]
-			}
-			end := e.TS + e.Dur
-			if len(t.stack) == 0 || end <= t.stack[len(t.stack)-1].end {
-				if len(t.stack) > 0 {
-					top := t.stack[len(t.stack)-1]
-					parent, depth = top.id, top.depth+1
-				}
-				t.stack = append(t.stack, nestOpen{id: e.ID, end: end, depth: depth})
-			} else {
-				for j := len(t.stack) - 1; j >= 0; j-- {
-					if t.stack[j].end >= end {
-						parent, depth = t.stack[j].id, t.stack[j].depth+1
-						break
-					}
-				}
-			}
-		}
-		out = append(out, Nested{Event: e, ParentID: parent, Depth: depth})
-	}
-	for i, e := range evs {
-		if m, ok := opens[i]; ok {
-			open[m.id] = m.ts
-		}
-		delete(open, e.ID)
-		held = append(held, e)
-		for len(held) > window {
-			m := minIdx()
-			if len(held) <= maxHeld && len(open) > 0 {
-				first := true
-				var lo int64
-				for _, ts := range open {
-					if first || ts < lo {
-						lo, first = ts, false
-					}
-				}
-				if held[m].TS >= lo {
-					break
-				}
-			}
-			release(m)
-		}
-	}
-	for len(held) > 0 {
-		release(minIdx())
-	}
-	return out
-}
-
-// TestNesterMatchesReference compares the Nester (heap, full-buffer shortcut, open
-// begins) with refNest on random, partly disordered slices.
-func TestNesterMatchesReference(t *testing.T) {
-	rng := rand.New(rand.NewSource(2))
-	for round := 0; round < 300; round++ {
-		n := 1 + rng.Intn(400)
-		window := 1 + rng.Intn(40)
-		maxHeld := window + rng.Intn(60)
-		spread := 30
-		if round%10 == 9 {
-			// Long enough for the run to fill, move its held slices to its front
-			// and grow, with wider disorder.
-			n, window = 3000+rng.Intn(5000), 1+rng.Intn(2500)
-			maxHeld, spread = window+rng.Intn(3000), []int{300, 3000, 20000}[round/10%3]
-		}
-		evs := make([]Event, n)
-		opens := map[int]openMark{}
-		clock := int64(0)
-		for i := range evs {
-			clock += int64(rng.Intn(5))
-			ts := clock - int64(rng.Intn(spread)) // out of order now and then
-			evs[i] = Event{ID: int64(i), TS: ts, Dur: int64(rng.Intn(40)), Track: int64(rng.Intn(3)), Name: fmt.Sprint("s", i)}
-			if rng.Intn(8) == 0 {
-				x := int64(rng.Intn(50))
-				evs[i].Args.ExternalID = &x
-			}
-		}
-		// Some slices are announced (Open) a few slices before they arrive.
-		for i := range evs {
-			if rng.Intn(6) == 0 {
-				at := max(0, i-rng.Intn(20))
-				if _, dup := opens[at]; !dup {
-					opens[at] = openMark{ts: evs[i].TS, id: evs[i].ID}
-				}
-			}
-		}
-		want := refNest(evs, opens, window, maxHeld)
-		var got []Nested
-		nest := NewNester(NesterOptions{Window: window, MaxHeld: maxHeld}, nil, func(s *Nested) error {
-			got = append(got, retain(s))
-			return nil
-		})
-		if round%2 == 1 {
-			// A short run sends more arrivals to the reorder queue's heap.
-			nest.buf.shift = 1 + rng.Intn(8)
-		}
-		if round%10 == 9 {
-			nest.buf.shift = []int{0, 1 + rng.Intn(300)}[round/10%2]
-		}
-		for i := range evs {
-			if m, ok := opens[i]; ok {
-				nest.Open(m.id, 0, m.ts)
-			}
-			if err := nest.Slice(&evs[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := nest.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("round %d: %d slices, want %d", round, len(got), len(want))
-		}
-		for i := range want {
-			g, w := got[i], want[i]
-			if g.ID != w.ID || g.ParentID != w.ParentID || g.Depth != w.Depth || g.TS != w.TS || g.Dur != w.Dur || g.Name != w.Name ||
-				(g.Args.ExternalID == nil) != (w.Args.ExternalID == nil) || (g.Args.ExternalID != nil && *g.Args.ExternalID != *w.Args.ExternalID) {
-				t.Fatalf("round %d (window %d, max held %d): slice %d is %+v, want %+v", round, window, maxHeld, i, g, w)
-			}
-		}
-	}
-}
-
-// TestReorderQueue checks the reorder queue (sorted run and heap) against a sort, on
-// keys arriving in order, slightly and far out of order, with releases in between.
-func TestReorderQueue(t *testing.T) {
-	rng := rand.New(rand.NewSource(3))
-	for round := 0; round < 200; round++ {
-		q := reorderQueue{shift: 1 + rng.Intn(300)}
-		var waiting []slotKey
-		var clock int64
-		spread := []int64{0, 3, 50, 10_000}[round%4]
-		for i := 0; i < 2000; i++ {
-			if rng.Intn(3) > 0 || len(waiting) == 0 {
-				clock += int64(rng.Intn(4))
-				k := slotKey{ts: clock - rng.Int63n(spread+1), dur: int64(rng.Intn(3)), id: int64(i)}
-				waiting = append(waiting, k)
-				q.push(&held{slotKey: k})
-				if m := q.min(); m.slotKey != minKey(waiting) {
-					t.Fatalf("round %d: min %+v after push, want %+v", round, m.slotKey, minKey(waiting))
-				}
-				continue
-			}
-			want := minKey(waiting)
-			got := q.pop().id
-			if got != want.id {
-				t.Fatalf("round %d: popped slot %d, want %d", round, got, want.id)
-			}
-			waiting = slices.DeleteFunc(waiting, func(k slotKey) bool { return k == want })
-			if q.len() != len(waiting) {
-				t.Fatalf("round %d: len %d, want %d", round, q.len(), len(waiting))
-			}
-		}
-		for len(waiting) > 0 {
-			want := minKey(waiting)
-			if got := q.pop().id; got != want.id {
-				t.Fatalf("round %d: draining popped slot %d, want %d", round, got, want.id)
-			}
-			waiting = slices.DeleteFunc(waiting, func(k slotKey) bool { return k == want })
-		}
-	}
-}
-
-func minKey(ks []slotKey) slotKey {
-	m := ks[0]
-	for _, k := range ks[1:] {
-		if k.less(m) {
-			m = k
-		}
-	}
-	return m
-}
-
-// How pipelineRun reads a trace: DecodeChrome into the Nester, DecodeChrome through
-// decodePipelined (as Perfetto traces are read), or decodeChromeStaged (as Chrome
+// How pipelineRun reads a trace: chrome.Decode into the Nester, chrome.Decode through
+// decodePipelined (as Perfetto traces are read), or chrome.DecodeStaged (as Chrome
 // traces are read).
 type readMode int
 
@@ -299,25 +35,25 @@ func (m readMode) String() string { return [...]string{"direct", "pipelined", "s
 
 // pipelineRun nests a trace as mode says, recording what the visitor saw; visit may
 // fail.
-func pipelineRun(ctx context.Context, data []byte, mode readMode, visit func(*Nested) error) ([]Nested, *Stats, error) {
+func pipelineRun(ctx context.Context, data []byte, mode readMode, visit func(*tracemodel.Nested) error) ([]tracemodel.Nested, *tracemodel.Stats, error) {
 	got, _, st, err := pipelineMeta(ctx, data, mode, visit)
 	return got, st, err
 }
 
 // pipelineMeta is pipelineRun that also returns the tracks and names announced.
-func pipelineMeta(ctx context.Context, data []byte, mode readMode, visit func(*Nested) error) ([]Nested, *metaList, *Stats, error) {
-	var got []Nested
+func pipelineMeta(ctx context.Context, data []byte, mode readMode, visit func(*tracemodel.Nested) error) ([]tracemodel.Nested, *metaList, *tracemodel.Stats, error) {
+	var got []tracemodel.Nested
 	meta := &metaList{}
-	nest := NewNester(NesterOptions{Window: 512, MaxHeld: 2048}, meta, func(s *Nested) error {
-		got = append(got, retain(s))
+	nest := tracemodel.NewNester(tracemodel.NesterOptions{Window: 512, MaxHeld: 2048}, meta, func(s *tracemodel.Nested) error {
+		got = append(got, s.Clone())
 		if visit != nil {
 			return visit(s)
 		}
 		return nil
 	})
-	var st *Stats
-	decode := func(ctx context.Context, sink Sink) (err error) {
-		st, err = DecodeChrome(ctx, bytes.NewReader(data), 0, ChromeLimits{}, sink)
+	var st *tracemodel.Stats
+	decode := func(ctx context.Context, sink tracemodel.Sink) (err error) {
+		st, err = chrome.Decode(ctx, bytes.NewReader(data), 0, chrome.Limits{}, sink)
 		return err
 	}
 	var err error
@@ -327,7 +63,7 @@ func pipelineMeta(ctx context.Context, data []byte, mode readMode, visit func(*N
 	case readPipelined:
 		err = decodePipelined(ctx, nest, decode)
 	case readStaged:
-		st, err = decodeChromeStaged(ctx, bytes.NewReader(data), 0, ChromeLimits{}, nest)
+		st, err = chrome.DecodeStaged(ctx, bytes.NewReader(data), 0, chrome.Limits{}, nest)
 	}
 	if err == nil {
 		err = nest.Flush()
@@ -340,12 +76,12 @@ func pipelineMeta(ctx context.Context, data []byte, mode readMode, visit func(*N
 
 // metaList records the tracks and names a Nester forwards, in order.
 type metaList struct {
-	Tracks  []Track
+	Tracks  []tracemodel.Track
 	Threads [][3]any
 	Procs   [][2]any
 }
 
-func (l *metaList) Track(t Track) { l.Tracks = append(l.Tracks, t) }
+func (l *metaList) Track(t tracemodel.Track) { l.Tracks = append(l.Tracks, t) }
 func (l *metaList) ThreadName(pid, tid int64, name string) {
 	l.Threads = append(l.Threads, [3]any{pid, tid, name})
 }
@@ -353,7 +89,7 @@ func (l *metaList) ProcessName(pid int64, name string) { l.Procs = append(l.Proc
 
 func pipelineTrace(t *testing.T) []byte {
 	var buf bytes.Buffer
-	if err := WriteChromeTrace(&buf, 20_000, 4, 3); err != nil {
+	if err := chrometest.WriteTrace(&buf, 20_000, 4, 3); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -384,9 +120,9 @@ func TestPipelineMatchesDirect(t *testing.T) {
 	}
 	check(t, pipelineTrace(t))
 	read, named := 0, 0
-	for _, name := range corpusTraces {
+	for _, name := range chrometest.CorpusTraces {
 		t.Run(name, func(t *testing.T) {
-			b, err := io.ReadAll(openCorpus(t, name)) // skips without the corpus
+			b, err := io.ReadAll(chrometest.OpenCorpus(t, name)) // skips without the corpus
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -431,7 +167,7 @@ func pipelineStops(t *testing.T, mode readMode) {
 	for it := 0; it < 40; it++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		n := 0
-		got, _, err := pipelineRun(ctx, data, mode, func(*Nested) error {
+		got, _, err := pipelineRun(ctx, data, mode, func(*tracemodel.Nested) error {
 			if n++; n == 3000+it*13 {
 				cancel()
 			}
@@ -451,7 +187,7 @@ func pipelineStops(t *testing.T, mode readMode) {
 	boom := errors.New("sink failed")
 	for _, at := range []int{1, 700, 5000} {
 		n := 0
-		got, _, err := pipelineRun(context.Background(), data, mode, func(*Nested) error {
+		got, _, err := pipelineRun(context.Background(), data, mode, func(*tracemodel.Nested) error {
 			if n++; n == at {
 				return boom
 			}
@@ -487,77 +223,56 @@ func TestOverlapsMatchesBig(t *testing.T) {
 	}
 }
 
-// TestStrCache checks the dispatcher's interning, cache first, on strings that collide in
-// the cache, repeat in random order, are invalid UTF-8, or are too long to be cached.
-func TestStrCache(t *testing.T) {
-	rng := rand.New(rand.NewSource(4))
-	var words [][]byte
-	for i := 0; i < 5000; i++ {
-		w := make([]byte, 1+rng.Intn([]int{7, 20, 300}[i%3]))
-		for j := range w {
-			w[j] = "ab\xff:"[rng.Intn(4)]
-		}
-		words = append(words, w)
-	}
-	d := &chromeDispatcher{intern: map[string]string{}}
-	for i := 0; i < 50000; i++ {
-		w := words[rng.Intn(len(words))]
-		in := string(w)
-		got := d.str(append([]byte(nil), w...))
-		if want := strings.ToValidUTF8(in, "\uFFFD"); got != want {
-			t.Fatalf("str(%q) = %q, want %q", in, got, want)
-		}
-	}
+type recordSink struct{ recs []pipeRec }
+
+func (r *recordSink) Slice(e *tracemodel.Event) error {
+	var p tracemodel.PackedArgs
+	p.Pack(&e.Args)
+	return r.SlicePacked(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &p)
 }
 
-// TestIntArraysMatchesSkipValue checks the Input Dims fast capture against skipValue's
-// capture on random arrays of integers with random whitespace, and on malformed ones:
-// whatever intArrays accepts, skipValue accepts with the same text and end.
-func TestIntArraysMatchesSkipValue(t *testing.T) {
-	rng := rand.New(rand.NewSource(5))
-	ws := func() string { return []string{"", "", " ", "\n  ", "\t"}[rng.Intn(5)] }
-	var gen func(depth int) string
-	gen = func(depth int) string {
-		if depth > 0 && (depth >= 4 || rng.Intn(3) == 0) {
-			return []string{"0", "7", "-3", "1024", "9223372036854775807", "01", "1.5", "2e3", "-", "x", `"s"`}[rng.Intn(11)]
-		}
-		n := rng.Intn(4)
-		out := "[" + ws()
-		for i := 0; i < n; i++ {
-			if i > 0 {
-				out += ws() + "," + ws()
-			}
-			out += gen(depth + 1)
-		}
-		if rng.Intn(20) == 0 {
-			out += ","
-		}
-		return out + ws() + "]"
+func (r *recordSink) SlicePacked(id, ts, dur, track int64, name, cat, phase string, args *tracemodel.PackedArgs) error {
+	r.recs = append(r.recs, pipeRec{kind: recSlice, id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phaseByte(phase), args: *args})
+	return nil
+}
+
+func (r *recordSink) Close(id int64) { r.recs = append(r.recs, pipeRec{kind: recClose, id: id}) }
+
+func (r *recordSink) Open(id, track, ts int64) {
+	r.recs = append(r.recs, pipeRec{kind: recOpen, id: id, track: track, ts: ts})
+}
+
+func (r *recordSink) Track(t tracemodel.Track) {
+	r.recs = append(r.recs, pipeRec{kind: recTrack, id: t.ID, ts: t.PID, dur: t.TID, name: t.Name, async: t.Async})
+}
+
+func (r *recordSink) ThreadName(int64, int64, string) {}
+
+func (r *recordSink) ProcessName(int64, string) {}
+
+// BenchmarkNestSteps nests the slices of BenchmarkDecodeChromeSteps's trace, decoded
+// once beforehand: the Nester's share of the pipeline's work.
+func BenchmarkNestSteps(b *testing.B) {
+	var buf bytes.Buffer
+	if err := chrometest.WriteStepTrace(&buf, 64<<20); err != nil {
+		b.Fatal(err)
 	}
-	accepted := 0
-	for i := 0; i < 20000; i++ {
-		text := gen(0)
-		for _, tail := range []string{"}", ""} {
-			in := []byte(text + tail)
-			got, end, ok := intArrays(in, 0, []byte("x"), 3, 6)
-			if !ok {
-				if string(got) != "x" {
-					t.Fatalf("%q: refused, but dst changed to %q", in, got)
-				}
-				continue
-			}
-			accepted++
-			s := &scanner{buf: in, end: len(in), eof: true}
-			want := []byte("x")
-			if err := s.skipValue(3, 6, &want); err != nil {
-				t.Fatalf("%q: intArrays accepts %q, skipValue fails: %v", in, got, err)
-			}
-			if string(got) != string(want) || end != s.pos {
-				t.Fatalf("%q: intArrays %q end %d, skipValue %q end %d", in, got, end, want, s.pos)
+	rec := &recordSink{}
+	if _, err := chrome.Decode(context.Background(), bytes.NewReader(buf.Bytes()), 0, chrome.Limits{}, rec); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := tracemodel.NewNester(tracemodel.NesterOptions{}, nil, func(*tracemodel.Nested) error { return nil })
+		for j := 0; j < len(rec.recs); j += pipeBatch {
+			if err := replay(n, rec.recs[j:min(j+pipeBatch, len(rec.recs))]); err != nil {
+				b.Fatal(err)
 			}
 		}
-	}
-	if accepted < 1000 {
-		t.Fatalf("only %d of the random arrays took the fast path", accepted)
+		if err := n.Flush(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -13,6 +13,10 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/perfetto"
+	"github.com/flameox/flameox/providers/trace/perfetto/perfettotest"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
+	"github.com/flameox/flameox/providers/trace/tracemodel/tracemodeltest"
 )
 
 // The traces here are built by hand; the expected figures are computed from their bytes
@@ -26,24 +30,26 @@ const (
 )
 
 // trackDesc writes a TrackDescriptor of uuid for thread (pid, tid) named name.
-func trackDesc(p *pfWriter, uuid uint64, pid, tid uint64, name string) {
-	p.msg(60, func(d *pfWriter) {
-		d.varint(1, uuid)
-		d.msg(4, func(t *pfWriter) { t.varint(1, pid); t.varint(2, tid); t.str(5, name) })
+func trackDesc(p *perfettotest.Writer, uuid uint64, pid, tid uint64, name string) {
+	p.Msg(60, func(d *perfettotest.Writer) {
+		d.Varint(1, uuid)
+		d.Msg(4, func(t *perfettotest.Writer) { t.Varint(1, pid); t.Varint(2, tid); t.Str(5, name) })
 	})
 }
 
 // internName writes interned event name iid.
-func internName(p *pfWriter, iid uint64, name string) {
-	p.msg(12, func(id *pfWriter) { id.msg(2, func(e *pfWriter) { e.varint(1, iid); e.str(2, name) }) })
+func internName(p *perfettotest.Writer, iid uint64, name string) {
+	p.Msg(12, func(id *perfettotest.Writer) {
+		id.Msg(2, func(e *perfettotest.Writer) { e.Varint(1, iid); e.Str(2, name) })
+	})
 }
 
 // clearedSequence writes the first packet of sequence 1: incremental state cleared,
 // thread track 100 (pid 10, tid 11, "T1"), and names interned with iids 1, 2, ...
-func clearedSequence(w *pfWriter, names ...string) {
-	w.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.varint(13, flagCleared)
+func clearedSequence(w *perfettotest.Writer, names ...string) {
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 1)
+		p.Varint(13, flagCleared)
 		trackDesc(p, 100, 10, 11, "T1")
 		for i, n := range names {
 			internName(p, uint64(i+1), n)
@@ -53,19 +59,19 @@ func clearedSequence(w *pfWriter, names ...string) {
 
 // typed writes a packet of sequence seq with flags and timestamp ts holding a typed
 // TrackEvent (1 SLICE_BEGIN, 2 SLICE_END) on track, named by nameIID when not 0.
-func typed(w *pfWriter, seq, flags, ts, typ, track, nameIID uint64, extra func(*pfWriter)) {
-	w.packet(func(p *pfWriter) {
-		p.varint(10, seq)
-		p.varint(13, flags)
-		p.varint(8, ts)
+func typed(w *perfettotest.Writer, seq, flags, ts, typ, track, nameIID uint64, extra func(*perfettotest.Writer)) {
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, seq)
+		p.Varint(13, flags)
+		p.Varint(8, ts)
 		if extra != nil {
 			extra(p)
 		}
-		p.msg(11, func(te *pfWriter) {
-			te.varint(9, typ)
-			te.varint(11, track)
+		p.Msg(11, func(te *perfettotest.Writer) {
+			te.Varint(9, typ)
+			te.Varint(11, track)
 			if nameIID != 0 {
-				te.varint(10, nameIID)
+				te.Varint(10, nameIID)
 			}
 		})
 	})
@@ -76,15 +82,15 @@ type sliceFigures struct {
 	TS, Dur int64
 }
 
-func figures(rec *pfRecorder) []sliceFigures {
+func figures(rec *tracemodeltest.Recorder) []sliceFigures {
 	var out []sliceFigures
-	for _, s := range rec.slices {
+	for _, s := range rec.Slices {
 		out = append(out, sliceFigures{s.Name, s.TS, s.Dur})
 	}
 	return out
 }
 
-func limitationsOf(st *Stats, info *PerfettoInfo) string {
+func limitationsOf(st *tracemodel.Stats, info *perfetto.Info) string {
 	s := &scan{stats: st, perfetto: info}
 	return strings.Join(s.limitations(), "\n")
 }
@@ -95,20 +101,20 @@ func limitationsOf(st *Stats, info *PerfettoInfo) string {
 // dropped meanwhile, and interned data arriving then is not kept.
 func TestPerfettoIncrementalState(t *testing.T) {
 	t.Run("loss", func(t *testing.T) {
-		var w pfWriter
-		w.packet(func(p *pfWriter) {
-			p.varint(10, 1)
-			p.varint(13, flagCleared)
-			p.varint(8, 0)
+		var w perfettotest.Writer
+		w.Packet(func(p *perfettotest.Writer) {
+			p.Varint(10, 1)
+			p.Varint(13, flagCleared)
+			p.Varint(8, 0)
 			trackDesc(p, 100, 10, 11, "T1")
 			internName(p, 1, "Alpha")
 		})
 		typed(&w, 1, flagNeeds, 1000, 1, 100, 1, nil)
 		typed(&w, 1, flagNeeds, 2000, 2, 100, 0, nil)
 		// A loss: the next two packets need the (now invalid) state and are dropped.
-		typed(&w, 1, flagNeeds, 3000, 1, 100, 1, func(p *pfWriter) { p.varint(42, 1) })
+		typed(&w, 1, flagNeeds, 3000, 1, 100, 1, func(p *perfettotest.Writer) { p.Varint(42, 1) })
 		typed(&w, 1, flagNeeds, 4000, 2, 100, 0, nil)
-		st, info, rec, err := decodeBytes(t, w.b, PerfettoLimits{})
+		st, info, rec, err := perfettotest.Decode(t, w.B, perfetto.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,43 +131,43 @@ func TestPerfettoIncrementalState(t *testing.T) {
 	t.Run("wrapped", func(t *testing.T) {
 		// The ring buffer overwrote the sequence's clearing packet: its first packets
 		// need state that never came; the descriptor (no flag) is read.
-		var w pfWriter
-		w.packet(func(p *pfWriter) { p.varint(10, 2); p.varint(8, 0); trackDesc(p, 200, 20, 21, "T2") })
+		var w perfettotest.Writer
+		w.Packet(func(p *perfettotest.Writer) { p.Varint(10, 2); p.Varint(8, 0); trackDesc(p, 200, 20, 21, "T2") })
 		typed(&w, 2, flagNeeds, 1000, 1, 200, 5, nil)
 		typed(&w, 2, flagNeeds, 2000, 2, 200, 0, nil)
-		w.packet(func(p *pfWriter) {
-			p.varint(10, 2)
-			p.varint(13, flagCleared)
-			p.varint(8, 2500)
+		w.Packet(func(p *perfettotest.Writer) {
+			p.Varint(10, 2)
+			p.Varint(13, flagCleared)
+			p.Varint(8, 2500)
 			internName(p, 5, "Gamma")
 		})
 		typed(&w, 2, flagNeeds, 3000, 1, 200, 5, nil)
 		typed(&w, 2, flagNeeds, 4000, 2, 200, 0, nil)
-		_, info, rec, err := decodeBytes(t, w.b, PerfettoLimits{})
+		_, info, rec, err := perfettotest.Decode(t, w.B, perfetto.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff([]sliceFigures{{"Gamma", 3000, 1000}}, figures(rec)); diff != "" {
 			t.Errorf("slices (-want +got):\n%s", diff)
 		}
-		if info.InvalidStatePackets != 2 || rec.threads[[2]int64{20, 21}] != "T2" {
-			t.Errorf("invalid-state packets %d, threads %v", info.InvalidStatePackets, rec.threads)
+		if info.InvalidStatePackets != 2 || rec.Threads[[2]int64{20, 21}] != "T2" {
+			t.Errorf("invalid-state packets %d, threads %v", info.InvalidStatePackets, rec.Threads)
 		}
 	})
 	t.Run("interned while invalid", func(t *testing.T) {
 		// After a loss trace_processor keeps the interned data it had and ignores new
 		// entries until the next clear; a packet that does not need the state is read.
-		var w pfWriter
-		w.packet(func(p *pfWriter) {
-			p.varint(10, 3)
-			p.varint(13, flagCleared)
+		var w perfettotest.Writer
+		w.Packet(func(p *perfettotest.Writer) {
+			p.Varint(10, 3)
+			p.Varint(13, flagCleared)
 			trackDesc(p, 300, 30, 31, "T3")
 			internName(p, 1, "Alpha")
 		})
-		w.packet(func(p *pfWriter) { p.varint(10, 3); p.varint(42, 1); internName(p, 1, "Stale") })
+		w.Packet(func(p *perfettotest.Writer) { p.Varint(10, 3); p.Varint(42, 1); internName(p, 1, "Stale") })
 		typed(&w, 3, 0, 1000, 1, 300, 1, nil)
 		typed(&w, 3, 0, 1500, 2, 300, 0, nil)
-		_, info, rec, err := decodeBytes(t, w.b, PerfettoLimits{})
+		_, info, rec, err := perfettotest.Decode(t, w.B, perfetto.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,19 +180,19 @@ func TestPerfettoIncrementalState(t *testing.T) {
 // legacyEvent writes a packet of sequence seq holding a TrackEvent with a legacy event
 // of phase, named by nameIID, timed by fields (timestamp_delta_us = 1,
 // timestamp_absolute_us = 16) and, when ts is not 0, a packet timestamp.
-func legacyEvent(w *pfWriter, seq uint64, ts uint64, phase byte, nameIID uint64, fields func(*pfWriter)) {
-	w.packet(func(p *pfWriter) {
-		p.varint(10, seq)
-		p.varint(13, flagNeeds)
+func legacyEvent(w *perfettotest.Writer, seq uint64, ts uint64, phase byte, nameIID uint64, fields func(*perfettotest.Writer)) {
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, seq)
+		p.Varint(13, flagNeeds)
 		if ts != 0 {
-			p.varint(8, ts)
+			p.Varint(8, ts)
 		}
-		p.msg(11, func(te *pfWriter) {
+		p.Msg(11, func(te *perfettotest.Writer) {
 			fields(te)
 			if nameIID != 0 {
-				te.varint(10, nameIID)
+				te.Varint(10, nameIID)
 			}
-			te.msg(6, func(l *pfWriter) { l.varint(2, uint64(phase)) })
+			te.Msg(6, func(l *perfettotest.Writer) { l.Varint(2, uint64(phase)) })
 		})
 	})
 }
@@ -196,26 +202,26 @@ func legacyEvent(w *pfWriter, seq uint64, ts uint64, phase byte, nameIID uint64,
 // take precedence over the packet timestamp and are on the MONOTONIC clock; a delta
 // without a reference is not resolved (track_event_tokenizer.cc).
 func TestPerfettoLegacyTimestamps(t *testing.T) {
-	var w pfWriter
-	w.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.varint(13, flagCleared)
-		p.msg(44, func(td *pfWriter) { td.varint(1, 7); td.varint(2, 8); td.str(5, "Main"); td.varint(6, 1000) })
-		p.msg(12, func(id *pfWriter) {
-			id.msg(2, func(e *pfWriter) { e.varint(1, 1); e.str(2, "Outer") })
-			id.msg(2, func(e *pfWriter) { e.varint(1, 2); e.str(2, "Other") })
-			id.msg(2, func(e *pfWriter) { e.varint(1, 3); e.str(2, "Late") })
+	var w perfettotest.Writer
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 1)
+		p.Varint(13, flagCleared)
+		p.Msg(44, func(td *perfettotest.Writer) { td.Varint(1, 7); td.Varint(2, 8); td.Str(5, "Main"); td.Varint(6, 1000) })
+		p.Msg(12, func(id *perfettotest.Writer) {
+			id.Msg(2, func(e *perfettotest.Writer) { e.Varint(1, 1); e.Str(2, "Outer") })
+			id.Msg(2, func(e *perfettotest.Writer) { e.Varint(1, 2); e.Str(2, "Other") })
+			id.Msg(2, func(e *perfettotest.Writer) { e.Varint(1, 3); e.Str(2, "Late") })
 		})
 	})
-	legacyEvent(&w, 1, 0, 'B', 1, func(te *pfWriter) { te.varint(1, 10) })      // 1000+10 = 1010 us
-	legacyEvent(&w, 1, 0, 'I', 2, func(te *pfWriter) { te.varint(16, 5000) })   // one-off 5000 us
-	legacyEvent(&w, 1, 0, 'E', 0, func(te *pfWriter) { te.varint(1, 10) })      // 1010+10 = 1020 us
-	legacyEvent(&w, 1, 7e6, 'B', 3, func(te *pfWriter) { te.varint(1, 10) })    // 1030 us, not 7e6 ns
-	legacyEvent(&w, 1, 8e6, 'E', 0, func(te *pfWriter) { te.varint(16, 2000) }) // 2000 us, not 8e6 ns
+	legacyEvent(&w, 1, 0, 'B', 1, func(te *perfettotest.Writer) { te.Varint(1, 10) })      // 1000+10 = 1010 us
+	legacyEvent(&w, 1, 0, 'I', 2, func(te *perfettotest.Writer) { te.Varint(16, 5000) })   // one-off 5000 us
+	legacyEvent(&w, 1, 0, 'E', 0, func(te *perfettotest.Writer) { te.Varint(1, 10) })      // 1010+10 = 1020 us
+	legacyEvent(&w, 1, 7e6, 'B', 3, func(te *perfettotest.Writer) { te.Varint(1, 10) })    // 1030 us, not 7e6 ns
+	legacyEvent(&w, 1, 8e6, 'E', 0, func(te *perfettotest.Writer) { te.Varint(16, 2000) }) // 2000 us, not 8e6 ns
 	// Sequence 2 has no ThreadDescriptor: its delta has no reference.
-	w.packet(func(p *pfWriter) { p.varint(10, 2); p.varint(13, flagCleared) })
-	legacyEvent(&w, 2, 0, 'B', 0, func(te *pfWriter) { te.varint(1, 5) })
-	st, info, rec, err := decodeBytes(t, w.b, PerfettoLimits{})
+	w.Packet(func(p *perfettotest.Writer) { p.Varint(10, 2); p.Varint(13, flagCleared) })
+	legacyEvent(&w, 2, 0, 'B', 0, func(te *perfettotest.Writer) { te.Varint(1, 5) })
+	st, info, rec, err := perfettotest.Decode(t, w.B, perfetto.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,22 +242,22 @@ func TestPerfettoLegacyTimestamps(t *testing.T) {
 // same clock named explicitly are one domain.
 func TestPerfettoDefaultClock(t *testing.T) {
 	trace := func(primary uint64, explicit uint64) []byte {
-		var w pfWriter
-		w.packet(func(p *pfWriter) {
-			p.varint(10, 1)
-			p.varint(13, flagCleared)
+		var w perfettotest.Writer
+		w.Packet(func(p *perfettotest.Writer) {
+			p.Varint(10, 1)
+			p.Varint(13, flagCleared)
 			trackDesc(p, 100, 1, 2, "T")
 			if primary != 0 {
-				p.msg(6, func(cs *pfWriter) {
-					cs.msg(1, func(c *pfWriter) { c.varint(1, 3); c.varint(2, 100) })
-					cs.msg(1, func(c *pfWriter) { c.varint(1, 6); c.varint(2, 200) })
-					cs.varint(2, primary)
+				p.Msg(6, func(cs *perfettotest.Writer) {
+					cs.Msg(1, func(c *perfettotest.Writer) { c.Varint(1, 3); c.Varint(2, 100) })
+					cs.Msg(1, func(c *perfettotest.Writer) { c.Varint(1, 6); c.Varint(2, 200) })
+					cs.Varint(2, primary)
 				})
 			}
 		})
 		typed(&w, 1, flagNeeds, 1000, 1, 100, 0, nil)
-		typed(&w, 1, flagNeeds, 2000, 2, 100, 0, func(p *pfWriter) { p.varint(58, explicit) })
-		return w.b
+		typed(&w, 1, flagNeeds, 2000, 2, 100, 0, func(p *perfettotest.Writer) { p.Varint(58, explicit) })
+		return w.B
 	}
 	for _, c := range []struct {
 		name              string
@@ -261,7 +267,7 @@ func TestPerfettoDefaultClock(t *testing.T) {
 		{"boottime by default", 0, 6, 6},
 		{"primary_trace_clock monotonic", 3, 3, 3},
 	} {
-		st, info, _, err := decodeBytes(t, trace(c.primary, c.explicit), PerfettoLimits{})
+		st, info, _, err := perfettotest.Decode(t, trace(c.primary, c.explicit), perfetto.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,35 +285,35 @@ func TestPerfettoDefaultClock(t *testing.T) {
 func TestPerfettoOutOfRange(t *testing.T) {
 	// A sequence clock (id 64, incremental, 2^62 ns per unit) at 1 beside BOOTTIME
 	// 1000: the events at +3 and +5 units are 3*2^62 and 8*2^62 ns after 1000 ns.
-	var clk pfWriter
-	clk.packet(func(p *pfWriter) {
-		p.varint(10, 2)
-		p.varint(13, flagCleared)
-		p.msg(6, func(cs *pfWriter) {
-			cs.msg(1, func(c *pfWriter) { c.varint(1, 6); c.varint(2, 1000) })
-			cs.msg(1, func(c *pfWriter) { c.varint(1, 64); c.varint(2, 1); c.varint(3, 1); c.varint(4, 1<<62) })
+	var clk perfettotest.Writer
+	clk.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 2)
+		p.Varint(13, flagCleared)
+		p.Msg(6, func(cs *perfettotest.Writer) {
+			cs.Msg(1, func(c *perfettotest.Writer) { c.Varint(1, 6); c.Varint(2, 1000) })
+			cs.Msg(1, func(c *perfettotest.Writer) { c.Varint(1, 64); c.Varint(2, 1); c.Varint(3, 1); c.Varint(4, 1<<62) })
 		})
 		trackDesc(p, 200, 3, 4, "T")
 	})
-	typed(&clk, 2, flagNeeds, 3, 1, 200, 0, func(p *pfWriter) { p.varint(58, 64) })
-	typed(&clk, 2, flagNeeds, 5, 2, 200, 0, func(p *pfWriter) { p.varint(58, 64) })
+	typed(&clk, 2, flagNeeds, 3, 1, 200, 0, func(p *perfettotest.Writer) { p.Varint(58, 64) })
+	typed(&clk, 2, flagNeeds, 5, 2, 200, 0, func(p *perfettotest.Writer) { p.Varint(58, 64) })
 
 	// A legacy X at 1000 ns lasting 2^63/1000+5 us: its end is past 2^63-1 ns.
-	var x pfWriter
-	x.packet(func(p *pfWriter) { p.varint(10, 1); p.varint(13, flagCleared); trackDesc(p, 100, 1, 2, "T") })
-	x.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.varint(8, 1000)
-		p.msg(11, func(te *pfWriter) {
-			te.varint(11, 100)
-			te.str(23, "x")
-			te.msg(6, func(l *pfWriter) { l.varint(2, 'X'); l.varint(3, math.MaxInt64/1000+5) })
+	var x perfettotest.Writer
+	x.Packet(func(p *perfettotest.Writer) { p.Varint(10, 1); p.Varint(13, flagCleared); trackDesc(p, 100, 1, 2, "T") })
+	x.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 1)
+		p.Varint(8, 1000)
+		p.Msg(11, func(te *perfettotest.Writer) {
+			te.Varint(11, 100)
+			te.Str(23, "x")
+			te.Msg(6, func(l *perfettotest.Writer) { l.Varint(2, 'X'); l.Varint(3, math.MaxInt64/1000+5) })
 		})
 	})
 
 	// A begin at 2^64-5 ns, past 2^63-1; its end at 5000 ns then has no open begin.
-	var huge pfWriter
-	huge.packet(func(p *pfWriter) { p.varint(10, 1); p.varint(13, flagCleared); trackDesc(p, 100, 1, 2, "T") })
+	var huge perfettotest.Writer
+	huge.Packet(func(p *perfettotest.Writer) { p.Varint(10, 1); p.Varint(13, flagCleared); trackDesc(p, 100, 1, 2, "T") })
 	typed(&huge, 1, flagNeeds, math.MaxUint64-4, 1, 100, 0, nil)
 	typed(&huge, 1, flagNeeds, 5000, 2, 100, 0, nil)
 
@@ -317,17 +323,17 @@ func TestPerfettoOutOfRange(t *testing.T) {
 		want      int64
 		unmatched int64
 	}{
-		{"sequence clock multiplier", clk.b, 2, 0},
-		{"legacy duration", x.b, 1, 0},
-		{"timestamp at 2^64-5", huge.b, 1, 1},
+		{"sequence clock multiplier", clk.B, 2, 0},
+		{"legacy duration", x.B, 1, 0},
+		{"timestamp at 2^64-5", huge.B, 1, 1},
 	} {
-		st, info, rec, err := decodeBytes(t, c.in, PerfettoLimits{})
+		st, info, rec, err := perfettotest.Decode(t, c.in, perfetto.Limits{})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if len(rec.slices) != 0 || info.OutOfRangeTimestamps != c.want || info.UnresolvedTimestamps != 0 ||
+		if len(rec.Slices) != 0 || info.OutOfRangeTimestamps != c.want || info.UnresolvedTimestamps != 0 ||
 			info.NegativeDurations != 0 || st.UnmatchedEnds != c.unmatched {
-			t.Errorf("%s: slices %+v, info %+v, stats %+v", c.name, rec.slices, info, st)
+			t.Errorf("%s: slices %+v, info %+v, stats %+v", c.name, rec.Slices, info, st)
 		}
 		l := limitationsOf(st, info)
 		if !strings.Contains(l, "beyond 2^63-1 ns") || strings.Contains(l, "sequence clock no ClockSnapshot") {
@@ -339,21 +345,21 @@ func TestPerfettoOutOfRange(t *testing.T) {
 // scanSink records slices and names what it is told in a scan, as a read does.
 type scanSink struct {
 	names
-	slices []Event
+	slices []tracemodel.Event
 }
 
-func (s *scanSink) Slice(e *Event) error { s.slices = append(s.slices, *e); return nil }
+func (s *scanSink) Slice(e *tracemodel.Event) error { s.slices = append(s.slices, *e); return nil }
 
 // TestPerfettoLateDescriptor: a TrackDescriptor after its track's first slice still names
 // the track's thread and process (trace_processor reads descriptors before the events),
 // and so does a parent's descriptor after the first slice of a track below it.
 func TestPerfettoLateDescriptor(t *testing.T) {
-	var w pfWriter
-	w.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.varint(13, flagCleared)
+	var w perfettotest.Writer
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 1)
+		p.Varint(13, flagCleared)
 		// Track 700, an async track below 800, described before its slice.
-		p.msg(60, func(d *pfWriter) { d.varint(1, 700); d.varint(5, 800); d.str(2, "async") })
+		p.Msg(60, func(d *perfettotest.Writer) { d.Varint(1, 700); d.Varint(5, 800); d.Str(2, "async") })
 	})
 	slice := func(track, ts uint64) {
 		typed(&w, 1, flagNeeds, ts, 1, track, 0, nil)
@@ -361,22 +367,26 @@ func TestPerfettoLateDescriptor(t *testing.T) {
 	}
 	slice(500, 1000)
 	slice(700, 5000)
-	w.packet(func(p *pfWriter) { p.varint(10, 1); p.varint(13, flagNeeds); trackDesc(p, 500, 30, 31, "late-thread") })
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 1)
+		p.Varint(13, flagNeeds)
+		trackDesc(p, 500, 30, 31, "late-thread")
+	})
 	process := func(uuid, pid uint64, name string) {
-		w.packet(func(p *pfWriter) {
-			p.varint(10, 1)
-			p.varint(13, flagNeeds)
-			p.msg(60, func(d *pfWriter) {
-				d.varint(1, uuid)
-				d.msg(3, func(pd *pfWriter) { pd.varint(1, pid); pd.str(6, name) })
+		w.Packet(func(p *perfettotest.Writer) {
+			p.Varint(10, 1)
+			p.Varint(13, flagNeeds)
+			p.Msg(60, func(d *perfettotest.Writer) {
+				d.Varint(1, uuid)
+				d.Msg(3, func(pd *perfettotest.Writer) { pd.Varint(1, pid); pd.Str(6, name) })
 			})
 		})
 	}
 	process(600, 30, "late-process")
 	process(800, 40, "parent-process")
-	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
+	s := &scan{tracks: map[int64]tracemodel.Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
 	sink := &scanSink{names: names{s}}
-	if _, _, err := DecodePerfetto(context.Background(), strings.NewReader(string(w.b)), 0, PerfettoLimits{}, sink); err != nil {
+	if _, _, err := perfetto.Decode(context.Background(), strings.NewReader(string(w.B)), 0, perfetto.Limits{}, sink); err != nil {
 		t.Fatal(err)
 	}
 	if len(sink.slices) != 2 {
@@ -402,11 +412,20 @@ func TestPerfettoLateDescriptor(t *testing.T) {
 // TestPerfettoUnreadKinds: the unread-packet limitation counts and lists the same kinds:
 // data kinds, not the bookkeeping ones (trace config, trace stats).
 func TestPerfettoUnreadKinds(t *testing.T) {
-	w := pfWriter{b: genPerfetto(1, 1, 1)}
-	w.packet(func(p *pfWriter) { p.varint(10, 9); p.msg(1, func(f *pfWriter) { f.varint(1, 0) }) })
-	w.packet(func(p *pfWriter) { p.varint(10, 9); p.msg(33, func(c *pfWriter) { c.varint(3, 1) }) })
-	w.packet(func(p *pfWriter) { p.varint(10, 9); p.msg(35, func(c *pfWriter) { c.varint(1, 1) }) })
-	st, info, _, err := decodeBytes(t, w.b, PerfettoLimits{})
+	w := perfettotest.Writer{B: perfettotest.Generate(1, 1, 1)}
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 9)
+		p.Msg(1, func(f *perfettotest.Writer) { f.Varint(1, 0) })
+	})
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 9)
+		p.Msg(33, func(c *perfettotest.Writer) { c.Varint(3, 1) })
+	})
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 9)
+		p.Msg(35, func(c *perfettotest.Writer) { c.Varint(1, 1) })
+	})
+	st, info, _, err := perfettotest.Decode(t, w.B, perfetto.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,26 +438,26 @@ func TestPerfettoUnreadKinds(t *testing.T) {
 // TestPerfettoCut: a trace that ends within a record keeps its complete packets and
 // says where it ends, in Perfetto's terms; one cut before any slice is a decode failure.
 func TestPerfettoCut(t *testing.T) {
-	good := genPerfetto(1, 2, 1) // 1 descriptor packet + 2 begin/end pairs: 5 packets, 2 slices
+	good := perfettotest.Generate(1, 2, 1) // 1 descriptor packet + 2 begin/end pairs: 5 packets, 2 slices
 	for _, c := range []struct {
 		name string
 		tail []byte
-		want PerfettoCut
+		want perfetto.Cut
 		says string
 	}{
-		{"within a packet", []byte{0x0a, 100, 1, 2, 3}, PerfettoCut{Offset: int64(len(good)), Packets: 5, Declared: 100, Present: 3},
+		{"within a packet", []byte{0x0a, 100, 1, 2, 3}, perfetto.Cut{Offset: int64(len(good)), Packets: 5, Declared: 100, Present: 3},
 			"declares 100 bytes and holds 3; the 5 complete packets before it"},
-		{"within a length", []byte{0x0a, 0x80}, PerfettoCut{Offset: int64(len(good)), Packets: 5, Declared: -1},
+		{"within a length", []byte{0x0a, 0x80}, perfetto.Cut{Offset: int64(len(good)), Packets: 5, Declared: -1},
 			"ends within the header of the record at byte"},
-		{"within another record", []byte{0x12, 9, 1}, PerfettoCut{Offset: int64(len(good)), Packets: 5, Declared: 9, Present: 1},
+		{"within another record", []byte{0x12, 9, 1}, perfetto.Cut{Offset: int64(len(good)), Packets: 5, Declared: 9, Present: 1},
 			"declares 9 bytes and holds 1"},
 	} {
-		st, info, rec, err := decodeBytes(t, append(append([]byte{}, good...), c.tail...), PerfettoLimits{})
+		st, info, rec, err := perfettotest.Decode(t, append(append([]byte{}, good...), c.tail...), perfetto.Limits{})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if info.Cut == nil || *info.Cut != c.want || len(rec.slices) != 2 {
-			t.Errorf("%s: cut %+v, slices %d", c.name, info.Cut, len(rec.slices))
+		if info.Cut == nil || *info.Cut != c.want || len(rec.Slices) != 2 {
+			t.Errorf("%s: cut %+v, slices %d", c.name, info.Cut, len(rec.Slices))
 		}
 		l := limitationsOf(st, info)
 		if !strings.Contains(l, "The Perfetto trace is cut short") || !strings.Contains(l, c.says) || strings.Contains(l, "Trace Event") {
@@ -478,24 +497,24 @@ func TestPerfettoCut(t *testing.T) {
 // which lists zero-length slices, listed them with duration 0); the slices around them
 // are read.
 func TestPerfettoNegativeIntervals(t *testing.T) {
-	var w pfWriter
+	var w perfettotest.Writer
 	clearedSequence(&w, "Neg", "Ok")
 	typed(&w, 1, flagNeeds, 5000, 1, 100, 1, nil) // begin Neg at 5000
 	typed(&w, 1, flagNeeds, 4000, 2, 100, 0, nil) // its end at 4000
 	typed(&w, 1, flagNeeds, 6000, 1, 100, 2, nil) // Ok 6000..7000
 	typed(&w, 1, flagNeeds, 7000, 2, 100, 0, nil)
 	// A legacy complete event (phase X) with duration_us -1, timed by its packet.
-	w.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.varint(13, flagNeeds)
-		p.varint(8, 8000)
-		p.msg(11, func(te *pfWriter) {
-			te.varint(11, 100)
-			te.varint(10, 1)
-			te.msg(6, func(l *pfWriter) { l.varint(2, 'X'); l.varint(3, uint64(1<<64-1)) }) // duration_us -1
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 1)
+		p.Varint(13, flagNeeds)
+		p.Varint(8, 8000)
+		p.Msg(11, func(te *perfettotest.Writer) {
+			te.Varint(11, 100)
+			te.Varint(10, 1)
+			te.Msg(6, func(l *perfettotest.Writer) { l.Varint(2, 'X'); l.Varint(3, uint64(1<<64-1)) }) // duration_us -1
 		})
 	})
-	st, info, rec, err := decodeBytes(t, w.b, PerfettoLimits{})
+	st, info, rec, err := perfettotest.Decode(t, w.B, perfetto.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,13 +532,13 @@ func TestPerfettoNegativeIntervals(t *testing.T) {
 // TestPerfettoUndefinedInterned: a name id the sequence never defined reads as empty and
 // is counted and said (trace_processor reads it as null, silently).
 func TestPerfettoUndefinedInterned(t *testing.T) {
-	var w pfWriter
+	var w perfettotest.Writer
 	clearedSequence(&w, "Known")
 	typed(&w, 1, flagNeeds, 1000, 1, 100, 1, nil)
 	typed(&w, 1, flagNeeds, 2000, 2, 100, 0, nil)
 	typed(&w, 1, flagNeeds, 3000, 1, 100, 9, nil) // iid 9 was never defined
 	typed(&w, 1, flagNeeds, 4000, 2, 100, 0, nil)
-	st, info, rec, err := decodeBytes(t, w.b, PerfettoLimits{})
+	st, info, rec, err := perfettotest.Decode(t, w.B, perfetto.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

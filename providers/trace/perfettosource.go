@@ -6,10 +6,12 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/perfetto"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // perfettoSource is a Perfetto protobuf trace (Perfetto, rocprofv3): a slice source whose
-// track events DecodePerfetto reads, and which trace_processor_shell reads instead when
+// track events perfetto.Decode reads, and which trace_processor_shell reads instead when
 // it holds only data the native decoder does not read (processorSource).
 type perfettoSource struct{ sourceBase }
 
@@ -17,15 +19,15 @@ type perfettoSource struct{ sourceBase }
 // CPUs. A trace with nothing native but unread data needs trace_processor_shell; a cut
 // trace keeps what was read, but an empty read of a damaged file is no evidence
 // (decision 0016, item 10).
-func (p perfettoSource) slices(ctx context.Context, nest *Nester, s *scan) error {
+func (p perfettoSource) slices(ctx context.Context, nest *tracemodel.Nester, s *scan) error {
 	in := p.in
 	r, err := providers.OpenReadAhead(ctx, in, maxTraceBytes)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	decode := func(ctx context.Context, sink Sink) (err error) {
-		s.stats, s.perfetto, err = DecodePerfetto(ctx, r, in.Index, PerfettoLimits{}, sink)
+	decode := func(ctx context.Context, sink tracemodel.Sink) (err error) {
+		s.stats, s.perfetto, err = perfetto.Decode(ctx, r, in.Index, perfetto.Limits{}, sink)
 		return err
 	}
 	if pipeline {

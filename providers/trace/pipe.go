@@ -2,15 +2,16 @@ package trace
 
 import (
 	"context"
-	"fmt"
 	"runtime"
+
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // pipeline decodes on a goroutine of its own and nests on the caller's, when more than
 // one CPU runs Go code. A Perfetto decoder fills batches of records of its sink calls
 // (reused, never allocated per event) that the caller replays, in order, into the
 // Nester (decodePipelined); a Chrome trace is parsed on the goroutine and dispatched on
-// the caller's (decodeChromeStaged). Results are those of the plain sequence: the Nester
+// the caller's (chrome.DecodeStaged). Results are those of the plain sequence: the Nester
 // sees the same calls in the same order.
 var pipeline = runtime.GOMAXPROCS(0) > 1
 
@@ -38,7 +39,7 @@ type pipeRec struct {
 	phase              byte // a slice's phase: 'X', 'B' or 'b'
 	id, ts, dur, track int64
 	name, cat          string
-	args               packedArgs
+	args               tracemodel.PackedArgs
 }
 
 // phases are the Event.Phase strings of pipeRec.phase.
@@ -82,14 +83,14 @@ func (p *pipeSink) flush() error {
 	return nil
 }
 
-func (p *pipeSink) Slice(e *Event) error {
-	var a packedArgs
-	a.pack(&e.Args)
-	return p.slice(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &a)
+func (p *pipeSink) Slice(e *tracemodel.Event) error {
+	var a tracemodel.PackedArgs
+	a.Pack(&e.Args)
+	return p.SlicePacked(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &a)
 }
 
-// slice is Slice with the arguments packed (packedSink).
-func (p *pipeSink) slice(id, ts, dur, track int64, name, cat, phase string, args *packedArgs) error {
+// SlicePacked is Slice with the arguments packed (tracemodel.PackedSink).
+func (p *pipeSink) SlicePacked(id, ts, dur, track int64, name, cat, phase string, args *tracemodel.PackedArgs) error {
 	r, err := p.add()
 	if err != nil {
 		return err
@@ -112,7 +113,7 @@ func (p *pipeSink) Close(id int64) {
 	}
 }
 
-func (p *pipeSink) Track(t Track) {
+func (p *pipeSink) Track(t tracemodel.Track) {
 	if r, err := p.add(); err == nil {
 		*r = pipeRec{kind: recTrack, id: t.ID, ts: t.PID, dur: t.TID, name: t.Name, async: t.Async}
 	}
@@ -133,7 +134,7 @@ func (p *pipeSink) ProcessName(pid int64, name string) {
 // decodePipelined runs decode on a goroutine with a recording sink and replays its
 // calls into nest on this one. An error of nest (the visitor's) stops the decoder and
 // is returned; otherwise decode's error is. It returns once the goroutine has ended.
-func decodePipelined(ctx context.Context, nest *Nester, decode func(ctx context.Context, sink Sink) error) error {
+func decodePipelined(ctx context.Context, nest *tracemodel.Nester, decode func(ctx context.Context, sink tracemodel.Sink) error) error {
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p := &pipeSink{ctx: dctx, full: make(chan []pipeRec, pipeBatches), free: make(chan []pipeRec, pipeBatches)}
@@ -141,66 +142,13 @@ func decodePipelined(ctx context.Context, nest *Nester, decode func(ctx context.
 	for i := 0; i < pipeBatches; i++ {
 		p.free <- make([]pipeRec, 0, pipeBatch)
 	}
-	return handOver(cancel, p.full, p.free, func() error {
+	return tracemodel.HandOver(cancel, p.full, p.free, func() error {
 		err := decode(dctx, p)
 		if err == nil {
 			err = p.flush()
 		}
 		return err
 	}, func(batch []pipeRec) error { return replay(nest, batch) })
-}
-
-// handOver runs produce on a goroutine of its own, which sends batches to full and
-// returns, and consume on the caller's, for each batch in order, returning each batch
-// to free (when free has room). full is closed when produce returns. An error of
-// consume cancels produce's context (through cancel), is returned, and no later batch is
-// consumed; otherwise produce's error is returned. A panic of produce is raised again
-// here. handOver returns, or passes a panic of consume on, once produce has returned.
-func handOver[B any](cancel context.CancelFunc, full, free chan B, produce func() error, consume func(B) error) error {
-	var perr error
-	var panicked any
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(full)
-		defer func() {
-			if r := recover(); r != nil {
-				panicked = fmt.Errorf("trace decoder panic: %v", r)
-			}
-		}()
-		perr = produce()
-	}()
-	defer func() {
-		// A panic of consume (a sink's or visitor's) waits for produce as a return
-		// does, so that nothing it reads is closed under it.
-		if p := recover(); p != nil {
-			cancel()
-			for range full {
-			}
-			<-done
-			panic(p)
-		}
-	}()
-	var cerr error
-	for batch := range full {
-		if cerr == nil {
-			if cerr = consume(batch); cerr != nil {
-				cancel() // the producer stops at its next hand-over or context check
-			}
-		}
-		select {
-		case free <- batch:
-		default:
-		}
-	}
-	<-done
-	if panicked != nil {
-		panic(panicked)
-	}
-	if cerr != nil {
-		return cerr
-	}
-	return perr
 }
 
 // phaseByte is phase's pipeRec.phase. Decoders deliver only the phases the phases
@@ -212,12 +160,12 @@ func phaseByte(phase string) byte {
 	return phase[0]
 }
 
-func replay(nest *Nester, batch []pipeRec) error {
+func replay(nest *tracemodel.Nester, batch []pipeRec) error {
 	for i := range batch {
 		r := &batch[i]
 		switch r.kind {
 		case recSlice:
-			if err := nest.slice(r.id, r.ts, r.dur, r.track, r.name, r.cat, phases[r.phase], &r.args); err != nil {
+			if err := nest.SlicePacked(r.id, r.ts, r.dur, r.track, r.name, r.cat, phases[r.phase], &r.args); err != nil {
 				return err
 			}
 		case recOpen:
@@ -225,7 +173,7 @@ func replay(nest *Nester, batch []pipeRec) error {
 		case recClose:
 			nest.Close(r.id)
 		case recTrack:
-			nest.Track(Track{ID: r.id, PID: r.ts, TID: r.dur, Name: r.name, Async: r.async})
+			nest.Track(tracemodel.Track{ID: r.id, PID: r.ts, TID: r.dur, Name: r.name, Async: r.async})
 		case recThread:
 			nest.ThreadName(r.ts, r.dur, r.name)
 		case recProcess:

@@ -6,10 +6,11 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // eventKind classifies a slice of a torch.profiler trace; "" is not a PyTorch event.
-func eventKind(n *Nested) string {
+func eventKind(n *tracemodel.Nested) string {
 	cat := strings.ToLower(n.Category)
 	switch {
 	case strings.HasPrefix(n.Name, "aten::") || strings.HasPrefix(n.Name, "autograd::") || strings.HasPrefix(n.Name, "torch::"):
@@ -49,7 +50,7 @@ func summarizePytorch(ctx context.Context, req *providers.Request[gen.TraceFilte
 	kinds := map[string]int64{}
 	q := &query{in: in, tp: tp, less: byStart, filter: pytorchFilter(req.Fields),
 		begin: func() { slices, kinds = 0, map[string]int64{} },
-		pick: func(s *Nested) (string, bool) {
+		pick: func(s *tracemodel.Nested) (string, bool) {
 			if s.Dur <= 0 {
 				return "", false
 			}
@@ -121,7 +122,7 @@ func launches(ctx context.Context, in providers.Input, tp *traceProcessor, sel [
 	}
 	foundExt, foundCorr := map[int64]op{}, map[int64]op{}
 	stacks := map[int64][]frame{}
-	_, err := read(ctx, in, tp, func(s *Nested) error {
+	_, err := read(ctx, in, tp, func(s *tracemodel.Nested) error {
 		if s.Dur <= 0 {
 			return nil
 		}

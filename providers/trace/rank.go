@@ -14,6 +14,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // u128 is an exact sum of nanosecond durations.
@@ -130,7 +131,7 @@ func (r *sliceRanking) intern(s string) string {
 }
 
 // visit takes one slice in start order.
-func (r *sliceRanking) visit(s *Nested) error {
+func (r *sliceRanking) visit(s *tracemodel.Nested) error {
 	if s.Dur <= 0 {
 		return nil
 	}
@@ -188,7 +189,7 @@ func (r *sliceRanking) launcher(correlation, external *int64) (string, bool) {
 }
 
 // link remembers the innermost operator slice of an External id.
-func (r *sliceRanking) link(x int64, s *Nested) {
+func (r *sliceRanking) link(x int64, s *tracemodel.Nested) {
 	o, ok := r.byExternal[x]
 	if ok && o.depth >= s.Depth {
 		return
@@ -200,7 +201,7 @@ func (r *sliceRanking) link(x int64, s *Nested) {
 	r.byExternal[x] = opRef{depth: s.Depth, name: r.intern(sliceName(s.Name))}
 }
 
-func (r *sliceRanking) add(s *Nested, kind string) *sliceOp {
+func (r *sliceRanking) add(s *tracemodel.Nested, kind string) *sliceOp {
 	k := [2]string{s.Name, s.Category}
 	op := r.ops[k]
 	if op == nil {
@@ -260,7 +261,7 @@ func (op *sliceOp) launched(name string, dur int64) {
 // nest keeps each track's chain of open slices to subtract a child's duration from its
 // parent's self time: a slice's parent is on its track's chain (the Nester gives it),
 // and slices that cannot have more children are popped and their self time counted.
-func (r *sliceRanking) nest(s *Nested, op *sliceOp, operator string) []frame {
+func (r *sliceRanking) nest(s *tracemodel.Nested, op *sliceOp, operator string) []frame {
 	st := r.stacks[s.Track]
 	if s.ParentID < 0 {
 		for i := range st {

@@ -5,6 +5,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/perfetto"
 )
 
 // Register adds summarize_trace, inspect_trace_call_graph, summarize_pytorch_trace,
@@ -49,7 +50,7 @@ var detectors = []providers.Detector{
 		return bytes.HasPrefix(t, []byte("[")) && bytes.Contains(head, []byte(`"ph"`)) && bytes.Contains(head, []byte(`"ts"`))
 	}},
 	{Format: gen.FormatPerfetto, Suffixes: []string{".pftrace", ".perfetto-trace"}, Match: func(_ string, head []byte) bool {
-		return IsPerfetto(head)
+		return perfetto.IsTrace(head)
 	}},
 	// rocprofv3 writes Perfetto protobuf; only its declared format or its output name tells it apart.
 	{Format: gen.FormatRocprofPftrace, Suffixes: []string{"_results.pftrace"}},

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // topK keeps the k smallest items under less, in bounded memory: a max-heap whose root
@@ -145,7 +146,7 @@ type query struct {
 	less func(a, b *slice) bool
 	// pick says whether a slice belongs to the population and with which event kind;
 	// it may count what the figures report (reset by begin before every read).
-	pick  func(*Nested) (kind string, ok bool)
+	pick  func(*tracemodel.Nested) (kind string, ok bool)
 	begin func()
 	// figures adds the operation's metrics for a population of n, and the limitation
 	// an empty population carries.
@@ -167,7 +168,7 @@ func (q *query) rows() providers.Rows {
 			// c is reused for every candidate: keep copies (and owns) only what it keeps,
 			// so a candidate costs no allocation.
 			var c slice
-			sc, err = read(ctx, q.in, q.tp, func(s *Nested) error {
+			sc, err = read(ctx, q.in, q.tp, func(s *tracemodel.Nested) error {
 				kind, ok := q.pick(s)
 				if !ok {
 					return nil

@@ -7,6 +7,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // The trace model (issue 37, item 1; decision 0064). A source is one trace as the
@@ -38,7 +39,7 @@ func (sourceBase) available() error { return nil }
 // caller flushes nest.
 type sliceSource interface {
 	source
-	slices(ctx context.Context, nest *Nester, s *scan) error
+	slices(ctx context.Context, nest *tracemodel.Nester, s *scan) error
 }
 
 // preparer is a slice source read through what prepare makes of it (an nsys-rep report

@@ -5,6 +5,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // summarize is summarize_trace: view "tables" of a source that has it, a span source's
@@ -31,7 +32,7 @@ func summarize(ctx context.Context, req *providers.Request[gen.TraceSliceFields]
 		return nil, err
 	}
 	q := &query{in: in, tp: tp, less: byStart, filter: f,
-		pick: func(s *Nested) (string, bool) { return "", s.Dur > 0 },
+		pick: func(s *tracemodel.Nested) (string, bool) { return "", s.Dur > 0 },
 		figures: func(m map[string]any, n int64) string {
 			m["slice_count"] = n
 			return "no_slices_observed: the trace holds no slice with a positive duration."
@@ -59,7 +60,7 @@ func byStart(a, b *slice) bool {
 }
 
 // sliceRow is summarize_trace's row of a nested slice.
-func sliceRow(sc *scan, n *Nested) gen.TraceSliceRow {
+func sliceRow(sc *scan, n *tracemodel.Nested) gen.TraceSliceRow {
 	a := &n.Args
 	name, mangled := displayName(n.Name)
 	return gen.TraceSliceRow{

@@ -17,6 +17,8 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/perfetto"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // traceProcessor is Perfetto's trace_processor_shell, bound by its digest, answering a
@@ -47,8 +49,8 @@ var errNativeSlice = errors.New("native slice")
 
 type probeSink struct{}
 
-func (probeSink) Slice(*Event) error                     { return errNativeSlice }
-func (probeSink) Track(Track)                            {}
+func (probeSink) Slice(*tracemodel.Event) error          { return errNativeSlice }
+func (probeSink) Track(tracemodel.Track)                 {}
 func (probeSink) ThreadName(pid, tid int64, name string) {}
 func (probeSink) ProcessName(pid int64, name string)     {}
 
@@ -56,7 +58,7 @@ func (probeSink) ProcessName(pid int64, name string)     {}
 // Perfetto's trace_processor reads (ftrace scheduling, system counters, profiles).
 // It is called only where no executable was found, so a set FLAMEOX_TRACE_PROCESSOR
 // names no executable file.
-func traceProcessorNeeded(in providers.Input, p *PerfettoInfo) error {
+func traceProcessorNeeded(in providers.Input, p *perfetto.Info) error {
 	msg := fmt.Sprintf("source %d holds no track events the native decoder reads, only data Perfetto's trace_processor reads (%s)", in.Index, unreadKinds(p.UnreadDataByKind()))
 	if os.Getenv("FLAMEOX_TRACE_PROCESSOR") != "" {
 		msg += "; FLAMEOX_TRACE_PROCESSOR is set but does not name an executable file"
@@ -89,7 +91,7 @@ func admitPerfetto(ctx context.Context, in providers.Input, limits gen.Effective
 	if err != nil {
 		return nil, err
 	}
-	_, info, err := DecodePerfetto(ctx, r, in.Index, PerfettoLimits{}, probeSink{})
+	_, info, err := perfetto.Decode(ctx, r, in.Index, perfetto.Limits{}, probeSink{})
 	r.Close()
 	if errors.Is(err, errNativeSlice) {
 		return nil, nil
@@ -146,7 +148,7 @@ const maxTPLine = 1 << 20
 
 // read runs the query through the broker, bounded by the request's timeout, memory and
 // output limits, and delivers every row as a Nested slice in start order.
-func (tp *traceProcessor) read(ctx context.Context, in providers.Input, s *scan, visit func(*Nested) error) error {
+func (tp *traceProcessor) read(ctx context.Context, in providers.Input, s *scan, visit func(*tracemodel.Nested) error) error {
 	dir, err := os.MkdirTemp("", "flameox-trace-processor-")
 	if err != nil {
 		return &providers.DecodeError{Source: in.Index, Message: "trace_processor_shell could not be started", Err: err}
@@ -181,13 +183,13 @@ func (tp *traceProcessor) read(ctx context.Context, in providers.Input, s *scan,
 		return &providers.DecodeError{Source: in.Index, Message: "the trace_processor_shell output could not be read", Err: err}
 	}
 	defer f.Close()
-	s.stats = &Stats{}
+	s.stats = &tracemodel.Stats{}
 	s.traceProcessor = true
 	return parseTPSlices(ctx, f, in.Index, func(r *tpRow) error {
 		s.stats.Events++
 		s.stats.Slices++
 		if _, ok := s.tracks[r.n.Track]; !ok {
-			t := Track{ID: r.n.Track, PID: -1, TID: -1, Async: r.utid == nil}
+			t := tracemodel.Track{ID: r.n.Track, PID: -1, TID: -1, Async: r.utid == nil}
 			if r.utid != nil {
 				t.TID = *r.utid
 				if r.upid != nil {
@@ -208,7 +210,7 @@ func (tp *traceProcessor) read(ctx context.Context, in providers.Input, s *scan,
 
 // tpRow is one parsed output row.
 type tpRow struct {
-	n               Nested
+	n               tracemodel.Nested
 	utid, upid      *int64
 	thread, process *string
 }

@@ -19,6 +19,8 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/perfetto"
+	"github.com/flameox/flameox/providers/trace/perfetto/perfettotest"
 )
 
 // ftraceOnlyTrace is a Perfetto Trace of ftrace packets only: atrace markers written
@@ -101,7 +103,7 @@ func TestTraceProcessorFallback(t *testing.T) {
 	if err := os.WriteFile(trace, ftraceOnlyTrace(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, info, _, err := decodeBytes(t, ftraceOnlyTrace(), PerfettoLimits{})
+	_, info, _, err := perfettotest.Decode(t, ftraceOnlyTrace(), perfetto.Limits{})
 	if err != nil || !info.NothingNative() || info.UnreadByKind()["ftrace_events"] != 2 {
 		t.Fatalf("the generated trace is not ftrace-only unread data: %+v %v", info, err)
 	}

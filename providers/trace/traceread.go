@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/perfetto"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // maxTraceBytes bounds the decompressed bytes one trace read may yield.
@@ -17,11 +19,11 @@ const maxTraceBytes = 64 << 30
 // scan is one read of a trace: the nested slices in start order, and what the decoder
 // counted and named on the way.
 type scan struct {
-	stats     *Stats
-	perfetto  *PerfettoInfo
+	stats     *tracemodel.Stats
+	perfetto  *perfetto.Info
 	unordered int64
 	misnested int64
-	tracks    map[int64]Track
+	tracks    map[int64]tracemodel.Track
 	threads   map[[2]int64]string
 	processes map[int64]string
 	// traceProcessor is set when trace_processor_shell read the slices.
@@ -31,7 +33,7 @@ type scan struct {
 // names collects track descriptions and metadata names for the rows.
 type names struct{ s *scan }
 
-func (n names) Track(t Track) { n.s.tracks[t.ID] = t }
+func (n names) Track(t tracemodel.Track) { n.s.tracks[t.ID] = t }
 func (n names) ThreadName(pid, tid int64, name string) {
 	n.s.threads[[2]int64{pid, tid}] = name
 }
@@ -40,9 +42,9 @@ func (n names) ProcessName(pid int64, name string) { n.s.processes[pid] = name }
 // read decodes in (through trace_processor_shell when tp is not nil, else through its
 // source's slices, sliceSource) and calls visit for every slice in start order with its
 // parent and depth on its track. visit's Nested and its Args are reused after it
-// returns: a visitor that keeps one keeps a copy (retain).
-func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit func(*Nested) error) (*scan, error) {
-	s := &scan{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
+// returns: a visitor that keeps one keeps a copy (Nested.Clone).
+func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit func(*tracemodel.Nested) error) (*scan, error) {
+	s := &scan{tracks: map[int64]tracemodel.Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
 	if tp != nil {
 		if err := tp.read(ctx, in, s, visit); err != nil {
 			return nil, err
@@ -53,7 +55,7 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 	if !ok {
 		return nil, unsupported(in)
 	}
-	nest := NewNester(DefaultNesterOptions, names{s}, visit)
+	nest := tracemodel.NewNester(tracemodel.DefaultNesterOptions, names{s}, visit)
 	if err := src.slices(ctx, nest, s); err != nil {
 		return nil, err
 	}
@@ -66,23 +68,13 @@ func read(ctx context.Context, in providers.Input, tp *traceProcessor, visit fun
 
 // slice is one selected slice with what its row needs.
 type slice struct {
-	Nested
+	tracemodel.Nested
 	kind    string
 	launch  *int64
 	launchN *string
 }
 
-func ownSlice(s *slice) { s.Nested = retain(&s.Nested) }
-
-// retain copies a released slice and the argument values it points to.
-func retain(n *Nested) Nested {
-	c := *n
-	a := &c.Args
-	a.Filename, a.Line, a.InputShapes = clone(a.Filename), clone(a.Line), clone(a.InputShapes)
-	a.AllocationBytes, a.CorrelationID = clone(a.AllocationBytes), clone(a.CorrelationID)
-	a.Device, a.Stream, a.ExternalID = clone(a.Device), clone(a.Stream), clone(a.ExternalID)
-	return c
-}
+func ownSlice(s *slice) { s.Nested = s.Nested.Clone() }
 
 func clone[T any](p *T) *T {
 	if p == nil {
@@ -230,7 +222,7 @@ func sliceName(n string) string {
 	return n
 }
 
-func parent(n *Nested) *int64 {
+func parent(n *tracemodel.Nested) *int64 {
 	if n.ParentID < 0 {
 		return nil
 	}

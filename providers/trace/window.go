@@ -7,6 +7,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // byStartID orders window rows by start and id.
@@ -59,7 +60,7 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 		return nil, err
 	}
 	q := &query{in: in, tp: tp, less: byStartID, filter: f,
-		pick: func(s *Nested) (string, bool) { return "", overlaps(s.TS, s.Dur, start, end) },
+		pick: func(s *tracemodel.Nested) (string, bool) { return "", overlaps(s.TS, s.Dur, start, end) },
 		figures: func(m map[string]any, n int64) string {
 			m["matching_slice_count"] = n
 			m["start_ns"], m["end_ns"] = nanos(start), nanos(end)

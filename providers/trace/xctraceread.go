@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // An xctrace export is the XML `xcrun xctrace export --xpath` writes for the tables of an
@@ -230,8 +231,8 @@ type xctraceReader struct {
 	d     *xml.Decoder
 	index int
 	lim   XctraceLimits
-	sink  Sink
-	stats *Stats
+	sink  tracemodel.Sink
+	stats *tracemodel.Stats
 	info  *XctraceInfo
 
 	// values are the interned values; dense maps a numeric id to its index+1, named any
@@ -249,7 +250,7 @@ type xctraceReader struct {
 	rowID    int64
 	tokens   int64
 	depth    int
-	ev       Event
+	ev       tracemodel.Event
 	rowCells []cell
 	tags     []string
 }
@@ -263,8 +264,8 @@ type cell struct {
 // DecodeXctrace reads an xctrace export from r, delivering its interval rows to sink as
 // slices in file order (the Nester orders them), and returns what it counted. A
 // malformed document is a DecodeError; a document past a bound a LimitError.
-func DecodeXctrace(ctx context.Context, r io.Reader, index int, lim XctraceLimits, sink Sink) (*Stats, *XctraceInfo, error) {
-	x := &xctraceReader{ctx: ctx, index: index, lim: lim.withDefaults(), sink: sink, stats: &Stats{}, info: &XctraceInfo{},
+func DecodeXctrace(ctx context.Context, r io.Reader, index int, lim XctraceLimits, sink tracemodel.Sink) (*tracemodel.Stats, *XctraceInfo, error) {
+	x := &xctraceReader{ctx: ctx, index: index, lim: lim.withDefaults(), sink: sink, stats: &tracemodel.Stats{}, info: &XctraceInfo{},
 		named: map[string]uint32{}, tracks: map[[4]int64]int64{}, names: map[[2]int64]bool{}, procs: map[int64]bool{}, runs: map[int]bool{}}
 	x.d = xml.NewDecoder(r)
 	x.d.Strict = true
@@ -754,7 +755,7 @@ func (x *xctraceReader) deliver(t *xtable, bytag bool) error {
 	if err != nil {
 		return err
 	}
-	x.ev = Event{ID: id, TS: start.num, Dur: dur.num, Track: track, Name: name, Category: t.info.Schema, Phase: "X"}
+	x.ev = tracemodel.Event{ID: id, TS: start.num, Dur: dur.num, Track: track, Name: name, Category: t.info.Schema, Phase: "X"}
 	x.stats.Slices++
 	t.info.Slices++
 	return x.sink.Slice(&x.ev)
@@ -772,7 +773,7 @@ func (x *xctraceReader) track(t *xtable, get func(int) (xval, bool)) (int64, err
 	}
 	table := int64(len(x.info.Tables) - 1)
 	key := [4]int64{table, -1, -1, 0}
-	tr := Track{PID: -1, TID: -1, Async: true}
+	tr := tracemodel.Track{PID: -1, TID: -1, Async: true}
 	switch {
 	case th != nil && th.hasTID:
 		pid := int64(-1)
@@ -783,7 +784,7 @@ func (x *xctraceReader) track(t *xtable, get func(int) (xval, bool)) (int64, err
 			pid = pr.pid
 		}
 		key = [4]int64{table, pid, th.tid, 1}
-		tr = Track{PID: pid, TID: th.tid}
+		tr = tracemodel.Track{PID: pid, TID: th.tid}
 		if !x.names[[2]int64{pid, th.tid}] && th.label != "" {
 			x.names[[2]int64{pid, th.tid}] = true
 			x.sink.ThreadName(pid, th.tid, th.label)
@@ -794,7 +795,7 @@ func (x *xctraceReader) track(t *xtable, get func(int) (xval, bool)) (int64, err
 		}
 	case pr != nil && pr.hasPID:
 		key = [4]int64{table, pr.pid, -1, 2}
-		tr = Track{PID: pr.pid, TID: -1, Async: true}
+		tr = tracemodel.Track{PID: pr.pid, TID: -1, Async: true}
 	}
 	if pr != nil && pr.hasPID && pr.process != "" && !x.procs[pr.pid] {
 		x.procs[pr.pid] = true

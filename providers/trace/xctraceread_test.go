@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // The fixtures under testdata/xctrace are real `xctrace export` output with the
@@ -24,18 +25,18 @@ import (
 
 // xctraceSink records what DecodeXctrace delivers.
 type xctraceSink struct {
-	slices    []Event
-	tracks    map[int64]Track
+	slices    []tracemodel.Event
+	tracks    map[int64]tracemodel.Track
 	threads   map[[2]int64]string
 	processes map[int64]string
 }
 
 func newXctraceSink() *xctraceSink {
-	return &xctraceSink{tracks: map[int64]Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
+	return &xctraceSink{tracks: map[int64]tracemodel.Track{}, threads: map[[2]int64]string{}, processes: map[int64]string{}}
 }
 
-func (s *xctraceSink) Slice(e *Event) error { s.slices = append(s.slices, *e); return nil }
-func (s *xctraceSink) Track(t Track) {
+func (s *xctraceSink) Slice(e *tracemodel.Event) error { s.slices = append(s.slices, *e); return nil }
+func (s *xctraceSink) Track(t tracemodel.Track) {
 	if _, dup := s.tracks[t.ID]; dup {
 		panic(fmt.Sprintf("track %d announced twice", t.ID))
 	}
@@ -61,7 +62,7 @@ func openFixture(t *testing.T, name string) io.Reader {
 	return z
 }
 
-func decodeFixture(t *testing.T, name string) (*xctraceSink, *Stats, *XctraceInfo) {
+func decodeFixture(t *testing.T, name string) (*xctraceSink, *tracemodel.Stats, *XctraceInfo) {
 	t.Helper()
 	s := newXctraceSink()
 	st, info, err := DecodeXctrace(context.Background(), openFixture(t, name), 0, XctraceLimits{}, s)

@@ -14,6 +14,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // xctraceSource is an Instruments trace (decision 0062): an xctrace export, the XML
@@ -51,7 +52,7 @@ func (x xctraceSource) prepare(ctx context.Context, limits gen.EffectiveLimits) 
 }
 
 // slices decodes the export into nest.
-func (x xctraceSource) slices(ctx context.Context, nest *Nester, s *scan) error {
+func (x xctraceSource) slices(ctx context.Context, nest *tracemodel.Nester, s *scan) error {
 	if x.bundle() {
 		// A bundle is read through its export (prepare); an analyzer that did not prepare
 		// it reads nothing.

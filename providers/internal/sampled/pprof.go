@@ -15,6 +15,7 @@ import (
 
 	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/protowalk"
 )
 
 // pprofUnits scales pprof time units to seconds.
@@ -248,7 +249,7 @@ func locationFrames(s *Sampled, loc *profile.Location) ([]int, error) {
 // profile.Parse reads the whole (decompressed) profile into memory and then builds every
 // sample, location, function and string as a Go object before anything is counted; for a
 // 10 MB profile of 50,000 functions that is most of the time and memory of a ranking.
-// streamPprof reads the protobuf (google.golang.org/protobuf's protowire) as it comes: a
+// streamPprof reads the protobuf as it comes, with providers/internal/protowalk: a
 // sample's bytes are kept (its location ids and values, packed) in an arena of blocks,
 // locations, functions and mappings as a few integers each, and strings once (frames
 // name the same strings).
@@ -362,7 +363,7 @@ func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 		return nil, PprofInfo{}, errNotStreamed
 	}
 	p := &pprofStream{}
-	ok := p.read(in)
+	ok := p.read(protowalk.NewReader(in, 64<<10))
 	if p.limit != nil {
 		return nil, PprofInfo{}, p.limit
 	}
@@ -376,7 +377,8 @@ func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 	return p.aggregate(o)
 }
 
-// Read implements io.Reader over what the input has not consumed, for gzip.
+// Read implements io.Reader over what the input has not consumed, for gzip and for
+// the streaming reader's protowalk.Reader.
 func (in *Input) Read(b []byte) (int, error) {
 	if !in.fill(1) {
 		return 0, in.err
@@ -386,63 +388,46 @@ func (in *Input) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// uvarint consumes a varint.
-func (in *Input) uvarint() (uint64, bool) {
-	in.fill(binary.MaxVarintLen64)
-	v, n := protowire.ConsumeVarint(in.buf[in.i:in.n])
-	if n < 0 {
-		return 0, false
-	}
-	in.i += n
-	return v, true
-}
-
 // read reads the Profile message to the end of the input.
-func (p *pprofStream) read(in *Input) bool {
+func (p *pprofStream) read(in *protowalk.Reader) bool {
 	for !in.AtEnd() {
-		if in.err != nil && in.err != io.EOF && in.i == in.n {
-			return false // a read or decompression error
+		tag, err := in.Varint()
+		if err != nil {
+			return false // the data ends or is malformed, or the read or decompression failed
 		}
-		tag, ok := in.uvarint()
-		if !ok {
-			return false
-		}
-		field, typ := tag>>3, protowire.Type(tag&7)
-		var v uint64
-		var data []byte
-		switch typ {
+		f := protowalk.Field{Num: tag >> 3, Type: protowire.Type(tag & 7)}
+		switch f.Type {
 		case protowire.VarintType:
-			if v, ok = in.uvarint(); !ok {
+			if f.Value, err = in.Varint(); err != nil {
 				return false
 			}
 		case protowire.Fixed64Type, protowire.Fixed32Type:
-			n := 8
-			if typ == protowire.Fixed32Type {
+			n := uint64(8)
+			if f.Type == protowire.Fixed32Type {
 				n = 4
 			}
-			if _, err := in.Take(n); err != nil {
+			if _, err := in.Discard(n); err != nil {
 				return false
 			}
 		case protowire.BytesType:
-			n, ok := in.uvarint()
-			if !ok || n > math.MaxInt32 {
+			n, err := in.Varint()
+			if err != nil || n > math.MaxInt32 {
 				return false
 			}
-			if field == 6 && !p.strFits(n) {
+			if f.Num == 6 && !p.strFits(n) {
 				return false
 			}
-			var err error
-			if data, err = in.Take(int(n)); err != nil {
+			if f.Bytes, err = in.Bytes(n); err != nil {
 				return false
 			}
 		default:
 			return false
 		}
-		if !p.field(field, typ, v, data) {
+		if !p.field(f) {
 			return false
 		}
 	}
-	return in.err == io.EOF
+	return true
 }
 
 // strFits reports whether a string of n bytes fits the string table's bounds, setting
@@ -460,9 +445,10 @@ func (p *pprofStream) strFits(n uint64) bool {
 }
 
 // field takes one field of the Profile message.
-func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []byte) bool {
-	isMsg, isInt := typ == protowire.BytesType, typ == protowire.VarintType
-	switch field {
+func (p *pprofStream) field(f protowalk.Field) bool {
+	isMsg, isInt := f.Type == protowire.BytesType, f.Type == protowire.VarintType
+	data := f.Bytes
+	switch f.Num {
 	case 1, 11: // sample_type, period_type: ValueType{type, unit}
 		var vt [2]uint64
 		if !isMsg || !varints(data, vt[:]) {
@@ -470,7 +456,7 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 		}
 		p.str(int64(vt[0]))
 		p.str(int64(vt[1]))
-		if field == 1 {
+		if f.Num == 1 {
 			p.types = append(p.types, [2]int64{int64(vt[0]), int64(vt[1])})
 		}
 	case 2: // sample
@@ -489,25 +475,25 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 	case 4: // location: id, mapping_id, address, line (repeated Line), is_folded
 		var id, mapping, address uint64
 		lines := len(p.lineFuncs)
-		if !isMsg || !eachField(data, func(f uint64, typ protowire.Type, v uint64, line []byte) bool {
+		if !isMsg || !protowalk.Each(data, func(g protowalk.Field) bool {
 			switch {
-			case f == 0 || f > 5:
+			case g.Num == 0 || g.Num > 5:
 				return true
-			case f == 4: // Line: function_id, line, column
+			case g.Num == 4: // Line: function_id, line, column
 				var ln [3]uint64
 				p.lineFuncs = Push(p.lineFuncs, 0)
-				if typ != protowire.BytesType || !varints(line, ln[:]) {
+				if g.Type != protowire.BytesType || !varints(g.Bytes, ln[:]) {
 					return false
 				}
 				p.lineFuncs[len(p.lineFuncs)-1] = ln[0]
-			case typ != protowire.VarintType:
+			case g.Type != protowire.VarintType:
 				return false
-			case f == 1:
-				id = v
-			case f == 2:
-				mapping = v
-			case f == 3:
-				address = v
+			case g.Num == 1:
+				id = g.Value
+			case g.Num == 2:
+				mapping = g.Value
+			case g.Num == 3:
+				address = g.Value
 			}
 			return true
 		}) {
@@ -537,21 +523,21 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 		if !isInt {
 			return false
 		}
-		p.str(int64(v))
+		p.str(int64(f.Value))
 	case 9: // time_nanos; a second one means concatenated profiles
 		if !isInt || p.timeNanos != 0 {
 			return false
 		}
-		p.timeNanos = int64(v)
+		p.timeNanos = int64(f.Value)
 	case 10, 12: // duration_nanos, period
 		return isInt
 	case 13: // comment
-		return ints(typ, v, data, func(x uint64) { p.str(int64(x)) })
+		return f.Varints(func(x uint64) bool { p.str(int64(x)); return true })
 	case 14: // default_sample_type
 		if !isInt {
 			return false
 		}
-		p.dflt = int64(v)
+		p.dflt = int64(f.Value)
 	}
 	return true
 }
@@ -559,73 +545,13 @@ func (p *pprofStream) field(field uint64, typ protowire.Type, v uint64, data []b
 // varints decodes a message whose fields 1 to len(out) are integers into out (the last
 // occurrence of a field wins, as in protobuf; field 0 and later fields are skipped).
 func varints(data []byte, out []uint64) bool {
-	return eachField(data, func(f uint64, typ protowire.Type, v uint64, _ []byte) bool {
-		if f == 0 || f > uint64(len(out)) {
+	return protowalk.Each(data, func(f protowalk.Field) bool {
+		if f.Num == 0 || f.Num > uint64(len(out)) {
 			return true
 		}
-		out[f-1] = v
-		return typ == protowire.VarintType
+		out[f.Num-1] = f.Value
+		return f.Type == protowire.VarintType
 	})
-}
-
-// eachField calls f with every field of a message; false when the message is malformed
-// or f refuses a field. data is set for length-delimited fields only.
-func eachField(b []byte, f func(field uint64, typ protowire.Type, v uint64, data []byte) bool) bool {
-	for len(b) > 0 {
-		tag, n := protowire.ConsumeVarint(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		field, typ := tag>>3, protowire.Type(tag&7)
-		v, data, n := fieldValue(b, typ)
-		if n < 0 || !f(field, typ, v, data) {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
-}
-
-// fieldValue consumes the value of a field of wire type typ from b: an integer, or the
-// bytes of a length-delimited field; n < 0 when it is malformed or of a group type
-// (which profile.Parse refuses too).
-func fieldValue(b []byte, typ protowire.Type) (v uint64, data []byte, n int) {
-	switch typ {
-	case protowire.VarintType:
-		v, n = protowire.ConsumeVarint(b)
-	case protowire.Fixed64Type:
-		v, n = protowire.ConsumeFixed64(b)
-	case protowire.Fixed32Type:
-		var x uint32
-		x, n = protowire.ConsumeFixed32(b)
-		v = uint64(x)
-	case protowire.BytesType:
-		data, n = protowire.ConsumeBytes(b)
-	default:
-		n = -1
-	}
-	return v, data, n
-}
-
-// ints calls f with each integer of a repeated integer field, packed or not.
-func ints(typ protowire.Type, v uint64, data []byte, f func(uint64)) bool {
-	switch typ {
-	case protowire.VarintType:
-		f(v)
-		return true
-	case protowire.BytesType:
-		for len(data) > 0 {
-			x, n := protowire.ConsumeVarint(data)
-			if n < 0 {
-				return false
-			}
-			f(x)
-			data = data[n:]
-		}
-		return true
-	}
-	return false
 }
 
 // index maps ids to positions: a slice when the ids are dense, else a map.
@@ -822,21 +748,12 @@ type pprofSample struct {
 func (p *pprofStream) sample(b []byte, smp *pprofSample, idx int) error {
 	smp.locs, smp.weight = smp.locs[:0], 0
 	values := 0
-	ok := eachField(b, func(field uint64, typ protowire.Type, v uint64, data []byte) bool {
-		switch field {
+	ok := protowalk.Each(b, func(f protowalk.Field) bool {
+		switch f.Num {
 		case 1, 2: // location_id, value: packed (as writers write them) or not
-			if typ != protowire.BytesType {
-				return typ == protowire.VarintType && p.sampleInt(field, v, smp, idx, &values)
-			}
-			for len(data) > 0 {
-				x, n := protowire.ConsumeVarint(data)
-				if n < 0 || !p.sampleInt(field, x, smp, idx, &values) {
-					return false
-				}
-				data = data[n:]
-			}
+			return f.Varints(func(x uint64) bool { return p.sampleInt(f.Num, x, smp, idx, &values) })
 		case 3:
-			return p.label(typ, data)
+			return p.label(f.Type, f.Bytes)
 		}
 		return true
 	})

@@ -1,4 +1,4 @@
-package trace
+package chrome
 
 import (
 	"encoding/binary"
@@ -8,13 +8,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
-// chromeEvent is one Trace Event as the parser read it: what dispatching it reads. Its
+// parsedEvent is one Trace Event as the parser read it: what dispatching it reads. Its
 // byte fields are the event's text (argFile, argShapes and argName only when their bit
 // of argSet is set); they belong to whoever filled them and are valid until the next
 // event.
-type chromeEvent struct {
+type parsedEvent struct {
 	// ord is the event's ordinal, end the byte offset after it (errors name both).
 	ord, end                 int64
 	ph, name, cat, scope, id []byte
@@ -27,18 +28,29 @@ type chromeEvent struct {
 	argVals                  [6]int64
 }
 
-// chromeDispatcher acts on parsed events in file order: it assigns tracks, matches
+// openSlice is a begun B or b slice.
+type openSlice struct {
+	id, ts    int64
+	name, cat string
+	args      tracemodel.PackedArgs
+}
+
+type trackState struct {
+	open []openSlice
+}
+
+// dispatcher acts on parsed events in file order: it assigns tracks, matches
 // begins with ends, interns strings and delivers slices, tracks and names to its sink.
-// It holds all the state that crosses events, so that parsing (chromeDecoder) and
-// dispatching can run on goroutines of their own (decodeChromeStaged).
-type chromeDispatcher struct {
+// It holds all the state that crosses events, so that parsing (decoder) and
+// dispatching can run on goroutines of their own (DecodeStaged).
+type dispatcher struct {
 	src    int
-	lim    ChromeLimits
-	sink   Sink
-	opener Opener
-	packed packedSink
+	lim    Limits
+	sink   tracemodel.Sink
+	opener tracemodel.Opener
+	packed tracemodel.PackedSink
 	// st holds the counts of dispatching; the parser counts Events and Truncated.
-	st Stats
+	st tracemodel.Stats
 
 	recent    [1 << recentBits]recentString
 	intern    map[string]string
@@ -52,14 +64,14 @@ type chromeDispatcher struct {
 	tracks     []trackState
 	tmp        []byte
 
-	ev       Event
-	argStore packedArgs
+	ev       tracemodel.Event
+	argStore tracemodel.PackedArgs
 	// packScratch holds the packed arguments of the event being dispatched.
-	packScratch packedArgs
+	packScratch tracemodel.PackedArgs
 }
 
-func newChromeDispatcher(source int, lim ChromeLimits, sink Sink) *chromeDispatcher {
-	d := &chromeDispatcher{
+func newDispatcher(source int, lim Limits, sink tracemodel.Sink) *dispatcher {
+	d := &dispatcher{
 		src:        source,
 		lim:        lim,
 		sink:       sink,
@@ -68,14 +80,14 @@ func newChromeDispatcher(source int, lim ChromeLimits, sink Sink) *chromeDispatc
 		asyncs:     make(map[string]int32),
 		lastThread: -1,
 	}
-	d.opener, _ = sink.(Opener)
-	d.packed, _ = sink.(packedSink)
+	d.opener, _ = sink.(tracemodel.Opener)
+	d.packed, _ = sink.(tracemodel.PackedSink)
 	return d
 }
 
 // stats returns the counts of the whole read: the dispatcher's, with the parser's
 // events and truncation and the begins still open.
-func (d *chromeDispatcher) stats(parsed *Stats) *Stats {
+func (d *dispatcher) stats(parsed *tracemodel.Stats) *tracemodel.Stats {
 	st := d.st
 	st.Events, st.Truncated = parsed.Events, parsed.Truncated
 	for i := range d.tracks {
@@ -92,7 +104,7 @@ const internLimit = 1 << 20
 
 // str returns b as a string, interned, with invalid UTF-8 replaced. The strings met
 // most recently are found in a small direct-mapped cache before the map.
-func (d *chromeDispatcher) str(b []byte) string {
+func (d *dispatcher) str(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
@@ -121,7 +133,7 @@ func (d *chromeDispatcher) str(b []byte) string {
 	return s
 }
 
-// recentString is an entry of chromeDispatcher.recent: the string interned for raw.
+// recentString is an entry of dispatcher.recent: the string interned for raw.
 type recentString struct{ raw, s string }
 
 const (
@@ -131,7 +143,7 @@ const (
 )
 
 // recentIndex hashes b's length and its first and last eight bytes (fewer when it is
-// shorter) into an index of chromeDispatcher.recent.
+// shorter) into an index of dispatcher.recent.
 func recentIndex(b []byte) uint64 {
 	var lo, hi uint64
 	if len(b) >= 8 {
@@ -146,29 +158,29 @@ func recentIndex(b []byte) uint64 {
 	return h >> (64 - recentBits)
 }
 
-func (d *chromeDispatcher) decodeError(e *chromeEvent, format string, a ...any) error {
+func (d *dispatcher) decodeError(e *parsedEvent, format string, a ...any) error {
 	return &providers.DecodeError{Source: d.src, Message: fmt.Sprintf(format, a...),
 		Details: map[string]any{"event": e.ord, "byte": e.end}}
 }
 
-func (d *chromeDispatcher) limitError(e *chromeEvent, limit int64, unit, format string, a ...any) error {
+func (d *dispatcher) limitError(e *parsedEvent, limit int64, unit, format string, a ...any) error {
 	return &providers.LimitError{Source: d.src, Limit: limit, Unit: unit, Message: fmt.Sprintf(format, a...),
 		Details: map[string]any{"event": e.ord}}
 }
 
 // packArgs packs the event's arguments.
-func (d *chromeDispatcher) packArgs(e *chromeEvent, p *packedArgs) {
-	*p = packedArgs{set: e.argSet &^ argName, vals: e.argVals}
-	if e.argSet&argFile != 0 {
-		p.file = d.str(e.argFile)
+func (d *dispatcher) packArgs(e *parsedEvent, p *tracemodel.PackedArgs) {
+	*p = tracemodel.PackedArgs{Set: e.argSet &^ argName, Vals: e.argVals}
+	if e.argSet&tracemodel.ArgFile != 0 {
+		p.File = d.str(e.argFile)
 	}
-	if e.argSet&argShapes != 0 {
-		p.shapes = d.str(e.argShapes)
+	if e.argSet&tracemodel.ArgShapes != 0 {
+		p.Shapes = d.str(e.argShapes)
 	}
 }
 
 // dispatch acts on the event e.
-func (d *chromeDispatcher) dispatch(e *chromeEvent) error {
+func (d *dispatcher) dispatch(e *parsedEvent) error {
 	if len(e.ph) != 1 {
 		d.st.Ignored++
 		return nil
@@ -246,7 +258,7 @@ func (d *chromeDispatcher) dispatch(e *chromeEvent) error {
 		}
 		p := &d.packScratch
 		d.packArgs(e, p)
-		o.args.fill(p)
+		o.args.Fill(p)
 		phase := "B"
 		if ph == 'e' {
 			phase = "b"
@@ -278,17 +290,17 @@ func (d *chromeDispatcher) dispatch(e *chromeEvent) error {
 	return nil
 }
 
-func (d *chromeDispatcher) emit(id, ts, dur int64, track int32, name, cat, phase string, p *packedArgs) error {
+func (d *dispatcher) emit(id, ts, dur int64, track int32, name, cat, phase string, p *tracemodel.PackedArgs) error {
 	d.st.Slices++
 	if d.packed != nil {
-		return d.packed.slice(id, ts, dur, int64(track), name, cat, phase, p)
+		return d.packed.SlicePacked(id, ts, dur, int64(track), name, cat, phase, p)
 	}
-	d.ev = Event{ID: id, TS: ts, Dur: dur, Track: int64(track), Name: name, Category: cat, Phase: phase,
-		Args: p.expand(&d.argStore)}
+	d.ev = tracemodel.Event{ID: id, TS: ts, Dur: dur, Track: int64(track), Name: name, Category: cat, Phase: phase,
+		Args: p.Expand(&d.argStore)}
 	return d.sink.Slice(&d.ev)
 }
 
-func (d *chromeDispatcher) newTrack(e *chromeEvent, t Track) (int32, error) {
+func (d *dispatcher) newTrack(e *parsedEvent, t tracemodel.Track) (int32, error) {
 	if len(d.tracks) >= d.lim.MaxTracks {
 		return -1, d.limitError(e, int64(d.lim.MaxTracks), "tracks", "event %d opens more than %d tracks (max_tracks)", e.ord, d.lim.MaxTracks)
 	}
@@ -300,7 +312,7 @@ func (d *chromeDispatcher) newTrack(e *chromeEvent, t Track) (int32, error) {
 
 // threadTrack returns the track of the event's (pid, tid), announcing a new one; -1
 // when there is none and create is false.
-func (d *chromeDispatcher) threadTrack(e *chromeEvent, create bool) (int32, error) {
+func (d *dispatcher) threadTrack(e *parsedEvent, create bool) (int32, error) {
 	k := [2]int64{e.pid, e.tid}
 	if d.lastThread >= 0 && k == d.lastKey {
 		return d.lastThread, nil
@@ -311,7 +323,7 @@ func (d *chromeDispatcher) threadTrack(e *chromeEvent, create bool) (int32, erro
 			return -1, nil
 		}
 		var err error
-		if t, err = d.newTrack(e, Track{PID: e.pid, TID: e.tid}); err != nil {
+		if t, err = d.newTrack(e, tracemodel.Track{PID: e.pid, TID: e.tid}); err != nil {
 			return -1, err
 		}
 		d.threads[k] = t
@@ -322,7 +334,7 @@ func (d *chromeDispatcher) threadTrack(e *chromeEvent, create bool) (int32, erro
 
 // asyncTrack returns the async track of the event's (pid, cat, id scope), -1 when
 // there is none and create is false. A global id2 ignores the pid.
-func (d *chromeDispatcher) asyncTrack(e *chromeEvent, create bool) (int32, error) {
+func (d *dispatcher) asyncTrack(e *parsedEvent, create bool) (int32, error) {
 	k := d.tmp[:0]
 	pid := e.pid
 	if e.idKind == 'g' {
@@ -344,7 +356,7 @@ func (d *chromeDispatcher) asyncTrack(e *chromeEvent, create bool) (int32, error
 	if !create {
 		return -1, nil
 	}
-	t, err := d.newTrack(e, Track{PID: e.pid, TID: e.tid, Name: d.str(e.name), Async: true})
+	t, err := d.newTrack(e, tracemodel.Track{PID: e.pid, TID: e.tid, Name: d.str(e.name), Async: true})
 	if err != nil {
 		return -1, err
 	}

@@ -1,11 +1,13 @@
-package trace
+package chrome
 
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
-// fastEvents enables chromeDecoder.eventFast; tests turn it off to compare the paths.
+// fastEvents enables decoder.eventFast; tests turn it off to compare the paths.
 var fastEvents = true
 
 // eventFast reads the event object at pos (buf[pos] == '{') in one pass over the
@@ -18,7 +20,7 @@ var fastEvents = true
 // consumes the event and returns true. Otherwise it returns false having consumed
 // nothing, and event reads the event from its start (it resets every field this path
 // sets), reporting its errors.
-func (d *chromeDecoder) eventFast() bool {
+func (d *decoder) eventFast() bool {
 	s := d.s
 	b := s.buf[:s.end]
 	lim := d.lim.MaxStringBytes
@@ -118,7 +120,7 @@ func fastStr(b []byte, i int, dst []byte, lim, depth, maxDepth int) ([]byte, int
 }
 
 // fastIdent reads a pid or tid as ident does, for integers, null and plain strings.
-func (d *chromeDecoder) fastIdent(b []byte, i, lim int) (int64, int, bool) {
+func (d *decoder) fastIdent(b []byte, i, lim int) (int64, int, bool) {
 	switch c := b[i]; {
 	case c == '"':
 		e := keptString(b, i, lim)
@@ -136,7 +138,7 @@ func (d *chromeDecoder) fastIdent(b []byte, i, lim int) (int64, int, bool) {
 }
 
 // fastID2 reads an "id2" value ({"local": id} or {"global": id}) as id2 does.
-func (d *chromeDecoder) fastID2(b []byte, i, lim int) (int, bool) {
+func (d *decoder) fastID2(b []byte, i, lim int) (int, bool) {
 	depth, maxDepth := d.evDepth+1, d.lim.MaxDepth
 	return fastObject(b, i, lim, depth, maxDepth, func(key []byte, i int) (int, bool) {
 		switch string(key) {
@@ -151,7 +153,7 @@ func (d *chromeDecoder) fastID2(b []byte, i, lim int) (int, bool) {
 
 // fastID reads an async id of this kind ('i' for "id", 'l' and 'g' in "id2") as idText
 // does, for numbers and plain strings.
-func (d *chromeDecoder) fastID(b []byte, i, lim int, kind byte) (int, bool) {
+func (d *decoder) fastID(b []byte, i, lim int, kind byte) (int, bool) {
 	d.idKind = kind
 	d.id = d.id[:0]
 	switch c := b[i]; {
@@ -174,11 +176,11 @@ func (d *chromeDecoder) fastID(b []byte, i, lim int, kind byte) (int, bool) {
 }
 
 // fastArgs reads the event's "args" at i (at nesting depth depth) as args does.
-func (d *chromeDecoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bool) {
+func (d *decoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bool) {
 	return fastObject(b, i, lim, depth, maxDepth, func(key []byte, i int) (int, bool) {
 		switch k := argKey(key); k {
 		case argKeyFile:
-			return d.fastStrArg(b, i, &d.argFile, argFile, lim, depth+1, maxDepth)
+			return d.fastStrArg(b, i, &d.argFile, tracemodel.ArgFile, lim, depth+1, maxDepth)
 		case argKeyName:
 			return d.fastStrArg(b, i, &d.argName, argName, lim, depth+1, maxDepth)
 		case argKeyShapes:
@@ -190,7 +192,7 @@ func (d *chromeDecoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bo
 			if len(d.argShapes) > lim {
 				return 0, false
 			}
-			d.argSet |= argShapes
+			d.argSet |= tracemodel.ArgShapes
 			return i, ok
 		case argKeyLine, argKeyBytes, argKeyCorr, argKeyDevice, argKeyStream, argKeyExternal:
 			if c := b[i]; c != '-' && c-'0' > 9 {
@@ -200,7 +202,7 @@ func (d *chromeDecoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bo
 			if ok {
 				slot := argSlot[k]
 				d.argVals[slot] = v
-				d.argSet |= valBits[slot]
+				d.argSet |= tracemodel.ValBits[slot]
 			}
 			return i, ok
 		}
@@ -247,7 +249,7 @@ func fastObject(b []byte, i, lim, depth, maxDepth int, member func(key []byte, i
 
 // fastStrArg reads a string argument into *dst and sets bit in argSet, as strArg does;
 // a value of another kind is skipped and sets nothing.
-func (d *chromeDecoder) fastStrArg(b []byte, i int, dst *[]byte, bit uint16, lim, depth, maxDepth int) (int, bool) {
+func (d *decoder) fastStrArg(b []byte, i int, dst *[]byte, bit uint16, lim, depth, maxDepth int) (int, bool) {
 	if b[i] != '"' {
 		return skipJSON(b, i, depth, maxDepth)
 	}

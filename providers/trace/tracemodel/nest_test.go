@@ -1,16 +1,11 @@
-package trace
+package tracemodel
 
 import (
-	"bytes"
-	"context"
 	"math/rand"
-	"runtime"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/flameox/flameox/internal/testtool"
 )
 
 // randomSlices returns properly nested slices on a few tracks, with the edge cases of
@@ -239,171 +234,6 @@ func TestNesterOverlap(t *testing.T) {
 	want := map[int64][2]int64{0: {-1, 0}, 1: {0, 1}, 2: {0, 1}, 3: {-1, 0}, 4: {0, 1}, 5: {0, 1}}
 	if diff := cmp.Diff(want, got); diff != "" || n.Overlaps() != 1 {
 		t.Fatalf("overlaps %d (-want +got)\n%s", n.Overlaps(), diff)
-	}
-}
-
-// TestDecodeChromeGenerated checks the decoder and the Nester on a generated trace with
-// Python's reading of it.
-func TestDecodeChromeGenerated(t *testing.T) {
-	path := t.TempDir() + "/gen.json"
-	var buf bytes.Buffer
-	if err := WriteChromeTrace(&buf, 3000, 5, 3); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeFile(path, buf.Bytes()); err != nil {
-		t.Fatal(err)
-	}
-	want := pythonTruth(t, path, 5000)
-	var out []Nested
-	n := NewNester(NesterOptions{}, nil, func(x *Nested) error { out = append(out, *x); return nil })
-	st, err := DecodeChrome(context.Background(), &buf, 0, ChromeLimits{}, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want.Stats, *st); diff != "" {
-		t.Errorf("stats (-python +go):\n%s", diff)
-	}
-	got := map[string][2]int64{}
-	for _, x := range out {
-		got[itoa(int(x.ID))] = [2]int64{x.ParentID, int64(x.Depth)}
-	}
-	if diff := cmp.Diff(want.Nest, got); diff != "" {
-		t.Errorf("nesting (-python +go):\n%s", diff)
-	}
-	if n.Unordered() != 0 {
-		t.Errorf("unordered %d with B roots announced", n.Unordered())
-	}
-}
-
-var benchTrace []byte
-
-type nopSink struct{}
-
-func (nopSink) Slice(*Event) error              { return nil }
-func (nopSink) Track(Track)                     {}
-func (nopSink) ThreadName(int64, int64, string) {}
-func (nopSink) ProcessName(int64, string)       {}
-
-// slice makes nopSink a packedSink, as the pipeline's recorder is.
-func (nopSink) slice(int64, int64, int64, int64, string, string, string, *packedArgs) error {
-	return nil
-}
-
-// BenchmarkDecodeChrome decodes (and nests) a generated ~64 MiB Chrome trace in memory.
-func BenchmarkDecodeChrome(b *testing.B) {
-	if benchTrace == nil {
-		var buf bytes.Buffer
-		if err := WriteChromeTrace(&buf, 310_000, 16, 1); err != nil {
-			b.Fatal(err)
-		}
-		benchTrace = buf.Bytes()
-	}
-	benchDecode(b, benchTrace)
-}
-
-var benchSteps []byte
-
-// BenchmarkDecodeChromeSteps decodes (and nests) 64 MiB of the runtime benchmark's
-// trace shape (B/E steps of Kineto-like X events) in memory.
-func BenchmarkDecodeChromeSteps(b *testing.B) {
-	if benchSteps == nil {
-		var buf bytes.Buffer
-		if err := writeStepTrace(&buf, 64<<20); err != nil {
-			b.Fatal(err)
-		}
-		benchSteps = buf.Bytes()
-	}
-	benchDecode(b, benchSteps)
-}
-
-// benchDecode measures decoding alone, decoding and nesting on one goroutine, and the
-// staged read (parsing on a goroutine of its own) with nesting, as read does it.
-func benchDecode(b *testing.B, benchTrace []byte) {
-	for _, name := range []string{"decode", "decode+nest", "staged+nest"} {
-		nest, staged := name != "decode", name == "staged+nest"
-		b.Run(name, func(b *testing.B) {
-			run := func() {
-				var sink Sink = nopSink{}
-				var n *Nester
-				if nest {
-					n = NewNester(NesterOptions{}, nil, func(*Nested) error { return nil })
-					sink = n
-				}
-				decode := DecodeChrome
-				if staged {
-					decode = decodeChromeStaged
-				}
-				if _, err := decode(context.Background(), bytes.NewReader(benchTrace), 0, ChromeLimits{}, sink); err != nil {
-					b.Fatal(err)
-				}
-				if n != nil {
-					if err := n.Flush(); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			b.SetBytes(int64(len(benchTrace)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				run()
-			}
-			b.StopTimer()
-			peak := testtool.PeakHeap(run)
-			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-			runtime.GC()
-		})
-	}
-}
-
-type recordSink struct{ recs []pipeRec }
-
-func (r *recordSink) Slice(e *Event) error {
-	var p packedArgs
-	p.pack(&e.Args)
-	return r.slice(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &p)
-}
-func (r *recordSink) slice(id, ts, dur, track int64, name, cat, phase string, args *packedArgs) error {
-	r.recs = append(r.recs, pipeRec{kind: recSlice, id: id, ts: ts, dur: dur, track: track, name: name, cat: cat, phase: phaseByte(phase), args: *args})
-	return nil
-}
-func (r *recordSink) Close(id int64) { r.recs = append(r.recs, pipeRec{kind: recClose, id: id}) }
-func (r *recordSink) Open(id, track, ts int64) {
-	r.recs = append(r.recs, pipeRec{kind: recOpen, id: id, track: track, ts: ts})
-}
-func (r *recordSink) Track(t Track) {
-	r.recs = append(r.recs, pipeRec{kind: recTrack, id: t.ID, ts: t.PID, dur: t.TID, name: t.Name, async: t.Async})
-}
-func (r *recordSink) ThreadName(int64, int64, string) {}
-func (r *recordSink) ProcessName(int64, string)       {}
-
-// BenchmarkNestSteps nests the slices of BenchmarkDecodeChromeSteps's trace, decoded
-// once beforehand: the Nester's share of the pipeline's work.
-func BenchmarkNestSteps(b *testing.B) {
-	var buf bytes.Buffer
-	if err := writeStepTrace(&buf, 64<<20); err != nil {
-		b.Fatal(err)
-	}
-	rec := &recordSink{}
-	if _, err := DecodeChrome(context.Background(), bytes.NewReader(buf.Bytes()), 0, ChromeLimits{}, rec); err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(buf.Len()))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		n := NewNester(NesterOptions{}, nil, func(*Nested) error { return nil })
-		for j := 0; j < len(rec.recs); j += pipeBatch {
-			if err := replay(n, rec.recs[j:min(j+pipeBatch, len(rec.recs))]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := n.Flush(); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package trace
+package chrome
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
 // callLog is a Sink and Opener that writes down every call, in order, with every
@@ -25,7 +27,7 @@ type callLog struct {
 
 var errCallLog = errors.New("sink failed")
 
-func (l *callLog) Slice(e *Event) error {
+func (l *callLog) Slice(e *tracemodel.Event) error {
 	str := func(p *string) string {
 		if p == nil {
 			return "-"
@@ -47,7 +49,7 @@ func (l *callLog) Slice(e *Event) error {
 	}
 	return nil
 }
-func (l *callLog) Track(t Track) { l.calls = append(l.calls, fmt.Sprintf("track %+v", t)) }
+func (l *callLog) Track(t tracemodel.Track) { l.calls = append(l.calls, fmt.Sprintf("track %+v", t)) }
 func (l *callLog) ThreadName(pid, tid int64, name string) {
 	l.calls = append(l.calls, fmt.Sprintf("thread %d %d %q", pid, tid, name))
 }
@@ -59,15 +61,15 @@ func (l *callLog) Open(id, track, ts int64) {
 }
 func (l *callLog) Close(id int64) { l.calls = append(l.calls, fmt.Sprintf("close %d", id)) }
 
-// sameStaged decodes with DecodeChrome and decodeChromeStaged, each into a callLog that
+// sameStaged decodes with Decode and DecodeStaged, each into a callLog that
 // fails at failAt, reading through reader, and fails t unless the two make the same
 // calls in the same order, count the same and return the same error.
-func sameStaged(t testing.TB, what string, reader func() io.Reader, lim ChromeLimits, failAt int) error {
+func sameStaged(t testing.TB, what string, reader func() io.Reader, lim Limits, failAt int) error {
 	t.Helper()
 	plain := &callLog{failAt: failAt}
-	st, err := DecodeChrome(context.Background(), reader(), 0, lim, plain)
+	st, err := Decode(context.Background(), reader(), 0, lim, plain)
 	staged := &callLog{failAt: failAt}
-	sst, serr := decodeChromeStaged(context.Background(), reader(), 0, lim, staged)
+	sst, serr := DecodeStaged(context.Background(), reader(), 0, lim, staged)
 	if !reflect.DeepEqual(serr, err) {
 		t.Fatalf("%s: staged read returns %#v, the plain one %#v", what, serr, err)
 	}
@@ -172,9 +174,9 @@ func TestStagedMatchesPlain(t *testing.T) {
 		if rng.Intn(4) == 0 && len(src) > 1 {
 			src[rng.Intn(len(src))] = `{}[],:x"1`[rng.Intn(9)]
 		}
-		var lim ChromeLimits
+		var lim Limits
 		if rng.Intn(4) == 0 {
-			lim = ChromeLimits{MaxTracks: 1 + rng.Intn(8), MaxOpenPerTrack: 1 + rng.Intn(20), MaxEvents: int64(1 + rng.Intn(n+1))}
+			lim = Limits{MaxTracks: 1 + rng.Intn(8), MaxOpenPerTrack: 1 + rng.Intn(20), MaxEvents: int64(1 + rng.Intn(n+1))}
 		}
 		failAt := 0
 		if rng.Intn(2) == 0 {
@@ -199,7 +201,7 @@ func TestStageHandsOverOnce(t *testing.T) {
 	defer cancel()
 	full := make(chan *eventBatch) // unbuffered: the send completes before the cancel
 	st := &eventStage{ctx: ctx, cur: &eventBatch{}, made: stageDepth + 1, full: full, free: make(chan *eventBatch, 1)}
-	e := &chromeEvent{ph: []byte("X"), name: []byte("a")}
+	e := &parsedEvent{ph: []byte("X"), name: []byte("a")}
 	text := e.kept()
 	st.cur.add(e, &text)
 	got := make(chan *eventBatch, 2)

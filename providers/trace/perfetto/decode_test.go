@@ -1,4 +1,4 @@
-package trace
+package perfetto_test
 
 import (
 	"bytes"
@@ -6,114 +6,19 @@ import (
 	"errors"
 	"math/rand"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/internal/protowalk/protowalktest"
+	"github.com/flameox/flameox/providers/trace/perfetto"
+	"github.com/flameox/flameox/providers/trace/perfetto/perfettotest"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
+	"github.com/flameox/flameox/providers/trace/tracemodel/tracemodeltest"
 )
-
-// pfRecorder is a Sink that keeps what it receives.
-type pfRecorder struct {
-	slices  []Event
-	tracks  []Track
-	threads map[[2]int64]string
-	procs   map[int64]string
-}
-
-func (r *pfRecorder) Slice(e *Event) error { r.slices = append(r.slices, *e); return nil }
-func (r *pfRecorder) Track(t Track)        { r.tracks = append(r.tracks, t) }
-func (r *pfRecorder) ThreadName(pid, tid int64, name string) {
-	if r.threads == nil {
-		r.threads = map[[2]int64]string{}
-	}
-	r.threads[[2]int64{pid, tid}] = name
-}
-func (r *pfRecorder) ProcessName(pid int64, name string) {
-	if r.procs == nil {
-		r.procs = map[int64]string{}
-	}
-	r.procs[pid] = name
-}
-
-func decodeBytes(t testing.TB, b []byte, lim PerfettoLimits) (*Stats, *PerfettoInfo, *pfRecorder, error) {
-	t.Helper()
-	rec := &pfRecorder{}
-	st, info, err := DecodePerfetto(context.Background(), bytes.NewReader(b), 7, lim, rec)
-	return st, info, rec, err
-}
-
-// rawNode is one field of `protoc --decode_raw` text output.
-type rawNode struct {
-	num  int
-	val  string
-	kids []*rawNode
-	msg  bool
-}
-
-func (n *rawNode) all(num int) []*rawNode {
-	var out []*rawNode
-	for _, k := range n.kids {
-		if k.num == num {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-func (n *rawNode) one(num int) *rawNode {
-	if a := n.all(num); len(a) > 0 {
-		return a[len(a)-1]
-	}
-	return nil
-}
-
-func (n *rawNode) uint(num int) (uint64, bool) {
-	k := n.one(num)
-	if k == nil || k.msg {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(k.val, 10, 64)
-	return v, err == nil
-}
-
-// parseDecodeRaw parses protoc --decode_raw output: lines `N: value`, `N {` and `}`.
-func parseDecodeRaw(t testing.TB, text string) *rawNode {
-	t.Helper()
-	root := &rawNode{msg: true}
-	stack := []*rawNode{root}
-	for _, line := range strings.Split(text, "\n") {
-		s := strings.TrimSpace(line)
-		switch {
-		case s == "":
-		case s == "}":
-			stack = stack[:len(stack)-1]
-		case strings.HasSuffix(s, " {"):
-			num, err := strconv.Atoi(strings.TrimSuffix(s, " {"))
-			if err != nil {
-				t.Fatalf("decode_raw line %q", line)
-			}
-			n := &rawNode{num: num, msg: true}
-			top := stack[len(stack)-1]
-			top.kids = append(top.kids, n)
-			stack = append(stack, n)
-		default:
-			k, v, ok := strings.Cut(s, ": ")
-			num, err := strconv.Atoi(k)
-			if !ok || err != nil {
-				t.Fatalf("decode_raw line %q", line)
-			}
-			top := stack[len(stack)-1]
-			top.kids = append(top.kids, &rawNode{num: num, val: v})
-		}
-	}
-	return root
-}
 
 // protocTruth is what a trace holds according to protoc --decode_raw, computed here
 // without the decoder.
@@ -129,19 +34,7 @@ type protocTruth struct {
 
 func truthFromProtoc(t testing.TB, path string) protocTruth {
 	t.Helper()
-	protoc := testtool.Require(t, "protoc")
-	in, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	cmd := exec.Command(protoc, "--decode_raw")
-	cmd.Stdin = in
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("protoc --decode_raw: %v", err)
-	}
-	root := parseDecodeRaw(t, string(out))
+	root := protowalktest.DecodeRaw(t, path)
 	// Schema facts (trace_packet.proto): fields outside the data oneof, and data kinds
 	// the native decoder is meant to read.
 	meta := map[int]bool{3: true, 8: true, 10: true, 12: true, 13: true, 41: true, 42: true, 58: true, 59: true, 79: true, 87: true, 98: true}
@@ -163,36 +56,36 @@ func truthFromProtoc(t testing.TB, path string) protocTruth {
 		ts     int64
 	}
 	stacks := map[uint64][]open{}
-	for i, p := range root.all(1) {
+	for i, p := range root.All(1) {
 		tr.packets++
-		for _, k := range p.kids {
-			if !meta[k.num] && !native[k.num] {
-				tr.unread[k.num]++
+		for _, k := range p.Kids {
+			if !meta[k.Num] && !native[k.Num] {
+				tr.unread[k.Num]++
 			}
 		}
-		if p.one(60) != nil {
+		if p.One(60) != nil {
 			tr.descriptors++
 		}
-		seqID, _ := p.uint(10)
+		seqID, _ := p.Uint(10)
 		s := seqs[seqID]
 		if s == nil {
 			s = &seqState{clocks: map[uint64]*clock{}}
 			seqs[seqID] = s
 		}
-		if d := p.one(59); d != nil {
-			if c, ok := d.uint(58); ok {
+		if d := p.One(59); d != nil {
+			if c, ok := d.Uint(58); ok {
 				s.defClock = c
 			}
-			if ted := d.one(11); ted != nil {
-				s.defTrack, s.hasDefTrack = ted.uint(11)
+			if ted := d.One(11); ted != nil {
+				s.defTrack, s.hasDefTrack = ted.Uint(11)
 			}
 		}
-		if cs := p.one(6); cs != nil {
-			for _, c := range cs.all(1) {
-				id, _ := c.uint(1)
-				v, _ := c.uint(2)
-				inc, _ := c.uint(3)
-				mult, ok := c.uint(4)
+		if cs := p.One(6); cs != nil {
+			for _, c := range cs.All(1) {
+				id, _ := c.Uint(1)
+				v, _ := c.Uint(2)
+				inc, _ := c.Uint(3)
+				mult, ok := c.Uint(4)
 				if !ok {
 					mult = 1
 				}
@@ -202,8 +95,8 @@ func truthFromProtoc(t testing.TB, path string) protocTruth {
 			}
 		}
 		// Every packet with a timestamp advances an incremental clock.
-		ts, hasTS := p.uint(8)
-		clk, ok := p.uint(58)
+		ts, hasTS := p.Uint(8)
+		clk, ok := p.Uint(58)
 		if !ok {
 			clk = s.defClock
 		}
@@ -216,16 +109,16 @@ func truthFromProtoc(t testing.TB, path string) protocTruth {
 			}
 			tsNs = int64(c.value * c.mult)
 		}
-		te := p.one(11)
+		te := p.One(11)
 		if te == nil {
 			continue
 		}
-		typ, _ := te.uint(9)
+		typ, _ := te.Uint(9)
 		tr.teByType[typ]++
 		if typ != 1 && typ != 2 {
 			continue
 		}
-		uuid, ok := te.uint(11)
+		uuid, ok := te.Uint(11)
 		if !ok {
 			uuid = s.defTrack
 		}
@@ -272,37 +165,37 @@ func TestPerfettoCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !IsPerfetto(b[:min(len(b), 4096)]) {
-				t.Fatalf("IsPerfetto rejects %s", c.file)
+			if !perfetto.IsTrace(b[:min(len(b), 4096)]) {
+				t.Fatalf("IsTrace rejects %s", c.file)
 			}
-			st, info, rec, err := decodeBytes(t, b, PerfettoLimits{})
+			st, info, rec, err := perfettotest.Decode(t, b, perfetto.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Slices != c.wantSlices || int64(len(rec.slices)) != st.Slices {
-				t.Errorf("slices: stats %d, delivered %d, want %d", st.Slices, len(rec.slices), c.wantSlices)
+			if st.Slices != c.wantSlices || int64(len(rec.Slices)) != st.Slices {
+				t.Errorf("slices: stats %d, delivered %d, want %d", st.Slices, len(rec.Slices), c.wantSlices)
 			}
 			for k, v := range c.wantThreads {
-				if rec.threads[k] != v {
-					t.Errorf("thread %v named %q, want %q", k, rec.threads[k], v)
+				if rec.Threads[k] != v {
+					t.Errorf("thread %v named %q, want %q", k, rec.Threads[k], v)
 				}
 			}
 			for k, v := range c.wantProcs {
-				if rec.procs[k] != v {
-					t.Errorf("process %d named %q, want %q", k, rec.procs[k], v)
+				if rec.Procs[k] != v {
+					t.Errorf("process %d named %q, want %q", k, rec.Procs[k], v)
 				}
 			}
 			if info.Clocks[c.wantClock] == 0 || info.MixedClocks {
 				t.Errorf("clocks %v, want all in %d", info.Clocks, c.wantClock)
 			}
 			announced := map[int64]bool{}
-			for _, tr := range rec.tracks {
+			for _, tr := range rec.Tracks {
 				if announced[tr.ID] {
 					t.Errorf("track %d announced twice", tr.ID)
 				}
 				announced[tr.ID] = true
 			}
-			for _, s := range rec.slices {
+			for _, s := range rec.Slices {
 				if !announced[s.Track] || s.Phase != "X" || s.Dur < 0 || s.Name == "" {
 					t.Errorf("slice %+v: track announced %v", s, announced[s.Track])
 				}
@@ -333,10 +226,10 @@ func TestPerfettoCorpus(t *testing.T) {
 					t.Errorf("unread field %d: %d, protoc %d", k, info.Unread[k], v)
 				}
 			}
-			if len(truth.durs) != len(rec.slices) {
-				t.Errorf("%d slices, protoc %d", len(rec.slices), len(truth.durs))
+			if len(truth.durs) != len(rec.Slices) {
+				t.Errorf("%d slices, protoc %d", len(rec.Slices), len(truth.durs))
 			}
-			for _, s := range rec.slices {
+			for _, s := range rec.Slices {
 				want, ok := truth.durs[s.ID]
 				if !ok || want != s.Dur {
 					t.Errorf("slice %d (%s) dur %d, protoc %d (%v)", s.ID, s.Name, s.Dur, want, ok)
@@ -350,7 +243,7 @@ func TestPerfettoCorpus(t *testing.T) {
 	}
 }
 
-func TestIsPerfetto(t *testing.T) {
+func TestIsTrace(t *testing.T) {
 	read := func(name string) []byte {
 		b, err := os.ReadFile(testtool.Corpus(t, name))
 		if err != nil {
@@ -368,7 +261,7 @@ func TestIsPerfetto(t *testing.T) {
 		{"chromium", read("local__chromium156_trace_startup_proto.pftrace"), true},
 		{"chromium first 512 bytes", read("local__chromium156_trace_startup_proto.pftrace")[:512], true},
 		{"chromium first 64 bytes (first packet cut before its envelope)", read("local__chromium156_trace_startup_proto.pftrace")[:64], false},
-		{"generated", genPerfetto(4, 10, 3), true},
+		{"generated", perfettotest.Generate(4, 10, 3), true},
 		{"xplane", read("local-h200__jax0.11.2_profile.xplane.pb"), false},
 		{"xplane first 64 bytes", read("local-h200__jax0.11.2_profile.xplane.pb")[:64], false},
 		{"otlp protobuf", read("local__otel_js_otlp_protobuf_trace.binpb"), false},
@@ -381,8 +274,8 @@ func TestIsPerfetto(t *testing.T) {
 	}
 	for _, c := range cases {
 		head := c.head[:min(len(c.head), 4096)]
-		if got := IsPerfetto(head); got != c.want {
-			t.Errorf("%s: IsPerfetto = %v, want %v", c.name, got, c.want)
+		if got := perfetto.IsTrace(head); got != c.want {
+			t.Errorf("%s: IsTrace = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
@@ -416,28 +309,28 @@ func TestPerfettoMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs := map[string][]byte{"basic": basic, "chromium": chromium[:8192], "generated": genPerfetto(3, 20, 4)}
+	inputs := map[string][]byte{"basic": basic, "chromium": chromium[:8192], "generated": perfettotest.Generate(3, 20, 4)}
 	for name, in := range inputs {
 		for n := 0; n <= len(in); n++ {
-			_, _, _, err := decodeBytes(t, in[:n], PerfettoLimits{})
+			_, _, _, err := perfettotest.Decode(t, in[:n], perfetto.Limits{})
 			checkTyped(t, name+" prefix "+strconv.Itoa(n), err)
 		}
 		rng := rand.New(rand.NewSource(1))
 		for i := 0; i < 2000; i++ {
 			b := bytes.Clone(in)
 			b[rng.Intn(len(b))] = byte(rng.Intn(256))
-			_, _, _, err := decodeBytes(t, b, PerfettoLimits{})
+			_, _, _, err := perfettotest.Decode(t, b, perfetto.Limits{})
 			checkTyped(t, name+" corrupt "+strconv.Itoa(i), err)
 		}
 	}
 	// A prefix cut within a packet is a cut trace, not an error.
-	_, info, _, err := decodeBytes(t, basic[:len(basic)-3], PerfettoLimits{})
+	_, info, _, err := perfettotest.Decode(t, basic[:len(basic)-3], perfetto.Limits{})
 	if err != nil || info.Cut == nil {
 		t.Errorf("cut trace: %v, %+v", err, info)
 	}
 	// Inputs that are not a Trace are DecodeErrors.
 	for _, b := range [][]byte{[]byte(`{"traceEvents":[]}`), {0x0a, 0x03, 0xff, 0xff, 0xff}, {0x0b}} {
-		_, _, _, err := decodeBytes(t, b, PerfettoLimits{})
+		_, _, _, err := perfettotest.Decode(t, b, perfetto.Limits{})
 		var de *providers.DecodeError
 		if !errors.As(err, &de) {
 			t.Errorf("%q: %v, want a DecodeError", b, err)
@@ -450,32 +343,32 @@ func TestPerfettoLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := genPerfetto(2, 5, 4)
+	gen := perfettotest.Generate(2, 5, 4)
 	cases := []struct {
 		bound string
 		in    []byte
-		lim   PerfettoLimits
+		lim   perfetto.Limits
 	}{
-		{"max_packet_bytes", basic, PerfettoLimits{MaxPacketBytes: 16}},
-		{"max_tracks", basic, PerfettoLimits{MaxTracks: 2}},
-		{"max_sequences", basic, PerfettoLimits{MaxSequences: 2}},
-		{"max_string_bytes", basic, PerfettoLimits{MaxStringBytes: 5}},
-		{"max_open_slices", gen, PerfettoLimits{MaxOpenSlices: 3}},
-		{"max_interned", gen, PerfettoLimits{MaxInterned: 2}},
+		{"max_packet_bytes", basic, perfetto.Limits{MaxPacketBytes: 16}},
+		{"max_tracks", basic, perfetto.Limits{MaxTracks: 2}},
+		{"max_sequences", basic, perfetto.Limits{MaxSequences: 2}},
+		{"max_string_bytes", basic, perfetto.Limits{MaxStringBytes: 5}},
+		{"max_open_slices", gen, perfetto.Limits{MaxOpenSlices: 3}},
+		{"max_interned", gen, perfetto.Limits{MaxInterned: 2}},
 	}
 	for _, c := range cases {
-		_, _, _, err := decodeBytes(t, c.in, c.lim)
+		_, _, _, err := perfettotest.Decode(t, c.in, c.lim)
 		var le *providers.LimitError
 		if !errors.As(err, &le) || le.Details["bound"] != c.bound || le.Source != 7 || le.Limit == 0 {
 			t.Errorf("%s: %v, want a LimitError naming it", c.bound, err)
 		}
-		if _, _, _, err := decodeBytes(t, c.in, PerfettoLimits{}); err != nil {
+		if _, _, _, err := perfettotest.Decode(t, c.in, perfetto.Limits{}); err != nil {
 			t.Errorf("%s: default limits: %v", c.bound, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := DecodePerfetto(ctx, bytes.NewReader(gen), 0, PerfettoLimits{}, &pfRecorder{}); !errors.Is(err, context.Canceled) {
+	if _, _, err := perfetto.Decode(ctx, bytes.NewReader(gen), 0, perfetto.Limits{}, tracemodeltest.NewRecorder()); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled: %v", err)
 	}
 }
@@ -485,35 +378,40 @@ func TestPerfettoLimits(t *testing.T) {
 // TrackEvent timestamp_absolute_us / timestamp_delta_us, interning cleared with the
 // incremental state, debug annotations, flows, counters and unread packet kinds.
 func TestPerfettoFeatures(t *testing.T) {
-	var w pfWriter
+	var w perfettotest.Writer
 	// Sequence 1: a legacy thread descriptor (pid 10, tid 11), interned names.
-	w.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.varint(13, 1) // SEQ_INCREMENTAL_STATE_CLEARED
-		p.msg(44, func(td *pfWriter) { td.varint(1, 10); td.varint(2, 11); td.str(5, "worker"); td.varint(6, 1000) })
-		p.msg(12, func(id *pfWriter) {
-			id.msg(1, func(e *pfWriter) { e.varint(1, 1); e.str(2, "cat1") })
-			id.msg(1, func(e *pfWriter) { e.varint(1, 2); e.str(2, "cat2") })
-			id.msg(2, func(e *pfWriter) { e.varint(1, 1); e.str(2, "outer") })
-			id.msg(2, func(e *pfWriter) { e.varint(1, 2); e.str(2, "inner") })
-			id.msg(3, func(e *pfWriter) { e.varint(1, 1); e.str(2, "correlation_id") })
-			id.msg(29, func(e *pfWriter) { e.varint(1, 1); e.str(2, "a.py") })
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 1)
+		p.Varint(13, 1) // SEQ_INCREMENTAL_STATE_CLEARED
+		p.Msg(44, func(td *perfettotest.Writer) {
+			td.Varint(1, 10)
+			td.Varint(2, 11)
+			td.Str(5, "worker")
+			td.Varint(6, 1000)
+		})
+		p.Msg(12, func(id *perfettotest.Writer) {
+			id.Msg(1, func(e *perfettotest.Writer) { e.Varint(1, 1); e.Str(2, "cat1") })
+			id.Msg(1, func(e *perfettotest.Writer) { e.Varint(1, 2); e.Str(2, "cat2") })
+			id.Msg(2, func(e *perfettotest.Writer) { e.Varint(1, 1); e.Str(2, "outer") })
+			id.Msg(2, func(e *perfettotest.Writer) { e.Varint(1, 2); e.Str(2, "inner") })
+			id.Msg(3, func(e *perfettotest.Writer) { e.Varint(1, 1); e.Str(2, "correlation_id") })
+			id.Msg(29, func(e *perfettotest.Writer) { e.Varint(1, 1); e.Str(2, "a.py") })
 		})
 	})
-	legacy := func(p *pfWriter, seq uint64, phase byte, nameIID uint64, absUs int64, extra func(*pfWriter), lx func(*pfWriter)) {
-		p.varint(10, seq)
-		p.msg(11, func(te *pfWriter) {
-			te.varint(16, uint64(absUs))
+	legacy := func(p *perfettotest.Writer, seq uint64, phase byte, nameIID uint64, absUs int64, extra func(*perfettotest.Writer), lx func(*perfettotest.Writer)) {
+		p.Varint(10, seq)
+		p.Msg(11, func(te *perfettotest.Writer) {
+			te.Varint(16, uint64(absUs))
 			if nameIID != 0 {
-				te.varint(10, nameIID)
-				te.varint(3, 1)
-				te.varint(3, 2)
+				te.Varint(10, nameIID)
+				te.Varint(3, 1)
+				te.Varint(3, 2)
 			}
 			if extra != nil {
 				extra(te)
 			}
-			te.msg(6, func(l *pfWriter) {
-				l.varint(2, uint64(phase))
+			te.Msg(6, func(l *perfettotest.Writer) {
+				l.Varint(2, uint64(phase))
 				if lx != nil {
 					lx(l)
 				}
@@ -521,77 +419,80 @@ func TestPerfettoFeatures(t *testing.T) {
 		})
 	}
 	// packet 1: B outer at 2000 us with a correlation_id annotation (interned name).
-	w.packet(func(p *pfWriter) {
-		legacy(p, 1, 'B', 1, 2000, func(te *pfWriter) {
-			te.msg(4, func(a *pfWriter) { a.varint(1, 1); a.varint(4, 42) })
-			te.msg(4, func(a *pfWriter) { a.str(10, "file"); a.varint(17, 1) })
-			te.msg(4, func(a *pfWriter) { a.str(10, "line"); a.varint(4, 7) })
+	w.Packet(func(p *perfettotest.Writer) {
+		legacy(p, 1, 'B', 1, 2000, func(te *perfettotest.Writer) {
+			te.Msg(4, func(a *perfettotest.Writer) { a.Varint(1, 1); a.Varint(4, 42) })
+			te.Msg(4, func(a *perfettotest.Writer) { a.Str(10, "file"); a.Varint(17, 1) })
+			te.Msg(4, func(a *perfettotest.Writer) { a.Str(10, "line"); a.Varint(4, 7) })
 		}, nil)
 	})
 	// packet 2: X inner at 2001 us for 3 us, on an overridden thread (pid 10, tid 12).
-	w.packet(func(p *pfWriter) {
-		legacy(p, 1, 'X', 2, 2001, nil, func(l *pfWriter) { l.varint(3, 3); l.varint(19, 12) })
+	w.Packet(func(p *perfettotest.Writer) {
+		legacy(p, 1, 'X', 2, 2001, nil, func(l *perfettotest.Writer) { l.Varint(3, 3); l.Varint(19, 12) })
 	})
 	// packet 3: I, C, M, s legacy events.
-	w.packet(func(p *pfWriter) { legacy(p, 1, 'I', 0, 2002, nil, nil) })
-	w.packet(func(p *pfWriter) { legacy(p, 1, 'C', 0, 2002, nil, nil) })
-	w.packet(func(p *pfWriter) { legacy(p, 1, 'M', 0, 2002, nil, nil) })
-	w.packet(func(p *pfWriter) { legacy(p, 1, 's', 0, 2002, nil, nil) })
+	w.Packet(func(p *perfettotest.Writer) { legacy(p, 1, 'I', 0, 2002, nil, nil) })
+	w.Packet(func(p *perfettotest.Writer) { legacy(p, 1, 'C', 0, 2002, nil, nil) })
+	w.Packet(func(p *perfettotest.Writer) { legacy(p, 1, 'M', 0, 2002, nil, nil) })
+	w.Packet(func(p *perfettotest.Writer) { legacy(p, 1, 's', 0, 2002, nil, nil) })
 	// packet 7: E outer at 2010 us, given on timestamp_delta_us as 1010 us after the
 	// ThreadDescriptor's reference (1000 us): the absolute timestamps between are
 	// one-offs that leave the reference alone.
-	w.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.msg(11, func(te *pfWriter) {
-			te.varint(1, 1010)
-			te.msg(6, func(l *pfWriter) { l.varint(2, 'E') })
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 1)
+		p.Msg(11, func(te *perfettotest.Writer) {
+			te.Varint(1, 1010)
+			te.Msg(6, func(l *perfettotest.Writer) { l.Varint(2, 'E') })
 		})
 	})
 	// packet 8: an unmatched E.
-	w.packet(func(p *pfWriter) { legacy(p, 1, 'E', 0, 2011, nil, nil) })
+	w.Packet(func(p *perfettotest.Writer) { legacy(p, 1, 'E', 0, 2011, nil, nil) })
 	// packet 9: incremental state cleared; name iid 1 is now unknown, begin left open.
-	w.packet(func(p *pfWriter) {
-		p.varint(10, 1)
-		p.varint(13, 1)
-		p.msg(11, func(te *pfWriter) {
-			te.varint(16, 3000)
-			te.varint(10, 1)
-			te.varint(9, 1)
-			te.fixed64(47, 5)
-			te.fixed64(48, 6)
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 1)
+		p.Varint(13, 1)
+		p.Msg(11, func(te *perfettotest.Writer) {
+			te.Varint(16, 3000)
+			te.Varint(10, 1)
+			te.Varint(9, 1)
+			te.Fixed64(47, 5)
+			te.Fixed64(48, 6)
 		})
 	})
 	// packet 10, 11: typed counter on an unknown track, and an ftrace bundle.
-	w.packet(func(p *pfWriter) {
-		p.varint(8, 5)
-		p.varint(10, 2)
-		p.msg(11, func(te *pfWriter) { te.varint(9, 4); te.varint(11, 99); te.varint(30, 1) })
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(8, 5)
+		p.Varint(10, 2)
+		p.Msg(11, func(te *perfettotest.Writer) { te.Varint(9, 4); te.Varint(11, 99); te.Varint(30, 1) })
 	})
-	w.packet(func(p *pfWriter) { p.varint(10, 3); p.msg(1, func(f *pfWriter) { f.varint(1, 0) }) })
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(10, 3)
+		p.Msg(1, func(f *perfettotest.Writer) { f.Varint(1, 0) })
+	})
 	// packet 12: a timestamp in a sequence-scoped clock no snapshot defined.
-	w.packet(func(p *pfWriter) {
-		p.varint(8, 5)
-		p.varint(58, 64)
-		p.varint(10, 2)
-		p.msg(11, func(te *pfWriter) { te.varint(9, 1); te.str(23, "lost") })
+	w.Packet(func(p *perfettotest.Writer) {
+		p.Varint(8, 5)
+		p.Varint(58, 64)
+		p.Varint(10, 2)
+		p.Msg(11, func(te *perfettotest.Writer) { te.Varint(9, 1); te.Str(23, "lost") })
 	})
-	b := w.b
-	if !IsPerfetto(b) {
-		t.Fatal("IsPerfetto rejects the generated trace")
+	b := w.B
+	if !perfetto.IsTrace(b) {
+		t.Fatal("IsTrace rejects the generated trace")
 	}
-	st, info, rec, err := decodeBytes(t, b, PerfettoLimits{})
+	st, info, rec, err := perfettotest.Decode(t, b, perfetto.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Stats{Events: 11, Slices: 2, UnmatchedEnds: 1, UnfinishedBegins: 1, Instants: 1, Counters: 2,
+	want := tracemodel.Stats{Events: 11, Slices: 2, UnmatchedEnds: 1, UnfinishedBegins: 1, Instants: 1, Counters: 2,
 		Flows: 3, Metadata: 1, Ignored: 1}
 	if *st != want {
 		t.Errorf("stats %+v\nwant  %+v", *st, want)
 	}
-	if len(rec.slices) != 2 {
-		t.Fatalf("slices %+v", rec.slices)
+	if len(rec.Slices) != 2 {
+		t.Fatalf("slices %+v", rec.Slices)
 	}
-	inner, outer := rec.slices[0], rec.slices[1]
+	inner, outer := rec.Slices[0], rec.Slices[1]
 	if inner.ID != 2 || inner.TS != 2001000 || inner.Dur != 3000 || inner.Name != "inner" || inner.Category != "cat1,cat2" {
 		t.Errorf("inner %+v", inner)
 	}
@@ -605,8 +506,8 @@ func TestPerfettoFeatures(t *testing.T) {
 	if inner.Track == outer.Track {
 		t.Errorf("the tid override shares the sequence's track")
 	}
-	tracks := map[int64]Track{}
-	for _, tr := range rec.tracks {
+	tracks := map[int64]tracemodel.Track{}
+	for _, tr := range rec.Tracks {
 		tracks[tr.ID] = tr
 	}
 	if tr := tracks[outer.Track]; tr.PID != 10 || tr.TID != 11 || tr.Name != "worker" {
@@ -623,93 +524,20 @@ func TestPerfettoFeatures(t *testing.T) {
 	}
 }
 
-// pfWriter builds protobuf bytes.
-type pfWriter struct{ b []byte }
-
-func (w *pfWriter) varint(num protowire.Number, v uint64) {
-	w.b = protowire.AppendTag(w.b, num, protowire.VarintType)
-	w.b = protowire.AppendVarint(w.b, v)
-}
-
-func (w *pfWriter) fixed64(num protowire.Number, v uint64) {
-	w.b = protowire.AppendTag(w.b, num, protowire.Fixed64Type)
-	w.b = protowire.AppendFixed64(w.b, v)
-}
-
-func (w *pfWriter) str(num protowire.Number, s string) {
-	w.b = protowire.AppendTag(w.b, num, protowire.BytesType)
-	w.b = protowire.AppendString(w.b, s)
-}
-
-func (w *pfWriter) msg(num protowire.Number, fn func(*pfWriter)) {
-	var m pfWriter
-	fn(&m)
-	w.b = protowire.AppendTag(w.b, num, protowire.BytesType)
-	w.b = protowire.AppendBytes(w.b, m.b)
-}
-
-func (w *pfWriter) packet(fn func(*pfWriter)) { w.msg(1, fn) }
-
-// genPerfetto writes a trace of `tracks` thread tracks, each on its own sequence with
-// interned names and categories, holding `n` nests of `depth` SLICE_BEGIN/SLICE_END
-// pairs, interleaved across tracks.
-func genPerfetto(tracks, n, depth int) []byte {
-	var w pfWriter
-	for tr := 1; tr <= tracks; tr++ {
-		w.packet(func(p *pfWriter) {
-			p.varint(10, uint64(tr))
-			p.varint(13, 1)
-			p.msg(59, func(d *pfWriter) { d.msg(11, func(e *pfWriter) { e.varint(11, uint64(1000+tr)) }) })
-			p.msg(60, func(d *pfWriter) {
-				d.varint(1, uint64(1000+tr))
-				d.msg(4, func(t *pfWriter) { t.varint(1, 1); t.varint(2, uint64(tr)); t.str(5, "thread-"+strconv.Itoa(tr)) })
-			})
-			p.msg(12, func(id *pfWriter) {
-				id.msg(1, func(e *pfWriter) { e.varint(1, 1); e.str(2, "gen") })
-				for k := 1; k <= depth; k++ {
-					id.msg(2, func(e *pfWriter) { e.varint(1, uint64(k)); e.str(2, "function_"+strconv.Itoa(k)) })
-				}
-			})
-		})
-	}
-	ts := uint64(1_000_000)
-	for i := 0; i < n; i++ {
-		for tr := 1; tr <= tracks; tr++ {
-			for k := 1; k <= depth; k++ {
-				ts += 10
-				w.packet(func(p *pfWriter) {
-					p.varint(8, ts)
-					p.varint(10, uint64(tr))
-					p.msg(11, func(te *pfWriter) { te.varint(9, 1); te.varint(10, uint64(k)); te.varint(3, 1) })
-				})
-			}
-			for k := depth; k >= 1; k-- {
-				ts += 10
-				w.packet(func(p *pfWriter) {
-					p.varint(8, ts)
-					p.varint(10, uint64(tr))
-					p.msg(11, func(te *pfWriter) { te.varint(9, 2) })
-				})
-			}
-		}
-	}
-	return w.b
-}
-
 func TestPerfettoGenerated(t *testing.T) {
-	b := genPerfetto(3, 7, 4)
-	st, info, rec, err := decodeBytes(t, b, PerfettoLimits{})
+	b := perfettotest.Generate(3, 7, 4)
+	st, info, rec, err := perfettotest.Decode(t, b, perfetto.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Slices != 3*7*4 || st.UnmatchedEnds != 0 || st.UnfinishedBegins != 0 || len(rec.tracks) != 3 {
-		t.Fatalf("stats %+v tracks %d", st, len(rec.tracks))
+	if st.Slices != 3*7*4 || st.UnmatchedEnds != 0 || st.UnfinishedBegins != 0 || len(rec.Tracks) != 3 {
+		t.Fatalf("stats %+v tracks %d", st, len(rec.Tracks))
 	}
 	if info.Packets != 3+3*7*4*2 {
 		t.Errorf("packets %d", info.Packets)
 	}
 	ids := map[int64]bool{}
-	for _, s := range rec.slices {
+	for _, s := range rec.Slices {
 		if ids[s.ID] {
 			t.Errorf("duplicate ID %d", s.ID)
 		}
@@ -720,8 +548,8 @@ func TestPerfettoGenerated(t *testing.T) {
 			t.Errorf("slice %+v", s)
 		}
 	}
-	names := make([]string, 0, len(rec.threads))
-	for _, n := range rec.threads {
+	names := make([]string, 0, len(rec.Threads))
+	for _, n := range rec.Threads {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -732,18 +560,18 @@ func TestPerfettoGenerated(t *testing.T) {
 
 type discardSink struct{}
 
-func (discardSink) Slice(*Event) error              { return nil }
-func (discardSink) Track(Track)                     {}
+func (discardSink) Slice(*tracemodel.Event) error   { return nil }
+func (discardSink) Track(tracemodel.Track)          {}
 func (discardSink) ThreadName(int64, int64, string) {}
 func (discardSink) ProcessName(int64, string)       {}
 
 func BenchmarkDecodePerfetto(b *testing.B) {
-	in := genPerfetto(64, 1000, 8) // 1,024,000 packets
+	in := perfettotest.Generate(64, 1000, 8) // 1,024,000 packets
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := DecodePerfetto(context.Background(), bytes.NewReader(in), 0, PerfettoLimits{}, discardSink{}); err != nil {
+		if _, _, err := perfetto.Decode(context.Background(), bytes.NewReader(in), 0, perfetto.Limits{}, discardSink{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package trace
+package tracemodel
 
 // Nested is a slice with its place on its track: the ID of its parent (-1 for none) and
 // its depth (the number of its ancestors).
@@ -10,12 +10,11 @@ type Nested struct {
 	Depth      int32
 }
 
-// MetaSink receives what a Nester does not reorder: tracks and names (a Sink without
-// Slice).
-type MetaSink interface {
-	Track(t Track)
-	ThreadName(pid, tid int64, name string)
-	ProcessName(pid int64, name string)
+// Clone copies n and the argument values it points to, for a callback that keeps it.
+func (n *Nested) Clone() Nested {
+	c := *n
+	c.Args = n.Args.Clone()
+	return c
 }
 
 // NesterOptions bound a Nester's memory. A zero field takes its default.
@@ -74,7 +73,7 @@ type Nester struct {
 
 	unordered, overlaps, released int64
 	out                           Nested
-	store                         packedArgs
+	store                         PackedArgs
 	err                           error
 }
 
@@ -87,7 +86,7 @@ type held struct {
 	slotKey
 	track            int64
 	name, cat, phase string
-	args             packedArgs
+	args             PackedArgs
 }
 
 type openMark struct{ ts, id int64 }
@@ -215,13 +214,13 @@ func (n *Nester) Slice(e *Event) error {
 	if n.err != nil {
 		return n.err
 	}
-	var p packedArgs
-	p.pack(&e.Args)
-	return n.slice(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &p)
+	var p PackedArgs
+	p.Pack(&e.Args)
+	return n.SlicePacked(e.ID, e.TS, e.Dur, e.Track, e.Name, e.Category, e.Phase, &p)
 }
 
-// slice is Slice with the arguments packed.
-func (n *Nester) slice(id, ts, dur, track int64, name, cat, phase string, args *packedArgs) error {
+// SlicePacked is Slice with the arguments packed (PackedSink).
+func (n *Nester) SlicePacked(id, ts, dur, track int64, name, cat, phase string, args *PackedArgs) error {
 	if n.err != nil {
 		return n.err
 	}
@@ -523,7 +522,7 @@ func (n *Nester) release(s *held) error {
 		}
 	}
 	n.out = Nested{Event: Event{ID: s.id, TS: s.ts, Dur: s.dur, Track: s.track, Name: s.name, Category: s.cat,
-		Phase: s.phase, Args: s.args.expand(&n.store)}, ParentID: parent, ParentName: parentName, Depth: depth}
+		Phase: s.phase, Args: s.args.Expand(&n.store)}, ParentID: parent, ParentName: parentName, Depth: depth}
 	n.released++
 	if err := n.emit(&n.out); err != nil {
 		n.err = err

@@ -1,4 +1,4 @@
-package trace
+package tracemodel
 
 // Event is one finished slice as a decoder read it, before nesting. Decoders reuse the
 // value after Sink.Slice returns; a sink that keeps it copies it, and the values its
@@ -45,6 +45,23 @@ type Args struct {
 	ExternalID *int64
 }
 
+// Clone copies a with the values it points to, for a sink that keeps the arguments of a
+// slice past the call that passed them.
+func (a Args) Clone() Args {
+	a.Filename, a.Line, a.InputShapes = clone(a.Filename), clone(a.Line), clone(a.InputShapes)
+	a.AllocationBytes, a.CorrelationID = clone(a.AllocationBytes), clone(a.CorrelationID)
+	a.Device, a.Stream, a.ExternalID = clone(a.Device), clone(a.Stream), clone(a.ExternalID)
+	return a
+}
+
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 // Track describes one track: a thread (pid, tid) of a Trace Event file, an async track
 // (pid, category, id scope), or a Perfetto track (uuid).
 type Track struct {
@@ -56,10 +73,16 @@ type Track struct {
 	Async bool
 }
 
-// Sink receives what a decoder reads, in file order.
+// Sink receives what a decoder reads, in file order: slices, and tracks and names.
 type Sink interface {
 	// Slice receives one finished slice (Dur >= 0); an error stops the decoder.
 	Slice(e *Event) error
+	MetaSink
+}
+
+// MetaSink receives what a decoder reads besides slices: tracks and names (what a
+// Nester passes on without reordering).
+type MetaSink interface {
 	// Track announces a track before its first slice.
 	Track(t Track)
 	// ThreadName and ProcessName receive metadata names; they may arrive after the slices
@@ -93,4 +116,16 @@ type Stats struct {
 	// Truncated is set when a Trace Event array ends without its closing "]" (the
 	// format allows it) or with a trailing comma.
 	Truncated bool
+}
+
+// Opener is an optional interface of a Sink. A decoder that delivers a slice only when
+// it ends (Trace Event B/E and async b/e pairs) calls Open when such a slice begins, so
+// that a Nester holds back the slices that start after it until it arrives.
+type Opener interface {
+	// Open says that the slice with this ID (the ordinal of its begin event) began at ts
+	// on track and will be delivered to Slice when it ends, if it ends.
+	Open(id, track, ts int64)
+	// Close says that the slice Open announced ended without a slice (its end came
+	// before its begin), so nothing waits for it.
+	Close(id int64)
 }

@@ -1,11 +1,13 @@
-package trace
+package chrome
 
 import (
 	"context"
 	"io"
+
+	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
-// Batches of parsed events in flight between decodeChromeStaged's two goroutines.
+// Batches of parsed events in flight between DecodeStaged's two goroutines.
 const (
 	stageEvents = 1024    // events per batch
 	stageArena  = 1 << 16 // bytes of event text per batch (more for one larger event)
@@ -18,11 +20,11 @@ type eventBatch struct {
 	arena []byte
 }
 
-// stagedEvent is a chromeEvent in a batch (half its size): its byte fields ph, name,
+// stagedEvent is a parsedEvent in a batch (half its size): its byte fields ph, name,
 // cat, scope, id, argFile, argShapes and argName are arena[text[k]:text[k+1]] for k
 // from 0 to 7. (A batch's arena holds at most one event past stageArena, and an event
-// holds at most 8 strings of ChromeLimits.MaxStringBytes: decodeChromeStaged reads
-// through DecodeChrome limits under which that could reach 4 GiB.)
+// holds at most 8 strings of Limits.MaxStringBytes: DecodeStaged reads
+// through Decode limits under which that could reach 4 GiB.)
 type stagedEvent struct {
 	ord, end, ts, dur, pid, tid int64
 	argVals                     [6]int64
@@ -33,7 +35,7 @@ type stagedEvent struct {
 }
 
 // add appends e, whose kept text is text (e.kept()), to the batch.
-func (b *eventBatch) add(e *chromeEvent, text *[8][]byte) {
+func (b *eventBatch) add(e *parsedEvent, text *[8][]byte) {
 	b.evs = append(b.evs, stagedEvent{ord: e.ord, end: e.end, ts: e.ts, dur: e.dur, pid: e.pid, tid: e.tid,
 		argVals: e.argVals, idKind: e.idKind, hasTS: e.hasTS, argSet: e.argSet})
 	r := &b.evs[len(b.evs)-1]
@@ -47,7 +49,7 @@ func (b *eventBatch) add(e *chromeEvent, text *[8][]byte) {
 }
 
 // event sets e to event i of the batch; its byte fields point into the arena.
-func (b *eventBatch) event(i int, e *chromeEvent) {
+func (b *eventBatch) event(i int, e *parsedEvent) {
 	r := &b.evs[i]
 	e.ord, e.end, e.ts, e.dur, e.pid, e.tid = r.ord, r.end, r.ts, r.dur, r.pid, r.tid
 	e.argVals, e.idKind, e.hasTS, e.argSet = r.argVals, r.idKind, r.hasTS, r.argSet
@@ -60,12 +62,12 @@ func (b *eventBatch) event(i int, e *chromeEvent) {
 // kept returns the byte fields of e that dispatching reads, in stagedEvent's order:
 // the argument strings only when their bit of argSet is set (otherwise they may hold
 // an earlier event's text).
-func (e *chromeEvent) kept() [8][]byte {
+func (e *parsedEvent) kept() [8][]byte {
 	f := [8][]byte{e.ph, e.name, e.cat, e.scope, e.id}
-	if e.argSet&argFile != 0 {
+	if e.argSet&tracemodel.ArgFile != 0 {
 		f[5] = e.argFile
 	}
-	if e.argSet&argShapes != 0 {
+	if e.argSet&tracemodel.ArgShapes != 0 {
 		f[6] = e.argShapes
 	}
 	if e.argSet&argName != 0 {
@@ -74,7 +76,7 @@ func (e *chromeEvent) kept() [8][]byte {
 	return f
 }
 
-// eventStage is the parser's side of decodeChromeStaged: it copies events into batches
+// eventStage is the parser's side of DecodeStaged: it copies events into batches
 // and hands full ones over.
 type eventStage struct {
 	ctx  context.Context
@@ -88,7 +90,7 @@ type eventStage struct {
 
 // add copies e into the current batch, handing the batch over first when it is full;
 // it fails when the dispatching side has stopped (ctx done).
-func (st *eventStage) add(e *chromeEvent) error {
+func (st *eventStage) add(e *parsedEvent) error {
 	text := e.kept()
 	n := 0
 	for _, f := range text {
@@ -146,26 +148,26 @@ func (st *eventStage) send() error {
 	}
 }
 
-// decodeChromeStaged is DecodeChrome with the parsing on a goroutine of its own and the
+// DecodeStaged is Decode with the parsing on a goroutine of its own and the
 // dispatching (and so sink, with everything it calls) on the caller's: the same calls
 // on sink in the same order, the same counts, and the same error, the one of the
 // earliest event that fails. The parser hands over every event it has read before it
 // stops, so that a failure of dispatching or of sink at an earlier event wins over a
-// parse failure at a later one, as it does in DecodeChrome.
-func decodeChromeStaged(ctx context.Context, r io.Reader, source int, lim ChromeLimits, sink Sink) (*Stats, error) {
+// parse failure at a later one, as it does in Decode.
+func DecodeStaged(ctx context.Context, r io.Reader, source int, lim Limits, sink tracemodel.Sink) (*tracemodel.Stats, error) {
 	if 8*(int64(lim.withDefaults().MaxStringBytes)+1)+stageArena >= 1<<32 {
 		// An event's text might not fit the records' 32-bit offsets.
-		return DecodeChrome(ctx, r, source, lim, sink)
+		return Decode(ctx, r, source, lim, sink)
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	d := newChromeDecoder(pctx, r, source, lim)
-	disp := newChromeDispatcher(source, d.lim, sink)
+	d := newDecoder(pctx, r, source, lim)
+	disp := newDispatcher(source, d.lim, sink)
 	st := &eventStage{ctx: pctx, cur: &eventBatch{}, made: 1,
 		full: make(chan *eventBatch, stageDepth), free: make(chan *eventBatch, stageDepth+1)}
 	d.stage = st
-	var e chromeEvent
-	err := handOver(cancel, st.full, st.free, func() error {
+	var e parsedEvent
+	err := tracemodel.HandOver(cancel, st.full, st.free, func() error {
 		err := d.parse()
 		if serr := st.send(); err == nil {
 			err = serr

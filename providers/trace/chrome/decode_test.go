@@ -1,8 +1,7 @@
-package trace
+package chrome
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -16,100 +15,43 @@ import (
 
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/chrome/chrometest"
+	"github.com/flameox/flameox/providers/trace/tracemodel"
+	"github.com/flameox/flameox/providers/trace/tracemodel/tracemodeltest"
 )
-
-// recorder is a Sink that keeps what it receives.
-type recorder struct {
-	slices   []Event
-	tracks   []Track
-	threads  map[[2]int64]string
-	procs    map[int64]string
-	announce map[int64]bool
-	errs     []string
-}
-
-func newRecorder() *recorder {
-	return &recorder{threads: map[[2]int64]string{}, procs: map[int64]string{}, announce: map[int64]bool{}}
-}
-
-func (r *recorder) Slice(e *Event) error {
-	if !r.announce[e.Track] {
-		r.errs = append(r.errs, fmt.Sprintf("slice %d on unannounced track %d", e.ID, e.Track))
-	}
-	c := *e
-	var p packedArgs
-	p.pack(&e.Args)
-	c.Args = p.expand(new(packedArgs))
-	r.slices = append(r.slices, c)
-	return nil
-}
-func (r *recorder) Track(t Track) {
-	r.announce[t.ID] = true
-	r.tracks = append(r.tracks, t)
-}
-func (r *recorder) ThreadName(pid, tid int64, name string) { r.threads[[2]int64{pid, tid}] = name }
-func (r *recorder) ProcessName(pid int64, name string)     { r.procs[pid] = name }
-
-func openCorpus(t testing.TB, name string) io.Reader {
-	t.Helper()
-	b, err := os.ReadFile(corpusFile(t, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.HasSuffix(name, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = io.ReadAll(zr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return bytes.NewReader(b)
-}
-
-var corpusTraces = []string{
-	"h200__torch-mlp-train.pt.trace.json",
-	"hta__kineto-simple-add-a100.pt.trace.json.gz",
-	"speedscope__chrome116-devtools-trace.json",
-	"speedscope__trace-event-simple-partial.json",
-	"speedscope__trace_event_partial_trailing_comma.json",
-	"speedscope__trace_event_multiprocess.json",
-	"local-h200__jax0.11.2_perfetto_trace.json.gz",
-}
 
 // TestDecodeChromeCorpus compares the decoder and the Nester with Python's reading of
 // the same files.
 func TestDecodeChromeCorpus(t *testing.T) {
-	for _, name := range corpusTraces {
+	for _, name := range chrometest.CorpusTraces {
 		t.Run(name, func(t *testing.T) {
-			want := pythonTruth(t, corpusFile(t, name), 20000)
-			rec := newRecorder()
-			var nested []Nested
-			n := NewNester(NesterOptions{}, rec, func(x *Nested) error {
+			want := chrometest.PythonTruth(t, testtool.Corpus(t, name), 20000)
+			rec := tracemodeltest.NewRecorder()
+			var nested []tracemodel.Nested
+			n := tracemodel.NewNester(tracemodel.NesterOptions{}, rec, func(x *tracemodel.Nested) error {
 				nested = append(nested, *x)
 				return nil
 			})
 			tee := &teeSink{rec, n}
-			st, err := DecodeChrome(context.Background(), openCorpus(t, name), 0, ChromeLimits{}, tee)
+			st, err := Decode(context.Background(), chrometest.OpenCorpus(t, name), 0, Limits{}, tee)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := n.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			if len(rec.errs) > 0 {
-				t.Fatal(rec.errs)
+			if len(rec.Errs) > 0 {
+				t.Fatal(rec.Errs)
 			}
 			if diff := cmp.Diff(want.Stats, *st); diff != "" {
 				t.Errorf("stats (-python +go):\n%s", diff)
 			}
-			if got := int64(len(rec.threads) + len(rec.procs)); got > want.Names {
+			if got := int64(len(rec.Threads) + len(rec.Procs)); got > want.Names {
 				t.Errorf("names: %d distinct, python counted %d name events", got, want.Names)
 			}
 			var xpos int64
 			got := map[int64][3]int64{}
-			for _, e := range rec.slices {
+			for _, e := range rec.Slices {
 				if e.Phase == "X" && e.Dur > 0 {
 					xpos++
 				}
@@ -131,12 +73,12 @@ func TestDecodeChromeCorpus(t *testing.T) {
 			// Real traces hold a few improperly nested slices (Kineto, JAX); the nesting
 			// below still matches Python's containment check.
 			t.Logf("overlaps %d", n.Overlaps())
-			if len(nested) != len(rec.slices) {
-				t.Fatalf("nested %d slices of %d", len(nested), len(rec.slices))
+			if len(nested) != len(rec.Slices) {
+				t.Fatalf("nested %d slices of %d", len(nested), len(rec.Slices))
 			}
 			for i := 1; i < len(nested); i++ {
 				a, b := nested[i-1], nested[i]
-				if (slotKey{b.TS, b.Dur, b.ID}).less(slotKey{a.TS, a.Dur, a.ID}) {
+				if b.TS < a.TS || b.TS == a.TS && (b.Dur > a.Dur || b.Dur == a.Dur && b.ID < a.ID) { // the Nester's order: (TS, -Dur, ID)
 					t.Fatalf("released out of order: %d before %d", a.ID, b.ID)
 				}
 			}
@@ -157,35 +99,35 @@ func TestDecodeChromeCorpus(t *testing.T) {
 // teeSink hands everything to two sinks (a recorder and a Nester) and announces opens
 // to the second.
 type teeSink struct {
-	a Sink
-	b *Nester
+	a tracemodel.Sink
+	b *tracemodel.Nester
 }
 
-func (s *teeSink) Slice(e *Event) error {
+func (s *teeSink) Slice(e *tracemodel.Event) error {
 	if err := s.a.Slice(e); err != nil {
 		return err
 	}
 	return s.b.Slice(e)
 }
-func (s *teeSink) Track(t Track)                          { s.a.Track(t); s.b.Track(t) }
+func (s *teeSink) Track(t tracemodel.Track)               { s.a.Track(t); s.b.Track(t) }
 func (s *teeSink) ThreadName(pid, tid int64, name string) { s.a.ThreadName(pid, tid, name) }
 func (s *teeSink) ProcessName(pid int64, name string)     { s.a.ProcessName(pid, name) }
 func (s *teeSink) Open(id, track, ts int64)               { s.b.Open(id, track, ts) }
 func (s *teeSink) Close(id int64)                         { s.b.Close(id) }
 
-func decodeString(t testing.TB, src string, lim ChromeLimits) (*recorder, *Stats, error) {
+func decodeString(t testing.TB, src string, lim Limits) (*tracemodeltest.Recorder, *tracemodel.Stats, error) {
 	t.Helper()
-	return decodeChromeBoth(t, []byte(src), 3, lim)
+	return decodeBoth(t, []byte(src), 3, lim)
 }
 
-// decodeChromeBoth decodes src with DecodeChrome into a recorder, which it returns
-// with the counts and the error, and fails t when decodeChromeStaged differs from it in
+// decodeBoth decodes src with Decode into a recorder, which it returns
+// with the counts and the error, and fails t when DecodeStaged differs from it in
 // any call on its sink (Open and Close included, in order), count or error: the staged
 // read must be the plain one, failures included.
-func decodeChromeBoth(t testing.TB, src []byte, source int, lim ChromeLimits) (*recorder, *Stats, error) {
+func decodeBoth(t testing.TB, src []byte, source int, lim Limits) (*tracemodeltest.Recorder, *tracemodel.Stats, error) {
 	t.Helper()
-	rec := newRecorder()
-	st, err := DecodeChrome(context.Background(), bytes.NewReader(src), source, lim, rec)
+	rec := tracemodeltest.NewRecorder()
+	st, err := Decode(context.Background(), bytes.NewReader(src), source, lim, rec)
 	sameStaged(t, fmt.Sprintf("%.300q", src), func() io.Reader { return bytes.NewReader(src) }, lim, 0)
 	return rec, st, err
 }
@@ -212,38 +154,38 @@ func TestDecodeChromeArgsAndNumbers(t *testing.T) {
 {"ph":"C","name":"ctr","pid":1,"ts":1,"args":{"v":1}},
 {"ph":"s","id":1,"pid":1,"tid":1,"ts":1},{"ph":"P","pid":1,"tid":1,"ts":1},{"name":"nophase"}
 ],"metadata":{"x":"y"},"displayTimeUnit":"ms"}`
-	rec, st, err := decodeString(t, src, ChromeLimits{})
+	rec, st, err := decodeString(t, src, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ptr := func(v int64) *int64 { return &v }
 	str := func(v string) *string { return &v }
 	hashMain := hashIdent([]byte("main"))
-	want := []Event{
+	want := []tracemodel.Event{
 		{ID: 0, TS: 1700000000000000123, Dur: 15000, Track: 0, Name: "aten::mm", Category: "cpu_op", Phase: "X",
-			Args: Args{Filename: str("aé.py"), Line: ptr(3), InputShapes: str("[[64,1024],[1024,32]]"), AllocationBytes: ptr(-4096),
+			Args: tracemodel.Args{Filename: str("aé.py"), Line: ptr(3), InputShapes: str("[[64,1024],[1024,32]]"), AllocationBytes: ptr(-4096),
 				CorrelationID: ptr(99), Device: ptr(1), Stream: ptr(7), ExternalID: ptr(12)}},
 		{ID: 1, TS: 0, Dur: 2, Track: 1, Name: "round", Phase: "X"},
 		{ID: 2, TS: 2, Dur: 3, Track: 1, Name: "round2", Phase: "X"},
 		{ID: 3, TS: -1, Dur: 0, Track: 1, Name: "neg", Phase: "X"},
 		// "0x1" and local "0x1" are distinct scopes, each closed by its own e.
-		{ID: 7, TS: 10000, Dur: 10000, Track: 2, Name: "req", Category: "c", Phase: "b", Args: Args{CorrelationID: ptr(5)}},
+		{ID: 7, TS: 10000, Dur: 10000, Track: 2, Name: "req", Category: "c", Phase: "b", Args: tracemodel.Args{CorrelationID: ptr(5)}},
 		{ID: 8, TS: 11000, Dur: 10000, Track: 3, Name: "req2", Category: "c", Phase: "b"},
 		// The B's args win; the E's fill those the B lacks.
-		{ID: 12, TS: 1000, Dur: 2000, Track: 1, Name: "outer", Phase: "B", Args: Args{Filename: str("f"), Line: ptr(9)}},
+		{ID: 12, TS: 1000, Dur: 2000, Track: 1, Name: "outer", Phase: "B", Args: tracemodel.Args{Filename: str("f"), Line: ptr(9)}},
 	}
-	if diff := cmp.Diff(want, rec.slices); diff != "" {
+	if diff := cmp.Diff(want, rec.Slices); diff != "" {
 		t.Errorf("slices (-want +got):\n%s", diff)
 	}
-	wantTracks := []Track{{ID: 0, PID: 7, TID: hashMain}, {ID: 1, PID: 1, TID: 1},
+	wantTracks := []tracemodel.Track{{ID: 0, PID: 7, TID: hashMain}, {ID: 1, PID: 1, TID: 1},
 		{ID: 2, PID: 1, TID: 2, Name: "req", Async: true}, {ID: 3, PID: 1, TID: 2, Name: "req2", Async: true}}
-	if diff := cmp.Diff(wantTracks, rec.tracks); diff != "" {
+	if diff := cmp.Diff(wantTracks, rec.Tracks); diff != "" {
 		t.Errorf("tracks (-want +got):\n%s", diff)
 	}
-	if rec.threads[[2]int64{7, hashMain}] != "Main" || rec.procs[7] != "proc" {
-		t.Errorf("names: %v %v", rec.threads, rec.procs)
+	if rec.Threads[[2]int64{7, hashMain}] != "Main" || rec.Procs[7] != "proc" {
+		t.Errorf("names: %v %v", rec.Threads, rec.Procs)
 	}
-	wantSt := Stats{Events: 19, Slices: 7, UnmatchedEnds: 1, Instants: 1, Counters: 1, Flows: 1, Metadata: 1, Ignored: 2}
+	wantSt := tracemodel.Stats{Events: 19, Slices: 7, UnmatchedEnds: 1, Instants: 1, Counters: 1, Flows: 1, Metadata: 1, Ignored: 2}
 	if diff := cmp.Diff(wantSt, *st); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
@@ -321,7 +263,7 @@ func TestDecodeChromeTruncatedAndMalformed(t *testing.T) {
 		{`[] x`, false, 0, "data after the trace"},
 		{`[{"ph":"X","ts":1}] ]`, false, 0, "data after the trace"},
 	} {
-		_, st, err := decodeString(t, c.src, ChromeLimits{})
+		_, st, err := decodeString(t, c.src, Limits{})
 		if c.err == "" {
 			if err != nil {
 				t.Errorf("%q: %v", c.src, err)
@@ -343,13 +285,13 @@ func TestDecodeChromeTruncatedAndMalformed(t *testing.T) {
 // bytes: each must decode or fail with a typed error whose message holds no library
 // text.
 func TestDecodeChromeEveryTruncation(t *testing.T) {
-	b, err := io.ReadAll(openCorpus(t, "speedscope__trace_event_multiprocess.json"))
+	b, err := io.ReadAll(chrometest.OpenCorpus(t, "speedscope__trace_event_multiprocess.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	obj := []byte(`{"traceEvents":[{"ph":"X","name":"a\"\u00e9","ts":1.5,"dur":2,"pid":"p","args":{"Input Dims":[[1,2]],"x":[true,false,null]}},{"ph":"B","ts":2},{"ph":"E","ts":3}],"metadata":{"k":[1,{"v":"w"}]}}`)
 	check := func(src []byte) {
-		_, _, err := decodeChromeBoth(t, src, 1, ChromeLimits{})
+		_, _, err := decodeBoth(t, src, 1, Limits{})
 		if err == nil {
 			return
 		}
@@ -380,21 +322,21 @@ func TestDecodeChromeEveryTruncation(t *testing.T) {
 // token straddles a refill.
 func TestDecodeChromeReadsThroughSmallReads(t *testing.T) {
 	for _, name := range []string{"h200__torch-mlp-train.pt.trace.json", "speedscope__chrome116-devtools-trace.json"} {
-		b, _ := io.ReadAll(openCorpus(t, name))
-		r1 := newRecorder()
-		st1, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, ChromeLimits{}, r1)
+		b, _ := io.ReadAll(chrometest.OpenCorpus(t, name))
+		r1 := tracemodeltest.NewRecorder()
+		st1, err := Decode(context.Background(), bytes.NewReader(b), 0, Limits{}, r1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r2 := newRecorder()
-		st2, err := DecodeChrome(context.Background(), iotestOneByte{bytes.NewReader(b)}, 0, ChromeLimits{}, r2)
+		r2 := tracemodeltest.NewRecorder()
+		st2, err := Decode(context.Background(), iotestOneByte{bytes.NewReader(b)}, 0, Limits{}, r2)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(st1, st2); diff != "" {
 			t.Error(diff)
 		}
-		if diff := cmp.Diff(r1.slices, r2.slices); diff != "" {
+		if diff := cmp.Diff(r1.Slices, r2.Slices); diff != "" {
 			t.Error(diff)
 		}
 	}
@@ -414,15 +356,15 @@ func TestDecodeChromeLimits(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		src  string
-		lim  ChromeLimits
+		lim  Limits
 		unit string
 	}{
-		{"depth", deep, ChromeLimits{MaxDepth: 8}, "levels"},
-		{"open", `[{"ph":"B","ts":1},{"ph":"B","ts":2},{"ph":"B","ts":3}]`, ChromeLimits{MaxOpenPerTrack: 2}, "slices"},
-		{"tracks", `[{"ph":"X","ts":1,"tid":1},{"ph":"X","ts":1,"tid":2},{"ph":"X","ts":1,"tid":3}]`, ChromeLimits{MaxTracks: 2}, "tracks"},
-		{"string", `[{"ph":"X","ts":1,"name":"` + strings.Repeat("n", 20) + `"}]`, ChromeLimits{MaxStringBytes: 10}, "bytes"},
-		{"events", `[{},{},{}]`, ChromeLimits{MaxEvents: 2}, "events"},
-		{"number", `[{"ts":1` + strings.Repeat("0", 5000) + `}]`, ChromeLimits{}, "bytes"},
+		{"depth", deep, Limits{MaxDepth: 8}, "levels"},
+		{"open", `[{"ph":"B","ts":1},{"ph":"B","ts":2},{"ph":"B","ts":3}]`, Limits{MaxOpenPerTrack: 2}, "slices"},
+		{"tracks", `[{"ph":"X","ts":1,"tid":1},{"ph":"X","ts":1,"tid":2},{"ph":"X","ts":1,"tid":3}]`, Limits{MaxTracks: 2}, "tracks"},
+		{"string", `[{"ph":"X","ts":1,"name":"` + strings.Repeat("n", 20) + `"}]`, Limits{MaxStringBytes: 10}, "bytes"},
+		{"events", `[{},{},{}]`, Limits{MaxEvents: 2}, "events"},
+		{"number", `[{"ts":1` + strings.Repeat("0", 5000) + `}]`, Limits{}, "bytes"},
 	} {
 		_, _, err := decodeString(t, c.src, c.lim)
 		var le *providers.LimitError
@@ -431,19 +373,19 @@ func TestDecodeChromeLimits(t *testing.T) {
 		}
 	}
 	// Within the bounds, the same inputs decode.
-	if _, _, err := decodeString(t, deep, ChromeLimits{MaxDepth: 16}); err != nil {
+	if _, _, err := decodeString(t, deep, Limits{MaxDepth: 16}); err != nil {
 		t.Error(err)
 	}
 }
 
 func TestDecodeChromeCancel(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteChromeTrace(&buf, 5000, 4, 1); err != nil {
+	if err := chrometest.WriteTrace(&buf, 5000, 4, 1); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := DecodeChrome(ctx, &buf, 0, ChromeLimits{}, newRecorder())
+	_, err := Decode(ctx, &buf, 0, Limits{}, tracemodeltest.NewRecorder())
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("%v", err)
 	}
@@ -455,11 +397,11 @@ func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
 
 func TestDecodeChromeReadErrors(t *testing.T) {
 	le := &providers.LimitError{Message: "too big"}
-	_, err := DecodeChrome(context.Background(), io.MultiReader(strings.NewReader(`[{"ph":"X","ts":1},`), failingReader{le}), 0, ChromeLimits{}, newRecorder())
+	_, err := Decode(context.Background(), io.MultiReader(strings.NewReader(`[{"ph":"X","ts":1},`), failingReader{le}), 0, Limits{}, tracemodeltest.NewRecorder())
 	if err != le {
 		t.Errorf("%v, want the reader's LimitError", err)
 	}
-	_, err = DecodeChrome(context.Background(), io.MultiReader(strings.NewReader(`[{"ph":"X","ts":1},`), failingReader{errors.New("gzip: invalid checksum")}), 4, ChromeLimits{}, newRecorder())
+	_, err = Decode(context.Background(), io.MultiReader(strings.NewReader(`[{"ph":"X","ts":1},`), failingReader{errors.New("gzip: invalid checksum")}), 4, Limits{}, tracemodeltest.NewRecorder())
 	var de *providers.DecodeError
 	if !errors.As(err, &de) || strings.Contains(de.Message, "gzip") || de.Source != 4 {
 		t.Errorf("%#v, want a DecodeError without the library text", err)
@@ -474,47 +416,47 @@ func TestDecodeChromeKeySpellings(t *testing.T) {
 {"ph":"X","name":"m","pid":1,"tid":2,"ts":9,"dur":1}]`
 	escaped := `[{"\u0070h":"X","nam\u0065":"n","\u0063at":"c","pid":1,"t\u0069d":2,"ts":5,"du\u0072":3,"args":{"External\u0020id":4,"Input Dims":[[1,2]],"correlatio\u006e":6}},
 {"ph" : "X", "name" : "m", "pid" : 1, "tid" : 2, "ts" : 9, "dur" : 1, "a_key_longer_than_sixteen_bytes": {"ph": "B"}}]`
-	want, wantSt, err := decodeString(t, plain, ChromeLimits{})
+	want, wantSt, err := decodeString(t, plain, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, gotSt, err := decodeString(t, escaped, ChromeLimits{})
+	got, gotSt, err := decodeString(t, escaped, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want.slices, got.slices); diff != "" {
+	if diff := cmp.Diff(want.Slices, got.Slices); diff != "" {
 		t.Errorf("escaped keys (-plain +escaped):\n%s", diff)
 	}
 	if diff := cmp.Diff(wantSt, gotSt); diff != "" {
 		t.Errorf("escaped keys' stats (-plain +escaped):\n%s", diff)
 	}
-	if len(want.slices) != 2 || want.slices[0].Args.CorrelationID == nil || *want.slices[0].Args.InputShapes != "[[1,2]]" {
-		t.Fatalf("plain trace read as %+v", want.slices)
+	if len(want.Slices) != 2 || want.Slices[0].Args.CorrelationID == nil || *want.Slices[0].Args.InputShapes != "[[1,2]]" {
+		t.Fatalf("plain trace read as %+v", want.Slices)
 	}
 	lookalikes := `[{"ph\u0000":"X","ph ":"X","phx":"X","name":"n","pid":1,"tid":2,"ts":5,"dur":3},
 {"PH":"X","ts":1},{"p":"X","ts":1},{"tsx":1,"ph":"X","ts":2,"args":{"External id ":4,"correlation_idx":5}}]`
-	rec, st, err := decodeString(t, lookalikes, ChromeLimits{})
+	rec, st, err := decodeString(t, lookalikes, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Ignored != 3 || st.Slices != 1 || rec.slices[0].TS != 2000 || rec.slices[0].Args != (Args{}) {
-		t.Errorf("lookalike keys: stats %+v, slices %+v", st, rec.slices)
+	if st.Ignored != 3 || st.Slices != 1 || rec.Slices[0].TS != 2000 || rec.Slices[0].Args != (tracemodel.Args{}) {
+		t.Errorf("lookalike keys: stats %+v, slices %+v", st, rec.Slices)
 	}
 }
 
 // decoded is what one decoding delivered: slices, tracks, names, counts and the error.
 type decoded struct {
-	rec *recorder
-	st  *Stats
+	rec *tracemodeltest.Recorder
+	st  *tracemodel.Stats
 	err string
 }
 
 // decodeWith decodes b with the fast event path on or off.
-func decodeWith(b []byte, lim ChromeLimits, fast bool) decoded {
+func decodeWith(b []byte, lim Limits, fast bool) decoded {
 	defer func(old bool) { fastEvents = old }(fastEvents)
 	fastEvents = fast
-	rec := newRecorder()
-	st, err := DecodeChrome(context.Background(), bytes.NewReader(b), 0, lim, rec)
+	rec := tracemodeltest.NewRecorder()
+	st, err := Decode(context.Background(), bytes.NewReader(b), 0, lim, rec)
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -531,20 +473,20 @@ func sameDecoding(t *testing.T, what string, want, got decoded) {
 	if got.err != want.err {
 		t.Fatalf("%s: error %q, want %q", what, got.err, want.err)
 	}
-	if diff := cmp.Diff(want.rec.slices, got.rec.slices); diff != "" {
+	if diff := cmp.Diff(want.rec.Slices, got.rec.Slices); diff != "" {
 		t.Fatalf("%s: slices (-want +got):\n%s", what, diff)
 	}
-	if diff := cmp.Diff(want.rec.tracks, got.rec.tracks); diff != "" {
+	if diff := cmp.Diff(want.rec.Tracks, got.rec.Tracks); diff != "" {
 		t.Fatalf("%s: tracks (-want +got):\n%s", what, diff)
 	}
-	if diff := cmp.Diff([]any{want.rec.threads, want.rec.procs, want.st}, []any{got.rec.threads, got.rec.procs, got.st}); diff != "" {
+	if diff := cmp.Diff([]any{want.rec.Threads, want.rec.Procs, want.st}, []any{got.rec.Threads, got.rec.Procs, got.st}); diff != "" {
 		t.Fatalf("%s: names and stats (-want +got):\n%s", what, diff)
 	}
 }
 
 // decodeBothPaths decodes b with and without the fast event path and fails on any
 // difference in slices, tracks, names, counts or error.
-func decodeBothPaths(t *testing.T, b []byte, lim ChromeLimits) {
+func decodeBothPaths(t *testing.T, b []byte, lim Limits) {
 	t.Helper()
 	sameDecoding(t, "fast path against the general one", decodeWith(b, lim, false), decodeWith(b, lim, true))
 }
@@ -552,25 +494,25 @@ func decodeBothPaths(t *testing.T, b []byte, lim ChromeLimits) {
 // TestChromeFastPathMatchesSlow checks the decoder's fast event path against the
 // general one on the corpus traces, a generated one, and edge cases of each field.
 func TestChromeFastPathMatchesSlow(t *testing.T) {
-	for _, name := range corpusTraces {
+	for _, name := range chrometest.CorpusTraces {
 		t.Run(name, func(t *testing.T) {
-			b, err := io.ReadAll(openCorpus(t, name)) // skips without the corpus
+			b, err := io.ReadAll(chrometest.OpenCorpus(t, name)) // skips without the corpus
 			if err != nil {
 				t.Fatal(err)
 			}
-			decodeBothPaths(t, b, ChromeLimits{})
+			decodeBothPaths(t, b, Limits{})
 		})
 	}
 	var gen bytes.Buffer
-	if err := writeStepTrace(&gen, 1<<20); err != nil {
+	if err := chrometest.WriteStepTrace(&gen, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	decodeBothPaths(t, gen.Bytes(), ChromeLimits{})
+	decodeBothPaths(t, gen.Bytes(), Limits{})
 	for i, src := range chromeEdgeCases() {
-		decodeBothPaths(t, []byte(src), ChromeLimits{})
+		decodeBothPaths(t, []byte(src), Limits{})
 		// Small bounds: the paths must agree on which bound fails and where.
-		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4, MaxStringBytes: 2})
-		decodeBothPaths(t, []byte(src), ChromeLimits{MaxDepth: 4}) // keys fit, depth binds
+		decodeBothPaths(t, []byte(src), Limits{MaxDepth: 4, MaxStringBytes: 2})
+		decodeBothPaths(t, []byte(src), Limits{MaxDepth: 4}) // keys fit, depth binds
 		if t.Failed() {
 			t.Fatalf("case %d", i)
 		}
@@ -667,8 +609,8 @@ func chromeEdgeCases() []string {
 func TestDecodeAnyBufferSize(t *testing.T) {
 	inputs := map[string][]byte{}
 	if _, err := os.Stat(testtool.CorpusDir()); err == nil { // else without the corpus
-		for _, name := range corpusTraces {
-			b, err := io.ReadAll(openCorpus(t, name))
+		for _, name := range chrometest.CorpusTraces {
+			b, err := io.ReadAll(chrometest.OpenCorpus(t, name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -676,7 +618,7 @@ func TestDecodeAnyBufferSize(t *testing.T) {
 		}
 	}
 	var gen bytes.Buffer
-	if err := writeStepTrace(&gen, 256<<10); err != nil {
+	if err := chrometest.WriteStepTrace(&gen, 256<<10); err != nil {
 		t.Fatal(err)
 	}
 	inputs["generated"] = gen.Bytes()
@@ -686,7 +628,7 @@ func TestDecodeAnyBufferSize(t *testing.T) {
 	defer func(old int) { scanBufSize = old }(scanBufSize)
 	def := scanBufSize
 	for name, b := range inputs {
-		for _, lim := range []ChromeLimits{{}, {MaxDepth: 4}} {
+		for _, lim := range []Limits{{}, {MaxDepth: 4}} {
 			scanBufSize = def
 			want := decodeWith(b, lim, true)
 			for _, size := range []int{1, 2, 3, 7, 64, 1000} {
@@ -711,13 +653,13 @@ func TestLongNumberAnywhere(t *testing.T) {
 			var msgs []string
 			for _, pad := range []int{0, scanBufSize - 200} {
 				src := "[" + strings.Repeat(" ", pad) + ev + "]"
-				_, err := DecodeChrome(context.Background(), strings.NewReader(src), 0, ChromeLimits{}, newRecorder())
+				_, err := Decode(context.Background(), strings.NewReader(src), 0, Limits{}, tracemodeltest.NewRecorder())
 				msg := "ok"
 				if err != nil {
 					msg = err.Error()
 				}
 				msgs = append(msgs, msg)
-				decodeBothPaths(t, []byte(src), ChromeLimits{})
+				decodeBothPaths(t, []byte(src), Limits{})
 			}
 			if msgs[0] != msgs[1] {
 				t.Errorf("%d digits in %.40s...: %q at the start, %q across the buffer", n, ev, msgs[0], msgs[1])
@@ -736,12 +678,12 @@ func TestChromeInvalidIntervals(t *testing.T) {
 {"ph":"B","name":"inner","ts":5,"pid":1,"tid":1},
 {"ph":"E","ts":4,"pid":1,"tid":1},
 {"ph":"E","ts":9,"pid":1,"tid":1},
-{"ph":"X","name":"ok","ts":20,"dur":2,"pid":1,"tid":1}]`, ChromeLimits{})
+{"ph":"X","name":"ok","ts":20,"dur":2,"pid":1,"tid":1}]`, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, s := range rec.slices {
+	for _, s := range rec.Slices {
 		got = append(got, fmt.Sprintf("%s %d %d", s.Name, s.TS, s.Dur))
 	}
 	want := []string{"outer 1000 8000", "ok 20000 2000"}
