@@ -226,11 +226,28 @@ func BenchmarkProcessRankPstats(b *testing.B) {
 	python := testtool.Require(b, "python3")
 	bin, p := buildFlameox(b), testtool.CProfileFile(b, 50000)
 	args := `{"page_size":100,"metric":"self_time_seconds"}`
-	pairedProcesses(b, "pstats",
-		commandRun(func() *exec.Cmd { return exec.Command(bin, "analyze", "rank_cpu_hotspots", p, "--arguments", args) }),
-		commandRun(func() *exec.Cmd {
-			return exec.Command(python, "-c", "import pstats, sys\npstats.Stats(sys.argv[1]).sort_stats('tottime').print_stats(100)", p)
-		}))
+	ours := func() *exec.Cmd { return exec.Command(bin, "analyze", "rank_cpu_hotspots", p, "--arguments", args) }
+	peer := func() *exec.Cmd {
+		return exec.Command(python, "-c", "import pstats, sys\npstats.Stats(sys.argv[1]).sort_stats('tottime').print_stats(100)", p)
+	}
+	pairedProcesses(b, "pstats", commandRun(ours), commandRun(peer))
+	reportTreeRSS(b, "pstats", ours, peer)
+}
+
+// reportTreeRSS runs each side once more, untimed, for the peak resident memory of its
+// whole process tree (the CLI with its analysis worker and the worker's helper).
+func reportTreeRSS(b *testing.B, name string, ours, peer func() *exec.Cmd) {
+	b.Helper()
+	for _, side := range []struct {
+		cmd  func() *exec.Cmd
+		unit string
+	}{{ours, "flameox-tree-rss-MB"}, {peer, name + "-tree-rss-MB"}} {
+		peak, err := testtool.PeakTreeRSS(side.cmd())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(testtool.MiB(peak), side.unit)
+	}
 }
 
 // BenchmarkProcessCaptureTrue: `flameox capture --provider direct -- true` in an empty
@@ -313,4 +330,5 @@ func BenchmarkProcessAnalysisWorker(b *testing.B) {
 		}
 	}
 	pairedProcesses(b, "inprocess", commandRun(rank()), commandRun(rank("FLAMEOX_ANALYSIS_IN_PROCESS=1")))
+	reportTreeRSS(b, "inprocess", rank(), rank("FLAMEOX_ANALYSIS_IN_PROCESS=1"))
 }

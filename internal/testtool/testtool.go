@@ -177,18 +177,10 @@ func Run(cmd *exec.Cmd) (Measured, error) {
 	if err := cmd.Start(); err != nil {
 		return Measured{}, err
 	}
-	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	pid := cmd.Process.Pid
 	var err error
 	var wall time.Duration
-	peak := sampleMax(func() uint64 {
-		var kb uint64
-		if raw, err := os.ReadFile(status); err == nil {
-			if _, rest, ok := bytes.Cut(raw, []byte("VmHWM:")); ok {
-				fmt.Sscan(string(rest), &kb)
-			}
-		}
-		return kb << 10
-	}, func() {
+	peak := sampleMax(func() uint64 { return statusKB(pid, "VmHWM:") << 10 }, func() {
 		err = cmd.Wait()
 		wall = time.Since(start)
 	})

@@ -1,0 +1,96 @@
+package testtool
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+)
+
+// PeakTreeRSS runs cmd to completion and returns the peak resident memory of its process
+// tree: the largest sum, over samples every 2 ms, of the resident set of the process and
+// of every process descended from it (found by parent links in /proc, since this kernel
+// may not list /proc/PID/task/TID/children), and at least the process's own high-water
+// mark. A CLI whose analysis runs in a worker process is measured with its worker. It
+// scans the whole process table at each sample: keep it out of timed runs.
+func PeakTreeRSS(cmd *exec.Cmd) (uint64, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	root := cmd.Process.Pid
+	var own uint64
+	var err error
+	peak := sampleMax(func() uint64 {
+		own = max(own, statusKB(root, "VmHWM:")<<10)
+		return treeRSS(root)
+	}, func() { err = cmd.Wait() })
+	if err != nil {
+		return 0, fmt.Errorf("%v\n%s", err, out.Bytes())
+	}
+	return max(peak, own), nil
+}
+
+// treeRSS sums VmRSS over root and its live descendants.
+func treeRSS(root int) uint64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	parent := map[int]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := parentOf(pid); ok {
+			parent[pid] = ppid
+		}
+	}
+	var total uint64
+	for pid := range parent {
+		for p, hops := pid, 0; p > 1 && hops < 64; p, hops = parent[p], hops+1 {
+			if p == root {
+				total += statusKB(pid, "VmRSS:") << 10
+				break
+			}
+		}
+	}
+	return total
+}
+
+// parentOf reads the parent pid from /proc/PID/stat (the field after the parenthesised
+// command name, which may itself hold spaces and parentheses).
+func parentOf(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	var state string
+	var ppid int
+	if _, err := fmt.Sscan(string(b[i+1:]), &state, &ppid); err != nil {
+		return 0, false
+	}
+	return ppid, true
+}
+
+// statusKB reads one kB field of /proc/PID/status (VmRSS:, VmHWM:), 0 when absent.
+func statusKB(pid int, field string) uint64 {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := bytes.Cut(raw, []byte(field))
+	if !ok {
+		return 0
+	}
+	var kb uint64
+	fmt.Sscan(string(rest), &kb)
+	return kb
+}
