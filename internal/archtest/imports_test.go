@@ -76,14 +76,15 @@ func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, d
 
 // family is the provider family a package (a path relative to the module) belongs to:
 // the direct child of providers/ it is under, other than internal (shared formats and
-// helpers) and all (which imports every family to register them); "" for any other.
+// helpers), all (which imports every family to register them) and providerstest (the
+// test harness every family's tests share); "" for any other.
 func family(pkg string) string {
 	rest, ok := strings.CutPrefix(pkg, "providers/")
 	if !ok {
 		return ""
 	}
 	name, _, _ := strings.Cut(rest, "/")
-	if name == "internal" || name == "all" {
+	if name == "internal" || name == "all" || name == "providerstest" {
 		return ""
 	}
 	return name

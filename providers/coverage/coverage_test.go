@@ -19,6 +19,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // systemPython is Debian's interpreter, the one python3-coverage serves.
@@ -106,43 +107,10 @@ func readTruth(t *testing.T, path string) (truth, []row) {
 	return tr, rows
 }
 
-func input(t *testing.T, path string) providers.Input {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return providers.Input{Index: 0, Path: path, Format: gen.FormatCoverage, Size: st.Size()}
-}
-
+// analyze summarizes the coverage data file at path.
 func analyze(t *testing.T, path string) (*providers.Analysis, error) {
 	t.Helper()
-	return summarize(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{input(t, path)}})
-}
-
-// pageAll pages every row in steps of limit.
-func pageAll(t *testing.T, rows providers.Rows, limit int64) []row {
-	t.Helper()
-	var out []row
-	for offset := int64(0); ; {
-		p, err := rows.Page(context.Background(), offset, limit, nil)
-		if err != nil {
-			t.Fatalf("page at %d: %v", offset, err)
-		}
-		for _, b := range p.Rows {
-			var r row
-			dec := json.NewDecoder(bytes.NewReader(b))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&r); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, r)
-		}
-		offset += int64(len(p.Rows))
-		if !p.More {
-			return out
-		}
-	}
+	return providerstest.Analyze(t, summarize, &gen.NoFields{}, providerstest.Input(t, path, gen.FormatCoverage))
 }
 
 // distinctCounts are the distinct (file, line) and (file, from, to) pairs of rows.
@@ -171,7 +139,7 @@ func checkAgainstTruth(t *testing.T, path string) []row {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := pageAll(t, a.Rows, 7)
+	got := providerstest.Decode[row](t, providerstest.Rows(t, a.Rows, 7))
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("rows differ from coverage.py's CoverageData (-want +got):\n%s", diff)
 	}
@@ -450,7 +418,7 @@ func TestEmptyDataFileHasNoRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pageAll(t, a.Rows, 10); len(got) != 0 || a.Metrics["line_count"] != int64(0) {
+	if got := providerstest.Decode[row](t, providerstest.Rows(t, a.Rows, 10)); len(got) != 0 || a.Metrics["line_count"] != int64(0) {
 		t.Errorf("rows %v, metrics %v", got, a.Metrics)
 	}
 	if !slices.ContainsFunc(a.Limitations, func(s string) bool { return strings.HasPrefix(s, "no_coverage_recorded") }) {

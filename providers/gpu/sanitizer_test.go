@@ -16,6 +16,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // sanitizerTruth reads a Compute Sanitizer log with Python's xml.etree: every record's
@@ -116,7 +117,7 @@ func etreeTruth(t *testing.T, path string) (rows []any, metrics map[string]any) 
 // inspectFile runs inspect_sanitizer_failures on the log at path.
 func inspectFile(t *testing.T, path string) *providers.Analysis {
 	t.Helper()
-	a, err := inspectSanitizer(context.Background(), &providers.Request[gen.NoFields]{Inputs: []providers.Input{inputOf(t, path)}})
+	a, err := providerstest.Analyze(t, inspectSanitizer, nil, providerstest.Input(t, path, gen.FormatComputeSanitizer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func inspectFile(t *testing.T, path string) *providers.Analysis {
 func againstEtree(t *testing.T, path string, a *providers.Analysis) (etreeRows []any, etreeMetrics map[string]any) {
 	t.Helper()
 	rows, metrics := etreeTruth(t, path)
-	if diff := gocmp.Diff(rows, pageAll(t, a)); diff != "" {
+	if diff := gocmp.Diff(rows, providerstest.Decode[any](t, providerstest.Rows(t, a.Rows, 100))); diff != "" {
 		t.Errorf("rows differ from xml.etree (-etree +flameox):\n%s", diff)
 	}
 	if diff := gocmp.Diff(metrics, asJSON(t, a.Metrics)); diff != "" {
@@ -136,37 +137,10 @@ func againstEtree(t *testing.T, path string, a *providers.Analysis) (etreeRows [
 	return rows, metrics
 }
 
-func inputOf(t *testing.T, path string) providers.Input {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return providers.Input{Path: path, Format: gen.FormatComputeSanitizer, Size: st.Size()}
-}
-
 // asJSON round-trips v through JSON into generic values.
 func asJSON(t *testing.T, v any) any {
 	t.Helper()
 	return testtool.JSONValue(t, v)
-}
-
-// pageAll encodes every row of an analysis.
-func pageAll(t *testing.T, a *providers.Analysis) []any {
-	t.Helper()
-	page, err := a.Rows.Page(context.Background(), 0, 1<<20, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := []any{}
-	for _, r := range page.Rows {
-		var v any
-		if err := json.Unmarshal(r, &v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 func TestSanitizerCorpusAgainstElementTree(t *testing.T) {
@@ -357,7 +331,7 @@ func TestSanitizerRefusesMalformedAndForeignLogs(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tt.text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := readSanitizer(context.Background(), inputOf(t, p))
+			_, err := readSanitizer(context.Background(), providerstest.Input(t, p, gen.FormatComputeSanitizer))
 			switch tt.want.(type) {
 			case *providers.DecodeError:
 				var e *providers.DecodeError

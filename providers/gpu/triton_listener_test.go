@@ -17,6 +17,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // No Triton is installable here: the listener runs against the FAKE triton package in
@@ -25,12 +26,6 @@ import (
 // configs_timings, bench_time) and, with FAKE_TRITON_LISTENER_KNOB=1, calls
 // knobs.autotuning.listener as Triton 3.8 does. testdata/tritonlistener/workload.py
 // autotunes the kernels of spec.json; truth.py computes the rows from spec.json alone.
-
-func listenerInput(t *testing.T, path string) providers.Input {
-	in := inputOf(t, path)
-	in.Format = gen.FormatTriton
-	return in
-}
 
 // runListener runs the workload under the listener and returns the listener file.
 func runListener(t *testing.T, py string, knob, importAfter bool) string {
@@ -113,11 +108,11 @@ func TestTritonListenerAgainstSpec(t *testing.T) {
 			if got := r.Detect(filepath.Base(path), raw[:min(len(raw), 512)]); len(got) == 0 || got[0] != gen.FormatTriton {
 				t.Errorf("Detect = %v; want triton first", got)
 			}
-			a, err := inspectTriton(context.Background(), &providers.Request[gen.NoFields]{Inputs: []providers.Input{listenerInput(t, path)}})
+			a, err := providerstest.Analyze(t, inspectTriton, nil, providerstest.Input(t, path, gen.FormatTriton))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := pageAll(t, a)
+			got := providerstest.Decode[any](t, providerstest.Rows(t, a.Rows, 100))
 			for _, row := range got {
 				m := row.(map[string]any)
 				if s, ok := m["tuning_seconds"].(float64); ok && s > 0 {
@@ -227,7 +222,7 @@ func TestTritonListenerRefusesMalformedRecords(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tt.text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := readTritonListener(context.Background(), listenerInput(t, p))
+			_, err := readTritonListener(context.Background(), providerstest.Input(t, p, gen.FormatTriton))
 			var (
 				de      *providers.DecodeError
 				ue      *providers.UnsupportedError
@@ -266,7 +261,7 @@ func TestTritonListenerBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	var le *providers.LimitError
-	if _, err := readTritonListener(context.Background(), listenerInput(t, p)); !errors.As(err, &le) || le.Unit != "records" {
+	if _, err := readTritonListener(context.Background(), providerstest.Input(t, p, gen.FormatTriton)); !errors.As(err, &le) || le.Unit != "records" {
 		t.Errorf("%d records: %T %v; want a records limit", maxTritonEntries+1, err, err)
 	}
 	// An empty file is a complete result without selections.
@@ -274,11 +269,11 @@ func TestTritonListenerBounds(t *testing.T) {
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, err := inspectTriton(context.Background(), &providers.Request[gen.NoFields]{Inputs: []providers.Input{listenerInput(t, p)}})
+	a, err := providerstest.Analyze(t, inspectTriton, nil, providerstest.Input(t, p, gen.FormatTriton))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pageAll(t, a)) != 0 || a.Metrics["cache_hit_count"] != 0 || len(a.Limitations) != 1 || !strings.HasPrefix(a.Limitations[0], "no_autotune_entries") {
+	if len(providerstest.Decode[any](t, providerstest.Rows(t, a.Rows, 100))) != 0 || a.Metrics["cache_hit_count"] != 0 || len(a.Limitations) != 1 || !strings.HasPrefix(a.Limitations[0], "no_autotune_entries") {
 		t.Errorf("an empty listener file: metrics %v, limitations %q", a.Metrics, a.Limitations)
 	}
 }
@@ -297,11 +292,11 @@ func TestTritonListenerRecordFields(t *testing.T) {
 	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, err := inspectTriton(context.Background(), &providers.Request[gen.NoFields]{Inputs: []providers.Input{listenerInput(t, p)}})
+	a, err := providerstest.Analyze(t, inspectTriton, nil, providerstest.Input(t, p, gen.FormatTriton))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(pageAll(t, a))
+	b, err := json.Marshal(providerstest.Decode[any](t, providerstest.Rows(t, a.Rows, 100)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +350,7 @@ func TestTritonListenerDetection(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ue *providers.UnsupportedError
-	if _, err := readTriton(context.Background(), tritonInput(t, p)); !errors.As(err, &ue) || !strings.Contains(err.Error(), "give its format as triton") {
+	if _, err := readTriton(context.Background(), providerstest.Input(t, p, gen.FormatTritonCache)); !errors.As(err, &ue) || !strings.Contains(err.Error(), "give its format as triton") {
 		t.Errorf("listener JSONL read as a cache entry: %v", err)
 	}
 }

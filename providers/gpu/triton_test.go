@@ -15,6 +15,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // tritonTruth reads cache entries (one JSON document a line, or one document) with
@@ -56,12 +57,6 @@ for n, e in enumerate(docs):
 json.dump(rows, sys.stdout)
 `
 
-func tritonInput(t *testing.T, path string) providers.Input {
-	in := inputOf(t, path)
-	in.Format = gen.FormatTritonCache
-	return in
-}
-
 func checkTritonTruth(t *testing.T, path, mode string, want int) {
 	t.Helper()
 	py := testtool.Require(t, "python3")
@@ -73,11 +68,11 @@ func checkTritonTruth(t *testing.T, path, mode string, want int) {
 	if err := json.Unmarshal(out, &truth); err != nil {
 		t.Fatal(err)
 	}
-	a, err := inspectTriton(context.Background(), &providers.Request[gen.NoFields]{Inputs: []providers.Input{tritonInput(t, path)}})
+	a, err := providerstest.Analyze(t, inspectTriton, nil, providerstest.Input(t, path, gen.FormatTritonCache))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := pageAll(t, a)
+	got := providerstest.Decode[any](t, providerstest.Rows(t, a.Rows, 100))
 	if diff := gocmp.Diff(truth, got); diff != "" {
 		t.Errorf("rows differ from python json (-python +flameox):\n%s", diff)
 	}
@@ -93,7 +88,7 @@ func TestTritonCorpusAgainstPythonJSON(t *testing.T) {
 	path := testtool.Corpus(t, "h200__triton-add.autotune.json")
 	checkTritonTruth(t, path, "doc", 1)
 	// The corpus README: best BLOCK 1024, num_warps 4.
-	rows, err := readTriton(context.Background(), tritonInput(t, path))
+	rows, err := readTriton(context.Background(), providerstest.Input(t, path, gen.FormatTritonCache))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +137,7 @@ with open(sys.argv[2], "w") as f:
 		t.Fatalf("python: %v\n%s", err, out)
 	}
 	checkTritonTruth(t, path, "lines", 5)
-	rows, err := readTriton(context.Background(), tritonInput(t, path))
+	rows, err := readTriton(context.Background(), providerstest.Input(t, path, gen.FormatTritonCache))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +231,7 @@ func TestTritonRefusesMalformedAndForeignSources(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tt.text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := readTriton(context.Background(), tritonInput(t, p))
+			_, err := readTriton(context.Background(), providerstest.Input(t, p, gen.FormatTritonCache))
 			var de *providers.DecodeError
 			var ue *providers.UnsupportedError
 			switch {
@@ -255,11 +250,11 @@ func TestTritonEmptyBundleIsComplete(t *testing.T) {
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, err := inspectTriton(context.Background(), &providers.Request[gen.NoFields]{Inputs: []providers.Input{tritonInput(t, p)}})
+	a, err := providerstest.Analyze(t, inspectTriton, nil, providerstest.Input(t, p, gen.FormatTritonCache))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pageAll(t, a)) != 0 || len(a.Limitations) != 1 || !strings.HasPrefix(a.Limitations[0], "no_autotune_entries") {
+	if len(providerstest.Decode[any](t, providerstest.Rows(t, a.Rows, 100))) != 0 || len(a.Limitations) != 1 || !strings.HasPrefix(a.Limitations[0], "no_autotune_entries") {
 		t.Errorf("an empty bundle: limitations %q", a.Limitations)
 	}
 }

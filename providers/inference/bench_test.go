@@ -13,6 +13,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 const benchRequests = 1_000_000
@@ -103,7 +104,7 @@ func benchSummary(b *testing.B, in providers.Input) {
 	b.ReportAllocs()
 	for b.Loop() {
 		peak := testtool.PeakHeap(func() {
-			a, err := summarize(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{in}})
+			a, err := providerstest.Analyze(b, summarize, &gen.NoFields{}, in)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -121,7 +122,7 @@ func benchCompare(b *testing.B, in providers.Input) {
 	b.SetBytes(2 * in.Size)
 	for b.Loop() {
 		peak := testtool.PeakHeap(func() {
-			a, err := runCompare([]providers.Input{in, in}, gen.InferenceCompareFields{})
+			a, err := providerstest.Analyze(b, compare, &gen.InferenceCompareFields{}, in, in)
 			if err != nil {
 				b.Fatal(err)
 			}

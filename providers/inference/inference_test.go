@@ -18,6 +18,7 @@ import (
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/nonfinite"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 func corpus(t testing.TB, name string) string { return testtool.Corpus(t, name) }
@@ -44,41 +45,14 @@ func python(t *testing.T, v any, script string, args ...string) {
 	}
 }
 
-func input(path string, f gen.Format) providers.Input {
-	return providers.Input{Index: 0, Path: path, Format: f}
-}
-
+// runSummary summarizes in and returns every row.
 func runSummary(t *testing.T, in providers.Input) (*providers.Analysis, []map[string]any) {
 	t.Helper()
-	a, err := summarize(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{in}})
+	a, err := providerstest.Analyze(t, summarize, &gen.NoFields{}, in)
 	if err != nil {
 		t.Fatalf("summarize: %v", err)
 	}
-	return a, page(t, a.Rows, 0, 1000)
-}
-
-func page(t *testing.T, rows providers.Rows, offset, limit int64) []map[string]any {
-	t.Helper()
-	p, err := rows.Page(context.Background(), offset, limit, nil)
-	if err != nil {
-		t.Fatalf("page: %v", err)
-	}
-	var out []map[string]any
-	for _, r := range p.Rows {
-		var m map[string]any
-		if err := json.Unmarshal(r, &m); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func runCompare(in []providers.Input, f gen.InferenceCompareFields) (*providers.Analysis, error) {
-	for i := range in {
-		in[i].Index = i
-	}
-	return compare(context.Background(), &providers.Request[gen.InferenceCompareFields]{Fields: &f, Inputs: in})
+	return a, providerstest.Maps(t, providerstest.Rows(t, a.Rows, 1000))
 }
 
 func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
@@ -133,7 +107,7 @@ func TestAIPerfRequestsAgainstPython(t *testing.T) {
 		Stats               map[string]map[string]float64
 	}
 	python(t, &want, requestTruth, path)
-	a, rows := runSummary(t, input(path, gen.FormatAiperf))
+	a, rows := runSummary(t, providerstest.Input(t, path, gen.FormatAiperf))
 	m := a.Metrics
 	if m["request_count"] != want.Records || m["successful_requests"] != want.OK || m["error_requests"] != want.Errors ||
 		m["input_tokens"] != want.InputTokens || m["output_tokens"] != want.OutputTokens || m["first_request_start_ns"] != want.FirstStart {
@@ -184,7 +158,7 @@ print(json.dumps({k: {s: v for s, v in d[k].items() if isinstance(v, (int, float
 func TestAIPerfAgreesWithItsAggregate(t *testing.T) {
 	var want map[string]map[string]float64
 	python(t, &want, aggregateTruth, corpus(t, "aiperf__profile_export_aiperf.json"))
-	a, _ := runSummary(t, input(corpus(t, "aiperf__profile_export.jsonl"), gen.FormatAiperf))
+	a, _ := runSummary(t, providerstest.Input(t, corpus(t, "aiperf__profile_export.jsonl"), gen.FormatAiperf))
 	m := a.Metrics
 	if float64(m["successful_requests"].(int)) != want["request_count"]["avg"] || float64(m["error_requests"].(int)) != want["error_request_count"]["avg"] {
 		t.Errorf("successful %v errors %v; AIPerf says request_count %v error_request_count %v",
@@ -228,7 +202,7 @@ func measurements(rows []map[string]any) map[string]float64 {
 func TestAIPerfAggregateExports(t *testing.T) {
 	var blocks map[string]map[string]any
 	python(t, &blocks, `import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["records"]))`, corpus(t, "aiperf__profile_export_aiperf.json"))
-	a, rows := runSummary(t, input(corpus(t, "aiperf__profile_export_aiperf.json"), gen.FormatAiperf))
+	a, rows := runSummary(t, providerstest.Input(t, corpus(t, "aiperf__profile_export_aiperf.json"), gen.FormatAiperf))
 	got := measurements(rows)
 	stats := []string{"avg", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std"}
 	n := 0
@@ -258,7 +232,7 @@ func TestAIPerfAggregateExports(t *testing.T) {
 		t.Errorf("identity %v", a.Metrics)
 	}
 	// The CSV of the same run names its rows alike and rounds to two decimals.
-	_, csvRows := runSummary(t, input(corpus(t, "aiperf__profile_export_aiperf.csv"), gen.FormatAiperf))
+	_, csvRows := runSummary(t, providerstest.Input(t, corpus(t, "aiperf__profile_export_aiperf.csv"), gen.FormatAiperf))
 	if len(csvRows) < 100 {
 		t.Fatalf("%d CSV rows", len(csvRows))
 	}
@@ -286,7 +260,7 @@ for l in open(sys.argv[1]):
   r = json.loads(l)
   out.append({k: (str(v) if v in (float("inf"), float("-inf")) else v) for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
 print(json.dumps(out))`, corpus(t, name))
-			a, rows := runSummary(t, input(corpus(t, name), gen.FormatSglangBenchmark))
+			a, rows := runSummary(t, providerstest.Input(t, corpus(t, name), gen.FormatSglangBenchmark))
 			got := measurements(rows)
 			n, completed := 0, 0.0
 			for i, rec := range want {
@@ -348,7 +322,7 @@ func TestMooncakeAgainstPython(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var want traceFigures
 			python(t, &want, traceTruth, corpus(t, name))
-			a, rows := runSummary(t, input(corpus(t, name), gen.FormatMooncakeTrace))
+			a, rows := runSummary(t, providerstest.Input(t, corpus(t, name), gen.FormatMooncakeTrace))
 			m := a.Metrics
 			in := m["statistics"].(map[string]any)["input_length"].(map[string]any)
 			if int64(m["request_count"].(int)) != want.N || m["max_input_length"] != want.MaxIn || m["max_output_length"] != want.MaxOut ||
@@ -359,7 +333,7 @@ func TestMooncakeAgainstPython(t *testing.T) {
 			if !near(in["mean"].(float64), want.MeanIn, 1e-9*want.MeanIn) || in["p50"] != want.P50In || !near(in["p95"].(float64), want.P95In, 1e-9*want.P95In) {
 				t.Errorf("input_length statistics %v, want %+v", in, want)
 			}
-			if int64(len(rows)) != min(want.N, 1000) || rows[0]["line_index"] != 0.0 {
+			if int64(len(rows)) != want.N || rows[0]["line_index"] != 0.0 {
 				t.Errorf("%d rows", len(rows))
 			}
 		})
@@ -376,7 +350,7 @@ const vllmResult = `{"date": "20260101-120000", "endpoint_type": "vllm", "backen
 func TestVLLMConstructedResult(t *testing.T) {
 	second := strings.Replace(strings.Replace(vllmResult, `"request_throughput": 7.84`, `"request_throughput": 8.16`, 1), `"completed": 98, "failed": 2`, `"completed": 100, "failed": 0`, 1)
 	path := write(t, "vllm-constructed.json", vllmResult+"\n"+second+"\n")
-	a, rows := runSummary(t, input(path, gen.FormatVllmBenchmark))
+	a, rows := runSummary(t, providerstest.Input(t, path, gen.FormatVllmBenchmark))
 	got := measurements(rows)
 	for k, v := range map[string]float64{
 		"0/vllm.request_throughput": 7.84, "1/vllm.request_throughput": 8.16, "0/vllm.output_throughput": 1003.52,
@@ -409,7 +383,7 @@ func TestVLLMConstructedResult(t *testing.T) {
 	}
 	// An older benchmark_serving.py result has no failed count: it is derived and said so.
 	old := strings.Replace(vllmResult, `"failed": 2, `, "", 1)
-	a, rows = runSummary(t, input(write(t, "old.json", old), gen.FormatVllmBenchmark))
+	a, rows = runSummary(t, providerstest.Input(t, write(t, "old.json", old), gen.FormatVllmBenchmark))
 	if measurements(rows)["0/vllm.failed_requests"] != 2 || !strings.Contains(strings.Join(a.Limitations, " "), "num_prompts - completed") {
 		t.Errorf("derived failed count: %v %q", measurements(rows)["0/vllm.failed_requests"], a.Limitations)
 	}
@@ -483,7 +457,7 @@ func TestComparisons(t *testing.T) {
 	conv, synth := corpus(t, "Mooncake__conversation_trace_head2000.jsonl"), corpus(t, "Mooncake__synthetic_trace_head500.jsonl")
 	mc := func(p string) providers.Input { return providers.Input{Path: p, Format: gen.FormatMooncakeTrace} }
 	t.Run("known-different traces need allow_heterogeneous", func(t *testing.T) {
-		_, err := runCompare([]providers.Input{mc(conv), mc(synth)}, gen.InferenceCompareFields{})
+		_, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{}, mc(conv), mc(synth))
 		var fe *providers.FieldError
 		if !errors.As(err, &fe) || fe.Field[0] != "allow_heterogeneous" || fe.Details["identity_differences"].(map[string]any)["workload.trace"] == nil {
 			t.Fatalf("error %v", err)
@@ -492,11 +466,11 @@ func TestComparisons(t *testing.T) {
 		python(t, &c, traceTruth, conv)
 		python(t, &s, traceTruth, synth)
 		metric := "output_length"
-		a, err := runCompare([]providers.Input{mc(conv), mc(synth)}, gen.InferenceCompareFields{AllowHeterogeneous: true, Metric: &metric})
+		a, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{AllowHeterogeneous: true, Metric: &metric}, mc(conv), mc(synth))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows := page(t, a.Rows, 0, 100)
+		rows := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 		r := rows[0]
 		if r["compatibility"] != "heterogeneous" || !near(r["baseline_mean"].(float64), c.MeanOut, 1e-9) || !near(r["candidate_mean"].(float64), s.MeanOut, 1e-9) ||
 			!near(r["ratio"].(float64), s.MeanOut/c.MeanOut, 1e-12) || r["baseline_samples"] != float64(c.N) || r["candidate_samples"] != float64(s.N) {
@@ -507,11 +481,11 @@ func TestComparisons(t *testing.T) {
 		}
 	})
 	t.Run("same trace is partial: a trace names no system", func(t *testing.T) {
-		a, err := runCompare([]providers.Input{mc(synth), mc(synth), mc(synth)}, gen.InferenceCompareFields{BaselineIndex: 1})
+		a, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{BaselineIndex: 1}, mc(synth), mc(synth), mc(synth))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows := page(t, a.Rows, 0, 100)
+		rows := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 		if len(rows) != 2 || rows[0]["candidate_index"] != 0.0 || rows[1]["candidate_index"] != 2.0 || rows[0]["ratio"] != 1.0 ||
 			rows[0]["compatibility"] != "partial" || a.Metrics["metric"] != "input_length" {
 			t.Errorf("rows %v metrics %v", rows, a.Metrics)
@@ -522,17 +496,17 @@ func TestComparisons(t *testing.T) {
 		var want struct{ Stats map[string]map[string]float64 }
 		python(t, &want, requestTruth, aiperf.Path)
 		metric := "ttft_ns"
-		a, err := runCompare([]providers.Input{aiperf, aiperf}, gen.InferenceCompareFields{Metric: &metric})
+		a, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{Metric: &metric}, aiperf, aiperf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := page(t, a.Rows, 0, 10)[0]
+		r := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 10))[0]
 		if r["ratio"] != 1.0 || r["baseline_samples"] != 89.0 || !near(r["baseline_mean"].(float64), want.Stats["ttft_ns"]["mean"], 1e-3) ||
 			r["compatibility"] != "partial" || fmt.Sprint(r["identity_unavailable"]) != "[system workload]" {
 			t.Errorf("row %v", r)
 		}
 		bad := "p95"
-		_, err = runCompare([]providers.Input{aiperf, aiperf}, gen.InferenceCompareFields{Metric: &bad})
+		_, err = providerstest.Analyze(t, compare, &gen.InferenceCompareFields{Metric: &bad}, aiperf, aiperf)
 		var fe *providers.FieldError
 		if !errors.As(err, &fe) || fe.Field[0] != "metric" || len(fe.Accepted) != len(requestMetrics) {
 			t.Errorf("unknown metric: %v", err)
@@ -540,17 +514,17 @@ func TestComparisons(t *testing.T) {
 	})
 	t.Run("aiperf records and aggregates are never mixed", func(t *testing.T) {
 		agg := providers.Input{Path: corpus(t, "aiperf__profile_export_aiperf.json"), Format: gen.FormatAiperf}
-		_, err := runCompare([]providers.Input{aiperf, agg}, gen.InferenceCompareFields{})
+		_, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{}, aiperf, agg)
 		var fe *providers.FieldError
 		if !errors.As(err, &fe) || fmt.Sprint(fe.Field) != "[sources 1]" {
 			t.Errorf("error %v", err)
 		}
 		csv := providers.Input{Path: corpus(t, "aiperf__profile_export_aiperf.csv"), Format: gen.FormatAiperf}
-		a, err := runCompare([]providers.Input{agg, csv}, gen.InferenceCompareFields{})
+		a, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{}, agg, csv)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := page(t, a.Rows, 0, 10)[0]
+		r := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 10))[0]
 		if r["metric"] != "aiperf.request_latency.avg" || !near(r["ratio"].(float64), 1, 1e-6) || r["compatibility"] != "partial" {
 			t.Errorf("row %v", r)
 		}
@@ -558,13 +532,13 @@ func TestComparisons(t *testing.T) {
 	offline := providers.Input{Path: corpus(t, "h200-benchmarks__sglang_bench_serving_llama70b_offline.jsonl"), Format: gen.FormatSglangBenchmark}
 	online := providers.Input{Path: corpus(t, "h200-benchmarks__sglang_bench_serving_llama70b_online.jsonl"), Format: gen.FormatSglangBenchmark}
 	t.Run("sglang", func(t *testing.T) {
-		_, err := runCompare([]providers.Input{offline, online}, gen.InferenceCompareFields{})
+		_, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{}, offline, online)
 		var fe *providers.FieldError
 		if !errors.As(err, &fe) || fe.Field[0] != "metric" || !slices.Contains(fe.Accepted, "sglang.output_throughput") || slices.Contains(fe.Accepted, "sglang.request_throughput") {
 			t.Fatalf("these runs carry no request_throughput: %v", err)
 		}
 		metric := "sglang.output_throughput"
-		_, err = runCompare([]providers.Input{offline, online}, gen.InferenceCompareFields{Metric: &metric})
+		_, err = providerstest.Analyze(t, compare, &gen.InferenceCompareFields{Metric: &metric}, offline, online)
 		if !errors.As(err, &fe) || fe.Field[0] != "allow_heterogeneous" {
 			t.Fatalf("online and offline runs differ: %v", err)
 		}
@@ -574,11 +548,11 @@ func TestComparisons(t *testing.T) {
 		}
 		var mean float64
 		python(t, &mean, `import json, sys, statistics; print(statistics.fmean(json.loads(l)["output_throughput"] for l in open(sys.argv[1])))`, offline.Path)
-		a, err := runCompare([]providers.Input{offline, offline}, gen.InferenceCompareFields{Metric: &metric})
+		a, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{Metric: &metric}, offline, offline)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := page(t, a.Rows, 0, 10)[0]
+		r := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 10))[0]
 		if !near(r["baseline_mean"].(float64), mean, 1e-9*mean) || r["baseline_samples"] != 7.0 || r["compatibility"] != "partial" ||
 			!strings.Contains(strings.Join(a.Limitations, " "), "mean over its runs") {
 			t.Errorf("row %v, python mean %v", r, mean)
@@ -587,16 +561,16 @@ func TestComparisons(t *testing.T) {
 	t.Run("vllm identities", func(t *testing.T) {
 		base := providers.Input{Path: write(t, "a.json", vllmResult), Format: gen.FormatVllmBenchmark}
 		other := providers.Input{Path: write(t, "b.json", strings.Replace(strings.ReplaceAll(vllmResult, "Llama-3.1-8B", "Llama-3.1-70B"), `"request_throughput": 7.84`, `"request_throughput": 3.92`, 1)), Format: gen.FormatVllmBenchmark}
-		_, err := runCompare([]providers.Input{base, other}, gen.InferenceCompareFields{})
+		_, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{}, base, other)
 		var fe *providers.FieldError
 		if !errors.As(err, &fe) || fmt.Sprint(sortedKeys(fe.Details["identity_differences"].(map[string]any))) != "[system.model_id system.tokenizer_id]" {
 			t.Fatalf("error %v", err)
 		}
-		a, err := runCompare([]providers.Input{base, other, base}, gen.InferenceCompareFields{AllowHeterogeneous: true})
+		a, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{AllowHeterogeneous: true}, base, other, base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows := page(t, a.Rows, 0, 10)
+		rows := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 10))
 		if rows[0]["ratio"] != 0.5 || rows[0]["compatibility"] != "heterogeneous" || rows[1]["compatibility"] != "compatible" || rows[1]["ratio"] != 1.0 {
 			t.Errorf("rows %v", rows)
 		}
@@ -606,16 +580,16 @@ func TestComparisons(t *testing.T) {
 		}
 	})
 	t.Run("request errors", func(t *testing.T) {
-		_, err := runCompare([]providers.Input{aiperf, mc(synth)}, gen.InferenceCompareFields{})
+		_, err := providerstest.Analyze(t, compare, &gen.InferenceCompareFields{}, aiperf, mc(synth))
 		var fe *providers.FieldError
 		if !errors.As(err, &fe) || fmt.Sprint(fe.Field) != "[sources 1 format]" {
 			t.Errorf("mixed formats: %v", err)
 		}
-		_, err = runCompare([]providers.Input{aiperf, aiperf}, gen.InferenceCompareFields{BaselineIndex: 2})
+		_, err = providerstest.Analyze(t, compare, &gen.InferenceCompareFields{BaselineIndex: 2}, aiperf, aiperf)
 		if !errors.As(err, &fe) || fe.Field[0] != "baseline_index" {
 			t.Errorf("baseline_index: %v", err)
 		}
-		_, err = runCompare([]providers.Input{mc(synth), {Path: write(t, "bad.jsonl", "{}\n"), Format: gen.FormatMooncakeTrace}}, gen.InferenceCompareFields{})
+		_, err = providerstest.Analyze(t, compare, &gen.InferenceCompareFields{}, mc(synth), providers.Input{Path: write(t, "bad.jsonl", "{}\n"), Format: gen.FormatMooncakeTrace})
 		var de *providers.DecodeError
 		if !errors.As(err, &de) || de.Source != 1 || !strings.HasPrefix(de.Message, "source 1: ") {
 			t.Errorf("decode error of source 1: %v", err)
@@ -626,12 +600,16 @@ func TestComparisons(t *testing.T) {
 // TestPaging: request rows are paged by reading the export again; a page starts where
 // asked and says whether rows follow.
 func TestPaging(t *testing.T) {
-	a, _ := runSummary(t, input(corpus(t, "aiperf__profile_export.jsonl"), gen.FormatAiperf))
+	a, _ := runSummary(t, providerstest.Input(t, corpus(t, "aiperf__profile_export.jsonl"), gen.FormatAiperf))
 	p, err := a.Rows.Page(context.Background(), 40, 40, nil)
 	if err != nil || len(p.Rows) != 40 || !p.More || p.Observed != 81 {
 		t.Fatalf("page %v %v", p, err)
 	}
-	rows := page(t, a.Rows, 80, 40)
+	p, err = a.Rows.Page(context.Background(), 80, 40, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := providerstest.Maps(t, p.Rows)
 	if len(rows) != 20 || rows[0]["line_index"] != 80.0 || rows[19]["line_index"] != 99.0 {
 		t.Errorf("last page %d rows", len(rows))
 	}
@@ -649,7 +627,7 @@ func TestDefaultPageBytes(t *testing.T) {
 	}{{"aiperf__profile_export.jsonl", gen.FormatAiperf}, {"aiperf__profile_export_aiperf.json", gen.FormatAiperf},
 		{"Mooncake__conversation_trace_head2000.jsonl", gen.FormatMooncakeTrace},
 		{"h200-benchmarks__sglang_bench_serving_llama70b_online.jsonl", gen.FormatSglangBenchmark}} {
-		a, err := summarize(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{input(corpus(t, c.name), c.format)}})
+		a, err := providerstest.Analyze(t, summarize, &gen.NoFields{}, providerstest.Input(t, corpus(t, c.name), c.format))
 		if err != nil {
 			t.Fatal(err)
 		}

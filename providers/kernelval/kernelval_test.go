@@ -15,6 +15,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // doc is a realistic document: a GEMM validated against a float64 reference on an H200,
@@ -64,25 +65,14 @@ func write(t *testing.T, v any) providers.Input {
 	return providers.Input{Path: p, Format: gen.FormatKernelValidation}
 }
 
+// rows is every row of a.
 func rows(t *testing.T, a *providers.Analysis) []map[string]any {
 	t.Helper()
-	p, err := a.Rows.Page(context.Background(), 0, 1000, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]any
-	for _, r := range p.Rows {
-		var m map[string]any
-		if err := json.Unmarshal(r, &m); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 }
 
 func TestInspect(t *testing.T) {
-	a, err := inspect(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{write(t, doc())}})
+	a, err := providerstest.Analyze(t, inspect, &gen.NoFields{}, write(t, doc()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +196,7 @@ func TestDecodeFailures(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := inspect(context.Background(), &providers.Request[gen.NoFields]{Fields: &gen.NoFields{}, Inputs: []providers.Input{in}})
+			_, err := providerstest.Analyze(t, inspect, &gen.NoFields{}, in)
 			var details map[string]any
 			var de *providers.DecodeError
 			var ue *providers.UnsupportedError
@@ -258,12 +248,10 @@ func TestDocumentTooLarge(t *testing.T) {
 func runCompare(t *testing.T, f gen.CompareFields, docs ...map[string]any) (*providers.Analysis, error) {
 	t.Helper()
 	var in []providers.Input
-	for i, d := range docs {
-		s := write(t, d)
-		s.Index = i
-		in = append(in, s)
+	for _, d := range docs {
+		in = append(in, write(t, d))
 	}
-	return compare(context.Background(), &providers.Request[gen.CompareFields]{Fields: &f, Inputs: in})
+	return providerstest.Analyze(t, compare, &f, in...)
 }
 
 func TestCompare(t *testing.T) {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -18,40 +17,13 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
-// page runs an analysis and returns its metrics and every row decoded as JSON.
-func page(t *testing.T, a *providers.Analysis) []map[string]any {
-	t.Helper()
-	p, err := a.Rows.Page(context.Background(), 0, 1<<30, func(json.RawMessage) bool { return true })
-	var oe *providers.OffsetError
-	if errors.As(err, &oe) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := make([]map[string]any, 0, len(p.Rows))
-	for _, r := range p.Rows {
-		var m map[string]any
-		if err := json.Unmarshal(r, &m); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, m)
-	}
-	return rows
-}
-
+// analyze ranks the allocations of the profile at path.
 func analyze(t *testing.T, path string, format gen.Format, sampleType *string) (*providers.Analysis, error) {
 	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{
-		Fields: &gen.AllocationFields{SampleType: sampleType},
-		Inputs: []providers.Input{{Path: path, Format: format, Size: st.Size()}},
-		Limits: gen.LimitDefaults})
+	return providerstest.Analyze(t, rankAllocations, &gen.AllocationFields{SampleType: sampleType}, providerstest.Input(t, path, format))
 }
 
 // heapTruth computes the rows with python3's json module (testdata/heaptruth.py).
@@ -90,7 +62,7 @@ func TestHeapProfileMatchesPython(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := page(t, a)
+			got := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 			want, total, samples := heapTruth(t, path)
 			if got == nil {
 				got = []map[string]any{}
@@ -108,12 +80,12 @@ func TestHeapProfileMatchesPython(t *testing.T) {
 	}
 	// The empty profile is a complete result with no rows.
 	a, err := analyze(t, testtool.Corpus(t, "local__node_heap_prof_default_empty.heapprofile"), gen.FormatHeapprofile, nil)
-	if err != nil || len(page(t, a)) != 0 || a.Metrics["node_count"] != 1 {
+	if err != nil || len(providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))) != 0 || a.Metrics["node_count"] != 1 {
 		t.Errorf("empty profile: %v %v", err, a)
 	}
 	// The Node 10 shape has no samples: counts are null.
 	a, err = analyze(t, testtool.Corpus(t, "speedscope__node10_sampling_heap.heapprofile"), gen.FormatHeapprofile, nil)
-	if err != nil || page(t, a)[0]["allocation_count"] != nil || a.Metrics["sample_count"] != nil {
+	if err != nil || providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))[0]["allocation_count"] != nil || a.Metrics["sample_count"] != nil {
 		t.Errorf("node 10 profile: %v %v", err, a.Metrics)
 	}
 }
@@ -125,13 +97,11 @@ func TestHeapProfileOrderMatchesPython(t *testing.T) {
 		for _, order := range []string{"self", "inclusive", ""} {
 			t.Run(name+"/"+cmp.Or(order, "default"), func(t *testing.T) {
 				path := testtool.Corpus(t, name)
-				a, err := rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{
-					Fields: &gen.AllocationFields{Order: order}, Inputs: []providers.Input{{Path: path, Format: gen.FormatHeapprofile}},
-					Limits: gen.LimitDefaults})
+				a, err := providerstest.Analyze(t, rankAllocations, &gen.AllocationFields{Order: order}, providerstest.Input(t, path, gen.FormatHeapprofile))
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := page(t, a)
+				got := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 				want, _, _ := heapTruthOrdered(t, path, cmp.Or(order, "inclusive"))
 				if diff := gocmp.Diff(want, got); diff != "" {
 					t.Errorf("rows differ from python (-python +flameox):\n%s", diff)
@@ -145,8 +115,8 @@ func TestHeapProfileOrderMatchesPython(t *testing.T) {
 		}
 	}
 	// Any other order is a FieldError naming the field and the accepted values.
-	_, err := rankRetained(context.Background(), &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{Order: "flat"},
-		Inputs: []providers.Input{{Path: testtool.Corpus(t, "local__node_heap_prof_interval4096.heapprofile"), Format: gen.FormatPprof}}, Limits: gen.LimitDefaults})
+	_, err := providerstest.Analyze(t, rankRetained, &gen.RetainedFields{Order: "flat"},
+		providerstest.Input(t, testtool.Corpus(t, "local__node_heap_prof_interval4096.heapprofile"), gen.FormatPprof))
 	var fe *providers.FieldError
 	if !errors.As(err, &fe) || !slices.Equal(fe.Accepted, []string{"self", "inclusive"}) || fe.Field[0] != "order" {
 		t.Errorf("order flat: %v", err)
@@ -223,7 +193,7 @@ func TestHeapProfileNodeCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := page(t, a)
+	rows := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 	want, _, _ := heapTruth(t, prof)
 	if diff := gocmp.Diff(want, rows); diff != "" {
 		t.Errorf("rows differ from python (-python +flameox):\n%s", diff)
@@ -275,7 +245,7 @@ func TestHeapProfileRootBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := page(t, a)
+	rows := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 	if a.Metrics["total_bytes"] != int64(4196) || len(rows) != 1 || rows[0]["self_bytes"] != float64(4096) {
 		t.Errorf("metrics %v, rows %v", a.Metrics, rows)
 	}

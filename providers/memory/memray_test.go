@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -14,6 +13,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // No real memray is installable here: these tests use the FAKE memray package in
@@ -117,11 +117,11 @@ func rankMemrayFile(t *testing.T, path, python string, retained bool) (*provider
 func rankMemrayOrdered(t *testing.T, path, python string, retained bool, order string) (*providers.Analysis, error) {
 	t.Helper()
 	t.Setenv(memrayPythonVariable, python)
-	in := []providers.Input{{Path: path, Format: gen.FormatMemray}}
+	in := providerstest.Input(t, path, gen.FormatMemray)
 	if retained {
-		return rankRetained(context.Background(), &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{Order: order}, Inputs: in, Limits: gen.LimitDefaults})
+		return providerstest.Analyze(t, rankRetained, &gen.RetainedFields{Order: order}, in)
 	}
-	return rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{Fields: &gen.AllocationFields{Order: order}, Inputs: in, Limits: gen.LimitDefaults})
+	return providerstest.Analyze(t, rankAllocations, &gen.AllocationFields{Order: order}, in)
 }
 
 func TestMemrayMatchesFakeRecords(t *testing.T) {
@@ -147,7 +147,7 @@ func TestMemrayMatchesFakeRecords(t *testing.T) {
 				order = "inclusive" // the default
 			}
 			wantRows, wantMetrics := memrayTruth(t, capture, tc.which, order)
-			if d := cmp.Diff(wantRows, page(t, a)); d != "" {
+			if d := cmp.Diff(wantRows, providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))); d != "" {
 				t.Errorf("rows (-python3 +flameox):\n%s", d)
 			}
 			got := map[string]any{}

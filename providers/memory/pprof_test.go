@@ -2,7 +2,6 @@ package memory
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // goToolPprofTop runs `go tool pprof -sample_index=<st> -top` and returns flat and cum by
@@ -124,15 +124,15 @@ func rankGo(t *testing.T, path, sampleType string, retained bool) (*providers.An
 // rankGoOrdered ranks a Go heap profile in the given order ("" leaves the field unset).
 func rankGoOrdered(t *testing.T, path, sampleType string, retained bool, order string) (*providers.Analysis, error) {
 	t.Helper()
-	in := []providers.Input{{Path: path, Format: gen.FormatPprof}}
+	in := providerstest.Input(t, path, gen.FormatPprof)
 	var st *string
 	if sampleType != "" {
 		st = &sampleType
 	}
 	if retained {
-		return rankRetained(context.Background(), &providers.Request[gen.RetainedFields]{Fields: &gen.RetainedFields{SampleType: st, Order: order}, Inputs: in, Limits: gen.LimitDefaults})
+		return providerstest.Analyze(t, rankRetained, &gen.RetainedFields{SampleType: st, Order: order}, in)
 	}
-	return rankAllocations(context.Background(), &providers.Request[gen.AllocationFields]{Fields: &gen.AllocationFields{SampleType: st, Order: order}, Inputs: in, Limits: gen.LimitDefaults})
+	return providerstest.Analyze(t, rankAllocations, &gen.AllocationFields{SampleType: st, Order: order}, in)
 }
 
 // rankGroup is the functions a ranking lists at one value, in descending order of value.
@@ -192,7 +192,7 @@ func TestGoHeapOrderMatchesGoToolPprof(t *testing.T) {
 				wantValues = append(wantValues, map[bool]int64{true: e.flat, false: e.cum}[self])
 			}
 			key := map[bool]string{true: "self_value", false: "inclusive_value"}[self]
-			rows := page(t, a)
+			rows := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 			seen := map[string]bool{}
 			for i, r := range rows {
 				if r["rank"] != float64(i+1) {
@@ -244,7 +244,7 @@ func TestGoHeapMatchesGoToolPprof(t *testing.T) {
 			if a.Metrics["sample_type"] != want {
 				t.Fatalf("sample_type %v, want %s", a.Metrics["sample_type"], want)
 			}
-			rows := page(t, a)
+			rows := providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 			got := map[string][2]int64{}
 			for _, r := range rows {
 				n := r["function"].(string)

@@ -1,7 +1,6 @@
 package ncu
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os/exec"
@@ -13,26 +12,18 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
+// inspectWith inspects the Nsight Compute CSV export at path with f, defaults applied.
 func inspectWith(t *testing.T, path string, f gen.KernelMetricFields) *providers.Analysis {
 	t.Helper()
 	f.ApplyDefaults()
-	a, err := inspect(context.Background(), &providers.Request[gen.KernelMetricFields]{Fields: &f,
-		Inputs: []providers.Input{{Path: path, Format: gen.FormatNsightComputeCSV}}, Limits: gen.EffectiveLimits{MaxInputBytes: 1 << 30}})
+	a, err := providerstest.Analyze(t, inspect, &f, providerstest.Input(t, path, gen.FormatNsightComputeCSV))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
-}
-
-func pageRows(t *testing.T, a *providers.Analysis, limit int64) []json.RawMessage {
-	t.Helper()
-	p, err := a.Rows.Page(context.Background(), 0, limit, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.Rows
 }
 
 // TestLaunchesAgainstPython compares the default view, one row per launch, with
@@ -55,14 +46,7 @@ func TestLaunchesAgainstPython(t *testing.T) {
 			if err := json.Unmarshal(out, &want); err != nil {
 				t.Fatal(err)
 			}
-			var got []any
-			for _, b := range pageRows(t, inspectWith(t, path, gen.KernelMetricFields{}), 1000) {
-				var v any
-				if err := json.Unmarshal(b, &v); err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, v)
-			}
+			got := providerstest.Decode[any](t, providerstest.Rows(t, inspectWith(t, path, gen.KernelMetricFields{}).Rows, 1000))
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("launch rows (-python +flameox):\n%s", diff)
 			}
@@ -75,7 +59,8 @@ func TestLaunchesAgainstPython(t *testing.T) {
 // their rules largest estimated speedup first and each rule's fields in catalog order.
 func TestLaunchViewAnswersInLittleText(t *testing.T) {
 	path := testtool.Corpus(t, "h200__ncu-torch-matmul-gelu-details.csv")
-	rows := pageRows(t, inspectWith(t, path, gen.KernelMetricFields{}), 2)
+	rows := providerstest.Rows(t, inspectWith(t, path, gen.KernelMetricFields{}).Rows, 2)
+	rows = rows[:min(len(rows), 2)] // the first page
 	size := 0
 	for _, b := range rows {
 		size += len(b)
@@ -119,7 +104,7 @@ func TestMetricViewFilters(t *testing.T) {
 	}
 	decode := func(a *providers.Analysis) []row {
 		var out []row
-		for _, b := range pageRows(t, a, 1000) {
+		for _, b := range providerstest.Rows(t, a.Rows, 1000) {
 			var r row
 			if err := json.Unmarshal(b, &r); err != nil {
 				t.Fatal(err)
@@ -162,8 +147,7 @@ func TestMetricViewFilters(t *testing.T) {
 	}
 	f := gen.KernelMetricFields{RulesOnly: &yes}
 	f.ApplyDefaults()
-	_, err := inspect(context.Background(), &providers.Request[gen.KernelMetricFields]{Fields: &f,
-		Inputs: []providers.Input{{Path: path, Format: gen.FormatNsightComputeCSV}}, Limits: gen.EffectiveLimits{MaxInputBytes: 1 << 30}})
+	_, err := providerstest.Analyze(t, inspect, &f, providerstest.Input(t, path, gen.FormatNsightComputeCSV))
 	var fe *providers.FieldError
 	if !errors.As(err, &fe) || fe.Field[0] != "view" {
 		t.Errorf("rules_only with view launches: %v, want a field error at view", err)

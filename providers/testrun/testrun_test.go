@@ -20,6 +20,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 const conftest = `import os, pytest
@@ -193,27 +194,17 @@ func junitOutcomes(t *testing.T, path string) map[string]string {
 
 func analyze(t *testing.T, op func(context.Context, *providers.Request[gen.NoFields]) (*providers.Analysis, error), path string, format gen.Format) (*providers.Analysis, []map[string]any) {
 	t.Helper()
-	a, err := op(context.Background(), &providers.Request[gen.NoFields]{Inputs: []providers.Input{{Path: path, Format: format}},
-		Limits: gen.EffectiveLimits{MaxInputBytes: 64 << 20}})
+	a, err := providerstest.AnalyzeLimits(t, op, nil, gen.EffectiveLimits{MaxInputBytes: 64 << 20}, providerstest.Input(t, path, format))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a, rows(t, a)
 }
 
+// rows is every row of a.
 func rows(t *testing.T, a *providers.Analysis) []map[string]any {
 	t.Helper()
-	p, err := a.Rows.Page(context.Background(), 0, providers.MaxProjectionRows, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]map[string]any, len(p.Rows))
-	for i, r := range p.Rows {
-		if err := json.Unmarshal(r, &out[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return providerstest.Maps(t, providerstest.Rows(t, a.Rows, 100))
 }
 
 // flameoxOutcomes is Flameox's outcome per test: failed and errored rows by node id;
