@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 func corpus(t testing.TB, name string) string {
@@ -232,8 +232,8 @@ func TestSuitesMatchPython(t *testing.T) {
 	python := testtool.Require(t, "python3")
 	paths := suites(t)
 	var in []providers.Input
-	for i, p := range paths {
-		in = append(in, providers.Input{Index: i, Path: p, Format: gen.FormatPyperf})
+	for _, p := range paths {
+		in = append(in, providerstest.Input(t, p, gen.FormatPyperf))
 	}
 	pythonFigures := func(mode string, out any) {
 		b, err := exec.Command(python, append([]string{"-c", pythonSuites, mode}, paths...)...).Output()
@@ -267,22 +267,15 @@ func TestSuitesMatchPython(t *testing.T) {
 	t.Run("compare", func(t *testing.T) {
 		var want map[string][]float64 // ratios of suites 1..31 to suite 0
 		pythonFigures("compare", &want)
-		a, err := compare(context.Background(), &providers.Request[gen.CompareFields]{Fields: &gen.CompareFields{}, Inputs: in})
+		a, err := providerstest.Analyze(t, compare, &gen.CompareFields{}, in...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := a.Rows.Page(context.Background(), 0, providers.MaxProjectionRows, nil)
-		if err != nil {
-			t.Fatal(err)
+		rows := providerstest.Decode[gen.BenchmarkComparisonRow](t, providerstest.Rows(t, a.Rows, 1000))
+		if len(rows) != len(want)*(len(paths)-1) {
+			t.Fatalf("%d rows, want %d", len(rows), len(want)*(len(paths)-1))
 		}
-		if len(page.Rows) != len(want)*(len(paths)-1) {
-			t.Fatalf("%d rows, want %d", len(page.Rows), len(want)*(len(paths)-1))
-		}
-		for _, b := range page.Rows {
-			var r gen.BenchmarkComparisonRow
-			if err := json.Unmarshal(b, &r); err != nil {
-				t.Fatal(err)
-			}
+		for _, r := range rows {
 			// Means of values rounded to the nanosecond are each within half a nanosecond.
 			w := want[r.Benchmark][r.CandidateIndex-1]
 			tolerance := w * (0.5/r.BaselineMean + 0.5/r.CandidateMean)

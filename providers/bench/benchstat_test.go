@@ -2,9 +2,7 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -18,6 +16,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // goBenchRuns are the fixed per-run values of two Go benchmark outputs: ns/op, and B/op
@@ -190,18 +189,15 @@ func TestCompareMatchesBenchstat(t *testing.T) {
 	writeGoBench(t, newPath, runs, func(r goBenchRuns) ([]float64, float64, float64) { return r.new, r.newBytes, r.newAllocs })
 	cells := runBenchstat(t, oldPath, newPath)
 
-	in := []providers.Input{{Index: 0, Path: oldPath, Format: gen.FormatGoBench}, {Index: 1, Path: newPath, Format: gen.FormatGoBench}}
-	a, err := compare(context.Background(), &providers.Request[gen.CompareFields]{Fields: &gen.CompareFields{}, Inputs: in})
+	oldIn, newIn := providerstest.Input(t, oldPath, gen.FormatGoBench), providerstest.Input(t, newPath, gen.FormatGoBench)
+	a, err := providerstest.Analyze(t, compare, &gen.CompareFields{}, oldIn, newIn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Metrics["alpha"] != 0.05 || a.Metrics["confidence_level"] != 0.95 {
 		t.Errorf("metrics %v", a.Metrics)
 	}
-	page, err := a.Rows.Page(context.Background(), 0, providers.MaxProjectionRows, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := providerstest.Decode[gen.BenchmarkComparisonRow](t, providerstest.Rows(t, a.Rows, 10))
 	// benchstat's units for Flameox's, and the factor from Flameox's values to benchstat's.
 	units := map[string]struct {
 		name  string
@@ -209,11 +205,7 @@ func TestCompareMatchesBenchstat(t *testing.T) {
 	}{"ns": {"sec/op", 1e-9}, "bytes": {"B/op", 1}, "count": {"allocs/op", 1}}
 	verdicts := map[string]int{}
 	seen := 0
-	for _, b := range page.Rows {
-		var r gen.BenchmarkComparisonRow
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range rows {
 		u := units[r.Unit]
 		label := strings.TrimPrefix(r.Benchmark, "Benchmark") + "-" + fmt.Sprint(r.Dimensions["gomaxprocs"])
 		c := cells[[2]string{u.name, label}]
@@ -275,8 +267,8 @@ func TestCompareMatchesBenchstat(t *testing.T) {
 			}
 		}
 	}
-	if seen != len(cells) || seen != len(page.Rows) {
-		t.Errorf("%d rows matched of %d Flameox rows and %d benchstat rows", seen, len(page.Rows), len(cells))
+	if seen != len(cells) || seen != len(rows) {
+		t.Errorf("%d rows matched of %d Flameox rows and %d benchstat rows", seen, len(rows), len(cells))
 	}
 	// The corpus reaches every verdict.
 	for _, v := range []string{"lower", "higher", "no significant difference", "too few samples"} {
@@ -286,16 +278,12 @@ func TestCompareMatchesBenchstat(t *testing.T) {
 	}
 
 	// summarize_benchmarks's series rows of each source give its side the same figures.
-	_, oldSeries := seriesRows(t, in[:1])
-	_, newSeries := seriesRows(t, []providers.Input{{Index: 0, Path: newPath, Format: gen.FormatGoBench}})
-	if len(oldSeries) != len(page.Rows) || len(newSeries) != len(page.Rows) {
-		t.Fatalf("%d and %d series rows for %d comparisons", len(oldSeries), len(newSeries), len(page.Rows))
+	_, oldSeries := seriesRows(t, []providers.Input{oldIn})
+	_, newSeries := seriesRows(t, []providers.Input{newIn})
+	if len(oldSeries) != len(rows) || len(newSeries) != len(rows) {
+		t.Fatalf("%d and %d series rows for %d comparisons", len(oldSeries), len(newSeries), len(rows))
 	}
-	for _, b := range page.Rows {
-		var r gen.BenchmarkComparisonRow
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range rows {
 		for side, series := range [][]gen.BenchmarkSeriesRow{oldSeries, newSeries} {
 			want := []any{r.BaselineMedian, deref(r.BaselineMedianCiLow), deref(r.BaselineMedianCiHigh), r.BaselineMean, deref(r.BaselineMeanCiLow), deref(r.BaselineMeanCiHigh)}
 			if side == 1 {
@@ -319,11 +307,7 @@ func TestCompareMatchesBenchstat(t *testing.T) {
 	}
 
 	// The means' intervals: Student's t with the table's critical value.
-	for _, b := range page.Rows {
-		var r gen.BenchmarkComparisonRow
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range rows {
 		for _, run := range runs {
 			if r.Unit != "ns" || strings.TrimPrefix(run.name, "Benchmark") != strings.TrimPrefix(r.Benchmark, "Benchmark")+"-8" {
 				continue

@@ -21,6 +21,7 @@ import (
 	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // jsonbinOptions shape a generated --jsonbin directory.
@@ -257,7 +258,7 @@ func TestNVBenchJSONBinDirectoryMatchesPython(t *testing.T) {
 func TestNVBenchJSONBinFileAlone(t *testing.T) {
 	dir := t.TempDir()
 	writeJSONBin(t, dir, jsonbinOptions{})
-	in := providers.Input{Index: 0, Path: filepath.Join(dir, "results.json"), Format: gen.FormatNvbench}
+	in := providerstest.Input(t, filepath.Join(dir, "results.json"), gen.FormatNvbench)
 	a, _ := seriesRows(t, []providers.Input{in})
 	summaryOnly := corpusNVBenchCount(t)
 	if a.Metrics["measurement_count"] != summaryOnly || len(a.Limitations) != 1 ||

@@ -10,27 +10,17 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // seriesRows summarizes in with view series and decodes every row.
 func seriesRows(t *testing.T, in []providers.Input) (*providers.Analysis, []gen.BenchmarkSeriesRow) {
 	t.Helper()
-	ctx := context.Background()
-	a, err := summarize(ctx, &providers.Request[gen.BenchmarkSummaryFields]{Fields: &gen.BenchmarkSummaryFields{View: "series"}, Inputs: in})
+	a, err := providerstest.Analyze(t, summarize, &gen.BenchmarkSummaryFields{View: "series"}, in...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := a.Rows.Page(ctx, 0, providers.MaxProjectionRows, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := make([]gen.BenchmarkSeriesRow, len(page.Rows))
-	for i, b := range page.Rows {
-		if err := json.Unmarshal(b, &rows[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return a, rows
+	return a, providerstest.Decode[gen.BenchmarkSeriesRow](t, providerstest.Rows(t, a.Rows, 1000))
 }
 
 // seriesTruth groups the values of a pyperf suite or an NVBench --json document into
@@ -104,7 +94,7 @@ func TestSeriesRowsMatchPython(t *testing.T) {
 			if err := json.Unmarshal(out, &want); err != nil {
 				t.Fatal(err)
 			}
-			a, rows := seriesRows(t, []providers.Input{{Index: 0, Path: path, Format: c.format}})
+			a, rows := seriesRows(t, []providers.Input{providerstest.Input(t, path, c.format)})
 			if len(want) != c.series || len(rows) != len(want) || a.Metrics["series_count"] != len(want) {
 				t.Fatalf("%d series rows, series_count %v; Python has %d series, want %d", len(rows), a.Metrics["series_count"], len(want), c.series)
 			}
@@ -139,12 +129,12 @@ func TestSeriesRowsMatchPython(t *testing.T) {
 // series; neither carries per-series data in its metrics, which stay under 4 KB (2.7 KB,
 // most of it the 57 benchmark names).
 func TestSummaryViews(t *testing.T) {
-	in := []providers.Input{{Index: 0, Path: corpus(t, "nvbench__test_ref.json"), Format: gen.FormatNvbench}}
+	in := providerstest.Input(t, corpus(t, "nvbench__test_ref.json"), gen.FormatNvbench)
 	ctx := context.Background()
 	for _, view := range []string{"", "measurements", "series"} {
 		fields := &gen.BenchmarkSummaryFields{View: view}
 		fields.ApplyDefaults()
-		a, err := summarize(ctx, &providers.Request[gen.BenchmarkSummaryFields]{Fields: fields, Inputs: in})
+		a, err := providerstest.Analyze(t, summarize, fields, in)
 		if err != nil {
 			t.Fatal(err)
 		}

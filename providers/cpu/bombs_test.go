@@ -18,6 +18,7 @@ import (
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/sampled"
 	"github.com/flameox/flameox/providers/internal/sampled/sampledtest"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // marshalWriter writes CPython marshal data by hand.
@@ -90,8 +91,7 @@ func decodeFile(t *testing.T, data []byte, name string, format gen.Format) error
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := providers.Input{Path: path, Format: format, Size: int64(len(data))}
-	_, err := decode(context.Background(), in, gen.EffectiveLimits{MaxInputBytes: 1 << 30}, sampled.Options{})
+	_, err := decode(context.Background(), providerstest.Input(t, path, format), gen.EffectiveLimits{MaxInputBytes: 1 << 30}, sampled.Options{})
 	return err
 }
 

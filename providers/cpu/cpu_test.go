@@ -3,7 +3,6 @@ package cpu
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -22,6 +21,7 @@ import (
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/sampled"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 func corpus(t testing.TB, name string) string {
@@ -183,7 +183,7 @@ else:
         print(f[0], f[1], name(f[2]), cc, nc, repr(float(tt)), repr(float(ct)), sep="|")
 `
 
-// firstRows runs an analyzer and returns its first page of 100 rows, decoded.
+// firstRows returns an analysis's first page of 100 rows, decoded.
 func firstRows[R any](t *testing.T, a *providers.Analysis, err error) []R {
 	t.Helper()
 	if err != nil {
@@ -193,13 +193,7 @@ func firstRows[R any](t *testing.T, a *providers.Analysis, err error) []R {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := make([]R, len(page.Rows))
-	for i, b := range page.Rows {
-		if err := json.Unmarshal(b, &rows[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return rows
+	return providerstest.Decode[R](t, page.Rows)
 }
 
 // TestPstatsRankingMatchesPython ranks real cProfile output of a generated program of
@@ -208,8 +202,7 @@ func firstRows[R any](t *testing.T, a *providers.Analysis, err error) []R {
 func TestPstatsRankingMatchesPython(t *testing.T) {
 	python := testtool.Require(t, "python3")
 	path := testtool.CProfileFile(t, 50000)
-	st, _ := os.Stat(path)
-	in := []providers.Input{{Path: path, Format: gen.FormatPstats, Size: st.Size()}}
+	in := providerstest.Input(t, path, gen.FormatPstats)
 	limits := gen.EffectiveLimits{MaxInputBytes: 1 << 30}
 	python100 := func(key string) []string {
 		out, err := exec.Command(python, "-c", pythonTop, path, key).Output()
@@ -221,8 +214,7 @@ func TestPstatsRankingMatchesPython(t *testing.T) {
 	for metric, key := range map[string]string{"self_time_seconds": "tottime", "cumulative_time_seconds": "cumulative",
 		"total_calls": "calls", "primitive_calls": "pcalls"} {
 		t.Run(metric, func(t *testing.T) {
-			a, err := rankHotspots(context.Background(), &providers.Request[gen.CpuHotspotFields]{
-				Fields: &gen.CpuHotspotFields{Metric: &metric}, Inputs: in, Limits: limits})
+			a, err := providerstest.AnalyzeLimits(t, rankHotspots, &gen.CpuHotspotFields{Metric: &metric}, limits, in)
 			var got []string
 			for _, r := range firstRows[gen.CpuHotspotPstatsRow](t, a, err) {
 				got = append(got, fmt.Sprintf("%s|%d|%s|%d|%d|%s|%s", r.File, r.Line, r.Function, r.PrimitiveCalls, r.TotalCalls,
@@ -237,8 +229,7 @@ func TestPstatsRankingMatchesPython(t *testing.T) {
 		})
 	}
 	t.Run("edges", func(t *testing.T) {
-		a, err := inspectCallers(context.Background(), &providers.Request[gen.CpuCallerFields]{
-			Fields: &gen.CpuCallerFields{Direction: "both"}, Inputs: in, Limits: limits})
+		a, err := providerstest.AnalyzeLimits(t, inspectCallers, &gen.CpuCallerFields{Direction: "both"}, limits, in)
 		var got []string
 		for _, r := range firstRows[gen.CpuCallerPstatsRow](t, a, err) {
 			line := fmt.Sprintf("%s|%d|%s|%s|%d|%s|%d", r.CallerFile, r.CallerLine, r.CallerFunction, r.CalleeFile, r.CalleeLine, r.CalleeFunction, r.TotalCalls)
@@ -483,13 +474,13 @@ func TestEmptyProfilesSayTheyAreEmpty(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(dir, c.name)
 			os.WriteFile(path, []byte(c.body), 0o600)
-			in := []providers.Input{{Path: path, Format: c.format, Size: int64(len(c.body))}}
+			in := providerstest.Input(t, path, c.format)
 			limits := gen.EffectiveLimits{MaxInputBytes: 1 << 20}
-			a, err := rankHotspots(context.Background(), &providers.Request[gen.CpuHotspotFields]{Fields: &gen.CpuHotspotFields{}, Inputs: in, Limits: limits})
-			if rows := firstRows[gen.CpuHotspotSampledRow](t, a, err); len(rows) != 0 || !slices.Contains(a.Limitations, emptyProfile) {
+			a, err := providerstest.AnalyzeLimits(t, rankHotspots, nil, limits, in)
+			if rows := allRows[gen.CpuHotspotSampledRow](t, a, err); len(rows) != 0 || !slices.Contains(a.Limitations, emptyProfile) {
 				t.Errorf("rank: %d rows, limitations %q", len(rows), a.Limitations)
 			}
-			a, err = inspectCallers(context.Background(), &providers.Request[gen.CpuCallerFields]{Fields: &gen.CpuCallerFields{}, Inputs: in, Limits: limits})
+			a, err = providerstest.AnalyzeLimits(t, inspectCallers, nil, limits, in)
 			if err != nil || !slices.Contains(a.Limitations, emptyProfile) {
 				t.Errorf("callers: %v, limitations %q", err, a.Limitations)
 			}

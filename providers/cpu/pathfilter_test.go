@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // pythonFiltered is Python's pstats reading path with the path filters applied in Python:
@@ -128,19 +128,14 @@ func TestPathFiltersMatchPython(t *testing.T) {
 		{name: "print1: include and exclude the same", path: print1, include: []string{"test.py"}, exclude: []string{"test.py"}, empty: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := os.Stat(tt.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in := []providers.Input{{Path: tt.path, Format: gen.FormatPstats, Size: st.Size()}}
+			in := providerstest.Input(t, tt.path, gen.FormatPstats)
 			limits := gen.EffectiveLimits{MaxInputBytes: 1 << 30}
 
 			figures, want := pythonFilteredLines(t, tt.path, tt.include, tt.exclude, "hotspots")
 			if (len(want) == 0) != tt.empty || figures["excluded"] == 0 {
 				t.Fatalf("python keeps %d of %v functions (%v excluded); the case expects empty=%v and some excluded", len(want), figures["functions"], figures["excluded"], tt.empty)
 			}
-			a, err := rankHotspots(context.Background(), &providers.Request[gen.CpuHotspotFields]{Inputs: in, Limits: limits,
-				Fields: &gen.CpuHotspotFields{IncludePaths: tt.include, ExcludePaths: tt.exclude}})
+			a, err := providerstest.AnalyzeLimits(t, rankHotspots, &gen.CpuHotspotFields{IncludePaths: tt.include, ExcludePaths: tt.exclude}, limits, in)
 			got := []string{}
 			for _, r := range allRows[gen.CpuHotspotPstatsRow](t, a, err) {
 				got = append(got, fmt.Sprintf("%s|%d|%s|%d|%d|%s|%s", r.File, r.Line, r.Function, r.PrimitiveCalls, r.TotalCalls,
@@ -157,8 +152,7 @@ func TestPathFiltersMatchPython(t *testing.T) {
 			checkFilterNotes(t, a, tt.empty)
 
 			figures, want = pythonFilteredLines(t, tt.path, tt.include, tt.exclude, "edges")
-			a, err = inspectCallers(context.Background(), &providers.Request[gen.CpuCallerFields]{Inputs: in, Limits: limits,
-				Fields: &gen.CpuCallerFields{Direction: "both", IncludePaths: tt.include, ExcludePaths: tt.exclude}})
+			a, err = providerstest.AnalyzeLimits(t, inspectCallers, &gen.CpuCallerFields{Direction: "both", IncludePaths: tt.include, ExcludePaths: tt.exclude}, limits, in)
 			got = []string{}
 			for _, r := range allRows[gen.CpuCallerPstatsRow](t, a, err) {
 				line := fmt.Sprintf("%s|%d|%s|%s|%d|%s|%d", r.CallerFile, r.CallerLine, r.CallerFunction, r.CalleeFile, r.CalleeLine, r.CalleeFunction, r.TotalCalls)
@@ -199,17 +193,7 @@ func allRows[R any](t *testing.T, a *providers.Analysis, err error) []R {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := a.Rows.Page(context.Background(), 0, 1<<20, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := make([]R, len(page.Rows))
-	for i, b := range page.Rows {
-		if err := json.Unmarshal(b, &rows[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return rows
+	return providerstest.Decode[R](t, providerstest.Rows(t, a.Rows, 100))
 }
 
 // TestPathFiltersSampled filters the frames of a Speedscope profile (main and work in
@@ -227,7 +211,7 @@ func TestPathFiltersSampled(t *testing.T) {
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := []providers.Input{{Path: path, Format: gen.FormatPySpy, Size: int64(len(doc))}}
+	in := providerstest.Input(t, path, gen.FormatPySpy)
 	limits := gen.EffectiveLimits{MaxInputBytes: 1 << 20}
 	for _, tt := range []struct {
 		name             string
@@ -244,8 +228,7 @@ func TestPathFiltersSampled(t *testing.T) {
 			[]string{"main:4:10", "work:1:6"}, []string{"main>work:6"}, [2]int{2, 2}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := rankHotspots(context.Background(), &providers.Request[gen.CpuHotspotFields]{Inputs: in, Limits: limits,
-				Fields: &gen.CpuHotspotFields{IncludePaths: tt.include, ExcludePaths: tt.exclude}})
+			a, err := providerstest.AnalyzeLimits(t, rankHotspots, &gen.CpuHotspotFields{IncludePaths: tt.include, ExcludePaths: tt.exclude}, limits, in)
 			var got []string
 			for _, r := range allRows[gen.CpuHotspotSampledRow](t, a, err) {
 				got = append(got, fmt.Sprintf("%s:%v:%v", r.Function, r.SelfWeight, r.InclusiveWeight))
@@ -256,8 +239,7 @@ func TestPathFiltersSampled(t *testing.T) {
 			if a.Metrics["total_weight"] != 10.0 || a.Metrics["frame_count"] != 4 || excludedCount(a) != tt.excluded[0] {
 				t.Errorf("metrics %v; want the whole profile's total 10 and 4 frames, %d excluded", a.Metrics, tt.excluded[0])
 			}
-			a, err = inspectCallers(context.Background(), &providers.Request[gen.CpuCallerFields]{Inputs: in, Limits: limits,
-				Fields: &gen.CpuCallerFields{Direction: "both", IncludePaths: tt.include, ExcludePaths: tt.exclude}})
+			a, err = providerstest.AnalyzeLimits(t, inspectCallers, &gen.CpuCallerFields{Direction: "both", IncludePaths: tt.include, ExcludePaths: tt.exclude}, limits, in)
 			got = nil
 			for _, r := range allRows[gen.CpuCallerSampledRow](t, a, err) {
 				got = append(got, fmt.Sprintf("%s>%s:%v", r.CallerFunction, r.CalleeFunction, r.Weight))
@@ -276,8 +258,7 @@ func TestPathFiltersSampled(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fields := range []gen.CpuHotspotFields{{IncludePaths: []string{"/app/"}}, {ExcludePaths: []string{"libc"}}} {
-		_, err := rankHotspots(context.Background(), &providers.Request[gen.CpuHotspotFields]{Fields: &fields, Limits: limits,
-			Inputs: []providers.Input{{Path: folded, Format: gen.FormatPerf, Size: 12}}})
+		_, err := providerstest.AnalyzeLimits(t, rankHotspots, &fields, limits, providerstest.Input(t, folded, gen.FormatPerf))
 		var fe *providers.FieldError
 		want := "include_paths"
 		if fields.IncludePaths == nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/jsonvalue"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // view is a header view read back: its scalar fields and its list sections.
@@ -34,28 +35,28 @@ type view struct {
 	rows     int
 }
 
-// readView previews path in format through Read, as preview_artifact pages it, and
-// checks the shape every header row has: record_index in order, input_sha256, and
-// either {key, value} or {section, ...}.
+// readView previews path in format through preview_artifact's analyzer, paging every
+// row as a client does, and checks the shape every header row has: record_index in
+// order, input_sha256, and either {key, value} or {section, ...}.
 func readView(t *testing.T, path string, format contracts.Format) view {
 	t.Helper()
 	sum, size, err := sourcefile.Hash(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Read(context.Background(), []Source{{Path: path, Format: format, SHA256: sum, Size: size}}, Options{MaxRows: 1000})
+	in := providerstest.Input(t, path, format)
+	in.SHA256 = sum
+	a, err := providerstest.Analyze(t, analyze, nil, in)
 	if err != nil {
 		t.Fatalf("%s as %s: %v", filepath.Base(path), format, err)
 	}
-	if !p.Complete || len(p.Rows) > maxHeaderRows {
-		t.Fatalf("%d rows, complete %v", len(p.Rows), p.Complete)
+	raws := providerstest.Rows(t, a.Rows, 64)
+	if len(raws) > maxHeaderRows {
+		t.Fatalf("%d rows", len(raws))
 	}
-	v := view{fields: map[string]any{}, sections: map[string][]map[string]any{}, rows: len(p.Rows)}
-	for i, raw := range p.Rows {
-		var r map[string]any
-		if err := json.Unmarshal(raw, &r); err != nil {
-			t.Fatal(err)
-		}
+	v := view{fields: map[string]any{}, sections: map[string][]map[string]any{}, rows: len(raws)}
+	for i, r := range providerstest.Maps(t, raws) {
+		raw := raws[i]
 		if r["record_index"] != float64(i) || r["input_sha256"] != sum {
 			t.Fatalf("row %d: %s", i, raw)
 		}

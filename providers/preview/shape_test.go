@@ -2,7 +2,6 @@ package preview
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"testing"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // keysInOrder returns the top-level keys of a JSON object in their written order.
@@ -53,24 +54,33 @@ func TestRowsHaveTheDeclaredShapes(t *testing.T) {
 	os.WriteFile(text, []byte("one\ntwo"), 0o644)
 	jsonl := filepath.Join(dir, "a.jsonl")
 	os.WriteFile(jsonl, []byte(`{"z":1,"a":2}`+"\n"), 0o644)
+	input := func(path string, format gen.Format) providers.Input {
+		in := providerstest.Input(t, path, format)
+		in.SHA256 = "d"
+		return in
+	}
 	tests := []struct {
 		name      string
-		src       Source
-		fragments int
+		in        providers.Input
+		fragments *int64
 		want      []string
 	}{
-		{"text", Source{Path: text, Format: gen.FormatText, SHA256: "d"}, 0, declared(gen.PreviewTextRow{})},
-		{"fragments", Source{Path: text, Format: gen.FormatText, SHA256: "d"}, 2, declared(gen.PreviewFragmentRow{})},
+		{"text", input(text, gen.FormatText), nil, declared(gen.PreviewTextRow{})},
+		{"fragments", input(text, gen.FormatText), new(int64(2)), declared(gen.PreviewFragmentRow{})},
 		// Records lead with their index, keep their native fields in their order, then the
 		// source digest.
-		{"records", Source{Path: jsonl, Format: gen.FormatJsonl, SHA256: "d"}, 0, []string{declared(gen.PreviewRecordRow{})[0], "z", "a", declared(gen.PreviewRecordRow{})[1]}},
+		{"records", input(jsonl, gen.FormatJsonl), nil, []string{declared(gen.PreviewRecordRow{})[0], "z", "a", declared(gen.PreviewRecordRow{})[1]}},
 	}
 	for _, tt := range tests {
-		p, err := Read(context.Background(), []Source{tt.src}, Options{MaxRows: 10, FragmentChars: tt.fragments})
+		a, err := providerstest.Analyze(t, analyze, &gen.PreviewFields{TextFragmentChars: tt.fragments}, tt.in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, row := range p.Rows {
+		rows := providerstest.Rows(t, a.Rows, 2)
+		if len(rows) == 0 {
+			t.Errorf("%s: no rows", tt.name)
+		}
+		for _, row := range rows {
 			if got := keysInOrder(t, row); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("%s: keys %v, declared %v", tt.name, got, tt.want)
 			}

@@ -6,6 +6,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers/internal/fuzztool"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // FuzzReadSARIF: go test ./providers/static -run '^$' -fuzz FuzzReadSARIF -fuzztime 1m
@@ -31,7 +32,7 @@ func FuzzReadSARIF(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := fuzztool.WriteInput(t, "log.sarif", b)
-		c, err := readCandidates(context.Background(), input(p), 0, o, 8)
+		c, err := readCandidates(context.Background(), providerstest.Input(t, p, gen.FormatSarif), 0, o, 8)
 		fuzztool.CheckError(t, err, p)
 		if err != nil {
 			return

@@ -16,6 +16,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 )
 
 // truthScript reads a SARIF log with Python's json module and reports, independently of
@@ -128,22 +129,13 @@ func pythonTruth(t *testing.T, path, root string) truth {
 	return tr
 }
 
-func input(path string) providers.Input {
-	st, _ := os.Stat(path)
-	var size int64
-	if st != nil {
-		size = st.Size()
-	}
-	return providers.Input{Index: 0, Path: path, Format: gen.FormatSarif, Size: size}
-}
-
 func inspectFile(t *testing.T, path string, f gen.StaticFields, maxRows int) (*candidates, error) {
 	t.Helper()
 	o, err := compile(&f)
 	if err != nil {
 		return nil, err
 	}
-	return readCandidates(context.Background(), input(path), 0, o, maxRows)
+	return readCandidates(context.Background(), providerstest.Input(t, path, gen.FormatSarif), 0, o, maxRows)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -452,12 +444,12 @@ func TestBounds(t *testing.T) {
 	}
 	// max_input_bytes bounds the bytes read.
 	o, _ := compile(&gen.StaticFields{})
-	_, err = readCandidates(context.Background(), input(path), 1024, o, 100)
+	_, err = readCandidates(context.Background(), providerstest.Input(t, path, gen.FormatSarif), 1024, o, 100)
 	var le *providers.LimitError
 	if !errors.As(err, &le) || le.Limit != 1024 {
 		t.Errorf("err = %v, want a LimitError at 1024 bytes", err)
 	}
-	big := input(path)
+	big := providerstest.Input(t, path, gen.FormatSarif)
 	big.Size = maxSarifBytes + 1
 	if _, err = readCandidates(context.Background(), big, 0, o, 100); !errors.As(err, &le) || le.Limit != maxSarifBytes {
 		t.Errorf("err = %v, want a LimitError at the SARIF bound", err)
