@@ -310,14 +310,7 @@ func TestViewerBrowserArtifactScript(t *testing.T) {
 	}))
 	defer inline.Close()
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	ctx := headless(t, browser, 60*time.Second)
 	step := func(what string, err error) {
 		t.Helper()
 		if err != nil {

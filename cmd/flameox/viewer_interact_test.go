@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -134,20 +133,8 @@ func TestViewerInteractions(t *testing.T) {
 	}
 	parent := want.Frames[clicked].parent
 
-	shots := os.Getenv("FLAMEOX_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.ArtifactDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 1000), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	shots := screenshotDir(t)
+	ctx := headless(t, browser, 90*time.Second)
 	// Scripts that fail and policy violations (an inline style the CSP refuses) are
 	// collected for the end of the test.
 	var mu sync.Mutex

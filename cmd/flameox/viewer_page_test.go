@@ -182,6 +182,33 @@ func TestViewerPageRoutes(t *testing.T) {
 // evidence, opening one shows its flame graph (top frame as Python's pstats computes it)
 // and its rows (the first ones as pstats ranks them by self time), and each view is
 // screenshotted into $FLAMEOX_SCREENSHOT_DIR or the test's artifact directory.
+// headless starts the Chromium at browser (a 1400x1000 window, a fresh profile) and
+// returns its context, which ends after timeout or with the test.
+func headless(t *testing.T, browser string, timeout time.Duration) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
+		chromedp.WindowSize(1400, 1000), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() { cancel(); cancelBrowser(); cancelAlloc() })
+	return ctx
+}
+
+// screenshotDir is where a browser test writes its screenshots: $FLAMEOX_SCREENSHOT_DIR,
+// or the test's artifact directory.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("FLAMEOX_SCREENSHOT_DIR")
+	if dir == "" {
+		return t.ArtifactDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestViewerBrowser(t *testing.T) {
 	browser := testtool.Require(t, "chromium")
 	fx := newViewerFixture(t)
@@ -216,20 +243,8 @@ print("\n".join(k[2] for k, v in sorted(s.items(), key=lambda kv: -kv[1][2])[:10
 		}
 	}
 
-	shots := os.Getenv("FLAMEOX_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.ArtifactDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 1000), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	shots := screenshotDir(t)
+	ctx := headless(t, browser, 60*time.Second)
 
 	step := func(what string, err error) {
 		t.Helper()
