@@ -400,8 +400,9 @@ func (x *xctraceReader) document() error {
 	return nil
 }
 
-// result reads one trace-query-result: its node elements.
-func (x *xctraceReader) result() error {
+// children reads the child elements of the element just started until it ends, handing
+// each to read, which reads it to its end; text between children is ignored.
+func (x *xctraceReader) children(read func(xml.StartElement) error) error {
 	for {
 		t, err := x.token()
 		if err != nil {
@@ -411,17 +412,21 @@ func (x *xctraceReader) result() error {
 		case xml.EndElement:
 			return nil
 		case xml.StartElement:
-			if e.Name.Local != "node" {
-				if err := x.skip(); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := x.node(e); err != nil {
+			if err := read(e); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// result reads one trace-query-result: its node elements.
+func (x *xctraceReader) result() error {
+	return x.children(func(e xml.StartElement) error {
+		if e.Name.Local != "node" {
+			return x.skip()
+		}
+		return x.node(e)
+	})
 }
 
 // node reads one table: its schema, then its rows.
@@ -440,32 +445,19 @@ func (x *xctraceReader) node(e xml.StartElement) error {
 	t := &xtable{info: &x.info.Tables[len(x.info.Tables)-1], run: run}
 	t.roles()
 	schema := false
-	for {
-		tok, err := x.token()
-		if err != nil {
-			return err
-		}
-		switch s := tok.(type) {
-		case xml.EndElement:
-			return nil
-		case xml.StartElement:
-			switch s.Name.Local {
-			case "schema":
-				if err := x.schema(s, t); err != nil {
-					return err
-				}
-				schema = len(t.cols) > 0
-			case "row":
-				if err := x.row(t, !schema); err != nil {
-					return err
-				}
-			default:
-				if err := x.skip(); err != nil {
-					return err
-				}
+	return x.children(func(s xml.StartElement) error {
+		switch s.Name.Local {
+		case "schema":
+			if err := x.schema(s, t); err != nil {
+				return err
 			}
+			schema = len(t.cols) > 0
+			return nil
+		case "row":
+			return x.row(t, !schema)
 		}
-	}
+		return x.skip()
+	})
 }
 
 // schema reads a schema's name and columns.
@@ -473,32 +465,25 @@ func (x *xctraceReader) schema(e xml.StartElement, t *xtable) error {
 	t.info.Schema, _ = attr(e, "name")
 	t.fallbackName = t.info.Schema
 	t.cols = t.cols[:0]
-	for {
-		tok, err := x.token()
+	err := x.children(func(s xml.StartElement) error {
+		if s.Name.Local != "col" {
+			return x.skip()
+		}
+		if len(t.cols) >= x.lim.MaxColumns {
+			return x.limit("columns in one schema", int64(x.lim.MaxColumns), "columns")
+		}
+		c, err := x.col()
 		if err != nil {
 			return err
 		}
-		switch s := tok.(type) {
-		case xml.EndElement:
-			t.roles()
-			return nil
-		case xml.StartElement:
-			if s.Name.Local != "col" {
-				if err := x.skip(); err != nil {
-					return err
-				}
-				continue
-			}
-			if len(t.cols) >= x.lim.MaxColumns {
-				return x.limit("columns in one schema", int64(x.lim.MaxColumns), "columns")
-			}
-			c, err := x.col()
-			if err != nil {
-				return err
-			}
-			t.cols = append(t.cols, c)
-		}
+		t.cols = append(t.cols, c)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	t.roles()
+	return nil
 }
 
 // col reads a col element's mnemonic and engineering type.
@@ -539,30 +524,23 @@ func (x *xctraceReader) col() (xcol, error) {
 // row reads one row's column values and delivers it.
 func (x *xctraceReader) row(t *xtable, bytag bool) error {
 	x.rowCells, x.tags = x.rowCells[:0], x.tags[:0]
-	for {
-		tok, err := x.token()
+	err := x.children(func(s xml.StartElement) error {
+		x.tags = append(x.tags, s.Name.Local)
+		if s.Name.Local == "sentinel" {
+			x.rowCells = append(x.rowCells, cell{null: true})
+			return x.skip()
+		}
+		v, err := x.value(s, false)
 		if err != nil {
 			return err
 		}
-		switch s := tok.(type) {
-		case xml.EndElement:
-			return x.deliver(t, bytag)
-		case xml.StartElement:
-			x.tags = append(x.tags, s.Name.Local)
-			if s.Name.Local == "sentinel" {
-				x.rowCells = append(x.rowCells, cell{null: true})
-				if err := x.skip(); err != nil {
-					return err
-				}
-				continue
-			}
-			v, err := x.value(s, false)
-			if err != nil {
-				return err
-			}
-			x.rowCells = append(x.rowCells, cell{v: v})
-		}
+		x.rowCells = append(x.rowCells, cell{v: v})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	return x.deliver(t, bytag)
 }
 
 // value reads one value element (just started): a reference to an interned value, or a
