@@ -29,15 +29,11 @@ func callGraph(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	if err != nil {
 		return nil, err
 	}
-	in, a, done, err := prepared(ctx, src, req.Limits)
+	in, a, tp, done, err := sliceRead(ctx, src, req.Limits)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	tp, err := admitTraceProcessor(ctx, in, req.Limits)
-	if err != nil {
-		return nil, err
-	}
 	type key struct{ parent, child string }
 	edges := map[key]*edge{}
 	var all, slices, dropped int64

@@ -122,6 +122,22 @@ func prepared(ctx context.Context, src source, limits gen.EffectiveLimits) (prov
 	return src.input(), &providers.Analysis{Provider: provider()}, func() {}, nil
 }
 
+// sliceRead is prepared, then trace_processor_shell admitted where it reads the input in
+// the native decoder's place (nil when the native decoder reads it): what a slice
+// analyzer starts from. done removes what preparing made; on an error it has run.
+func sliceRead(ctx context.Context, src source, limits gen.EffectiveLimits) (providers.Input, *providers.Analysis, *traceProcessor, func(), error) {
+	in, a, done, err := prepared(ctx, src, limits)
+	if err != nil {
+		return in, nil, nil, nil, err
+	}
+	tp, err := admitTraceProcessor(ctx, in, limits)
+	if err != nil {
+		done()
+		return in, nil, nil, nil, err
+	}
+	return in, a, tp, done, nil
+}
+
 // doneRows removes what prepared made (a converted report's scratch export) once a page
 // is read; the analysis context removes it on any other path.
 type doneRows struct {

@@ -22,15 +22,11 @@ func summarize(ctx context.Context, req *providers.Request[gen.TraceSliceFields]
 	if s, ok := src.(spanSource); ok {
 		return s.summarizeSpans(f), nil
 	}
-	in, a, done, err := prepared(ctx, src, req.Limits)
+	in, a, tp, done, err := sliceRead(ctx, src, req.Limits)
 	if err != nil {
 		return nil, err
 	}
 	context.AfterFunc(ctx, done)
-	tp, err := admitTraceProcessor(ctx, in, req.Limits)
-	if err != nil {
-		return nil, err
-	}
 	q := &query{in: in, tp: tp, less: byStart, filter: f,
 		pick: func(s *tracemodel.Nested) (string, bool) { return "", s.Dur > 0 },
 		figures: func(m map[string]any, n int64) string {

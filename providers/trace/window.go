@@ -50,15 +50,11 @@ func window(ctx context.Context, req *providers.Request[gen.WindowFields]) (*pro
 	if s, ok := src.(spanSource); ok {
 		return s.windowSpans(start, end, f), nil
 	}
-	in, a, done, err := prepared(ctx, src, req.Limits)
+	in, a, tp, done, err := sliceRead(ctx, src, req.Limits)
 	if err != nil {
 		return nil, err
 	}
 	context.AfterFunc(ctx, done)
-	tp, err := admitTraceProcessor(ctx, in, req.Limits)
-	if err != nil {
-		return nil, err
-	}
 	q := &query{in: in, tp: tp, less: byStartID, filter: f,
 		pick: func(s *tracemodel.Nested) (string, bool) { return "", overlaps(s.TS, s.Dur, start, end) },
 		figures: func(m map[string]any, n int64) string {
