@@ -776,8 +776,8 @@ func (s *EvidenceProjectionBodyAnalysisRequestFailureCode) UnmarshalText(data []
 
 // ManifestInput is one input of preserved evidence, without its host path.
 type EvidenceProjectionBodyAnalysisRequestInputsItem struct {
-	// Format names a native artifact format. The list is the union of the formats any operation accepts. A
-	// format name (contracts/catalog.json lists each operation's accepted_formats).
+	// Format names a native artifact format. A format name (contracts/catalog.json lists each operation's
+	// accepted_formats).
 	Format string `json:"format"`
 	// Role names a source inside one evidence bundle.
 	Role string `json:"role"`
@@ -1138,8 +1138,8 @@ func (s *EvidenceProjectionBodyAnalysisRequestOperation) UnmarshalText(data []by
 
 // ProjectedArtifact is one artifact identity in an inspect_evidence projection.
 type EvidenceProjectionBodyArtifactsItem struct {
-	// Format names a native artifact format. The list is the union of the formats any operation accepts. A
-	// format name (contracts/catalog.json lists each operation's accepted_formats).
+	// Format names a native artifact format. A format name (contracts/catalog.json lists each operation's
+	// accepted_formats).
 	Format string `json:"format"`
 	// Role names a source inside one evidence bundle.
 	Role string `json:"role"`
@@ -1486,8 +1486,8 @@ func (s *EvidenceProjectionBodyEvidenceKind) UnmarshalText(data []byte) error {
 
 // ManifestInput is one input of preserved evidence, without its host path.
 type EvidenceProjectionBodyInputsItem struct {
-	// Format names a native artifact format. The list is the union of the formats any operation accepts. A
-	// format name (contracts/catalog.json lists each operation's accepted_formats).
+	// Format names a native artifact format. A format name (contracts/catalog.json lists each operation's
+	// accepted_formats).
 	Format string `json:"format"`
 	// Role names a source inside one evidence bundle.
 	Role string `json:"role"`
@@ -1861,8 +1861,8 @@ func (s *EvidenceProjectionHeaders) SetResponse(val EvidenceProjection) {
 
 // LogicalSource is one preserved logical source in an inspect_evidence projection.
 type EvidenceProjectionLogicalSourcesItem struct {
-	// Format names a native artifact format. The list is the union of the formats any operation accepts. A
-	// format name (contracts/catalog.json lists each operation's accepted_formats).
+	// Format names a native artifact format. A format name (contracts/catalog.json lists each operation's
+	// accepted_formats).
 	Format   string    `json:"format"`
 	Producer NilString `json:"producer"`
 	// Role names a source inside one evidence bundle.

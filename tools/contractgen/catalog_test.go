@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -82,5 +83,18 @@ func TestCaptureTitle(t *testing.T) {
 		if got := captureTitle(in); got != want {
 			t.Errorf("captureTitle(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestFormatNames: the formats are the sorted union of the operations' lists, each once.
+func TestFormatNames(t *testing.T) {
+	m := &model{ops: []operation{
+		{Name: "b", Formats: []string{"pstats", "perf"}},
+		{Name: "a", Formats: []string{"perf", "coverage", "pstats"}},
+	}}
+	got := m.formatNames()
+	want := []string{"coverage", "perf", "pstats"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("formatNames() = %v, want %v", got, want)
 	}
 }

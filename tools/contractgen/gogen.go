@@ -176,6 +176,9 @@ func enumValues(v cue.Value) ([]string, bool) {
 func (g *gogen) enum(b *bytes.Buffer, name string) error {
 	v := g.m.def(name)
 	vals, ok := enumValues(v)
+	if name == "Format" {
+		vals, ok = g.m.formatNames(), true
+	}
 	if !ok {
 		return fmt.Errorf("#%s is not a string enum", name)
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
@@ -160,7 +161,47 @@ func (m *model) loadRegistry() error {
 		}
 		m.ops = append(m.ops, op)
 	}
+	known := m.formatNames()
+	for _, op := range m.ops {
+		for f := range op.FormatLimitations {
+			if _, ok := slices.BinarySearch(known, f); !ok {
+				return fmt.Errorf("operation %s: format_limitations names %s, which no operation reads", op.Name, f)
+			}
+		}
+	}
+	if err := m.checkCaptureFormats(); err != nil {
+		return err
+	}
 	return m.checkToolsets()
+}
+
+// formatNames is the union of the formats the operations list, sorted: the values of
+// #Format (the Go constants), which the CUE declares only as a spelling so that a
+// format is named where an operation lists it and nowhere else.
+func (m *model) formatNames() []string {
+	var all []string
+	for _, op := range m.ops {
+		all = append(all, op.Formats...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// checkCaptureFormats fails when a capture provider writes a format no operation reads.
+func (m *model) checkCaptureFormats() error {
+	providers, err := m.captureProviders()
+	if err != nil {
+		return err
+	}
+	known := m.formatNames()
+	for _, p := range providers {
+		for role, f := range p.Outputs {
+			if _, ok := slices.BinarySearch(known, f); !ok {
+				return fmt.Errorf("capture provider %s: output %s is format %s, which no operation reads", p.Kind, role, f)
+			}
+		}
+	}
+	return nil
 }
 
 // checkToolsets fails when a toolset other than evidence (the lifecycle tools') holds no

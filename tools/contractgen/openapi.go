@@ -227,21 +227,21 @@ func allKinded(arms []any) bool {
 	return len(arms) > 0
 }
 
-// unenumFormats replaces every enum of all the catalog's formats in the viewer's documents
-// with a string (issue 37, item 5): evidence may be of any format, and a format added to
+// unenumFormats replaces every format name in the viewer's documents with a plain string
+// (issue 37, item 5): evidence may be of any format, and a format added to
 // the catalog then changes neither this document nor ogen's generated viewer code.
 func (m *model) unenumFormats(n any) error {
 	f, err := m.defSchema("Format")
 	if err != nil {
 		return err
 	}
-	all := fmt.Sprint(f["enum"])
+	all := fmt.Sprint(f["pattern"])
 	var walk func(any)
 	walk = func(n any) {
 		switch v := n.(type) {
 		case schema:
 			for k, c := range v {
-				if cs, ok := c.(schema); ok && cs["enum"] != nil && fmt.Sprint(cs["enum"]) == all {
+				if cs, ok := c.(schema); ok && cs["pattern"] != nil && fmt.Sprint(cs["pattern"]) == all {
 					desc, _ := cs["description"].(string)
 					v[k] = schema{"type": "string", "description": strings.TrimSpace(desc + " A format name (contracts/catalog.json lists each operation's accepted_formats).")}
 					continue
