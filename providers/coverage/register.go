@@ -66,8 +66,52 @@ func byArc(a, b hit) int {
 	return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), cmp.Compare(a.ctx, b.ctx))
 }
 
+// readers is the family's format table: the one place it chooses a reader by format.
+var readers = map[gen.Format]func(context.Context, providers.Input, gen.EffectiveLimits) (*data, error){
+	gen.FormatCoverage: readCoveragePy,
+}
+
+// data is what a reader found in one source: the measured files and contexts, each sorted
+// by name; the rows kept (at most MaxProjectionRows) in the table's order and how many
+// there are; the metrics and limitations of the result.
+type data struct {
+	files, contexts []string
+	store           []entry
+	total           int64
+	metrics         map[string]any
+	limitations     []string
+}
+
+// keep appends the hits of file fi of kind k to d.store while it has room.
+func (d *data) keep(fi int32, k uint8, hs []hit) {
+	for _, h := range hs {
+		if len(d.store) >= providers.MaxProjectionRows {
+			return
+		}
+		d.store = append(d.store, entry{hit: h, file: fi, kind: k})
+	}
+}
+
 func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*providers.Analysis, error) {
 	in := req.Inputs[0]
+	d, err := readers[in.Format](ctx, in, req.Limits)
+	if err != nil {
+		return nil, err
+	}
+	rows := providers.Project(int(min(d.total, int64(providers.MaxProjectionRows)+1)), func(i int) gen.CoverageRow {
+		e := d.store[i]
+		row := gen.CoverageRow{Kind: kindNames[e.kind], File: d.files[e.file], LineFrom: e.from, Context: d.contexts[e.ctx]}
+		if e.kind == kindArc {
+			to := e.to
+			row.LineTo = &to
+		}
+		return row
+	})
+	return &providers.Analysis{Provider: provider(), Metrics: d.metrics, Rows: rows, Limitations: d.limitations}, nil
+}
+
+// readCoveragePy reads a coverage.py data file (SQLite).
+func readCoveragePy(ctx context.Context, in providers.Input, _ gen.EffectiveLimits) (*data, error) {
 	d, err := open(ctx, in)
 	if err != nil {
 		return nil, err
@@ -88,15 +132,17 @@ func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 	slices.SortFunc(files, func(a, b name) int { return cmp.Compare(a.text, b.text) })
 	slices.SortFunc(contexts, func(a, b name) int { return cmp.Compare(a.text, b.text) })
 	rank := make(map[int64]int32, len(contexts))
+	out := &data{}
 	for i, c := range contexts {
 		rank[c.id] = int32(i)
+		out.contexts = append(out.contexts, c.text)
+	}
+	for _, f := range files {
+		out.files = append(out.files, f.text)
 	}
 
 	r := &reader{db: d, rank: rank, hasArcs: hasArcs}
-	var (
-		store                  []entry
-		total, lines, arcCount int64
-	)
+	var lines, arcCount int64
 	if recorded {
 		for fi, f := range files {
 			if err := ctx.Err(); err != nil {
@@ -108,39 +154,23 @@ func summarize(ctx context.Context, req *providers.Request[gen.NoFields]) (*prov
 			}
 			lines += distinct(ls, func(a, b hit) bool { return a.from == b.from })
 			arcCount += distinct(as, func(a, b hit) bool { return a.from == b.from && a.to == b.to })
-			total += int64(len(ls) + len(as))
-			for k, hs := range [][]hit{kindLine: ls, kindArc: as} {
-				for _, h := range hs {
-					if len(store) >= providers.MaxProjectionRows {
-						break
-					}
-					store = append(store, entry{hit: h, file: int32(fi), kind: uint8(k)})
-				}
-			}
+			out.total += int64(len(ls) + len(as))
+			out.keep(int32(fi), kindLine, ls)
+			out.keep(int32(fi), kindArc, as)
 		}
 	}
 
-	m := map[string]any{
+	out.metrics = map[string]any{
 		"file_count": len(files), "line_count": lines, "arc_count": arcCount,
 		"coverage_version": version, "has_arcs": hasArcs, "context_count": len(contexts),
 	}
-	var lim []string
 	switch {
-	case !recorded || total == 0:
-		lim = append(lim, "no_coverage_recorded: the data file holds no executed line or arc.")
+	case !recorded || out.total == 0:
+		out.limitations = append(out.limitations, "no_coverage_recorded: the data file holds no executed line or arc.")
 	case !hasArcs:
-		lim = append(lim, "no_branch_data: the data were recorded without branch measurement (coverage run --branch); only line hits are listed.")
+		out.limitations = append(out.limitations, "no_branch_data: the data were recorded without branch measurement (coverage run --branch); only line hits are listed.")
 	}
-	rows := providers.Project(int(min(total, int64(providers.MaxProjectionRows)+1)), func(i int) gen.CoverageRow {
-		e := store[i]
-		row := gen.CoverageRow{Kind: kindNames[e.kind], File: files[e.file].text, LineFrom: e.from, Context: contexts[e.ctx].text}
-		if e.kind == kindArc {
-			to := e.to
-			row.LineTo = &to
-		}
-		return row
-	})
-	return &providers.Analysis{Provider: provider(), Metrics: m, Rows: rows, Limitations: lim}, nil
+	return out, nil
 }
 
 // distinct counts the runs of sorted hs that same does not join.
