@@ -49,11 +49,13 @@ type captureProvider struct {
 	Released           bool    `json:"released"`
 }
 
-// captureFormats are the formats a capture tool's inputs can have: the operation's, and
-// the outputs of its providers and of the direct provider (the workload's console), in
-// the catalog's order of providers and sorted roles.
-func captureFormats(op operation, kinds []string, providers []captureProvider) []string {
-	formats := append([]string{}, op.Formats...)
+// captureFormats are the formats a capture tool's inputs can have: the outputs of its
+// providers and of the direct provider (the workload's console), in the catalog's order
+// of providers and sorted roles, each once. A capture's inputs are only what its
+// providers write, so a format the operation reads but no provider writes (a file the
+// caller passes to the analysis tool) is not among them.
+func captureFormats(kinds []string, providers []captureProvider) []string {
+	var formats []string
 	for _, p := range providers {
 		if p.Kind != "direct" && !slices.Contains(kinds, p.Kind) {
 			continue
@@ -387,8 +389,8 @@ func (m *model) contractFiles() (map[string][]byte, error) {
 		if err := m.typeRows(cres, op, "CaptureConsoleRow"); err != nil {
 			return nil, err
 		}
-		// Its inputs are the operation's formats and what its providers write.
-		if err := narrowInputFormats(cres, captureFormats(op, kinds, providers)); err != nil {
+		// Its inputs are what its providers write.
+		if err := narrowInputFormats(cres, captureFormats(kinds, providers)); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		crich, err := m.outputUnion(name, cres)
