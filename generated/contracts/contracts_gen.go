@@ -23,6 +23,7 @@ const (
 	FormatJSON             Format = "json"
 	FormatJsonl            Format = "jsonl"
 	FormatKernelValidation Format = "kernel-validation"
+	FormatLcov             Format = "lcov"
 	FormatMemray           Format = "memray"
 	FormatMooncakeTrace    Format = "mooncake-trace"
 	FormatNsightCompute    Format = "nsight-compute"
@@ -56,7 +57,7 @@ const (
 
 // FormatValues lists every Format in declaration order.
 func FormatValues() []Format {
-	return []Format{FormatAiperf, FormatChromeTrace, FormatComputeSanitizer, FormatCoverage, FormatCpuprofile, FormatCSV, FormatDirectory, FormatGoBench, FormatHeapprofile, FormatHyperfine, FormatJSON, FormatJsonl, FormatKernelValidation, FormatMemray, FormatMooncakeTrace, FormatNsightCompute, FormatNsightComputeCSV, FormatNsysParquet, FormatNsysRep, FormatNsysSqlite, FormatNvbench, FormatObservations, FormatOtlp, FormatParquet, FormatPerf, FormatPerfData, FormatPerfetto, FormatPprof, FormatPstats, FormatPySpy, FormatPyperf, FormatPytest, FormatPytorch, FormatRocprofPftrace, FormatSamples, FormatSarif, FormatSglangBenchmark, FormatText, FormatTriton, FormatTritonCache, FormatVllmBenchmark, FormatXctrace}
+	return []Format{FormatAiperf, FormatChromeTrace, FormatComputeSanitizer, FormatCoverage, FormatCpuprofile, FormatCSV, FormatDirectory, FormatGoBench, FormatHeapprofile, FormatHyperfine, FormatJSON, FormatJsonl, FormatKernelValidation, FormatLcov, FormatMemray, FormatMooncakeTrace, FormatNsightCompute, FormatNsightComputeCSV, FormatNsysParquet, FormatNsysRep, FormatNsysSqlite, FormatNvbench, FormatObservations, FormatOtlp, FormatParquet, FormatPerf, FormatPerfData, FormatPerfetto, FormatPprof, FormatPstats, FormatPySpy, FormatPyperf, FormatPytest, FormatPytorch, FormatRocprofPftrace, FormatSamples, FormatSarif, FormatSglangBenchmark, FormatText, FormatTriton, FormatTritonCache, FormatVllmBenchmark, FormatXctrace}
 }
 
 // FailureCode is the stable vocabulary of tool failure codes.
@@ -2956,17 +2957,18 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNameSummarizeCoverage,
 		Toolset:          ToolsetTest,
-		Description:      "List the executed lines and branch arcs of one coverage.py data file (.coverage, SQLite) per file and context, with file, line and arc counts.",
-		Formats:          []Format{FormatCoverage},
+		Description:      "List the executed lines and branch arcs of one coverage.py data file (.coverage, SQLite) or the executed lines of one LCOV tracefile (lcov.info from lcov, c8, Node, llvm-cov, cargo llvm-cov) per file and context, with file, line and arc counts (and for LCOV the instrumented lines, branches and functions).",
+		Formats:          []Format{FormatCoverage, FormatLcov},
 		MinSources:       1,
 		MaxSources:       1,
 		FieldsDefinition: "NoFields",
 		CaptureProviders: []string{"coverage"},
 		Experiment:       false,
 		Released:         true,
-		Limitations:      []string{"Coverage data records what ran, not what did not: unexecuted lines and branches need the source files (coverage report or coverage json on the same data with the sources present); no source is read here.", "Rows are ordered by file, kind (line_hit, then branch_arc), line_from, line_to and context; with branch data the line hits are the positive ends of the recorded arcs, as coverage.py derives them."},
+		Limitations:      []string{},
 		FormatLimitations: map[Format][]string{
-			FormatCoverage: []string{"Files are identified by the paths coverage.py recorded at measurement time; they are not mapped to the current checkout."},
+			FormatCoverage: []string{"Coverage data records what ran, not what did not: unexecuted lines and branches need the source files (coverage report or coverage json on the same data with the sources present); no source is read here.", "Rows are ordered by file, kind (line_hit, then branch_arc), line_from, line_to and context; with branch data the line hits are the positive ends of the recorded arcs, as coverage.py derives them.", "Files are identified by the paths coverage.py recorded at measurement time; they are not mapped to the current checkout."},
+			FormatLcov:     []string{"An LCOV tracefile (lcov, c8, nyc, node --test-reporter=lcov, llvm-cov export -format=lcov, cargo llvm-cov, coverage lcov) lists every instrumented line with its count: the rows are the executed lines (line_hit, count above 0) by file (the SF: path as written), line and context (the TN: test name; \"\" when none); instrumented_line_count counts every listed line, so line_count / instrumented_line_count is the line coverage.", "LCOV branch records (BRDA) name a line, block and branch but no destination line: they are counted (branch_count, branch_hit_count), not listed as branch_arc rows; functions (FN, FNDA) are counted as function_count and function_hit_count."},
 		},
 		Rows: []string{"CoverageRow"},
 	},

@@ -1,6 +1,6 @@
 // Package coverage reads coverage.py data files (.coverage, SQLite) natively through a
-// pure-Go SQLite driver: the executed lines and branch arcs of every measured file per
-// context. It also registers the coverage capture provider, which runs a Python
+// pure-Go SQLite driver, the executed lines and branch arcs of every measured file per
+// context, and LCOV tracefiles (lcov.go), the executed lines per file and test. It also registers the coverage capture provider, which runs a Python
 // workload under coverage run.
 package coverage
 
@@ -18,11 +18,12 @@ import (
 	"github.com/flameox/flameox/providers/internal/sqlitefile"
 )
 
-// Register adds summarize_coverage, the coverage format's detector and the coverage
-// capture provider.
+// Register adds summarize_coverage, the detectors of coverage.py data and LCOV
+// tracefiles and the coverage capture provider.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeCoverage, summarize))
 	r.Detector(detector)
+	r.Detector(lcovDetector)
 	// coverage.py's data file is SQLite.
 	r.Amplifying(gen.FormatCoverage)
 	r.Collector(collector)
@@ -69,6 +70,7 @@ func byArc(a, b hit) int {
 // readers is the family's format table: the one place it chooses a reader by format.
 var readers = map[gen.Format]func(context.Context, providers.Input, gen.EffectiveLimits) (*data, error){
 	gen.FormatCoverage: readCoveragePy,
+	gen.FormatLcov:     readLCOV,
 }
 
 // data is what a reader found in one source: the measured files and contexts, each sorted
