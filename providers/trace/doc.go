@@ -21,9 +21,11 @@
 // the format (decision 0064).
 //
 // Packages: what the readers and the analyzers share (Sink, Event, Track, Stats, the
-// Nester) is providers/trace/tracemodel; the Perfetto and Trace Event readers are
-// providers/trace/perfetto and providers/trace/chrome, which import the model and
-// providers/internal and never this package. Their sources here (perfettosource.go,
-// chromesource.go) open the input and call them. OTLP, Nsight Systems and Instruments
-// are still read in this package (otlp.go, nsys*.go, xctraceread.go).
+// Nester) is providers/trace/tracemodel; the Perfetto, Trace Event and OTLP readers are
+// providers/trace/perfetto, providers/trace/chrome and providers/trace/otlp, which
+// import the model or providers/internal and never this package. Their sources here
+// (perfettosource.go, chromesource.go, otlpsource.go) open the input and call them; the
+// OTLP spans' analyses (otlpslices.go, otlpops.go, otlplifecycle.go) and view "tables"'
+// sink (otlptables.go) stay here. Nsight Systems and Instruments are still read in this
+// package (nsys*.go, xctraceread.go).
 package trace

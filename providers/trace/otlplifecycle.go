@@ -8,6 +8,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/otlp"
 )
 
 // transition is one lifecycle row: a span start (0), event (1) or end (2).
@@ -61,7 +62,7 @@ func otlpLifecycle(in providers.Input) *providers.Analysis {
 		fill: func(ctx context.Context, keep func(*transition)) (int64, *providers.Page, error) {
 			var n, missing int64
 			var c transition
-			st, err := readOTLP(ctx, in, func(s *OTLPSpan) error {
+			st, err := readOTLP(ctx, in, func(s *otlp.Span) error {
 				c = transition{span: s.SpanID, ordinal: s.Ordinal, trace: s.TraceID, parent: s.ParentSpanID, hasPar: s.HasParent, name: s.Name}
 				offer := func(t uint64, kind int8, ev int32, name string) {
 					if t == 0 {

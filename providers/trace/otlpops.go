@@ -8,6 +8,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/otlp"
 )
 
 // operation aggregates the spans of one (name, kind, status).
@@ -62,7 +63,7 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 	// spans keeps what self time needs of every span, until maxSelfSpans.
 	var spans []otlpSelfSpan
 	selfKept := true
-	st, err := readOTLP(ctx, in, func(s *OTLPSpan) error {
+	st, err := readOTLP(ctx, in, func(s *otlp.Span) error {
 		ts, dur, timed := timing(s)
 		var self *otlpSelfSpan
 		if selfKept {
@@ -74,7 +75,7 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 				self = &spans[len(spans)-1]
 			}
 		}
-		if f != nil && !f.span(s.Name, kindName(s.Kind), dur, timed) {
+		if f != nil && !f.span(s.Name, otlp.KindName(s.Kind), dur, timed) {
 			excluded++
 			return nil
 		}
@@ -143,8 +144,8 @@ func otlpOperations(ctx context.Context, in providers.Input, f *filter) (*provid
 	}
 	return &providers.Analysis{Provider: provider(), Metrics: m, Limitations: lim,
 		Rows: providers.ProjectSlice(list, func(o *operation) gen.TraceOperationRow {
-			row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: kindName(o.kind),
-				StatusCode: ptr(enumName(statusCodes, "STATUS_CODE_", o.status)), CallCount: o.calls, TotalDurationNS: bigNanos(o.total.big()),
+			row := gen.TraceOperationRow{Operation: sliceName(o.name), SpanKind: otlp.KindName(o.kind),
+				StatusCode: ptr(otlp.StatusName(o.status)), CallCount: o.calls, TotalDurationNS: bigNanos(o.total.big()),
 				ShareOfKind: share(o.total.big(), totals[o.kind])}
 			if selfKept {
 				row.SelfDurationNS = bigNanos(new(big.Int).Sub(o.total.big(), o.covered.big()))

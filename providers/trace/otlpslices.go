@@ -6,6 +6,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/otlp"
 )
 
 // maxOTLPTraces bounds the distinct trace ids one read numbers (the slice rows' track_id).
@@ -54,7 +55,7 @@ func otlpSlices(in providers.Input, f *filter, less func(a, b *otlpSlice) bool, 
 			traces := map[[16]byte]int64{}
 			var n, untimed, excluded int64
 			var c otlpSlice
-			st, err := readOTLP(ctx, in, func(s *OTLPSpan) error {
+			st, err := readOTLP(ctx, in, func(s *otlp.Span) error {
 				t, ok := traces[s.TraceID]
 				if !ok {
 					if len(traces) >= maxOTLPTraces {
@@ -72,7 +73,7 @@ func otlpSlices(in providers.Input, f *filter, less func(a, b *otlpSlice) bool, 
 				if !pick(ts, dur) {
 					return nil
 				}
-				if !f.span(s.Name, kindName(s.Kind), dur, true) {
+				if !f.span(s.Name, otlp.KindName(s.Kind), dur, true) {
 					excluded++
 					return nil
 				}
@@ -124,7 +125,7 @@ func otlpParents(ctx context.Context, in providers.Input, sel []otlpSlice) error
 	if len(want) == 0 {
 		return nil
 	}
-	if _, err := readOTLP(ctx, in, func(s *OTLPSpan) error {
+	if _, err := readOTLP(ctx, in, func(s *otlp.Span) error {
 		k := spanKey{s.TraceID, s.SpanID}
 		if p, ok := want[k]; ok && p == nil {
 			id := s.Ordinal
@@ -145,10 +146,8 @@ func otlpParents(ctx context.Context, in providers.Input, sel []otlpSlice) error
 	return nil
 }
 
-func kindName(k int32) string { return enumName(spanKinds, "SPAN_KIND_", k) }
-
 func otlpSliceRow(s *otlpSlice) any {
-	kind := kindName(s.kind)
+	kind := otlp.KindName(s.kind)
 	return gen.TraceSliceRow{ID: s.id, ParentID: s.parent, Name: sliceName(s.name), Ts: nanos(s.ts), Dur: nanos(s.dur),
 		TrackID: s.track, Category: &kind, ProcessName: s.service, Phase: "span"}
 }
@@ -175,7 +174,7 @@ func windowOTLP(in providers.Input, start, end int64, f *filter) *providers.Anal
 			return "no_slices_in_window: no span of the trace overlaps the window; the metrics count the whole trace."
 		},
 		func(s *otlpSlice) any {
-			kind := kindName(s.kind)
+			kind := otlp.KindName(s.kind)
 			return gen.TraceWindowRow{ID: s.id, ParentID: s.parent, Name: sliceName(s.name), Category: &kind,
 				Ts: nanos(s.ts), Dur: nanos(s.dur), TrackID: s.track}
 		})}

@@ -2,14 +2,13 @@ package trace
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"math"
-	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/otlp"
 )
 
 // otlpSource is an OpenTelemetry trace, OTLP/JSON or OTLP/protobuf: a span source (its
@@ -42,13 +41,13 @@ func (o otlpSource) tables(ctx context.Context, _ gen.OperationName, f *gen.Tabl
 }
 
 // readOTLP decodes one OTLP source, calling visit for every span in file order, in the
-// encoding otlpIsProto chooses.
-func readOTLP(ctx context.Context, in providers.Input, visit func(*OTLPSpan) error) (*OTLPStats, error) {
+// encoding otlp.ReadAsProto chooses.
+func readOTLP(ctx context.Context, in providers.Input, visit func(*otlp.Span) error) (*otlp.Stats, error) {
 	return readOTLPTables(ctx, in, visit, nil)
 }
 
 // readOTLPTables is readOTLP, also passing every record whole to tables when it is set.
-func readOTLPTables(ctx context.Context, in providers.Input, visit func(*OTLPSpan) error, tables otlpTableSink) (*OTLPStats, error) {
+func readOTLPTables(ctx context.Context, in providers.Input, visit func(*otlp.Span) error, tables otlp.TableSink) (*otlp.Stats, error) {
 	r, err := providers.OpenReadAhead(ctx, in, maxTraceBytes)
 	if err != nil {
 		return nil, err
@@ -56,33 +55,12 @@ func readOTLPTables(ctx context.Context, in providers.Input, visit func(*OTLPSpa
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4096)
-	return decodeOTLP(ctx, br, in.Index, otlpIsProto(in.Path, head), visit, tables)
-}
-
-// otlpIsProto chooses the encoding of a source already known to be OTLP (declared, or
-// detected). A name ending .json is JSON (the catalog's rule). Otherwise protobuf when
-// the head sniffs as an ExportTraceServiceRequest (IsOTLPProto), and also when it does
-// not but its first byte past a BOM and white space is neither '{' nor '[': a protobuf
-// export whose first resource is larger than the sniffed head, or whose first span
-// writes its name before its trace id, is still OTLP when declared so, and a JSON
-// document starts with one of those (a protobuf export cannot: both are groups). The
-// sniff comes first because a protobuf export starts with 0x0a, a newline. An empty or
-// blank file goes to the JSON reader, which refuses it as empty.
-func otlpIsProto(path string, head []byte) bool {
-	if strings.HasSuffix(strings.ToLower(path), ".json") {
-		return false
-	}
-	if IsOTLPProto(head) {
-		return true
-	}
-	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
-	head = bytes.TrimLeft(head, " \t\r\n")
-	return len(head) > 0 && head[0] != '{' && head[0] != '['
+	return otlp.Decode(ctx, br, in.Index, otlp.ReadAsProto(in.Path, head), visit, tables)
 }
 
 // timing is a span's start and duration, when both timestamps are present, the end is
 // not before the start, and both fit int64 nanoseconds.
-func timing(s *OTLPSpan) (ts, dur int64, ok bool) {
+func timing(s *otlp.Span) (ts, dur int64, ok bool) {
 	if s.Start == 0 || s.End == 0 || s.End < s.Start || s.End > math.MaxInt64 {
 		return 0, 0, false
 	}
@@ -90,7 +68,7 @@ func timing(s *OTLPSpan) (ts, dur int64, ok bool) {
 }
 
 // otlpTables are the table counts every OTLP result reports.
-func otlpTables(st *OTLPStats, m map[string]any) map[string]any {
+func otlpTables(st *otlp.Stats, m map[string]any) map[string]any {
 	if m == nil {
 		m = map[string]any{}
 	}
@@ -101,7 +79,7 @@ func otlpTables(st *OTLPStats, m map[string]any) map[string]any {
 	return m
 }
 
-func otlpLimitations(st *OTLPStats) []string {
+func otlpLimitations(st *otlp.Stats) []string {
 	if st.SpansBeforeResource > 0 {
 		return []string{fmt.Sprintf("%d spans were written before their resource; their service.name is unknown to a streaming read (process_name null).", st.SpansBeforeResource)}
 	}

@@ -8,101 +8,25 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-json-experiment/json/jsontext"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/jsonvalue"
+	"github.com/flameox/flameox/providers/trace/otlp"
 )
 
 // View "tables" of an OTLP trace (decision 0032): catalog §1.3's rows {table: resources |
 // scopes | spans | events | links, ...columns}, every field of the export (attributes
-// included) in the same rows for the JSON and the protobuf encoding.
-
-// otlpTableSink receives an OTLP file's records as complete generated messages, each
-// when read (a resource or scope its resource_spans or scope_spans lacks when that ends).
-// The messages are reused after the call.
-type otlpTableSink interface {
-	resource(index int64, r *resourcepb.Resource) error
-	scope(resource, index int64, s *commonpb.InstrumentationScope) error
-	// wants says whether the next span, with this many events and links, gives a row the
-	// sink collects: span then receives it whole, else skip counts it.
-	wants(events, links int) bool
-	span(resource, scope, index int64, s *tracepb.Span) error
-	skip(events, links int)
-}
+// included) in the same rows for the JSON and the protobuf encoding. The reader
+// (providers/trace/otlp) hands each record whole to otlpRange, its otlp.TableSink.
 
 // otlpTableNames are the tables in their order (the catalog's).
 var otlpTableNames = [...]string{"resources", "scopes", "spans", "events", "links"}
 
-// jsonMessage reads one OTLP/JSON message into m with protojson: the OTLP JSON mapping
-// is proto3's JSON mapping but for hex trace and span ids, which only spans and links hold.
-func (d *otlpDec) jsonMessage(v jsontext.Value, m proto.Message, what string) error {
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(v, m); err != nil {
-		return d.bad("a %s does not follow the OTLP JSON mapping", what)
-	}
-	return nil
-}
-
-// jsonFullSpan reads the span v into d.full, its hex ids rewritten as the base64 that
-// proto3's JSON mapping expects.
-func (d *otlpDec) jsonFullSpan(v jsontext.Value) error {
-	var span map[string]json.RawMessage
-	if err := json.Unmarshal(v, &span); err != nil {
-		return d.bad("a span does not follow the OTLP JSON mapping")
-	}
-	if err := d.base64IDs(span); err != nil {
-		return err
-	}
-	if raw, ok := span["links"]; ok {
-		var links []map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &links); err != nil {
-			return d.bad("a span's links do not follow the OTLP JSON mapping")
-		}
-		for _, l := range links {
-			if err := d.base64IDs(l); err != nil {
-				return err
-			}
-		}
-		b, err := json.Marshal(links)
-		if err != nil {
-			return d.bad("a span's links do not follow the OTLP JSON mapping")
-		}
-		span["links"] = b
-	}
-	b, err := json.Marshal(span)
-	if err != nil {
-		return d.bad("a span does not follow the OTLP JSON mapping")
-	}
-	return d.jsonMessage(b, &d.full, "span")
-}
-
-// base64IDs rewrites the hex id members of one span or link object as base64.
-func (d *otlpDec) base64IDs(m map[string]json.RawMessage) error {
-	for _, key := range []string{"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"} {
-		raw, ok := m[key]
-		if !ok {
-			continue
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return d.bad("%s is not a string", key)
-		}
-		b, err := hex.DecodeString(s)
-		if err != nil {
-			return d.bad("%s %q is not hex", key, s)
-		}
-		m[key], _ = json.Marshal(base64.StdEncoding.EncodeToString(b))
-	}
-	return nil
-}
-
-// otlpRange collects one page's rows: for each table, the rows from first up to last
-// (exclusive) in the table's own order.
+// otlpRange, the table sink of one page's read, collects the page's rows: for each
+// table, the rows from first up to last (exclusive) in the table's own order.
 type otlpRange struct {
 	first, last [len(otlpTableNames)]int64
 	rows        [len(otlpTableNames)][]json.RawMessage
@@ -110,7 +34,8 @@ type otlpRange struct {
 	need        int64
 }
 
-// errPageRead ends a read once the page's rows are collected.
+// errPageRead ends a read once the page's rows are collected (otlp.Decode returns the
+// sink's error as it is).
 var errPageRead = errors.New("page read")
 
 // take reports whether the next row of table t is in the range, counting it.
@@ -129,7 +54,7 @@ func (r *otlpRange) add(t int, row []byte) error {
 	return nil
 }
 
-func (r *otlpRange) resource(index int64, res *resourcepb.Resource) error {
+func (r *otlpRange) Resource(index int64, res *resourcepb.Resource) error {
 	if !r.take(0) {
 		return nil
 	}
@@ -140,7 +65,7 @@ func (r *otlpRange) resource(index int64, res *resourcepb.Resource) error {
 	return r.add(0, o.done())
 }
 
-func (r *otlpRange) scope(resource, index int64, s *commonpb.InstrumentationScope) error {
+func (r *otlpRange) Scope(resource, index int64, s *commonpb.InstrumentationScope) error {
 	if !r.take(1) {
 		return nil
 	}
@@ -159,17 +84,17 @@ func (r *otlpRange) overlaps(t int, n int64) bool {
 	return n > 0 && r.seen[t] < r.last[t] && r.seen[t]+n > r.first[t]
 }
 
-func (r *otlpRange) wants(events, links int) bool {
+func (r *otlpRange) Wants(events, links int) bool {
 	return r.overlaps(2, 1) || r.overlaps(3, int64(events)) || r.overlaps(4, int64(links))
 }
 
-func (r *otlpRange) skip(events, links int) {
+func (r *otlpRange) Skip(events, links int) {
 	r.seen[2]++
 	r.seen[3] += int64(events)
 	r.seen[4] += int64(links)
 }
 
-func (r *otlpRange) span(resource, scope, index int64, s *tracepb.Span) error {
+func (r *otlpRange) Span(resource, scope, index int64, s *tracepb.Span) error {
 	if r.take(2) {
 		o := newRow("spans")
 		o.int("resource_index", resource)
@@ -181,10 +106,10 @@ func (r *otlpRange) span(resource, scope, index int64, s *tracepb.Span) error {
 		o.value("trace_state", s.GetTraceState())
 		o.int("flags", int64(s.GetFlags()))
 		o.value("name", s.GetName())
-		o.value("kind", enumName(spanKinds, "SPAN_KIND_", int32(s.GetKind())))
+		o.value("kind", otlp.KindName(int32(s.GetKind())))
 		o.value("start_time_unix_nano", unixNanos(s.GetStartTimeUnixNano()))
 		o.value("end_time_unix_nano", unixNanos(s.GetEndTimeUnixNano()))
-		o.value("status_code", enumName(statusCodes, "STATUS_CODE_", int32(s.GetStatus().GetCode())))
+		o.value("status_code", otlp.StatusName(int32(s.GetStatus().GetCode())))
 		o.value("status_message", s.GetStatus().GetMessage())
 		o.value("attributes", attributes(s.GetAttributes()))
 		o.int("dropped_attributes_count", int64(s.GetDroppedAttributesCount()))
@@ -306,7 +231,7 @@ func (r *row) done() json.RawMessage { return append(r.b, '}') }
 // select (none: all five): one read counts the tables, each page reads the file again
 // for its rows.
 func otlpTablesAnalysis(ctx context.Context, in providers.Input, prefixes []string) (*providers.Analysis, error) {
-	st, err := readOTLP(ctx, in, func(*OTLPSpan) error { return nil })
+	st, err := readOTLP(ctx, in, func(*otlp.Span) error { return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +302,7 @@ func (r *otlpTablePages) Page(ctx context.Context, offset, limit int64, fits fun
 
 // read decodes the file with rg as the table sink until rg has its rows.
 func (r *otlpTablePages) read(ctx context.Context, rg *otlpRange) error {
-	_, err := readOTLPTables(ctx, r.in, func(*OTLPSpan) error { return nil }, rg)
+	_, err := readOTLPTables(ctx, r.in, func(*otlp.Span) error { return nil }, rg)
 	if errors.Is(err, errPageRead) {
 		return nil
 	}

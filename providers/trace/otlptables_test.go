@@ -14,6 +14,8 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/otlp"
+	"github.com/flameox/flameox/providers/trace/otlp/otlptest"
 )
 
 // otlpTablesTruth is python3's own OTLP writer and reader. Mode "gen" writes one trace in
@@ -341,7 +343,7 @@ func TestOTLPTablesAgainstPython(t *testing.T) {
 // spans protoc --decode_raw reads (ids, names, kinds, times, parents) and its table counts.
 func TestOTLPTablesProtobufCorpus(t *testing.T) {
 	path := testtool.Corpus(t, "local__otel_js_otlp_protobuf_trace.binpb")
-	tr := runOTLPTruth(t, protocSpans(t, path), "spans")
+	tr := otlptest.RunTruth(t, otlptest.ProtocSpans(t, path), "spans")
 	a, err := summarize(context.Background(), sliceReq(tablesReq(providers.Input{Path: path, Format: gen.FormatOtlp}, "spans")))
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +369,7 @@ func TestOTLPTablesProtobufCorpus(t *testing.T) {
 		}
 		g := got[i]
 		if g.SpanIndex != s.Ordinal || g.TraceID != s.TraceID || g.SpanID != s.SpanID || parent != s.Parent || g.Name != s.Name ||
-			g.Kind != spanKinds[s.Kind] || g.Start != s.Start || g.End != s.End {
+			g.Kind != otlp.KindName(s.Kind) || g.Start != s.Start || g.End != s.End {
 			t.Fatalf("span %d: %+v, protoc %+v", i, g, s)
 		}
 	}

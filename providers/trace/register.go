@@ -5,6 +5,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/otlp"
 	"github.com/flameox/flameox/providers/trace/perfetto"
 )
 
@@ -62,7 +63,7 @@ var detectors = []providers.Detector{
 		return bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n\ufeff"), []byte("{")) && bytes.Contains(head, []byte(`"resourceSpans"`))
 	}},
 	// OTLP/protobuf (.binpb, .pb, or any name): recognized by content only.
-	{Format: gen.FormatOtlp, Match: func(_ string, head []byte) bool { return IsOTLPProto(head) }},
+	{Format: gen.FormatOtlp, Match: func(_ string, head []byte) bool { return otlp.IsProto(head) }},
 	// Nsight Systems' SQLite export (nsys export --type sqlite): SQLite named *.sqlite; its
 	// tables are checked when it is opened.
 	{Format: gen.FormatNsysSqlite, Match: isNsysSQLiteHead},
