@@ -6,15 +6,18 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
 )
 
 // Registry holds what the evidence families registered: analyzers by operation,
-// collectors by capture provider kind and format detectors in registration order.
+// collectors by capture provider kind, format detectors in registration order and the
+// records of the preparable providers by id.
 type Registry struct {
 	analyzers  map[gen.OperationName]Analyzer
 	collectors map[string]Collector
 	detectors  []Detector
 	amplifying map[gen.Format]bool
+	tools      prepare.Tools
 	errs       []error
 }
 
@@ -74,10 +77,11 @@ func (r *Registry) LookupCollector(kind string) (Collector, bool) {
 
 // Verify checks the registry against the contract: every released operation has an
 // analyzer, every released capture provider a collector whose artifact matches its
-// declared outputs, every format a released operation accepts a detector, and nothing
-// is registered that the contract does not declare. The error names every gap.
+// declared outputs, every format a released operation accepts a detector, every
+// preparable provider one record, and nothing is registered that the contract does not
+// declare. The error names every gap.
 func (r *Registry) Verify() error {
-	errs := append([]error{}, r.errs...)
+	errs := append(append([]error{}, r.errs...), r.verifyTools()...)
 	detected := map[gen.Format]bool{}
 	for _, d := range r.detectors {
 		if d.Match == nil && len(d.Suffixes) == 0 && d.Directory == nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/all"
 )
@@ -108,5 +109,27 @@ func TestDecodeTypedKeepsExplicitZeroOverDefault(t *testing.T) {
 	}
 	if _, err := providers.DecodeTyped[gen.HyperfineProvider](map[string]any{"kind": "hyperfine", "color": "red"}); err == nil {
 		t.Fatal("an unknown field was accepted")
+	}
+}
+
+// TestVerifyChecksTheRecords: a preparable provider without a record, a second record
+// of one id and a record outside the contract are each named.
+func TestVerifyChecksTheRecords(t *testing.T) {
+	full := all.Registry()
+	r := without("", "")
+	for _, tool := range full.Tools() {
+		if tool.ID != gen.PreparableProviderPerf {
+			r.Tool(tool)
+		}
+	}
+	nsys, _ := full.Tools().Lookup(gen.PreparableProviderNsightSystems)
+	r.Tool(nsys)
+	r.Tool(prepare.Tool{ID: "valgrind", Class: prepare.HostTool, Executables: []string{"valgrind"}})
+	err := r.Verify()
+	for _, w := range []string{"preparable provider perf has no record", "preparable provider nsight-systems has two records",
+		"record valgrind is registered but is not a preparable provider of the contract"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not name %q", err, w)
+		}
 	}
 }

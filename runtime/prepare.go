@@ -63,7 +63,7 @@ func (rt *Runtime) installer() (*prepare.Installer, *failure.Failure) {
 // collector's admission: the session binding, else a verified installation in the tools
 // directory (which a one-shot CLI capture finds after `flameox prepare`), bound now.
 func (rt *Runtime) prepared(id string) *providers.Executable {
-	if p, ok := prepare.Lookup(gen.PreparableProvider(id)); !ok || p.Class != prepare.Managed {
+	if p, ok := rt.providers.Tools().Lookup(gen.PreparableProvider(id)); !ok || p.Class != prepare.Managed {
 		return nil
 	}
 	b := rt.bindings.get(id)
@@ -82,7 +82,7 @@ func (rt *Runtime) prepared(id string) *providers.Executable {
 
 // Prepare is prepare_providers: it installs or reuses and verifies the requested managed
 // collectors, binds them for this session when every one succeeded, and reports what
-// the other providers need on this machine.
+// the other providers need on this machine, from the records the families registered.
 func (rt *Runtime) Prepare(ctx context.Context, a gen.PrepareProvidersArguments) (*gen.PrepareProvidersResult, *failure.Failure) {
 	ids := slices.Clone(a.ProviderIds)
 	slices.Sort(ids)
@@ -97,8 +97,11 @@ func (rt *Runtime) Prepare(ctx context.Context, a gen.PrepareProvidersArguments)
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.TimeoutSeconds)*time.Second)
 	defer cancel()
 	bound := map[string]*prepare.Binding{}
+	tools := rt.providers.Tools()
 	for _, id := range ids {
-		p, _ := prepare.Lookup(id)
+		// The schema admits only the contract's ids, and the registry has a record of
+		// each (Verify).
+		p, _ := tools.Lookup(id)
 		switch p.Class {
 		case prepare.Managed:
 			in, f := rt.installer()
@@ -180,11 +183,12 @@ func thenRetry(f *failure.Failure, tool string) *failure.Failure {
 // changed since it was verified, in which case the analysis finds its own reader and,
 // failing that, is retryable after prepare_providers.
 func (rt *Runtime) managedReaders(in []resolved) {
+	tools := rt.providers.Tools()
 	for i := range in {
 		if in[i].reader != nil {
 			continue
 		}
-		p, ok := prepare.ReaderOf(in[i].format)
+		p, ok := tools.ReaderOf(in[i].format)
 		if !ok || p.Variable != "" && rt.host.Getenv(p.Variable) != "" {
 			continue
 		}

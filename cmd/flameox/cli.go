@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +20,6 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
-	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/runtime"
 )
 
@@ -454,7 +454,7 @@ func providerIDs(v any) []string {
 		}
 	}
 	for _, id := range ids {
-		if _, ok := prepare.Lookup(gen.PreparableProvider(id)); !ok {
+		if !slices.Contains(gen.PreparableProviderValues(), gen.PreparableProvider(id)) {
 			return nil
 		}
 	}

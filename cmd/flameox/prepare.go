@@ -14,10 +14,7 @@ import (
 
 func newPrepareCommand(stdout io.Writer) *cobra.Command {
 	var timeout int
-	ids := make([]string, len(prepare.Providers))
-	for i, p := range prepare.Providers {
-		ids[i] = string(p.ID)
-	}
+	ids := preparableIDs()
 	cmd := &cobra.Command{
 		Use:   "prepare PROVIDER...",
 		Short: "Install the pinned py-spy collector or memray reader and report what other providers need here (the prepare_providers tool)",

@@ -16,7 +16,6 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
-	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/internal/setup"
 	"github.com/flameox/flameox/runtime"
 )
@@ -141,11 +140,14 @@ func checkTimeout(secs int) error {
 	return nil
 }
 
+// preparableIDs are the contract's preparable provider ids, sorted: the providers/all
+// registry has a record of each (decision 0068).
 func preparableIDs() []string {
-	ids := make([]string, len(prepare.Providers))
-	for i, p := range prepare.Providers {
-		ids[i] = string(p.ID)
+	var ids []string
+	for _, id := range gen.PreparableProviderValues() {
+		ids = append(ids, string(id))
 	}
+	slices.Sort(ids)
 	return ids
 }
 

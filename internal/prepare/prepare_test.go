@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -49,77 +50,166 @@ func host(family string, env map[string]string, has ...string) Host {
 		}}
 }
 
+// Records as a family declares them: a host tool with a variable and guidance per
+// family, a managed collector, a managed reader with a workload requirement, a format
+// read natively and a workload package.
+var (
+	hostTool = Tool{ID: "perf", Class: HostTool, Executables: []string{"perf", "perf2"}, Variable: "FLAMEOX_PERF",
+		Install: map[string]string{
+			"":       "Install perf so that perf is on PATH, or set FLAMEOX_PERF to it.",
+			"debian": "apt-get install linux-perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
+			"fedora": "dnf install perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
+		},
+		Unsupported: map[string]string{"darwin": "perf runs only on Linux; use the py-spy provider here."},
+		Note:        "Sampling may need kernel.perf_event_paranoid <= 2."}
+	managedTool = Tool{ID: "py-spy", Class: Managed, Executables: []string{"py-spy"}, Variable: "FLAMEOX_PY_SPY",
+		Note: "Flameox installs py-spy."}
+	readerTool = Tool{ID: "memray", Class: Managed, Variable: "FLAMEOX_MEMRAY_PYTHON", Formats: []gen.Format{gen.FormatMemray},
+		Note: "Flameox installs memray.", Workload: "The workload's Python needs memray>=1.17."}
+	builtInTool  = Tool{ID: "otlp", Class: BuiltIn, Note: "Flameox reads OTLP natively."}
+	workloadTool = Tool{ID: "torch", Class: Workload, Note: "The workload's Python needs torch."}
+	testTools    = Tools{readerTool, builtInTool, hostTool, managedTool, workloadTool}
+)
+
 func TestRequirement(t *testing.T) {
 	for _, c := range []struct {
-		id           gen.PreparableProvider
+		tool         Tool
 		host         Host
 		status, want string
 	}{
-		{"perf", host("debian", nil), "missing", "apt-get install linux-perf"},
-		{"perf", host("ubuntu", nil), "missing", "linux-tools-$(uname -r)"},
-		{"perf", host("fedora", nil), "missing", "dnf install perf"},
-		{"perf", host("darwin", nil), "missing", "only on Linux"},
-		{"perf", host("debian", nil, "perf"), "available", "perf is available here"},
-		{"perf", host("", map[string]string{"FLAMEOX_PERF": "/x/perf"}), "available", "perf is available here"},
-		{"nsight-systems", host("ubuntu", nil), "missing", "apt-get install nsight-systems-cli"},
-		{"nsight-compute", host("", nil), "missing", "developer.nvidia.com/nsight-compute"},
-		{"perfetto", host("debian", nil, "trace_processor"), "available", "natively"},
-		{"perfetto", host("debian", nil), "missing", "get.perfetto.dev"},
-		{"rocprofv3", host("debian", nil), "missing", "rocprofiler-sdk"},
-		{"compute-sanitizer", host("debian", nil, "compute-sanitizer"), "available", "NVIDIA GPU"},
-		{"otlp", host("debian", nil), "built_in", "natively"},
-		{"aiperf", host("debian", nil), "built_in", "natively"},
-		{"nvbench", host("debian", nil), "built_in", "C++ library"},
-		{"torch", host("debian", nil), "unverified", "torch>=2.7"},
-		{"triton", host("debian", nil), "unverified", "triton"},
+		{hostTool, host("debian", nil), "missing", "apt-get install linux-perf, so that perf is on PATH, or set FLAMEOX_PERF to it. Sampling"},
+		{hostTool, host("ubuntu", nil), "missing", "apt-get install linux-perf"},
+		{hostTool, host("fedora", nil), "missing", "dnf install perf"},
+		{hostTool, host("arch", nil), "missing", "Install perf so that"},
+		{hostTool, host("darwin", nil), "missing", "only on Linux"},
+		{hostTool, host("debian", nil, "perf"), "available", "perf is available here. Sampling"},
+		{hostTool, host("debian", nil, "perf2"), "available", "perf is available here"},
+		{hostTool, host("", map[string]string{"FLAMEOX_PERF": "/x/perf"}), "available", "perf is available here"},
+		{builtInTool, host("debian", nil), "built_in", "natively"},
+		{workloadTool, host("debian", nil), "unverified", "needs torch"},
 	} {
-		p, ok := Lookup(c.id)
-		if !ok {
-			t.Fatalf("%s is not preparable", c.id)
-		}
-		r := Requirement(p, c.host)
-		if r.ProviderID != c.id || r.Status != c.status || !strings.Contains(r.Guidance, c.want) {
-			t.Errorf("%s on %q: %+v, want status %s and guidance with %q", c.id, c.host.Family, r, c.status, c.want)
+		r := Requirement(c.tool, c.host)
+		if r.ProviderID != c.tool.ID || r.Status != c.status || !strings.Contains(r.Guidance, c.want) {
+			t.Errorf("%s on %q: %+v, want status %s and guidance with %q", c.tool.ID, c.host.Family, r, c.status, c.want)
 		}
 		if strings.Contains(r.Guidance, "/opt/bin") || strings.Contains(r.Guidance, "/x/perf") {
-			t.Errorf("%s: guidance names a host path: %q", c.id, r.Guidance)
+			t.Errorf("%s: guidance names a host path: %q", c.tool.ID, r.Guidance)
 		}
+	}
+}
+
+// TestLocate: the variable when set and not empty (whatever it names), else the first of
+// the executables, in their order, found on PATH, in its order; nothing otherwise. It
+// runs on this machine's LookPath over a PATH of temporary directories.
+func TestLocate(t *testing.T) {
+	if goruntime.GOOS == "windows" {
+		t.Skip("fake executables are shell scripts")
+	}
+	dir := t.TempDir()
+	a, b, c, d, empty := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c"), filepath.Join(dir, "d"), filepath.Join(dir, "empty")
+	aPerf, bPerf, cPerf2 := testtool.FakeExecutable(t, a, "perf", 0o755), testtool.FakeExecutable(t, b, "perf", 0o755), testtool.FakeExecutable(t, c, "perf2", 0o755)
+	testtool.FakeExecutable(t, b, "perf2", 0o755)
+	testtool.FakeExecutable(t, d, "perf", 0o644)
+	for _, tc := range []struct {
+		name, variable, path, want string
+	}{
+		{"variable set", "/named/by/variable", a, "/named/by/variable"},
+		{"variable set to a missing file", filepath.Join(dir, "missing"), empty, filepath.Join(dir, "missing")},
+		{"variable empty", "", a, aPerf},
+		{"PATH order", "", b + string(os.PathListSeparator) + a, bPerf},
+		{"executables before PATH order", "", c + string(os.PathListSeparator) + b, bPerf},
+		{"second executable", "", c, cPerf2},
+		{"second executable beside the first", "", b, bPerf},
+		{"not executable", "", d, ""},
+		{"not executable, then the second", "", d + string(os.PathListSeparator) + c, cPerf2},
+		{"nothing found", "", empty, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("FLAMEOX_PERF", tc.variable)
+			t.Setenv("PATH", tc.path)
+			got, ok := hostTool.Locate(Host{Getenv: os.Getenv, LookPath: exec.LookPath})
+			if ok != (tc.want != "") || got != tc.want {
+				t.Errorf("Locate = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
+	}
+	if _, ok := builtInTool.Locate(host("debian", nil, "otlp")); ok {
+		t.Error("a record without executables or variable located something")
+	}
+}
+
+// TestMissing: the unavailable state's words come from the record: the executable and
+// the family's purpose in the message, the guidance for the host's operating-system
+// family (which names the variable), "then retry the same call" and the family's
+// alternative in the remediation; a managed provider's remediation is prepare_providers.
+func TestMissing(t *testing.T) {
+	need := Need{Purpose: "to read perf.data"}
+	alt := Need{Purpose: "to read perf.data", Alternative: "analyse a perf script export"}
+	const missing = "perf is not installed or not on PATH; it is needed to read perf.data"
+	for _, c := range []struct {
+		name       string
+		tool       Tool
+		host       Host
+		need       Need
+		msg, remed string
+	}{
+		{"general", hostTool, host("", nil), need, missing,
+			"Install perf so that perf is on PATH, or set FLAMEOX_PERF to it. Then retry the same call."},
+		{"debian", hostTool, host("debian", nil), need, missing,
+			"apt-get install linux-perf, so that perf is on PATH, or set FLAMEOX_PERF to it. Then retry the same call."},
+		{"ubuntu takes debian's", hostTool, host("ubuntu", nil), need, missing,
+			"apt-get install linux-perf, so that perf is on PATH, or set FLAMEOX_PERF to it. Then retry the same call."},
+		{"fedora", hostTool, host("fedora", nil), alt, missing,
+			"dnf install perf, so that perf is on PATH, or set FLAMEOX_PERF to it. Then retry the same call, or analyse a perf script export."},
+		{"a family without its own", hostTool, host("alpine", nil), need, missing,
+			"Install perf so that perf is on PATH, or set FLAMEOX_PERF to it. Then retry the same call."},
+		{"unsupported", hostTool, host("darwin", nil), alt, missing,
+			"perf runs only on Linux; use the py-spy provider here."},
+		{"variable set", hostTool, host("debian", map[string]string{"FLAMEOX_PERF": "/x/perf"}), need,
+			"FLAMEOX_PERF is set but does not name an executable file; perf is needed to read perf.data",
+			"apt-get install linux-perf, so that perf is on PATH, or set FLAMEOX_PERF to it. Then retry the same call."},
+		{"why", hostTool, host("debian", nil), Need{Purpose: "to read perf.data", Why: "perf cannot be started"},
+			"perf cannot be started; perf is needed to read perf.data",
+			"apt-get install linux-perf, so that perf is on PATH, or set FLAMEOX_PERF to it. Then retry the same call."},
+		{"managed", managedTool, host("debian", nil), Need{Purpose: "to capture with the py-spy provider"},
+			"py-spy is not installed or not on PATH; it is needed to capture with the py-spy provider",
+			"Call prepare_providers with provider_ids [\"py-spy\"] (or run `flameox prepare py-spy`) to install the pinned py-spy, or install it yourself and set FLAMEOX_PY_SPY to it; then retry the same call."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			msg, remed := c.tool.Missing(c.host, c.need)
+			if msg != c.msg || remed != c.remed {
+				t.Errorf("Missing =\n%q\n%q\nwant\n%q\n%q", msg, remed, c.msg, c.remed)
+			}
+			if strings.Contains(msg+remed, "/x/perf") {
+				t.Errorf("the words name a host path: %q %q", msg, remed)
+			}
+		})
 	}
 }
 
 // TestMemrayIsManagedWithAWorkloadRequirement: memray's reader is installed by Flameox;
 // a capture still needs memray in the workload's Python, which preparation reports.
 func TestMemrayIsManagedWithAWorkloadRequirement(t *testing.T) {
-	p, _ := Lookup("memray")
-	if p.Class != Managed || p.Variable != "FLAMEOX_MEMRAY_PYTHON" {
+	p, ok := testTools.Lookup("memray")
+	if !ok || p.Class != Managed {
 		t.Fatalf("memray = %+v", p)
 	}
 	r, ok := WorkloadRequirement(p)
 	if !ok || r.ProviderID != "memray" || r.Status != "unverified" || !strings.Contains(r.Guidance, "memray>=1.17") {
 		t.Errorf("workload requirement = %+v, %v", r, ok)
 	}
-	if got, ok := ReaderOf(gen.FormatMemray); !ok || got.ID != "memray" {
+	if got, ok := testTools.ReaderOf(gen.FormatMemray); !ok || got.ID != "memray" {
 		t.Errorf("reader of memray = %+v, %v", got, ok)
 	}
-	if _, ok := ReaderOf(gen.FormatPySpy); ok {
+	if _, ok := testTools.ReaderOf(gen.FormatPySpy); ok {
 		t.Error("py-spy's format has a managed reader")
 	}
-	py, _ := Lookup("py-spy")
+	py, _ := testTools.Lookup("py-spy")
 	if _, ok := WorkloadRequirement(py); ok {
 		t.Error("py-spy has a workload requirement")
 	}
-}
-
-// TestProvidersCoverTheContract keeps the preparable set and the contract's enum equal.
-func TestProvidersCoverTheContract(t *testing.T) {
-	var got []string
-	for _, p := range Providers {
-		got = append(got, string(p.ID))
-	}
-	want := []string{"aiperf", "compute-sanitizer", "memray", "nsight-compute", "nsight-systems", "nvbench", "otlp",
-		"perf", "perfetto", "py-spy", "rocprofv3", "torch", "triton"}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("preparable providers (-contract +here):\n%s", d)
+	if _, ok := testTools.Lookup("valgrind"); ok {
+		t.Error("Lookup found an id no record has")
 	}
 }
 

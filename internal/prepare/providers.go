@@ -1,8 +1,13 @@
 // Package prepare owns provider preparation (catalog §3.2, the prepare_providers tool):
-// the preparable provider set, what each provider needs outside Flameox as detected on
-// this machine, and the bounded installation, verification and binding of the managed
-// providers Flameox can install itself, py-spy and memray's reader, into a Flameox-owned
-// tools directory.
+// what each preparable provider needs outside Flameox as detected on this machine, the
+// words its absence is reported in, and the bounded installation, verification and
+// binding of the managed providers Flameox can install itself, py-spy and memray's
+// reader, into a Flameox-owned tools directory.
+//
+// The facts of each provider (its executables, variable, install guidance and notes) are
+// not here: the evidence family that uses a provider declares its Tool record and
+// registers it (decision 0068); the runtime hands the registered set, as Tools, to
+// preparation. This package keeps the mechanics every record shares.
 //
 // It never runs a system package manager or asks for privileges: host tools and the
 // workload interpreter's packages get guidance for this operating system, nothing more.
@@ -10,11 +15,13 @@ package prepare
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 )
@@ -33,8 +40,10 @@ const (
 	BuiltIn
 )
 
-// Provider is one preparable provider.
-type Provider struct {
+// Tool is the record of one preparable provider, declared and registered by the family
+// that uses it. prepare_providers reports from it, and every unavailable state of the
+// provider is worded from it (Missing).
+type Tool struct {
 	ID    gen.PreparableProvider
 	Class Class
 	// Executables are the names a host tool is found by on PATH, in order.
@@ -42,7 +51,11 @@ type Provider struct {
 	// Variable names the environment variable that points Flameox at the executable.
 	Variable string
 	// Install is the guidance per operating-system family (see Family), "" for any other.
+	// A host tool's guidance says how the executable gets on PATH and names Variable.
 	Install map[string]string
+	// Unsupported is, per operating-system family where the tool does not run, what to
+	// use instead; it replaces Install there.
+	Unsupported map[string]string
 	// Note is guidance that holds everywhere: what the provider is used for.
 	Note string
 	// Formats are the formats a managed provider's installation reads (memray's reader);
@@ -53,98 +66,36 @@ type Provider struct {
 	Workload string
 }
 
-// Providers is the preparable set, sorted by id.
-var Providers = []Provider{
-	{ID: gen.PreparableProviderAiperf, Class: BuiltIn,
-		Note: "Flameox reads AIPerf per-request exports (profile_export.jsonl) natively; run aiperf yourself and pass its export as a source."},
-	{ID: gen.PreparableProviderComputeSanitizer, Class: HostTool, Executables: []string{"compute-sanitizer"},
-		Install: map[string]string{
-			"":       "Install the NVIDIA CUDA Toolkit (compute-sanitizer ships with it) and put its bin directory on PATH.",
-			"debian": "Install the CUDA Toolkit from NVIDIA's CUDA apt repository (apt-get install cuda-toolkit) and put /usr/local/cuda/bin on PATH.",
-			"fedora": "Install the CUDA Toolkit from NVIDIA's CUDA dnf repository (dnf install cuda-toolkit) and put /usr/local/cuda/bin on PATH.",
-		},
-		Note: "It needs an NVIDIA GPU and driver to run a workload."},
-	{ID: gen.PreparableProviderMemray, Class: Managed, Variable: "FLAMEOX_MEMRAY_PYTHON", Formats: []gen.Format{gen.FormatMemray},
-		Note:     "Flameox installs memray " + MemrayVersion + " with python3 -m pip or uv into a virtual environment in its own tools directory and reads memray captures with it (unless FLAMEOX_MEMRAY_PYTHON names another Python).",
-		Workload: "A memray capture runs memray inside the workload: the workload's Python interpreter needs memray>=1.17 (<python> -m pip install 'memray>=1.17'); a capture reads its file with that interpreter."},
-	{ID: gen.PreparableProviderNsightCompute, Class: HostTool, Executables: []string{"ncu"}, Variable: "FLAMEOX_NCU",
-		Install: map[string]string{
-			"":       "Install NVIDIA Nsight Compute (with the CUDA Toolkit, or from developer.nvidia.com/nsight-compute) so that ncu is on PATH, or set FLAMEOX_NCU to it.",
-			"debian": "Install NVIDIA Nsight Compute from NVIDIA's CUDA apt repository (apt-get install nsight-compute) so that ncu is on PATH, or set FLAMEOX_NCU to it.",
-			"fedora": "Install NVIDIA Nsight Compute from NVIDIA's CUDA dnf repository (dnf install nsight-compute) so that ncu is on PATH, or set FLAMEOX_NCU to it.",
-		},
-		Note: "Profiling kernels may need access to GPU performance counters (NVreg_RestrictProfilingToAdminUsers=0 or root)."},
-	{ID: gen.PreparableProviderNsightSystems, Class: HostTool, Executables: []string{"nsys"}, Variable: "FLAMEOX_NSYS",
-		Install: map[string]string{
-			"":       "Install NVIDIA Nsight Systems (from developer.nvidia.com/nsight-systems) so that nsys is on PATH, or set FLAMEOX_NSYS to it.",
-			"debian": "Install NVIDIA Nsight Systems from NVIDIA's CUDA apt repository (apt-get install nsight-systems-cli) so that nsys is on PATH, or set FLAMEOX_NSYS to it.",
-			"fedora": "Install NVIDIA Nsight Systems from NVIDIA's CUDA dnf repository (dnf install nsight-systems-cli) so that nsys is on PATH, or set FLAMEOX_NSYS to it.",
-		},
-		Note: "Flameox reads its SQLite exports natively and converts .nsys-rep files with nsys."},
-	{ID: gen.PreparableProviderNvbench, Class: BuiltIn,
-		Note: "NVBench is a C++ library: build the benchmark with it (github.com/NVIDIA/nvbench); Flameox runs the benchmark executable you name and reads its JSON natively."},
-	{ID: gen.PreparableProviderOtlp, Class: BuiltIn,
-		Note: "Flameox reads OTLP/JSON and OTLP/protobuf trace exports natively; nothing to install."},
-	{ID: gen.PreparableProviderPerf, Class: HostTool, Executables: []string{"perf"}, Variable: "FLAMEOX_PERF",
-		Install: map[string]string{
-			"":       "perf is part of Linux (tools/perf): install your distribution's perf package so that perf is on PATH, or set FLAMEOX_PERF to it.",
-			"debian": "apt-get install linux-perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
-			"ubuntu": "apt-get install linux-tools-common linux-tools-$(uname -r), so that perf is on PATH, or set FLAMEOX_PERF to it.",
-			"fedora": "dnf install perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
-			"arch":   "pacman -S perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
-			"alpine": "apk add perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
-			"suse":   "zypper install perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
-			"darwin": "perf runs only on Linux; use the py-spy, cprofile, node-cpu-profile or go-test providers here.",
-		},
-		Note: "Sampling other processes may need kernel.perf_event_paranoid <= 2."},
-	{ID: gen.PreparableProviderPerfetto, Class: HostTool, Executables: []string{"trace_processor_shell", "trace_processor"}, Variable: "FLAMEOX_TRACE_PROCESSOR",
-		Install: map[string]string{
-			"": "Download Trace Processor (curl -LO https://get.perfetto.dev/trace_processor) and make it executable, on PATH as trace_processor_shell, or set FLAMEOX_TRACE_PROCESSOR to it.",
-		},
-		Note: "Flameox reads Perfetto protobuf traces natively; Trace Processor is used only for what the native reader does not decode."},
-	{ID: gen.PreparableProviderPySpy, Class: Managed, Executables: []string{"py-spy"}, Variable: "FLAMEOX_PY_SPY",
-		Note: "Flameox installs py-spy " + PySpyVersion + " with python3 -m pip or uv into its own tools directory."},
-	{ID: gen.PreparableProviderRocprofv3, Class: HostTool, Executables: []string{"rocprofv3"},
-		Install: map[string]string{
-			"":       "Install ROCm's rocprofiler-sdk (rocprofv3) from AMD's ROCm packages so that rocprofv3 is on PATH.",
-			"debian": "Install rocprofiler-sdk from AMD's ROCm apt repository (apt-get install rocprofiler-sdk) so that rocprofv3 is on PATH.",
-			"ubuntu": "Install rocprofiler-sdk from AMD's ROCm apt repository (apt-get install rocprofiler-sdk) so that rocprofv3 is on PATH.",
-			"fedora": "Install rocprofiler-sdk from AMD's ROCm dnf repository (dnf install rocprofiler-sdk) so that rocprofv3 is on PATH.",
-		},
-		Note: "It needs an AMD GPU with ROCm to run a workload."},
-	{ID: gen.PreparableProviderTorch, Class: Workload,
-		Note: "The workload's Python interpreter needs torch>=2.7 (<python> -m pip install 'torch>=2.7'); the torch-profiler provider probes it before a capture."},
-	{ID: gen.PreparableProviderTriton, Class: Workload,
-		Note: "The workload's Python interpreter needs triton (it comes with CUDA builds of torch); Flameox reads the autotune cache natively."},
+// Tools is the preparable set, sorted by id.
+type Tools []Tool
+
+// Lookup returns the preparable provider id, or false.
+func (ts Tools) Lookup(id gen.PreparableProvider) (Tool, bool) {
+	for _, t := range ts {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return Tool{}, false
 }
 
 // ReaderOf returns the managed provider whose installation reads format f, or false.
-func ReaderOf(f gen.Format) (Provider, bool) {
-	for _, p := range Providers {
-		if p.Class == Managed && slices.Contains(p.Formats, f) {
-			return p, true
+func (ts Tools) ReaderOf(f gen.Format) (Tool, bool) {
+	for _, t := range ts {
+		if t.Class == Managed && slices.Contains(t.Formats, f) {
+			return t, true
 		}
 	}
-	return Provider{}, false
+	return Tool{}, false
 }
 
 // WorkloadRequirement is what a managed provider needs in the workload's interpreter,
 // unverified (only a capture probes it), or false when it needs nothing there.
-func WorkloadRequirement(p Provider) (gen.ProviderRequirement, bool) {
-	if p.Class != Managed || p.Workload == "" {
+func WorkloadRequirement(t Tool) (gen.ProviderRequirement, bool) {
+	if t.Class != Managed || t.Workload == "" {
 		return gen.ProviderRequirement{}, false
 	}
-	return gen.ProviderRequirement{ProviderID: p.ID, Status: "unverified", Guidance: p.Workload}, true
-}
-
-// Lookup returns the preparable provider id, or false.
-func Lookup(id gen.PreparableProvider) (Provider, bool) {
-	for _, p := range Providers {
-		if p.ID == id {
-			return p, true
-		}
-	}
-	return Provider{}, false
+	return gen.ProviderRequirement{ProviderID: t.ID, Status: "unverified", Guidance: t.Workload}, true
 }
 
 // Host is what detection reads from this machine; tests replace it.
@@ -160,44 +111,115 @@ func ThisHost() Host {
 	return Host{Getenv: os.Getenv, LookPath: exec.LookPath, Family: Family()}
 }
 
-// Requirement reports what provider p needs on host h: detection for a host tool,
+// Locate returns the executable of t on h: the path Variable names when it is set and
+// not empty (whatever is there; the caller binds it), else the first of Executables
+// found on PATH, in order; false when there is none.
+func (t Tool) Locate(h Host) (string, bool) {
+	if t.Variable != "" {
+		if p := h.Getenv(t.Variable); p != "" {
+			return p, true
+		}
+	}
+	for _, e := range t.Executables {
+		if p, err := h.LookPath(e); err == nil {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// Guidance is t's install guidance for operating-system family: its own entry, Debian's
+// for Ubuntu, else the general one; where t does not run, what to use instead.
+func (t Tool) Guidance(family string) string {
+	if u := t.Unsupported[family]; u != "" {
+		return u
+	}
+	install := t.Install[family]
+	if install == "" && family == "ubuntu" {
+		install = t.Install["debian"]
+	}
+	if install == "" {
+		install = t.Install[""]
+	}
+	return install
+}
+
+// Requirement reports what provider t needs on host h: detection for a host tool,
 // guidance for the others. It never names a host path.
-func Requirement(p Provider, h Host) gen.ProviderRequirement {
-	r := gen.ProviderRequirement{ProviderID: p.ID}
-	switch p.Class {
+func Requirement(t Tool, h Host) gen.ProviderRequirement {
+	r := gen.ProviderRequirement{ProviderID: t.ID}
+	switch t.Class {
 	case BuiltIn:
-		r.Status, r.Guidance = "built_in", p.Note
+		r.Status, r.Guidance = "built_in", t.Note
 	case Workload:
-		r.Status, r.Guidance = "unverified", p.Note
+		r.Status, r.Guidance = "unverified", t.Note
 	default:
-		found := p.Variable != "" && h.Getenv(p.Variable) != ""
-		for _, e := range p.Executables {
-			if found {
-				break
-			}
-			_, err := h.LookPath(e)
-			found = err == nil
-		}
-		install := p.Install[h.Family]
-		if install == "" && h.Family == "ubuntu" {
-			install = p.Install["debian"]
-		}
-		if install == "" {
-			install = p.Install[""]
-		}
-		if found {
-			r.Status, r.Guidance = "available", strings.TrimSpace(p.Executables[0]+" is available here. "+p.Note)
+		if _, found := t.Locate(h); found {
+			r.Status, r.Guidance = "available", strings.TrimSpace(t.Executables[0]+" is available here. "+t.Note)
 		} else {
-			r.Status, r.Guidance = "missing", strings.TrimSpace(install+" "+p.Note)
+			r.Status, r.Guidance = "missing", strings.TrimSpace(t.Guidance(h.Family)+" "+t.Note)
 		}
 	}
 	return r
 }
 
+// Need is what a family says when a host tool or managed provider it needs cannot run.
+type Need struct {
+	// Purpose is what the tool is needed for, after "is needed": "to read perf.data and
+	// to capture with the perf provider".
+	Purpose string
+	// Why replaces "EXE is not installed or not on PATH" (or, Variable set, "VARIABLE is
+	// set but does not name an executable file") where the tool is there but unusable.
+	Why string
+	// Alternative is what the caller can do without the tool, a clause after "or";
+	// "" for nothing.
+	Alternative string
+}
+
+// retry is the call a remediation ends with once the tool is there.
+const retry = "retry the same call"
+
+// Missing words the unavailable state of t on host h for a family's need: the message
+// says what is missing (or n.Why) and what it is needed for; the remediation is the next
+// action: for a managed provider, prepare_providers (or installing it yourself and
+// naming it in Variable); for a host tool, the install guidance for h's operating-system
+// family, which names Variable; then retry the same call, or n.Alternative. Where the
+// tool does not run on h's family, the remediation is what to use instead.
+func (t Tool) Missing(h Host, n Need) (message, remediation string) {
+	exe := string(t.ID)
+	if len(t.Executables) > 0 {
+		exe = t.Executables[0]
+	}
+	switch {
+	case n.Why != "":
+		message = n.Why + "; " + exe + " is needed " + n.Purpose
+	case t.Variable != "" && h.Getenv(t.Variable) != "":
+		message = t.Variable + " is set but does not name an executable file; " + exe + " is needed " + n.Purpose
+	default:
+		message = exe + " is not installed or not on PATH; it is needed " + n.Purpose
+	}
+	then := retry
+	if n.Alternative != "" {
+		then += ", or " + n.Alternative
+	}
+	switch {
+	case t.Unsupported[h.Family] != "":
+		remediation = t.Unsupported[h.Family]
+	case t.Class == Managed:
+		remediation = fmt.Sprintf("Call prepare_providers with provider_ids [%q] (or run `flameox prepare %s`) to install the pinned %s, or install it yourself and set %s to it; then %s.",
+			string(t.ID), t.ID, exe, t.Variable, then)
+	default:
+		remediation = t.Guidance(h.Family) + " Then " + then + "."
+	}
+	return message, remediation
+}
+
 // Family names the operating-system family for guidance: darwin, or on Linux the first
 // of ID and ID_LIKE in /etc/os-release that guidance knows (debian, ubuntu, fedora,
-// arch, alpine, suse); "" otherwise.
-func Family() string {
+// arch, alpine, suse); "" otherwise. It is read once.
+func Family() string { return family() }
+
+var family = sync.OnceValue(func() string {
 	if goruntime.GOOS == "darwin" {
 		return "darwin"
 	}
@@ -207,7 +229,7 @@ func Family() string {
 	}
 	defer f.Close()
 	return familyOf(bufio.NewScanner(f))
-}
+})
 
 func familyOf(s *bufio.Scanner) string {
 	var ids []string

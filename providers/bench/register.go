@@ -16,13 +16,14 @@ import (
 	"sync"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/internal/stats"
 	"github.com/flameox/flameox/providers"
 )
 
 // Register adds summarize_benchmarks, analyze_benchmark_scaling and compare_benchmarks,
-// the benchmark-samples, pyperf, nvbench and hyperfine capture providers, and the
-// benchmark format detectors.
+// the benchmark-samples, pyperf, nvbench and hyperfine capture providers, the
+// benchmark format detectors and NVBench's record.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeBenchmarks, summarize))
 	r.Analyzer(providers.Analyze(gen.OperationNameAnalyzeBenchmarkScaling, scaling))
@@ -33,7 +34,13 @@ func Register(r *providers.Registry) {
 	for _, d := range detectors {
 		r.Detector(d)
 	}
+	r.Tool(nvbenchTool)
 }
+
+// nvbenchTool is NVBench's record (decision 0068): a library the benchmark is built
+// with, whose JSON is read natively.
+var nvbenchTool = prepare.Tool{ID: gen.PreparableProviderNvbench, Class: prepare.BuiltIn,
+	Note: "NVBench is a C++ library: build the benchmark with it (github.com/NVIDIA/nvbench); Flameox runs the benchmark executable you name and reads its JSON natively."}
 
 // goBenchHead recognizes Go benchmark output: configuration lines or a result line.
 var goBenchHead = sync.OnceValue(func() *regexp.Regexp {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,7 +18,8 @@ import (
 )
 
 // Register adds rank_cpu_hotspots and inspect_cpu_callers, the perf, node-cpu-profile,
-// cprofile, go-test and py-spy capture providers, and the CPU profile format detectors.
+// cprofile, go-test and py-spy capture providers, the CPU profile format detectors and
+// the records of perf and py-spy.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameRankCPUHotspots, rankHotspots))
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectCPUCallers, inspectCallers))
@@ -31,6 +31,8 @@ func Register(r *providers.Registry) {
 	}
 	// perf.data is read through perf script, whose text is many times the file.
 	r.Amplifying(gen.FormatPerfData)
+	r.Tool(perfTool)
+	r.Tool(pySpyTool)
 }
 
 var detectors = []providers.Detector{
@@ -314,11 +316,20 @@ func keep[E any](s []E, pass func(E) bool) []E {
 // pySpyVersion is the pinned py-spy release, the one prepare_providers installs.
 const pySpyVersion = prepare.PySpyVersion
 
+// pySpyTool is py-spy's record: a collector Flameox installs (decision 0068).
+var pySpyTool = prepare.Tool{ID: gen.PreparableProviderPySpy, Class: prepare.Managed, Executables: []string{"py-spy"}, Variable: "FLAMEOX_PY_SPY",
+	Note: "Flameox installs py-spy " + prepare.PySpyVersion + " with python3 -m pip or uv into its own tools directory."}
+
+// pySpyNeed is what the py-spy provider needs py-spy for.
+var pySpyNeed = prepare.Need{Purpose: "to capture with the py-spy provider, which runs py-spy " + pySpyVersion}
+
+// pySpyUnavailable is py-spy's unavailable state: missing when why is "", else why.
 func pySpyUnavailable(why string) *providers.UnavailableError {
-	return &providers.UnavailableError{Provider: "py-spy", Executable: "py-spy", Preparable: true,
-		Message:     fmt.Sprintf("%s; the py-spy provider needs py-spy %s", why, pySpyVersion),
-		Remediation: "Call prepare_providers with provider_ids [\"py-spy\"] (or run `flameox prepare py-spy`) to install the pinned collector, or install py-spy " + pySpyVersion + " yourself and set FLAMEOX_PY_SPY to it; then retry the same call.",
-		Details:     map[string]any{"pinned_version": pySpyVersion}}
+	n := pySpyNeed
+	n.Why = why
+	e := providers.Unavailable(pySpyTool, n)
+	e.Details = map[string]any{"pinned_version": pySpyVersion}
+	return e
 }
 
 // admitPySpy binds the py-spy that wraps the workload: FLAMEOX_PY_SPY when the operator
@@ -327,7 +338,7 @@ func pySpyUnavailable(why string) *providers.UnavailableError {
 // retryable state that prepare_providers resolves, except a wrong FLAMEOX_PY_SPY, which
 // only the operator can change.
 func admitPySpy(_ []providers.Case, prepared *providers.Executable) (*providers.Executable, error) {
-	exe, explicit := os.Getenv("FLAMEOX_PY_SPY"), true
+	exe, explicit := os.Getenv(pySpyTool.Variable), true
 	switch {
 	case exe != "":
 	case prepared != nil:
@@ -342,9 +353,9 @@ func admitPySpy(_ []providers.Case, prepared *providers.Executable) (*providers.
 		}
 		return b, nil
 	default:
-		p, err := exec.LookPath("py-spy")
-		if err != nil {
-			return nil, pySpyUnavailable("py-spy is not installed or not on PATH")
+		p, ok := providers.Locate(pySpyTool)
+		if !ok {
+			return nil, pySpyUnavailable("")
 		}
 		exe, explicit = p, false
 	}
@@ -361,35 +372,32 @@ func admitPySpy(_ []providers.Case, prepared *providers.Executable) (*providers.
 		e.Details["found_version"] = v
 		if explicit {
 			e.Preparable = false
-			e.Remediation = "FLAMEOX_PY_SPY names a py-spy that is not " + pySpyVersion + ": point it at py-spy " + pySpyVersion + ", or unset it and call prepare_providers with provider_ids [\"py-spy\"]; then retry the same call."
+			e.Remediation = pySpyTool.Variable + " names a py-spy that is not " + pySpyVersion + ": point it at py-spy " + pySpyVersion + ", or unset it and call prepare_providers with provider_ids [\"py-spy\"]; then retry the same call."
 		}
 		return nil, e
 	}
 	return b, nil
 }
 
-// perfExecutable locates perf: $FLAMEOX_PERF, else perf on PATH.
-func perfExecutable() (string, error) {
-	if p := os.Getenv("FLAMEOX_PERF"); p != "" {
-		return p, nil
-	}
-	return exec.LookPath("perf")
-}
+// perfTool is perf's record: a host tool that reads perf.data and captures (decision 0068).
+var perfTool = prepare.Tool{ID: gen.PreparableProviderPerf, Class: prepare.HostTool, Executables: []string{"perf"}, Variable: "FLAMEOX_PERF",
+	Install: map[string]string{
+		"":       "perf is part of Linux (tools/perf): install your distribution's perf package so that perf is on PATH, or set FLAMEOX_PERF to it.",
+		"debian": "apt-get install linux-perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
+		"ubuntu": "apt-get install linux-tools-common linux-tools-$(uname -r), so that perf is on PATH, or set FLAMEOX_PERF to it.",
+		"fedora": "dnf install perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
+		"arch":   "pacman -S perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
+		"alpine": "apk add perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
+		"suse":   "zypper install perf, so that perf is on PATH, or set FLAMEOX_PERF to it.",
+	},
+	Unsupported: map[string]string{
+		"darwin": "perf runs only on Linux; use the py-spy, cprofile, node-cpu-profile or go-test providers here.",
+	},
+	Note: "Sampling other processes may need kernel.perf_event_paranoid <= 2."}
 
-// perfUnavailable is the unavailable state of a missing perf.
-func perfUnavailable() error {
-	return &providers.UnavailableError{Provider: "perf", Executable: "perf",
-		Message:     "perf is not installed or not on PATH; it is needed to read perf.data and to capture with the perf provider",
-		Remediation: "Install perf (Debian/Ubuntu: apt-get install linux-perf, or linux-tools-$(uname -r)) or set FLAMEOX_PERF to its path, then retry the same call."}
-}
-
-// bindPerf resolves and hashes perf.
+// bindPerf locates, resolves and hashes perf.
 func bindPerf() (*providers.Executable, error) {
-	exe, err := perfExecutable()
-	if err != nil {
-		return nil, perfUnavailable()
-	}
-	return providers.Bind(exe, perfUnavailable)
+	return providers.LocateAndBind(perfTool, prepare.Need{Purpose: "to read perf.data and to capture with the perf provider"})
 }
 
 var collectors = []providers.Collector{

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -15,17 +16,23 @@ const sanitizerFile = "compute-sanitizer.xml"
 // sanitizerErrorExit is the collector's exit when the sanitizer reported an error.
 const sanitizerErrorExit = "99"
 
-const sanitizerRemediation = "Install the CUDA Toolkit or NVIDIA's standalone Compute Sanitizer and put the directory holding compute-sanitizer on PATH (usually /usr/local/cuda/bin or /usr/local/cuda/compute-sanitizer), then retry."
+// sanitizerTool is NVIDIA Compute Sanitizer's record (decision 0068): the host tool the
+// compute-sanitizer provider wraps the workload in.
+var sanitizerTool = prepare.Tool{ID: gen.PreparableProviderComputeSanitizer, Class: prepare.HostTool, Executables: []string{"compute-sanitizer"},
+	Install: map[string]string{
+		"":       "Install the NVIDIA CUDA Toolkit (compute-sanitizer ships with it) and put its bin directory on PATH.",
+		"debian": "Install the CUDA Toolkit from NVIDIA's CUDA apt repository (apt-get install cuda-toolkit) and put /usr/local/cuda/bin on PATH.",
+		"fedora": "Install the CUDA Toolkit from NVIDIA's CUDA dnf repository (dnf install cuda-toolkit) and put /usr/local/cuda/bin on PATH.",
+	},
+	Note: "It needs an NVIDIA GPU and driver to run a workload."}
+
+// tritonTool is Triton's record: a package of the workload's own Python.
+var tritonTool = prepare.Tool{ID: gen.PreparableProviderTriton, Class: prepare.Workload,
+	Note: "The workload's Python interpreter needs triton (it comes with CUDA builds of torch); Flameox reads the autotune cache natively."}
 
 var sanitizerCollector = providers.Collect(providers.CollectorSpec[gen.ComputeSanitizerProvider]{Kind: "compute-sanitizer", File: sanitizerFile,
 	Admit: func([]providers.Case) (*providers.Executable, error) {
-		exe, err := exec.LookPath("compute-sanitizer")
-		if err != nil {
-			return nil, providers.HostToolUnavailable("compute-sanitizer", sanitizerRemediation)
-		}
-		return providers.Bind(exe, func() error {
-			return providers.HostToolUnavailable("compute-sanitizer", "The compute-sanitizer executable cannot be read; reinstall the CUDA Toolkit.")
-		})
+		return providers.LocateAndBind(sanitizerTool, prepare.Need{Purpose: "to capture with the compute-sanitizer provider"})
 	},
 	Command: sanitizerCommand})
 

@@ -20,4 +20,6 @@ func Register(r *providers.Registry) {
 	r.Detector(tritonDetector)
 	r.Detector(listenerDetector)
 	r.Collector(tritonCollector)
+	r.Tool(sanitizerTool)
+	r.Tool(tritonTool)
 }

@@ -15,18 +15,25 @@ import (
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/providers"
 )
 
-// Register adds summarize_inference and compare_inference and the detectors of the
-// aiperf, vllm-benchmark, sglang-benchmark and mooncake-trace formats.
+// Register adds summarize_inference and compare_inference, the detectors of the
+// aiperf, vllm-benchmark, sglang-benchmark and mooncake-trace formats, and aiperf's
+// record.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeInference, summarize))
 	r.Analyzer(providers.Analyze(gen.OperationNameCompareInference, compare))
 	for _, d := range detectors {
 		r.Detector(d)
 	}
+	r.Tool(aiperfTool)
 }
+
+// aiperfTool is AIPerf's record (decision 0068): its exports are read natively.
+var aiperfTool = prepare.Tool{ID: gen.PreparableProviderAiperf, Class: prepare.BuiltIn,
+	Note: "Flameox reads AIPerf per-request exports (profile_export.jsonl) natively; run aiperf yourself and pass its export as a source."}
 
 // has reports whether head contains every marker.
 func has(head []byte, all ...string) bool {

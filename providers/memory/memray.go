@@ -36,6 +36,14 @@ var memrayMagic = []byte("memray\x00")
 // names.
 const memrayPythonVariable = "FLAMEOX_MEMRAY_PYTHON"
 
+// memrayTool is memray's record (decision 0068): Flameox installs the reader
+// (decision 0053); a capture needs memray in the workload's own Python.
+var memrayTool = prepare.Tool{ID: gen.PreparableProviderMemray, Class: prepare.Managed, Variable: memrayPythonVariable, Formats: []gen.Format{gen.FormatMemray},
+	Note: "Flameox installs memray " + prepare.MemrayVersion + " with python3 -m pip or uv into a virtual environment in its own tools directory and reads memray captures with it (unless " +
+		memrayPythonVariable + " names another Python).",
+	Workload: "A memray capture runs memray inside the workload: the workload's Python interpreter needs memray>=" + minMemray +
+		" (<python> -m pip install 'memray>=" + minMemray + "'); a capture reads its file with that interpreter."}
+
 // Which record set a ranking reads.
 const (
 	memrayHighWatermark = "high_watermark"

@@ -18,7 +18,8 @@ import (
 	"github.com/flameox/flameox/providers/internal/sampled"
 )
 
-// Register adds the memory operations, their capture providers and the heapprofile detector.
+// Register adds the memory operations, their capture providers, the heapprofile and memray
+// detectors and memray's record.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameRankAllocationHotspots, rankAllocations))
 	r.Analyzer(providers.Analyze(gen.OperationNameRankRetainedMemory, rankRetained))
@@ -31,6 +32,7 @@ func Register(r *providers.Registry) {
 		}})
 	r.Detector(providers.Detector{Format: gen.FormatMemray, Suffixes: []string{".bin"},
 		Match: func(_ string, head []byte) bool { return bytes.HasPrefix(head, memrayMagic) }})
+	r.Tool(memrayTool)
 }
 
 // Go heap profile sample types by operation: the first is the default.

@@ -8,19 +8,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/providers"
 )
 
 // Register adds inspect_gpu_kernel_metrics, the detectors of the nsight-compute and
-// nsight-compute-csv formats and the nsight-compute capture provider.
+// nsight-compute-csv formats, the nsight-compute capture provider and its record.
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectGPUKernelMetrics, inspect))
 	for _, d := range detectors {
@@ -29,6 +28,7 @@ func Register(r *providers.Registry) {
 	// A report is read through ncu, which expands it into every metric of every launch.
 	r.Amplifying(gen.FormatNsightCompute)
 	r.Collector(collector)
+	r.Tool(ncuTool)
 }
 
 var reportMagic = []byte("NVR\x00")
@@ -183,27 +183,20 @@ func (r *report) row(i int) gen.GpuKernelMetricRow {
 	return row
 }
 
-// ncuExecutable is $FLAMEOX_NCU, else ncu on PATH.
-func ncuExecutable() (string, error) {
-	if p := os.Getenv("FLAMEOX_NCU"); p != "" {
-		return p, nil
-	}
-	return exec.LookPath("ncu")
-}
+// ncuTool is Nsight Compute's record: a host tool that reads reports and captures
+// (decision 0068).
+var ncuTool = prepare.Tool{ID: gen.PreparableProviderNsightCompute, Class: prepare.HostTool, Executables: []string{"ncu"}, Variable: "FLAMEOX_NCU",
+	Install: map[string]string{
+		"":       "Install NVIDIA Nsight Compute (with the CUDA Toolkit, or from developer.nvidia.com/nsight-compute) so that ncu is on PATH, or set FLAMEOX_NCU to it.",
+		"debian": "Install NVIDIA Nsight Compute from NVIDIA's CUDA apt repository (apt-get install nsight-compute) so that ncu is on PATH, or set FLAMEOX_NCU to it.",
+		"fedora": "Install NVIDIA Nsight Compute from NVIDIA's CUDA dnf repository (dnf install nsight-compute) so that ncu is on PATH, or set FLAMEOX_NCU to it.",
+	},
+	Note: "Profiling kernels may need access to GPU performance counters (NVreg_RestrictProfilingToAdminUsers=0 or root)."}
 
-func ncuUnavailable() error {
-	return &providers.UnavailableError{Provider: "nsight-compute", Executable: "ncu",
-		Message:     "ncu (Nsight Compute) is not installed or not on PATH; it is needed to read .ncu-rep reports and to capture with the nsight-compute provider",
-		Remediation: "Install Nsight Compute (the CUDA Toolkit's nsight-compute package, or NVIDIA's standalone installer) and put ncu on PATH or set FLAMEOX_NCU to its path, then retry the same call; or export the report where ncu exists (ncu --import R --csv --page details > R.csv) and analyse the CSV."}
-}
-
-// bindNcu resolves and hashes ncu.
+// bindNcu locates, resolves and hashes ncu.
 func bindNcu() (*providers.Executable, error) {
-	exe, err := ncuExecutable()
-	if err != nil {
-		return nil, ncuUnavailable()
-	}
-	return providers.Bind(exe, ncuUnavailable)
+	return providers.LocateAndBind(ncuTool, prepare.Need{Purpose: "to read .ncu-rep reports and to capture with the nsight-compute provider",
+		Alternative: "export the report where ncu exists (ncu --import R --csv --page details > R.csv) and analyse the CSV"})
 }
 
 var collector = providers.Collect(providers.CollectorSpec[gen.NsightComputeProvider]{Kind: "nsight-compute", File: reportFile,

@@ -4,11 +4,11 @@ import (
 	_ "embed"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -90,13 +90,7 @@ const rocprofTrace = "rocprof/rocprofv3_results.pftrace"
 
 var rocprofCollector = providers.Collect(providers.CollectorSpec[gen.Rocprofv3Provider]{Kind: "rocprofv3", File: rocprofTrace,
 	Admit: func([]providers.Case) (*providers.Executable, error) {
-		exe, err := exec.LookPath("rocprofv3")
-		if err != nil {
-			return nil, providers.HostToolUnavailable("rocprofv3", "Install ROCm's rocprofiler-sdk (it provides rocprofv3) and put its bin directory on PATH, then retry.")
-		}
-		return providers.Bind(exe, func() error {
-			return providers.HostToolUnavailable("rocprofv3", "The rocprofv3 executable cannot be read; reinstall rocprofiler-sdk.")
-		})
+		return providers.LocateAndBind(rocprofTool, prepare.Need{Purpose: "to capture with the rocprofv3 provider"})
 	},
 	Check: func(o *gen.Rocprofv3Provider) error {
 		if !o.HipTrace && !o.KernelTrace && !o.MemoryCopyTrace && !o.MemoryAllocationTrace && !o.ScratchMemoryTrace && !o.MarkerTrace {

@@ -4,36 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/providers"
 )
 
-// nsysExecutable is $FLAMEOX_NSYS, else nsys on PATH.
-func nsysExecutable() (string, error) {
-	if p := os.Getenv("FLAMEOX_NSYS"); p != "" {
-		return p, nil
-	}
-	return exec.LookPath("nsys")
-}
-
-func nsysUnavailable() error {
-	return &providers.UnavailableError{Provider: "nsight-systems", Executable: "nsys",
-		Message:     "nsys (Nsight Systems) is not installed or not on PATH; it is needed to read .nsys-rep reports and to capture with the nsight-systems provider",
-		Remediation: "Install Nsight Systems (the CUDA Toolkit's nsight-systems package, or NVIDIA's standalone installer) and put nsys on PATH or set FLAMEOX_NSYS to its path, then retry the same call; or export the report where nsys exists (nsys export --type sqlite --output R.sqlite R.nsys-rep) and analyse the .sqlite file."}
-}
-
-// bindNsys resolves and hashes nsys.
+// bindNsys locates, resolves and hashes nsys.
 func bindNsys() (*providers.Executable, error) {
-	exe, err := nsysExecutable()
-	if err != nil {
-		return nil, nsysUnavailable()
-	}
-	return providers.Bind(exe, nsysUnavailable)
+	return providers.LocateAndBind(nsysTool, prepare.Need{Purpose: "to read .nsys-rep reports and to capture with the nsight-systems provider",
+		Alternative: "export the report where nsys exists (nsys export --type sqlite --output R.sqlite R.nsys-rep) and analyse the .sqlite file"})
 }
 
 // nsysExportName is the SQLite file nsys export writes in the scratch directory.

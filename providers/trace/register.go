@@ -12,7 +12,9 @@ import (
 // Register adds summarize_trace, inspect_trace_call_graph, summarize_pytorch_trace,
 // inspect_trace_window, summarize_trace_operations, summarize_trace_lifecycle and
 // inspect_gpu_launches and the detectors of the chrome-trace, pytorch, perfetto,
-// rocprof-pftrace, otlp, xctrace, nsys-sqlite, nsys-rep and nsys-parquet formats.
+// rocprof-pftrace, otlp, xctrace, nsys-sqlite, nsys-rep and nsys-parquet formats, the
+// torch-profiler, rocprofv3, xctrace and nsight-systems capture providers and the records
+// of the preparable providers it uses (tools).
 func Register(r *providers.Registry) {
 	r.Analyzer(providers.Analyze(gen.OperationNameSummarizeTrace, summarize))
 	r.Analyzer(providers.Analyze(gen.OperationNameInspectTraceCallGraph, callGraph))
@@ -34,6 +36,9 @@ func Register(r *providers.Registry) {
 	r.Collector(rocprofCollector)
 	r.Collector(xctraceCollector)
 	r.Collector(nsysCollector)
+	for _, t := range tools {
+		r.Tool(t)
+	}
 }
 
 var detectors = []providers.Detector{

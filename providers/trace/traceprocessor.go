@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/prepare"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/trace/perfetto"
 	"github.com/flameox/flameox/providers/trace/tracemodel"
@@ -28,20 +28,28 @@ type traceProcessor struct {
 	limits gen.EffectiveLimits
 }
 
-// traceProcessorExecutable is $FLAMEOX_TRACE_PROCESSOR when it names an executable file
-// (set, it is the only candidate), else trace_processor_shell on PATH, else
-// trace_processor on PATH (the catalog's order).
+// traceProcessorExecutable is the trace processor its record locates, with whether it is
+// an executable file: $FLAMEOX_TRACE_PROCESSOR when set (then the only candidate), else
+// trace_processor_shell on PATH, else trace_processor on PATH (the catalog's order).
 func traceProcessorExecutable() (string, bool) {
-	if p := os.Getenv("FLAMEOX_TRACE_PROCESSOR"); p != "" {
-		fi, err := os.Stat(p)
-		return p, err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+	p, ok := providers.Locate(traceProcessorTool)
+	if !ok {
+		return "", false
 	}
-	for _, name := range []string{"trace_processor_shell", "trace_processor"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, true
-		}
-	}
-	return "", false
+	fi, err := os.Stat(p)
+	return p, err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// traceProcessorNeed is what Flameox needs the trace processor for; the alternative is
+// a trace the native decoder reads.
+var traceProcessorNeed = prepare.Need{Purpose: "to read the trace's slices",
+	Alternative: "record track events (the Perfetto SDK, Chrome tracing, torch.profiler), which the native decoder reads"}
+
+// traceProcessorUnavailable is the trace processor's unavailable state, for the reason why.
+func traceProcessorUnavailable(why string) *providers.UnavailableError {
+	n := traceProcessorNeed
+	n.Why = why
+	return providers.Unavailable(traceProcessorTool, n)
 }
 
 // errNativeSlice stops the probe at the first slice the native decoder reads.
@@ -59,13 +67,13 @@ func (probeSink) ProcessName(pid int64, name string)     {}
 // It is called only where no executable was found, so a set FLAMEOX_TRACE_PROCESSOR
 // names no executable file.
 func traceProcessorNeeded(in providers.Input, p *perfetto.Info) error {
-	msg := fmt.Sprintf("source %d holds no track events the native decoder reads, only data Perfetto's trace_processor reads (%s)", in.Index, unreadKinds(p.UnreadDataByKind()))
-	if os.Getenv("FLAMEOX_TRACE_PROCESSOR") != "" {
-		msg += "; FLAMEOX_TRACE_PROCESSOR is set but does not name an executable file"
+	why := fmt.Sprintf("source %d holds no track events the native decoder reads, only data Perfetto's trace_processor reads (%s)", in.Index, unreadKinds(p.UnreadDataByKind()))
+	if v := traceProcessorTool.Variable; os.Getenv(v) != "" {
+		why += "; " + v + " is set but does not name an executable file"
 	}
-	return &providers.UnavailableError{Provider: "perfetto", Executable: "trace_processor_shell", Message: msg,
-		Remediation: "Record track events (the Perfetto SDK, Chrome tracing, torch.profiler) for the native decoder, or install Perfetto's trace_processor_shell (or trace_processor; https://perfetto.dev/docs/analysis/trace-processor) on PATH or name the executable file in FLAMEOX_TRACE_PROCESSOR, then retry the same call: Flameox then reads the trace's slices through it.",
-		Details:     map[string]any{"unread_packets": p.UnreadByKind()}}
+	e := traceProcessorUnavailable(why)
+	e.Details = map[string]any{"unread_packets": p.UnreadByKind()}
+	return e
 }
 
 // admitTraceProcessor returns the bound trace_processor_shell when in's source is one
@@ -164,9 +172,7 @@ func (tp *traceProcessor) read(ctx context.Context, in providers.Input, s *scan,
 		MaxOutputBytes: l.MaxOutputBytes, Timeout: time.Duration(l.TimeoutSeconds * float64(time.Second)), MaxRSSBytes: l.MaxMemoryBytes})
 	switch {
 	case errors.Is(err, broker.ErrStart):
-		return &providers.UnavailableError{Provider: "perfetto", Executable: "trace_processor_shell",
-			Message:     fmt.Sprintf("source %d: the trace_processor_shell executable could not be started", in.Index),
-			Remediation: "Install Perfetto's trace_processor_shell for this machine (https://perfetto.dev/docs/analysis/trace-processor) on PATH or name it in FLAMEOX_TRACE_PROCESSOR, then retry the same call."}
+		return traceProcessorUnavailable(fmt.Sprintf("source %d: the trace_processor_shell executable could not be started", in.Index))
 	case err != nil:
 		return &providers.DecodeError{Source: in.Index, Message: "trace_processor_shell could not be started", Err: err}
 	case res.Cancelled:

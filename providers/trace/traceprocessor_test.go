@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/trace/perfetto"
 	"github.com/flameox/flameox/providers/trace/perfetto/perfettotest"
@@ -222,20 +223,9 @@ func TestTraceProcessorNotForNativeTraces(t *testing.T) {
 // catalog's order, §1.3).
 func TestTraceProcessorExecutable(t *testing.T) {
 	dir := t.TempDir()
-	exe := func(sub, name string, mode os.FileMode) string {
-		d := filepath.Join(dir, sub)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(d, name)
-		if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), mode); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	shell := exe("a", "trace_processor_shell", 0o755)
-	plain := exe("b", "trace_processor", 0o755)
-	notExec := exe("c", "trace_processor_shell", 0o644)
+	shell := testtool.FakeExecutable(t, filepath.Join(dir, "a"), "trace_processor_shell", 0o755)
+	plain := testtool.FakeExecutable(t, filepath.Join(dir, "b"), "trace_processor", 0o755)
+	notExec := testtool.FakeExecutable(t, filepath.Join(dir, "c"), "trace_processor_shell", 0o644)
 	a, b, c := filepath.Dir(shell), filepath.Dir(plain), filepath.Dir(notExec)
 	for _, tc := range []struct {
 		env, path, want string
