@@ -1862,17 +1862,18 @@ type PytestFixtureInvocationRow struct {
 	Complete bool `json:"complete"`
 }
 
-// CoverageRow is one executed line or branch arc of one measured file in one context.
+// CoverageRow is one executed line or branch arc of one measured file in one context
+// (coverage.py data) or test (LCOV).
 type CoverageRow struct {
 	// line_hit: an executed line; branch_arc: an executed transition between lines.
 	Kind string `json:"kind"`
-	// The path coverage.py recorded (as measured: absolute unless relative_files was set).
+	// The measured file's path as the producer recorded it: coverage.py's as measured (absolute unless relative_files was set), an LCOV tracefile's SF: path.
 	File string `json:"file"`
 	// The executed line, or the arc's source line; negative for an arc entering a code object (-N: the code object starting at line N).
 	LineFrom int64 `json:"line_from"`
 	// The arc's destination line, negative for an exit from the code object starting at line -N; null for a line_hit.
 	LineTo *int64 `json:"line_to"`
-	// The coverage.py context the hit was recorded in; "" is the default (unnamed) context.
+	// The coverage.py context the hit was recorded in, or the LCOV test name (TN:); "" is the default (unnamed) context.
 	Context string `json:"context"`
 }
 
