@@ -188,11 +188,13 @@ func cmdNsysParquet(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdFollow executes the next_page.argv of the CLI result in FILE as a new process:
-// follow FILE.
+// follow FILE. A page that fx wrote (it names $WORK or $CORPUS) has those names expanded
+// in its argv and is followed through fx, so that its output compares with cmp too.
 func cmdFollow(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: follow FILE")
 	}
+	text := ts.ReadFile(args[0])
 	var res struct {
 		NextPage *struct {
 			Command     string            `json:"command"`
@@ -200,17 +202,27 @@ func cmdFollow(ts *testscript.TestScript, neg bool, args []string) {
 			Environment map[string]string `json:"environment"`
 		} `json:"next_page"`
 	}
-	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &res))
+	ts.Check(json.Unmarshal([]byte(text), &res))
 	if res.NextPage == nil {
 		ts.Fatalf("%s has no next_page", args[0])
 	}
+	command, argv := res.NextPage.Command, res.NextPage.Argv
+	expand := func(s string) string { return s }
+	if command == "flameox" && (strings.Contains(text, "$WORK") || strings.Contains(text, "$CORPUS")) {
+		expand = strings.NewReplacer("$WORK", ts.Getenv("WORK"), "$CORPUS", ts.Getenv("CORPUS")).Replace
+		for i, a := range argv {
+			argv[i] = expand(a)
+		}
+		command = "fx"
+	}
 	// The handoff's environment applies to this command only.
 	for k, v := range res.NextPage.Environment {
+		v = expand(v)
 		old := ts.Getenv(k)
 		ts.Setenv(k, v)
 		defer ts.Setenv(k, old)
 	}
-	err := ts.Exec(res.NextPage.Command, res.NextPage.Argv...)
+	err := ts.Exec(command, argv...)
 	if neg != (err != nil) {
 		ts.Fatalf("follow: unexpected result %v", err)
 	}
