@@ -20,37 +20,58 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/providerstest"
 	"github.com/flameox/flameox/providers/trace/chrome"
 	"github.com/flameox/flameox/providers/trace/chrome/chrometest"
 	"github.com/flameox/flameox/providers/trace/tracemodel"
 	"github.com/flameox/flameox/providers/trace/tracemodel/tracemodeltest"
 )
 
-// pageAll pages rows through Page in steps of limit and decodes every row into T.
+// pageAll pages every row through the families' harness (providerstest.Rows: contiguous
+// pages of limit rows, Observed with its look-ahead, the same rows as one page, an
+// OffsetError past the end) and decodes each row into T with exact numbers; the metrics
+// are the first page's.
 func pageAll[T any](t *testing.T, rows providers.Rows, limit int64) ([]T, map[string]any) {
 	t.Helper()
-	var out []T
-	var metrics map[string]any
+	first, err := rows.Page(context.Background(), 0, limit, nil)
+	if err != nil {
+		t.Fatalf("first page: %v", err)
+	}
+	return decodeRows[T](t, providerstest.Rows(t, rows, limit)), first.Metrics
+}
+
+// pageOnce pages rows once from the start in steps of limit, as one client's request
+// does: for rows of a converted export, which is removed once its last page is read.
+func pageOnce[T any](t *testing.T, rows providers.Rows, limit int64) []T {
+	t.Helper()
+	var raws []json.RawMessage
 	for offset := int64(0); ; {
 		p, err := rows.Page(context.Background(), offset, limit, nil)
 		if err != nil {
 			t.Fatalf("page at %d: %v", offset, err)
 		}
-		metrics = p.Metrics
-		for _, r := range p.Rows {
-			var v T
-			dec := json.NewDecoder(bytes.NewReader(r))
-			dec.UseNumber()
-			if err := dec.Decode(&v); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, v)
-		}
+		raws = append(raws, p.Rows...)
 		offset += int64(len(p.Rows))
 		if !p.More {
-			return out, metrics
+			return decodeRows[T](t, raws)
 		}
 	}
+}
+
+// decodeRows decodes each row into T, numbers as json.Number; nil for no rows.
+func decodeRows[T any](t *testing.T, raws []json.RawMessage) []T {
+	t.Helper()
+	var out []T
+	for _, r := range raws {
+		var v T
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 type idRow struct {
