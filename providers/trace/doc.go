@@ -21,11 +21,16 @@
 // the format (decision 0064).
 //
 // Packages: what the readers and the analyzers share (Sink, Event, Track, Stats, the
-// Nester) is providers/trace/tracemodel; the Perfetto, Trace Event and OTLP readers are
-// providers/trace/perfetto, providers/trace/chrome and providers/trace/otlp, which
-// import the model or providers/internal and never this package. Their sources here
-// (perfettosource.go, chromesource.go, otlpsource.go) open the input and call them; the
-// OTLP spans' analyses (otlpslices.go, otlpops.go, otlplifecycle.go) and view "tables"'
-// sink (otlptables.go) stay here. Nsight Systems and Instruments are still read in this
-// package (nsys*.go, xctraceread.go).
+// Nester, TopK) is providers/trace/tracemodel; every format is read in a package of its
+// own, which imports the model or providers/internal and never this package nor another
+// format's: providers/trace/perfetto, providers/trace/chrome, providers/trace/otlp,
+// providers/trace/nsys (Nsight Systems exports, SQLite and parquetdir, into records) and
+// providers/trace/xctrace (Instruments exports). Their sources here (perfettosource.go,
+// chromesource.go, otlpsource.go, nsyssource.go, xctracesource.go) open the input and
+// call them. What turns records into answers stays here: the OTLP spans' analyses
+// (otlpslices.go, otlpops.go, otlplifecycle.go) and view "tables"' sink (otlptables.go);
+// the Nsight Systems rankings and self time (nsysops.go), lifecycle (nsyslifecycle.go),
+// launches (nsyslaunch.go), view "tables" (nsystables.go) and their pages (nsyspages.go);
+// and the conversions with the vendors' tools (nsysrep.go: nsys export; xctracesource.go:
+// xcrun xctrace export) and the capture providers (collector.go, xctrace.go, nsysrep.go).
 package trace

@@ -8,6 +8,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/fuzztool"
+	"github.com/flameox/flameox/providers/trace/nsys"
 	"github.com/flameox/flameox/providers/trace/tracemodel/tracemodeltest"
 )
 
@@ -46,7 +47,7 @@ INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (50, 130
 // typed provider error naming no path, within fuzztool.HangAfter.
 func FuzzNsysSQLite(f *testing.F) {
 	fuzztool.AddFile(f, nsysCorpus)
-	read := append(append([]string{}, nsysParquetTables...), nsysTables...)
+	read := nsys.TablesRead()
 	fuzztool.AddTrimmed(f, nsysCorpus, func(t string) bool { return slices.Contains(read, t) }, 24, 512)
 	fuzztool.AddSQL(f, 512, nsysSeed)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -71,7 +72,7 @@ func FuzzNsysSQLite(f *testing.F) {
 			tables.Fields.View = "tables"
 			page(inspectLaunches(ctx, tables))
 			sink := &tracemodeltest.Checker{T: t, Tracks: map[int64]bool{}}
-			st, err := decodeNsys(ctx, nsysData{in: providers.Input{Path: path, Format: gen.FormatNsysSqlite}}, sink)
+			st, err := nsys.Export{In: providers.Input{Path: path, Format: gen.FormatNsysSqlite}}.Decode(ctx, sink)
 			fuzztool.CheckError(t, err, path)
 			if err == nil {
 				tracemodeltest.CheckStats(t, st, sink.Slices)

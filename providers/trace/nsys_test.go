@@ -232,25 +232,6 @@ func TestNsysSQLiteMalformed(t *testing.T) {
 	}
 }
 
-func TestNsysSQLiteDetection(t *testing.T) {
-	head := append([]byte("SQLite format 3\x00"), make([]byte, 84)...)
-	for _, c := range []struct {
-		name string
-		head []byte
-		want bool
-	}{
-		{"report.sqlite", head, true},
-		{".coverage", head, false},
-		{"x.coverage.sqlite", head, false},
-		{"report.db", head, false},
-		{"report.sqlite", []byte("{}"), false},
-	} {
-		if got := isNsysSQLiteHead(c.name, c.head); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 // nsysOpsTruth groups the export's kernels (by short name), memcpys (by copy kind label),
 // memsets, runtime calls, NVTX ranges (events with an end) and OS runtime calls by name
 // in Python and sorts them by total duration descending, calls descending, name and

@@ -2,56 +2,21 @@ package trace
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/big"
-	"slices"
 	"sort"
-	"strconv"
-	"strings"
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/nsys"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-// nsysOpTable is one table summarize_trace_operations reads from an export: the span
-// kind of its rows, its metric, the SQL expressions of an event's name (plain: without
-// the enum table, when the export lacks it), the FROM and WHERE clauses, and for GPU
-// activity the PyTorch event kind and the stream column.
-type nsysOpTable struct {
-	kind, metric, table, name, plain, from, where string
-	event, stream                                 string
-	// enum is the table name resolves labels from; plain and fromPlain are used without it.
-	enum, fromPlain string
-}
-
-// nsysOpTables are the tables summarize_trace_operations reads, GPU activity first.
-var nsysOpTables = []nsysOpTable{
-	{kind: "kernel", metric: "kernel_count", table: "CUPTI_ACTIVITY_KIND_KERNEL", name: "s.value",
-		from: "CUPTI_ACTIVITY_KIND_KERNEL e LEFT JOIN StringIds s ON s.id = e.shortName", event: "kernel", stream: "e.streamId"},
-	{kind: "memcpy", metric: "memcpy_count", table: "CUPTI_ACTIVITY_KIND_MEMCPY",
-		name: "'[CUDA memcpy ' || coalesce(c.label, e.copyKind) || ']'", from: "CUPTI_ACTIVITY_KIND_MEMCPY e LEFT JOIN ENUM_CUDA_MEMCPY_OPER c ON c.id = e.copyKind",
-		enum: "ENUM_CUDA_MEMCPY_OPER", plain: "'[CUDA memcpy ' || e.copyKind || ']'", fromPlain: "CUPTI_ACTIVITY_KIND_MEMCPY e",
-		event: "memcpy", stream: "e.streamId"},
-	{kind: "memset", metric: "memset_count", table: "CUPTI_ACTIVITY_KIND_MEMSET", name: "'[CUDA memset]'",
-		from: "CUPTI_ACTIVITY_KIND_MEMSET e", event: "memset", stream: "e.streamId"},
-	{kind: "runtime", metric: "runtime_call_count", table: "CUPTI_ACTIVITY_KIND_RUNTIME", name: "s.value",
-		from: "CUPTI_ACTIVITY_KIND_RUNTIME e LEFT JOIN StringIds s ON s.id = e.nameId"},
-	{kind: "nvtx", metric: "nvtx_range_count", table: "NVTX_EVENTS", name: "coalesce(e.text, s.value)",
-		from: "NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId", where: ` WHERE e."end" IS NOT NULL`},
-	{kind: "osrt", metric: "osrt_call_count", table: "OSRT_API", name: "s.value",
-		from: "OSRT_API e LEFT JOIN StringIds s ON s.id = e.nameId"},
-}
-
-// resolved is t as the export d reads it: without its enum table, the plain name.
-func (t nsysOpTable) resolved(d *nsysDB) nsysOpTable {
-	if t.enum != "" && !d.tables[t.enum] {
-		t.name, t.from = t.plain, t.fromPlain
-	}
-	return t
-}
+// nsysOpMetrics name the count of each table of summarize_trace_operations, by the span
+// kind of its rows (nsys.OpGroup.Kind).
+var nsysOpMetrics = map[string]string{"kernel": "kernel_count", "memcpy": "memcpy_count", "memset": "memset_count",
+	"runtime": "runtime_call_count", "nvtx": "nvtx_range_count", "osrt": "osrt_call_count"}
 
 // nsysOp is one aggregated operation of an export.
 type nsysOp struct {
@@ -64,10 +29,9 @@ type nsysOp struct {
 	streams []int64
 }
 
-// nsysOperations groups an export's GPU activity, runtime API calls, NVTX ranges and OS
-// runtime calls by (table, name): in SQL over an nsys-sqlite export, natively over a
-// parquetdir (parquetOperations); a call whose end precedes its start counts as a call
-// without a duration.
+// nsysOperations ranks an export's GPU activity, runtime API calls, NVTX ranges and OS
+// runtime calls by (table, name), as nsys.Export.Operations groups them (a call whose
+// end precedes its start counts as a call without a duration), with their self time.
 func nsysOperations(ctx context.Context, x nsysSource, limits gen.EffectiveLimits, f *filter) (*providers.Analysis, error) {
 	src, a, done, err := x.export(ctx, limits)
 	if err != nil {
@@ -75,14 +39,10 @@ func nsysOperations(ctx context.Context, x nsysSource, limits gen.EffectiveLimit
 	}
 	defer done()
 	c := newNsysOpTally(x.in, f)
-	if src.parquet {
-		err = parquetOperations(ctx, src.in, c)
-	} else {
-		err = src.withNsys(ctx, func(d *nsysDB) error { return d.nsysOperations(ctx, c) })
-	}
-	if err != nil {
+	if err := src.Operations(ctx, f.nsysFilter(), c); err != nil {
 		return nil, err
 	}
+	c.done()
 	ops, events, missing, excluded, counts := c.ops, c.events, c.missing, c.excluded, c.counts
 	sort.Slice(ops, func(i, j int) bool {
 		a, b := ops[i], ops[j]
@@ -127,158 +87,136 @@ func nsysOperations(ctx context.Context, x nsysSource, limits gen.EffectiveLimit
 	return a, nil
 }
 
-// nsysOperations groups the export's tables in SQL into c.
-func (d *nsysDB) nsysOperations(ctx context.Context, c *nsysOpTally) error {
-	f := c.f
-	for _, t := range nsysOpTables {
-		if !d.tables[t.table] {
-			continue
-		}
-		t = t.resolved(d)
-		where, args := f.nsysWhere(t.kind, t.event, t.name, t.where)
-		var all int64 // the table's rows, when filters leave some out
-		if f != nil {
-			if err := d.sql.QueryRowContext(ctx, `SELECT count(*) FROM `+t.from+t.where).Scan(&all); err != nil {
-				return d.sqlErr(ctx, err)
-			}
-			if where == "" {
-				c.excluded += all
-				continue
-			}
-		}
-		streams := "NULL"
-		if t.stream != "" {
-			streams = "group_concat(DISTINCT " + t.stream + ")"
-		}
-		// The alias is no column's name: SQLite resolves a GROUP BY name against the joined
-		// tables' columns first (ENUM_CUDA_MEMCPY_OPER has a column name).
-		rows, err := d.sql.QueryContext(ctx, `SELECT `+t.name+` AS op_name, count(*), sum(e."end" >= e.start), `+streams+`,
-			sum(CASE WHEN e."end" >= e.start THEN e."end" - e.start END), max(CASE WHEN e."end" >= e.start THEN e."end" - e.start END)
-			FROM `+t.from+where+` GROUP BY op_name`, args...)
-		if err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		var n int64
-		for rows.Next() {
-			var g nsysOpGroup
-			var streams sql.NullString
-			if err := rows.Scan(&g.name, &g.calls, &g.timed, &streams, &g.total, &g.max); err != nil {
-				rows.Close()
-				return d.sqlErr(ctx, err)
-			}
-			g.streams = streamList(streams.String)
-			if err := c.group(t, g); err != nil {
-				rows.Close()
-				return err
-			}
-			n += g.calls
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		c.table(t, n, all)
+// nsysFilter is f as the Nsight Systems readers apply it (nil: no filter).
+func (f *filter) nsysFilter() *nsys.Filter {
+	if f == nil {
+		return nil
 	}
-	return nsysSelfTime(ctx, d, c.ops)
+	return &nsys.Filter{Kinds: f.kinds, Categories: f.cats, Contains: f.contains, MinDuration: f.minDur}
 }
 
-// nsysNested are the tables whose calls and ranges nest on a CPU thread, in the order
-// equal intervals nest (an NVTX range around runtime calls, a runtime call around the OS
-// calls it makes).
-var nsysNested = []string{"nvtx", "runtime", "osrt"}
+// nsysOpTally collects summarize_trace_operations' groups (an nsys.OpSink), table by
+// table in nsys.Export.Operations' order and within a table in the name order of GROUP
+// BY (null first), and gives the listed calls and ranges their self time (nester).
+type nsysOpTally struct {
+	in                        providers.Input
+	f                         *filter
+	ops                       []*nsysOp
+	events, missing, excluded int64
+	counts                    map[string]any
+	nester                    *nsysNester
+}
 
-// nsysSelfTime gives the listed runtime, NVTX and OS runtime rows the part of their
-// durations that no call or range nested in them on the same thread covers (every call
-// of those tables counts as a child, listed or not; GPU activity nests nothing): the
-// export's calls, read in SQL in nsysNester's order.
-func nsysSelfTime(ctx context.Context, d *nsysDB, ops []*nsysOp) error {
-	nest := newNsysNester(ops)
-	if nest == nil {
-		return nil
+func newNsysOpTally(in providers.Input, f *filter) *nsysOpTally {
+	c := &nsysOpTally{in: in, f: f, counts: map[string]any{}}
+	for _, m := range nsysOpMetrics {
+		c.counts[m] = int64(0)
 	}
-	var parts []string
-	for rank, kind := range nsysNested {
-		for _, t := range nsysOpTables {
-			if t.kind != kind || !d.tables[t.table] {
-				continue
-			}
-			t = t.resolved(d)
-			where := ` WHERE e."end" >= e.start`
-			if t.where != "" {
-				where += " AND " + strings.TrimPrefix(t.where, " WHERE ")
-			}
-			parts = append(parts, fmt.Sprintf(`SELECT %d AS rank, e.rowid AS id, `+t.name+` AS name, e.globalTid AS tid, e.start AS start, e."end" AS stop FROM `+t.from+where, rank))
-		}
+	return c
+}
+
+// Group adds one group, its streams the first maxStreams.
+func (c *nsysOpTally) Group(g *nsys.OpGroup) error {
+	if len(c.ops) >= maxOperations {
+		return &providers.LimitError{Source: c.in.Index, Limit: maxOperations, Unit: "operations",
+			Message: fmt.Sprintf("source %d holds more than %d distinct operations", c.in.Index, maxOperations)}
 	}
-	if len(parts) == 0 {
-		return nil
+	streams := g.Streams
+	if len(streams) > maxStreams {
+		streams = streams[:maxStreams]
 	}
-	rows, err := d.sql.QueryContext(ctx, strings.Join(parts, " UNION ALL ")+` ORDER BY tid, start, stop DESC, rank, id`)
-	if err != nil {
-		return d.sqlErr(ctx, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r nsysNestRow
-		var name sql.NullString
-		if err := rows.Scan(&r.rank, &r.id, &name, &r.tid, &r.start, &r.stop); err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		r.name = name.String
-		nest.add(&r)
-	}
-	if err := rows.Err(); err != nil {
-		return d.sqlErr(ctx, err)
-	}
-	nest.done()
+	c.ops = append(c.ops, &nsysOp{name: g.Name, kind: g.Kind, event: g.Event, calls: g.Calls, timed: g.Timed,
+		total: big.NewInt(g.Total), max: g.Max, streams: streams})
+	c.missing += g.Calls - g.Timed
 	return nil
 }
 
-// streamList is a group_concat of stream ids, distinct and ascending (the first
-// maxStreams).
-func streamList(s string) []int64 {
-	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		if v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64); err == nil {
-			out = append(out, v)
-		}
+// Table ends a table: n calls were grouped of the all rows it holds (all counts only
+// under filters).
+func (c *nsysOpTally) Table(kind string, n, all int64) {
+	c.counts[nsysOpMetrics[kind]] = n
+	c.events += n
+	if c.f != nil {
+		c.excluded += all - n
 	}
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if len(out) > maxStreams {
-		out = out[:maxStreams]
-	}
-	return out
 }
 
-// nsysWhere is the WHERE clause of one operations table under the filters, with its
-// arguments: the table's own condition (base, "" or " WHERE ..."), the row's span kind
-// (the table) for category, the table's PyTorch event kind (GPU activity) for
-// event_kind, the name expression for name_contains, and end minus start for
-// min_duration_ns. It is "" when the filters exclude the whole table.
-func (f *filter) nsysWhere(kind, event, name, base string) (string, []any) {
-	if f == nil {
-		return base, nil
-	}
-	if (len(f.kinds) > 0 && !slices.Contains(f.kinds, event)) || (len(f.cats) > 0 && !slices.Contains(f.cats, kind)) {
-		return "", nil
-	}
-	var conds []string
-	var args []any
-	if base != "" {
-		conds = append(conds, strings.TrimPrefix(base, " WHERE "))
-	}
-	if f.contains != "" {
-		conds = append(conds, `instr(`+name+`, ?) > 0`)
-		args = append(args, f.contains)
-	}
-	if f.minDur > 0 {
-		conds = append(conds, `e."end" - e.start >= ?`)
-		args = append(args, f.minDur)
-	}
-	if len(conds) == 0 {
-		return " WHERE 1", nil
-	}
-	return " WHERE " + strings.Join(conds, " AND "), args
+// Excluded counts a table the filters leave out whole.
+func (c *nsysOpTally) Excluded(all int64) { c.excluded += all }
+
+// Nested starts the self time of the listed runtime, NVTX and OS runtime operations, if
+// any is listed.
+func (c *nsysOpTally) Nested() bool {
+	c.nester = newNsysNester(c.ops)
+	return c.nester != nil
 }
+
+// Nest takes the next call or range.
+func (c *nsysOpTally) Nest(r *nsys.NestRow) { c.nester.add(r) }
+
+// done closes the last thread's calls, when self time was taken.
+func (c *nsysOpTally) done() {
+	if c.nester != nil {
+		c.nester.done()
+	}
+}
+
+// nsysNestRow is one call or range of the self-time union (nsysSelfTime): its table's
+
+// durations that no call or range nested in them on the same thread covers, from the
+// calls in order of thread, start, longer first, kind, rowid: a call's parent is the
+// innermost call still open at its start; cover clips children that outlive their
+// parent.
+type nsysNester struct {
+	want   map[[2]string]*nsysOp
+	stack  []nsysOpen
+	thread nsys.OptInt
+}
+
+type nsysOpen struct {
+	op    *nsysOp
+	cover cover
+}
+
+// newNsysNester is nil when no listed operation takes self time.
+func newNsysNester(ops []*nsysOp) *nsysNester {
+	want := map[[2]string]*nsysOp{}
+	for _, o := range ops {
+		if o.event == "" {
+			want[[2]string{o.kind, o.name}] = o
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	return &nsysNester{want: want}
+}
+
+func (s *nsysNester) closeTo(n int) {
+	for _, f := range s.stack[n:] {
+		if f.op != nil {
+			f.op.covered.add(f.cover.covered)
+		}
+	}
+	s.stack = s.stack[:n]
+}
+
+// add takes the next call.
+func (s *nsysNester) add(r *nsys.NestRow) {
+	if r.Thread != s.thread {
+		s.closeTo(0)
+		s.thread = r.Thread
+	}
+	n := len(s.stack)
+	for n > 0 && s.stack[n-1].cover.end <= r.Start {
+		n--
+	}
+	s.closeTo(n)
+	if n > 0 {
+		s.stack[n-1].cover.add(r.Start, r.Stop)
+	}
+	s.stack = append(s.stack, nsysOpen{op: s.want[[2]string{r.Kind, r.Name}], cover: newCover(r.Start, r.Stop)})
+}
+
+// done closes the last thread's calls.
+func (s *nsysNester) done() { s.closeTo(0) }

@@ -2,63 +2,38 @@ package trace
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 
 	"github.com/flameox/flameox/providers"
 )
 
-// sqlPages pages an ordered query over an export with LIMIT and OFFSET: each page reads
-// only its rows. query is the statement without its LIMIT ? OFFSET ? tail; scan reads
-// one row.
-type sqlPages struct {
-	src   nsysData
-	total int64
-	query func(ctx context.Context, d *nsysDB) (string, error)
-	scan  func(rows *sql.Rows) (any, error)
-	// done removes a converted report's scratch export once the page is read.
-	done func()
+// exportPages pages one of an Nsight Systems export's ordered populations of total rows
+// (lifecycle transitions, GPU launches, view "tables"' rows): read reads the rows from
+// offset up to end in one read of the export (nsys.Export's Transitions, LaunchRows,
+// TableRows: LIMIT and OFFSET over an nsys-sqlite export, the population ordered anew
+// over a parquetdir), and encode renders each. done removes a converted report's scratch
+// export once the page is read.
+type exportPages[T any] struct {
+	total  int64
+	done   func()
+	read   func(ctx context.Context, offset, end int64, add func(*T) (bool, error)) error
+	encode func(*T) (json.RawMessage, error)
 }
 
-func (r *sqlPages) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
-	return pageExport(ctx, r.src, r.done, r.total, offset, limit, func(d *nsysDB, end int64, page *providers.Page) error {
-		q, err := r.query(ctx, d)
-		if err != nil {
-			return err
-		}
-		rows, err := d.sql.QueryContext(ctx, q+` LIMIT ? OFFSET ?`, end-offset, offset)
-		if err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			row, err := r.scan(rows)
+func (r *exportPages[T]) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
+	defer r.done()
+	return pageOf(r.total, offset, limit, func(end int64, page *providers.Page) error {
+		return r.read(ctx, offset, end, func(row *T) (bool, error) {
+			b, err := r.encode(row)
 			if err != nil {
-				return d.sqlErr(ctx, err)
-			}
-			b, err := providers.EncodeRow(row)
-			if err != nil {
-				return err
+				return false, err
 			}
 			if fits != nil && !fits(b) {
-				break
+				return false, nil
 			}
 			page.Rows = append(page.Rows, b)
-		}
-		if err := rows.Err(); err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		return nil
-	})
-}
-
-// pageExport reads one page of an export's population of total rows (pageOf) through one
-// open of the export; done removes a converted export's scratch once the page is read.
-func pageExport(ctx context.Context, src nsysData, done func(), total, offset, limit int64,
-	read func(d *nsysDB, end int64, page *providers.Page) error) (*providers.Page, error) {
-	defer done()
-	return pageOf(total, offset, limit, func(end int64, page *providers.Page) error {
-		return src.withNsys(ctx, func(d *nsysDB) error { return read(d, end, page) })
+			return true, nil
+		})
 	})
 }
 

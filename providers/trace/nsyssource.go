@@ -5,6 +5,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/nsys"
 	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
@@ -22,34 +23,45 @@ const (
 	nsysFormParquet
 )
 
-// nsysSource is an Nsight Systems source. It has every capability: slices (decodeNsys,
-// after prepare converts a report), its own operations (nsysops.go), lifecycle
-// (nsyslifecycle.go), GPU launches (nsyslaunch.go) and view "tables" (nsystables.go).
+// nsysSource is an Nsight Systems source, read by providers/trace/nsys (an nsys.Export).
+// It has every capability: slices (nsys.Export.Decode, after prepare converts a report),
+// its own operations (nsysops.go), lifecycle (nsyslifecycle.go), GPU launches
+// (nsyslaunch.go) and view "tables" (nsystables.go).
 type nsysSource struct {
 	sourceBase
 	form nsysForm
 }
 
+// nsysProvider identifies the native SQLite reader.
+func nsysProvider() gen.Provider {
+	return gen.Provider{ID: "nsight-systems-sqlite", Version: "native-1"}
+}
+
+// nsysParquetProvider identifies the parquetdir reader (catalog §1.3).
+func nsysParquetProvider() gen.Provider {
+	return gen.Provider{ID: "nsight-systems-parquetdir", Version: "parquetdir-v1"}
+}
+
 // export is the export the source is read from (a report converted with nsys export, a
 // parquetdir read natively), the analysis that names its reader, and the function that
 // removes a conversion's scratch directory.
-func (x nsysSource) export(ctx context.Context, limits gen.EffectiveLimits) (nsysData, *providers.Analysis, func(), error) {
+func (x nsysSource) export(ctx context.Context, limits gen.EffectiveLimits) (nsys.Export, *providers.Analysis, func(), error) {
 	in := x.in
 	switch x.form {
 	case nsysFormParquet:
-		if _, err := parquetFiles(in); err != nil {
-			return nsysData{}, nil, nil, err
+		if err := nsys.CheckParquetDir(in); err != nil {
+			return nsys.Export{}, nil, nil, err
 		}
-		return nsysData{in: in, parquet: true}, &providers.Analysis{Provider: nsysParquetProvider()}, func() {}, nil
+		return nsys.Export{In: in, Parquet: true}, &providers.Analysis{Provider: nsysParquetProvider()}, func() {}, nil
 	case nsysFormReport:
 	default:
-		return nsysData{in: in}, &providers.Analysis{Provider: nsysProvider()}, func() {}, nil
+		return nsys.Export{In: in}, &providers.Analysis{Provider: nsysProvider()}, func() {}, nil
 	}
-	conv, nsys, done, err := convertNsysRep(ctx, in, limits)
+	conv, exe, done, err := convertNsysRep(ctx, in, limits)
 	if err != nil {
-		return nsysData{}, nil, nil, err
+		return nsys.Export{}, nil, nil, err
 	}
-	return nsysData{in: conv}, nsysRepAnalysis(nsys), done, nil
+	return nsys.Export{In: conv}, nsysRepAnalysis(exe), done, nil
 }
 
 // prepare is what a trace operation reads: a report converted to its SQLite export,
@@ -59,13 +71,13 @@ func (x nsysSource) prepare(ctx context.Context, limits gen.EffectiveLimits) (pr
 	if err != nil {
 		return x.in, nil, nil, err
 	}
-	return src.in, a, done, nil
+	return src.In, a, done, nil
 }
 
 // slices reads the export's kernels, memcpys, memsets, CUDA API calls and NVTX ranges in
-// start order (decodeNsys).
+// start order (nsys.Export.Decode).
 func (x nsysSource) slices(ctx context.Context, nest *tracemodel.Nester, s *scan) (err error) {
-	s.stats, err = decodeNsys(ctx, nsysData{in: x.in, parquet: x.form == nsysFormParquet}, nest)
+	s.stats, err = nsys.Export{In: x.in, Parquet: x.form == nsysFormParquet}.Decode(ctx, nest)
 	return err
 }
 

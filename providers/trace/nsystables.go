@@ -2,7 +2,6 @@ package trace
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,12 +10,13 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/jsonvalue"
+	"github.com/flameox/flameox/providers/trace/nsys"
 )
 
 // View "tables" of an Nsight Systems export (decision 0032): the rows catalog §1.3 gives,
 // {table, ...columns}, from the tables §1.4's prefix filter selects for the operation, or
-// the caller's prefixes. tables.go checks and dispatches the view; OTLP traces' tables
-// are in otlptables.go.
+// the caller's prefixes, as nsys.Export.Tables and TableRows read them. tables.go checks
+// and dispatches the view; OTLP traces' tables are in otlptables.go.
 
 // launchTablePrefixes are §1.4's tables of GPU activity.
 var launchTablePrefixes = []string{"CUDA_GPU_", "CUDA_KERNEL", "CUDA_MEM", "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -64,9 +64,8 @@ var tableViewLimitations = []string{
 const maxListedTables = 256
 
 // nsysTablesAnalysis answers view "tables" for op: the selected tables' names, counts
-// and the rows, paged by name then rowid.
+// and the rows, paged by name then rowid (nsys.Export.Tables and TableRows).
 func nsysTablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableViewFields, x nsysSource, limits gen.EffectiveLimits) (*providers.Analysis, error) {
-	in := x.in
 	v := tableViews[op]
 	prefixes := v.filter
 	if len(f.Tables) > 0 {
@@ -75,42 +74,26 @@ func nsysTablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableV
 	pick := func(table string) bool {
 		return !strings.HasPrefix(table, "sqlite_") && (prefixes == nil || matchesAny(table, prefixes))
 	}
-	var (
-		r   providers.Rows
-		a   *providers.Analysis
-		all []table
-	)
-	if x.form == nsysFormParquet {
-		// A parquetdir's tables are read natively: no scratch database.
-		files, err := parquetFiles(in)
-		if err != nil {
-			return nil, err
-		}
-		if all, err = parquetTableList(in, files, pick); err != nil {
-			return nil, err
-		}
-		r, a = &parquetTablePages{in: in, files: files, tables: all, total: rowTotal(all)}, &providers.Analysis{Provider: nsysParquetProvider()}
-	} else {
-		src, an, done, err := x.export(ctx, limits)
-		if err != nil {
-			return nil, err
-		}
-		context.AfterFunc(ctx, done)
-		p := &tablePages{src: src, done: done}
-		if err := src.withNsys(ctx, func(d *nsysDB) error { return p.count(ctx, d, pick) }); err != nil {
-			done()
-			return nil, err
-		}
-		r, a, all = p, an, p.tables
+	// A report's conversion lives until the page is read or the analysis ends; a
+	// parquetdir's tables are read natively, with no scratch database.
+	src, a, done, err := x.export(ctx, limits)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, done)
+	all, err := src.Tables(ctx, pick)
+	if err != nil {
+		done()
+		return nil, err
 	}
 	total, counted := rowTotal(all), int64(0)
 	listed := make([]listedTable, 0, min(len(all), maxListedTables))
 	for _, t := range all {
-		if matchesAny(t.name, v.counted) {
-			counted += t.rows
+		if matchesAny(t.Name, v.counted) {
+			counted += t.Rows
 		}
 		if len(listed) < maxListedTables {
-			listed = append(listed, listedTable{t.name, t.rows})
+			listed = append(listed, listedTable{t.Name, t.Rows})
 		}
 	}
 	a.Metrics = map[string]any{"table_count": int64(len(all)), "row_count": total, "tables": listed}
@@ -130,160 +113,24 @@ func nsysTablesAnalysis(ctx context.Context, op gen.OperationName, f *gen.TableV
 	if counted == 0 {
 		a.Limitations = append(a.Limitations, v.empty)
 	}
-	a.Rows = r
+	// The tables' rows laid end to end, in table name order, then row order.
+	a.Rows = &exportPages[nsys.TableRow]{total: total, done: done,
+		read: func(ctx context.Context, offset, end int64, add func(*nsys.TableRow) (bool, error)) error {
+			return src.TableRows(ctx, all, offset, end, add)
+		},
+		encode: func(r *nsys.TableRow) (json.RawMessage, error) {
+			return tableRow(r.Table, r.Columns, r.Values, slices.Contains(r.Columns, "table")), nil
+		}}
 	return a, nil
 }
 
 // rowTotal is the rows of the tables together.
-func rowTotal(tables []table) int64 {
+func rowTotal(tables []nsys.Table) int64 {
 	var n int64
 	for _, t := range tables {
-		n += t.rows
+		n += t.Rows
 	}
 	return n
-}
-
-// table is one selected table: its name, row count and the expression that orders its
-// rows (empty for a WITHOUT ROWID table, which a scan reads in key order).
-type table struct {
-	name  string
-	rows  int64
-	order string
-}
-
-// tablePages pages the selected tables' rows, in table name order, then row order.
-type tablePages struct {
-	src    nsysData
-	tables []table
-	total  int64
-	done   func()
-}
-
-// count lists the selected tables in name order with their row counts.
-func (r *tablePages) count(ctx context.Context, d *nsysDB, pick func(string) bool) error {
-	var names []string
-	for n := range d.tables {
-		if pick(n) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		t := table{name: n}
-		if err := d.sql.QueryRowContext(ctx, "SELECT count(*) FROM "+quoteIdent(n)).Scan(&t.rows); err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		var def sql.NullString
-		if err := d.sql.QueryRowContext(ctx, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", n).Scan(&def); err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		if !strings.Contains(strings.ToUpper(def.String), "WITHOUT ROWID") {
-			cols, err := columnsOf(ctx, d, n)
-			if err != nil {
-				return err
-			}
-			// The first rowid alias that no column shadows.
-			for _, alias := range []string{"rowid", "_rowid_", "oid"} {
-				if !slices.ContainsFunc(cols, func(c string) bool { return strings.EqualFold(c, alias) }) {
-					t.order = alias
-					break
-				}
-			}
-		}
-		r.tables = append(r.tables, t)
-	}
-	r.total = rowTotal(r.tables)
-	return nil
-}
-
-func columnsOf(ctx context.Context, d *nsysDB, name string) ([]string, error) {
-	rows, err := d.sql.QueryContext(ctx, "SELECT * FROM "+quoteIdent(name)+" LIMIT 0")
-	if err != nil {
-		return nil, d.sqlErr(ctx, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, d.sqlErr(ctx, err)
-	}
-	return cols, nil
-}
-
-func (r *tablePages) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
-	return pageExport(ctx, r.src, r.done, r.total, offset, limit, func(d *nsysDB, end int64, page *providers.Page) error {
-		return readTables(r.tables, offset, end, page,
-			func(t table, skip, limit int64) (bool, error) { return r.read(ctx, d, t, skip, limit, fits, page) },
-			func(t table) error {
-				return &providers.DecodeError{Source: r.src.in.Index,
-					Message: fmt.Sprintf("source %d: table %s holds fewer rows than it counted", r.src.in.Index, t.name)}
-			})
-	})
-}
-
-// readTables appends to page the rows from offset up to end of tables laid end to end:
-// read appends up to limit rows of t from its row skip and says whether every one fit the
-// page; a table that yields fewer rows than it counted is short's error.
-func readTables(tables []table, offset, end int64, page *providers.Page,
-	read func(t table, skip, limit int64) (bool, error), short func(t table) error) error {
-	stop := offset
-	var first int64 // the population index of the current table's first row
-	for _, t := range tables {
-		if stop >= end {
-			break
-		}
-		if first+t.rows <= stop {
-			first += t.rows
-			continue
-		}
-		full, err := read(t, stop-first, end-stop)
-		stop = offset + int64(len(page.Rows))
-		if err != nil || !full {
-			return err
-		}
-		first += t.rows
-		if stop < min(first, end) {
-			return short(t)
-		}
-	}
-	return nil
-}
-
-// read appends up to limit rows of t from its row skip; full is false when a row did not
-// fit the page.
-func (r *tablePages) read(ctx context.Context, d *nsysDB, t table, skip, limit int64, fits func(json.RawMessage) bool, page *providers.Page) (bool, error) {
-	q := "SELECT * FROM " + quoteIdent(t.name)
-	if t.order != "" {
-		q += " ORDER BY " + t.order
-	}
-	rows, err := d.sql.QueryContext(ctx, q+" LIMIT ? OFFSET ?", limit, skip)
-	if err != nil {
-		return false, d.sqlErr(ctx, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return false, d.sqlErr(ctx, err)
-	}
-	nested := slices.Contains(cols, "table")
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return false, d.sqlErr(ctx, err)
-		}
-		b := tableRow(t.name, cols, vals, nested)
-		if fits != nil && !fits(b) {
-			return false, nil
-		}
-		page.Rows = append(page.Rows, b)
-	}
-	if err := rows.Err(); err != nil {
-		return false, d.sqlErr(ctx, err)
-	}
-	return true, nil
 }
 
 // tableRow renders one row: {table, ...columns}, or {table, value: {...columns}} when a
@@ -307,6 +154,3 @@ func tableRow(name string, cols []string, vals []any, nested bool) json.RawMessa
 	}
 	return append(b, '}')
 }
-
-// quoteIdent quotes an SQL identifier.
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

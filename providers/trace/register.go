@@ -5,8 +5,10 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/nsys"
 	"github.com/flameox/flameox/providers/trace/otlp"
 	"github.com/flameox/flameox/providers/trace/perfetto"
+	"github.com/flameox/flameox/providers/trace/xctrace"
 )
 
 // Register adds summarize_trace, inspect_trace_call_graph, summarize_pytorch_trace,
@@ -61,8 +63,10 @@ var detectors = []providers.Detector{
 	// rocprofv3 writes Perfetto protobuf; only its declared format or its output name tells it apart.
 	{Format: gen.FormatRocprofPftrace, Suffixes: []string{"_results.pftrace"}},
 	// Instruments: an xctrace export's XML, and a .trace bundle (decision 0062).
-	{Format: gen.FormatXctrace, Suffixes: []string{".trace"}, Container: gen.FormatText, Match: isXctraceExportHead},
-	{Format: gen.FormatXctrace, Directory: isXctraceDirectory},
+	{Format: gen.FormatXctrace, Suffixes: []string{".trace"}, Container: gen.FormatText, Match: func(_ string, head []byte) bool {
+		return xctrace.IsExport(head)
+	}},
+	{Format: gen.FormatXctrace, Directory: xctrace.IsDirectory},
 	// OTLP/JSON: an ExportTraceServiceRequest (or TracesData) object.
 	{Format: gen.FormatOtlp, Container: gen.FormatJSON, Match: func(_ string, head []byte) bool {
 		return bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n\ufeff"), []byte("{")) && bytes.Contains(head, []byte(`"resourceSpans"`))
@@ -71,12 +75,12 @@ var detectors = []providers.Detector{
 	{Format: gen.FormatOtlp, Match: func(_ string, head []byte) bool { return otlp.IsProto(head) }},
 	// Nsight Systems' SQLite export (nsys export --type sqlite): SQLite named *.sqlite; its
 	// tables are checked when it is opened.
-	{Format: gen.FormatNsysSqlite, Match: isNsysSQLiteHead},
+	{Format: gen.FormatNsysSqlite, Match: nsys.IsSQLiteHead},
 	// Nsight Systems' native report, converted with the installed nsys.
 	{Format: gen.FormatNsysRep, Suffixes: []string{".nsys-rep"}},
 	// Nsight Systems' parquetdir export (nsys export --type parquetdir): a directory of
 	// <TABLE>.parquet files holding StringIds and an export's marker tables.
-	{Format: gen.FormatNsysParquet, Directory: isNsysParquetNames},
+	{Format: gen.FormatNsysParquet, Directory: nsys.IsParquetDir},
 }
 
 func provider() gen.Provider { return gen.Provider{ID: "flameox-trace", Version: "native-1"} }

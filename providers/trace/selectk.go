@@ -3,83 +3,10 @@ package trace
 import (
 	"context"
 	"encoding/json"
-	"sort"
 
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
-
-// topK keeps the k smallest items under less, in bounded memory: a max-heap whose root
-// is the largest kept item.
-type topK[T any] struct {
-	k    int
-	less func(a, b *T) bool
-	// own makes a kept item independent of the reader's reused buffers.
-	own   func(*T)
-	items []T
-}
-
-// offer keeps v when it is among the k smallest seen; only a kept item is owned, so
-// rejected candidates cost no copy.
-func (h *topK[T]) offer(v *T) {
-	if h.k <= 0 {
-		return
-	}
-	if len(h.items) < h.k {
-		if h.own != nil {
-			h.own(v)
-		}
-		h.items = append(h.items, *v)
-		h.up(len(h.items) - 1)
-		return
-	}
-	if h.less(v, &h.items[0]) {
-		if h.own != nil {
-			h.own(v)
-		}
-		h.items[0] = *v
-		h.down(0)
-	}
-}
-
-// up and down restore the max-heap order (the root is the largest item) after item j
-// changed.
-func (h *topK[T]) up(j int) {
-	for j > 0 {
-		p := (j - 1) / 2
-		if !h.less(&h.items[p], &h.items[j]) {
-			break
-		}
-		h.items[p], h.items[j] = h.items[j], h.items[p]
-		j = p
-	}
-}
-
-func (h *topK[T]) down(j int) {
-	n := len(h.items)
-	for {
-		l := 2*j + 1
-		if l >= n {
-			return
-		}
-		c := l
-		if r := l + 1; r < n && h.less(&h.items[l], &h.items[r]) {
-			c = r
-		}
-		if !h.less(&h.items[j], &h.items[c]) {
-			return
-		}
-		h.items[j], h.items[c] = h.items[c], h.items[j]
-		j = c
-	}
-}
-
-// sorted returns the kept items in ascending order.
-func (h *topK[T]) sorted() []T {
-	out := append([]T(nil), h.items...)
-	sort.Slice(out, func(i, j int) bool { return h.less(&out[i], &out[j]) })
-	return out
-}
 
 // ranked is a Rows that reads the whole population on every Page and keeps only the
 // rows up to the page's end: fill offers every row of one read to keep and returns the
@@ -95,8 +22,8 @@ type ranked[T any] struct {
 
 func (r *ranked[T]) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
 	end := min(offset+limit, int64(providers.MaxProjectionRows))
-	h := &topK[T]{k: int(end + 1), less: r.less, own: r.own}
-	total, page, err := r.fill(ctx, h.offer)
+	h := &tracemodel.TopK[T]{K: int(end + 1), Less: r.less, Own: r.own}
+	total, page, err := r.fill(ctx, h.Offer)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +34,7 @@ func (r *ranked[T]) Page(ctx context.Context, offset, limit int64, fits func(jso
 	if offset > 0 && offset >= reach {
 		return nil, &providers.OffsetError{Offset: offset, Available: reach}
 	}
-	sel := h.sorted()
+	sel := h.Sorted()
 	if int64(len(sel)) > offset {
 		sel = sel[offset:min(int64(len(sel)), end)]
 	} else {

@@ -12,7 +12,7 @@ import (
 
 // The xctrace provider records an Instruments trace of the workload with `xcrun xctrace
 // record` on macOS, and the xctrace format reads it (decision 0062): an export's XML
-// (xctraceread.go) on every host, a .trace bundle (a directory) on macOS through `xcrun
+// (package xctrace) on every host, a .trace bundle (a directory) on macOS through `xcrun
 // xctrace export` (xctracesource.go). Off macOS xcrun does not exist: capture and
 // bundles answer with the unavailable state, before anything runs.
 

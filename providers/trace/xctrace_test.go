@@ -15,6 +15,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
+	"github.com/flameox/flameox/providers/trace/xctrace/xctracetest"
 )
 
 // xctraceOn sets the host the xctrace provider sees, and what finds xcrun and xctrace,
@@ -101,42 +102,15 @@ func TestXctraceAdmission(t *testing.T) {
 	}
 }
 
-// TestXctraceDetection: an export is recognized by its root element; a bundle, or a
-// directory holding one, by its entries; neighbouring formats are not taken.
+// TestXctraceDetection: the registry takes an export by its root element and a bundle
+// by its entries as xctrace (xctrace.IsExport, xctrace.IsDirectory), and no other
+// format's detector takes the bundle.
 func TestXctraceDetection(t *testing.T) {
-	for _, c := range []struct {
-		head string
-		want bool
-	}{
-		{`<?xml version="1.0"?>` + "\n<trace-query-result>\n<node xpath='//trace-toc[1]/run[1]/data[1]/table[1]'>", true},
-		{`<?xml version="1.0"?><trace-toc><run number="1">`, false},
-		{`<?xml version="1.0"?><ComputeSanitizerOutput>`, false},
-		{`{"traceEvents":[]}`, false},
-	} {
-		if got := isXctraceExportHead("x.xml", []byte(c.head)); got != c.want {
-			t.Errorf("%q: %v", c.head, got)
-		}
-	}
+	r := providers.NewRegistry()
+	Register(r)
 	bundle := []string{"Trace1.run", "corespace", "form.template", "instrument_data", "open.creq", "shared_data"}
-	for _, c := range []struct {
-		names []string
-		want  bool
-	}{
-		{bundle, true},
-		{[]string{"form.template", "Trace2.run"}, true},
-		{[]string{"capture.trace"}, true},
-		{[]string{"Run.TRACE"}, true},
-		{[]string{"capture.trace", "notes.txt"}, false},
-		{[]string{"form.template"}, false},
-		{[]string{"TARGET_INFO.parquet", "StringIds.parquet"}, false},
-		{[]string{"results.json"}, false},
-	} {
-		if got := isXctraceDirectory(c.names); got != c.want {
-			t.Errorf("%v: %v", c.names, got)
-		}
-	}
-	if isNsysParquetNames(bundle) {
-		t.Error("the nsys-parquet detector takes a .trace bundle")
+	if got := r.DetectDirectory(bundle); !slices.Equal(got, []gen.Format{gen.FormatXctrace}) {
+		t.Errorf("the bundle detected as %v", got)
 	}
 }
 
@@ -168,7 +142,7 @@ func TestXctraceSummarize(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, m := pageAll[xctraceRow](t, a.Rows, 700)
-	want := baseline(t, "trace_memory_baseline.xml.gz", "Memory")
+	want := xctracetest.Baseline(t, "trace_memory_baseline.xml.gz", "Memory")
 	if len(rows) != len(want) || m["slice_count"] != int64(len(want)) || m["event_count"] != int64(len(want)) {
 		t.Fatalf("%d rows, metrics %v, baseline %d", len(rows), m, len(want))
 	}
@@ -188,7 +162,7 @@ func TestXctraceSummarize(t *testing.T) {
 		got = append(got, key{r.Ts, r.Dur, r.Name, *r.ProcessName})
 	}
 	for _, w := range want {
-		exp = append(exp, key{atoi(t, w[0]), atoi(t, w[1]), w[3], w[5]})
+		exp = append(exp, key{xctracetest.Atoi(t, w[0]), xctracetest.Atoi(t, w[1]), w[3], w[5]})
 	}
 	cmp := func(a, b key) int {
 		if a.ts != b.ts {
@@ -219,10 +193,10 @@ func TestXctraceOperations(t *testing.T) {
 	}
 	type agg struct{ count, total int64 }
 	want := map[string]agg{}
-	for _, w := range baseline(t, "trace_memory_baseline.xml.gz", "Memory") {
+	for _, w := range xctracetest.Baseline(t, "trace_memory_baseline.xml.gz", "Memory") {
 		g := want[w[3]]
 		g.count++
-		g.total += atoi(t, w[1])
+		g.total += xctracetest.Atoi(t, w[1])
 		want[w[3]] = g
 	}
 	got := map[string]agg{}

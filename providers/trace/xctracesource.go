@@ -1,12 +1,8 @@
 package trace
 
 import (
-	"bytes"
 	"context"
-	"encoding/xml"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,13 +11,14 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/trace/tracemodel"
+	"github.com/flameox/flameox/providers/trace/xctrace"
 )
 
 // xctraceSource is an Instruments trace (decision 0062): an xctrace export, the XML
 // `xcrun xctrace export --xpath` writes (a file, read on every host), or a .trace bundle
 // (a directory: the bundle itself, or a directory holding exactly one, as the xctrace
 // collector writes), which macOS's xcrun xctrace exports before it is read. It is a
-// slice source (DecodeXctrace): summarize_trace lists its intervals, and
+// slice source (xctrace.Decode): summarize_trace lists its intervals, and
 // summarize_trace_operations ranks them (operations, which exports a bundle first).
 type xctraceSource struct{ sourceBase }
 
@@ -63,7 +60,7 @@ func (x xctraceSource) slices(ctx context.Context, nest *tracemodel.Nester, s *s
 		return err
 	}
 	defer r.Close()
-	s.stats, _, err = DecodeXctrace(ctx, r, x.in.Index, XctraceLimits{}, nest)
+	s.stats, _, err = xctrace.Decode(ctx, r, x.in.Index, xctrace.Limits{}, nest)
 	return err
 }
 
@@ -83,31 +80,6 @@ func (x xctraceSource) operations(ctx context.Context, limits gen.EffectiveLimit
 	return a, nil
 }
 
-// isXctraceExportHead reports whether a file starting with head is an xctrace export:
-// its root element, after the XML declaration, is <trace-query-result>.
-func isXctraceExportHead(_ string, head []byte) bool {
-	return bytes.Contains(head, []byte("<trace-query-result"))
-}
-
-// isXctraceDirectory reports whether a directory whose top-level entries are names is an
-// Instruments trace: a .trace bundle (form.template beside the run data), or a directory
-// holding exactly one entry named *.trace (the xctrace collector's artifact).
-func isXctraceDirectory(names []string) bool {
-	if len(names) == 1 && strings.HasSuffix(strings.ToLower(names[0]), ".trace") {
-		return true
-	}
-	form, data := false, false
-	for _, n := range names {
-		switch {
-		case n == "form.template":
-			form = true
-		case n == "corespace" || n == "instrument_data" || n == "shared_data" || n == "open.creq" || strings.HasSuffix(n, ".run"):
-			data = true
-		}
-	}
-	return form && data
-}
-
 // xctraceBundlePath is the bundle a directory source names: the one *.trace directory
 // it holds when it holds nothing else, else the directory itself.
 func xctraceBundlePath(in providers.Input) (string, error) {
@@ -123,9 +95,6 @@ func xctraceBundlePath(in providers.Input) (string, error) {
 
 // xctraceTables is the xpath of the tables exported: every table of the first run.
 const xctraceTables = `/trace-toc/run[@number="1"]/data/table`
-
-// maxXctraceTOC bounds the table of contents read (its runs are counted).
-const maxXctraceTOC = 64 << 20
 
 // exportXctrace exports a bundle's first run with the installed xcrun xctrace, through
 // the broker, bounded by the request's timeout, memory and output limits (the export
@@ -188,42 +157,12 @@ func runXctraceExport(ctx context.Context, in providers.Input, xcrun *providers.
 		unreadable: fmt.Sprintf("xctrace export could not read source %d as an Instruments trace", in.Index)}.run(ctx, in, limits)
 }
 
-// xctraceRuns counts the runs of an exported table of contents (<trace-toc><run ...>).
+// xctraceRuns counts the runs of an exported table of contents (xctrace.Runs).
 func xctraceRuns(in providers.Input, toc string) (int, error) {
 	f, err := os.Open(toc)
 	if err != nil {
 		return 0, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("xctrace export wrote no table of contents of source %d", in.Index), Err: err}
 	}
 	defer f.Close()
-	d := xml.NewDecoder(io.LimitReader(f, maxXctraceTOC))
-	d.Strict = true
-	depth, runs, root := 0, 0, false
-	bad := func(err error) (int, error) {
-		return 0, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("the table of contents xctrace exported of source %d is not readable", in.Index), Err: err}
-	}
-	for {
-		t, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return bad(err)
-		}
-		switch e := t.(type) {
-		case xml.StartElement:
-			depth++
-			if depth == 1 {
-				root = e.Name.Local == "trace-toc"
-			}
-			if depth == 2 && root && e.Name.Local == "run" {
-				runs++
-			}
-		case xml.EndElement:
-			depth--
-		}
-	}
-	if runs == 0 {
-		return 0, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d is an Instruments trace without a run: xctrace export --toc lists none", in.Index)}
-	}
-	return runs, nil
+	return xctrace.Runs(f, in.Index)
 }

@@ -10,5 +10,7 @@
 //
 // Files: model.go (Event, Args, Track, Sink, Opener, Stats), packed.go (PackedArgs:
 // Args by value, and PackedSink), nest.go (the Nester and its reorder queue),
-// handover.go (HandOver: a producer goroutine and its consumer, batch by batch).
+// handover.go (HandOver: a producer goroutine and its consumer, batch by batch), topk.go
+// (TopK: the k smallest items under an order, in bounded memory, which the family's
+// ranked pages and the Nsight Systems reader's native pages select with).
 package tracemodel

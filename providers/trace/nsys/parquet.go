@@ -1,4 +1,4 @@
-package trace
+package nsys
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/providers"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -20,15 +19,15 @@ import (
 )
 
 // An nsys-parquet source is the directory nsys export --type parquetdir writes: one
-// <TABLE>.parquet per table of the SQLite export (decision 0025, item 14). The analyses
+// <TABLE>.parquet per table of the SQLite export (decision 0025, item 14). The readers
 // read the columns they use from the Parquet files themselves and do the SQL readers'
-// joins in Go (nsysparquetrows.go, decision 0057): no SQLite database is made.
+// joins in Go (joins.go, decision 0057): no SQLite database is made.
 
 const parquetSuffix = ".parquet"
 
-// isNsysParquetNames is the directory detection: the top-level names hold StringIds and
-// one of the tables that mark an Nsight Systems export (nsysTables), as Parquet files.
-func isNsysParquetNames(names []string) bool {
+// IsParquetDir is the directory detection: the top-level names hold StringIds and
+// one of the tables that mark an Nsight Systems export (markerTables), as Parquet files.
+func IsParquetDir(names []string) bool {
 	have := map[string]bool{}
 	for _, n := range names {
 		if stem, ok := strings.CutSuffix(n, parquetSuffix); ok {
@@ -38,7 +37,7 @@ func isNsysParquetNames(names []string) bool {
 	if !have["StringIds"] {
 		return false
 	}
-	for _, t := range nsysTables {
+	for _, t := range markerTables {
 		if have[t] {
 			return true
 		}
@@ -46,17 +45,23 @@ func isNsysParquetNames(names []string) bool {
 	return false
 }
 
-// nsysParquetTables are the tables the Nsight Systems readers use besides the marker
-// tables of nsysTables; the others are never read (but by view "tables").
-var nsysParquetTables = []string{"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+// parquetTables are the tables the Nsight Systems readers use besides the marker
+// tables of markerTables; the others are never read (but by view "tables").
+var parquetTables = []string{"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
 	"CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "ENUM_CUDA_MEMCPY_OPER",
 	"ThreadNames", "PROCESSES", "TARGET_INFO_SESSION_START_TIME"}
+
+// TablesRead are the tables the readers read besides view "tables", which reads any:
+// parquetTables, then the marker tables.
+func TablesRead() []string {
+	return append(append([]string{}, parquetTables...), markerTables...)
+}
 
 // A read of a parquetdir is bounded by the bytes it decodes (issue 40, decisions 0050 and
 // 0057): compressed pages, and dictionary pages whose one value every row repeats, expand
 // far beyond the input's size (a 4.4 KB directory decoded to 37 GiB). The bound is
 // parquetExpansion times the bytes of the Parquet files of the tables the readers use
-// (nsysParquetTables and nsysTables), at most maxParquetLoadBytes, and applies to each
+// (parquetTables and markerTables), at most maxParquetLoadBytes, and applies to each
 // read: one analysis's figures, one page. Two measures count against it, each on its
 // own: the pages' declared decompressed sizes (the footer's column chunks of the columns
 // read, checked before a table is read, since parquet-go allocates them) and the values
@@ -74,11 +79,6 @@ func parquetLoadBound(inputBytes int64) int64 {
 	return max(inputBytes, 0) * parquetExpansion
 }
 
-// nsysParquetProvider identifies the parquetdir reader (catalog §1.3).
-func nsysParquetProvider() gen.Provider {
-	return gen.Provider{ID: "nsight-systems-parquetdir", Version: "parquetdir-v1"}
-}
-
 // parquetFiles are the parquetdir's top-level files by name, with their sizes, once the
 // directory passes the export check.
 func parquetFiles(in providers.Input) (map[string]int64, error) {
@@ -94,16 +94,23 @@ func parquetFiles(in providers.Input) (map[string]int64, error) {
 			files[m.Rel] = m.Size
 		}
 	}
-	if !isNsysParquetNames(names) {
+	if !IsParquetDir(names) {
 		return nil, &providers.UnsupportedError{Source: in.Index,
 			Message: fmt.Sprintf("source %d is a directory but not an Nsight Systems parquetdir export (no StringIds.parquet with CUPTI, NVTX, OSRT or export metadata tables)", in.Index)}
 	}
 	return files, nil
 }
 
-// nsysParquet is one read of a parquetdir (an analysis's figures, or one page): its
+// CheckParquetDir is the export check of a declared nsys-parquet source: a directory
+// whose top-level names are a parquetdir's (IsParquetDir); any other is an
+// UnsupportedError.
+func CheckParquetDir(in providers.Input) error {
+	_, err := parquetFiles(in)
+	return err
+}
+
 // files, the decoded-bytes bound, and what the read has decoded so far.
-type nsysParquet struct {
+type parquetRead struct {
 	ctx   context.Context
 	in    providers.Input
 	files map[string]int64
@@ -113,15 +120,15 @@ type nsysParquet struct {
 	pages int64 // declared decompressed bytes of the column chunks opened so far
 }
 
-// openNsysParquet starts a read of in.
-func openNsysParquet(ctx context.Context, in providers.Input) (*nsysParquet, error) {
+// openParquet starts a read of in.
+func openParquet(ctx context.Context, in providers.Input) (*parquetRead, error) {
 	files, err := parquetFiles(in)
 	if err != nil {
 		return nil, err
 	}
-	p := &nsysParquet{ctx: ctx, in: in, files: files}
+	p := &parquetRead{ctx: ctx, in: in, files: files}
 	seen := map[string]bool{}
-	for _, t := range append(append([]string{}, nsysParquetTables...), nsysTables...) {
+	for _, t := range append(append([]string{}, parquetTables...), markerTables...) {
 		if size, ok := files[t+parquetSuffix]; ok && !seen[t] {
 			seen[t] = true
 			p.input += size
@@ -132,13 +139,13 @@ func openNsysParquet(ctx context.Context, in providers.Input) (*nsysParquet, err
 }
 
 // has reports whether the parquetdir holds table.
-func (p *nsysParquet) has(table string) bool {
+func (p *parquetRead) has(table string) bool {
 	_, ok := p.files[table+parquetSuffix]
 	return ok
 }
 
 // limit is the failure of a read past its decoded-bytes bound; what names the measure.
-func (p *nsysParquet) limit(what string) error {
+func (p *parquetRead) limit(what string) error {
 	return &providers.LimitError{Source: p.in.Index, Limit: p.bound, Unit: "bytes",
 		Message: fmt.Sprintf("source %d's Parquet tables decode to more than %d bytes (%s; the bound is %d times the %d bytes of its Parquet files, at most %d): the export expands past what Flameox reads; analyze its SQLite export (nsys export --type sqlite) or a shorter capture",
 			p.in.Index, p.bound, what, parquetExpansion, p.input, int64(maxParquetLoadBytes)),
@@ -148,7 +155,7 @@ func (p *nsysParquet) limit(what string) error {
 
 // decodeErr is a table that parquet-go cannot read (its error or panic): never the
 // library's text, which may name the host path.
-func (p *nsysParquet) decodeErr(table string, err error) error {
+func (p *parquetRead) decodeErr(table string, err error) error {
 	if ctxErr := p.ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
@@ -157,7 +164,7 @@ func (p *nsysParquet) decodeErr(table string, err error) error {
 }
 
 // schemaErr is a table without a column the reader needs, or with one of another type.
-func (p *nsysParquet) schemaErr(table, column, problem string) error {
+func (p *parquetRead) schemaErr(table, column, problem string) error {
 	return &providers.DecodeError{Source: p.in.Index,
 		Message: fmt.Sprintf("source %d: %s%s %s column %s that the Nsight Systems reader needs (table schemas vary by Nsight Systems version; nsys writes integers and strings)",
 			p.in.Index, table, parquetSuffix, problem, column)}
@@ -183,19 +190,19 @@ type pqValue struct {
 }
 
 // num is the value of an integer column.
-func (v *pqValue) num() optInt {
+func (v *pqValue) num() OptInt {
 	if v.null {
-		return optInt{}
+		return OptInt{}
 	}
 	return some(v.n)
 }
 
 // str is a copy of the value of a text column.
-func (v *pqValue) str() optStr {
+func (v *pqValue) str() OptStr {
 	if v.null {
-		return optStr{}
+		return OptStr{}
 	}
-	return optStr{s: string(v.b), ok: true}
+	return OptStr{s: string(v.b), ok: true}
 }
 
 // pqKind is how a leaf column's values are read.
@@ -269,7 +276,7 @@ type pqReader struct {
 // Each column is read on its own (parquet-go's column chunk readers, in step, a batch of
 // rows at a time), so that columns the reader does not take are never decoded; the
 // column chunks' declared sizes and the values count against the read's bound.
-func (p *nsysParquet) scan(table string, cols []pqColumn, visit func(row int64, vals []pqValue) error) (rows int64, err error) {
+func (p *parquetRead) scan(table string, cols []pqColumn, visit func(row int64, vals []pqValue) error) (rows int64, err error) {
 	size, ok := p.files[table+parquetSuffix]
 	if !ok {
 		return 0, nil
@@ -366,7 +373,7 @@ func (p *nsysParquet) scan(table string, cols []pqColumn, visit func(row int64, 
 
 // declared adds the decompressed sizes the footer declares for the column chunks of the
 // columns at index, and fails past the bound.
-func (p *nsysParquet) declared(pf *parquet.File, index []int) error {
+func (p *parquetRead) declared(pf *parquet.File, index []int) error {
 	for _, rg := range pf.Metadata().RowGroups {
 		for _, i := range index {
 			if i >= len(rg.Columns) {
@@ -388,7 +395,7 @@ func (p *nsysParquet) declared(pf *parquet.File, index []int) error {
 // read decodes the column's next k values into r.vals, counting them against the
 // bound: 8 bytes a number, text by length. Text is copied into r.arena as it is read,
 // since parquet-go reuses a page's buffers once it moves past the page.
-func (p *nsysParquet) read(table string, r *pqReader, k int) error {
+func (p *parquetRead) read(table string, r *pqReader, k int) error {
 	r.arena, r.ends = r.arena[:0], r.ends[:0]
 	for got := 0; got < k; {
 		n, err := r.r.ReadValues(r.buf[got:k])

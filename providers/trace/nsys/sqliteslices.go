@@ -1,4 +1,4 @@
-package trace
+package nsys
 
 import (
 	"context"
@@ -9,37 +9,25 @@ import (
 	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
-// nsysSliceTables are the tables an export's slices come from, in the fixed order their
-// ids are laid out in (decision 0025, item 11): a slice's id is the rowids of the tables
-// before its own (their max(rowid)) plus its rowid - 1.
-var nsysSliceTables = [...]string{"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-	"CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"}
-
-// nsysSliceCategories are the slice categories by table.
-var nsysSliceCategories = [...]string{"kernel", "memcpy", "memset", "cuda_api", "nvtx"}
-
-// maxNsysNames bounds the thread and process names read from one export.
-const maxNsysNames = 1 << 20
-
-// nsysSliceQuery is the union of the export's slices ordered by start, longer first,
+// sliceQuery is the union of the export's slices ordered by start, longer first,
 // then id, with columns: table, id, start, end, name, globalPid, globalTid (NULL for GPU
 // activity), deviceId, streamId, correlationId.
-func (d *nsysDB) nsysSliceQuery(ctx context.Context) (string, error) {
-	q, _, err := d.nsysSliceUnion(ctx)
+func (d *db) sliceQuery(ctx context.Context) (string, error) {
+	q, _, err := d.sliceUnion(ctx)
 	if err != nil || q == "" {
 		return q, err
 	}
 	return q + ` ORDER BY start, stop DESC, id`, nil
 }
 
-// nsysSliceUnion is nsysSliceQuery's union unordered, its columns named tab, id, start,
+// sliceUnion is sliceQuery's union unordered, its columns named tab, id, start,
 // stop, name, pid, tid, device, stream, corr, and the id base of each table (-1 where
 // the export lacks it): a row's id is its table's base plus its rowid - 1.
-func (d *nsysDB) nsysSliceUnion(ctx context.Context) (string, [len(nsysSliceTables)]int64, error) {
+func (d *db) sliceUnion(ctx context.Context) (string, [len(sliceTables)]int64, error) {
 	var parts []string
 	var base int64
-	var bases [len(nsysSliceTables)]int64
-	for t, table := range nsysSliceTables {
+	var bases [len(sliceTables)]int64
+	for t, table := range sliceTables {
 		bases[t] = -1
 		if !d.tables[table] {
 			continue
@@ -88,71 +76,9 @@ func (d *nsysDB) nsysSliceUnion(ctx context.Context) (string, [len(nsysSliceTabl
 	return strings.Join(parts, " UNION ALL "), bases, nil
 }
 
-// decodeNsys reads an export's kernels, memcpys, memsets, CUDA API calls and NVTX ranges
-// into sink in start order (nsysSliceSink): in SQL over an nsys-sqlite export, natively
-// over a parquetdir (decision 0057).
-func decodeNsys(ctx context.Context, src nsysData, sink tracemodel.Sink) (*tracemodel.Stats, error) {
-	st := &tracemodel.Stats{}
-	k := newNsysSliceSink(sink, st)
-	if src.parquet {
-		return st, parquetSlices(ctx, src.in, sink, k.add)
-	}
-	err := src.withNsys(ctx, func(d *nsysDB) error {
-		if err := d.nsysNames(ctx, sink); err != nil {
-			return err
-		}
-		q, err := d.nsysSliceQuery(ctx)
-		if err != nil || q == "" {
-			return err
-		}
-		rows, err := d.sql.QueryContext(ctx, q)
-		if err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		defer rows.Close()
-		var r nsysSlice
-		for rows.Next() {
-			if err := rows.Scan(&r.tab, &r.id, &r.start, &r.stop, &r.name, &r.pid, &r.tid, &r.dev, &r.stream, &r.corr); err != nil {
-				return d.sqlErr(ctx, err)
-			}
-			if err := k.add(&r); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return d.sqlErr(ctx, err)
-		}
-		return nil
-	})
-	return st, err
-}
-
-// Scan reads a column as sql.NullInt64 does.
-func (o *optInt) Scan(src any) error {
-	var n sql.NullInt64
-	if err := n.Scan(src); err != nil {
-		return err
-	}
-	*o = optInt{}
-	if n.Valid {
-		*o = some(n.Int64)
-	}
-	return nil
-}
-
-// Scan reads a column as sql.NullString does.
-func (o *optStr) Scan(src any) error {
-	var s sql.NullString
-	if err := s.Scan(src); err != nil {
-		return err
-	}
-	*o = optStr{s: s.String, ok: s.Valid}
-	return nil
-}
-
-// nsysNames announces the export's thread names (ThreadNames) and process names
+// names announces the export's thread names (ThreadNames) and process names
 // (PROCESSES), keyed by the global process id and the thread id.
-func (d *nsysDB) nsysNames(ctx context.Context, meta tracemodel.MetaSink) error {
+func (d *db) names(ctx context.Context, meta tracemodel.MetaSink) error {
 	read := func(table, q string, f func(pid, tid int64, name string)) error {
 		if !d.tables[table] {
 			return nil
@@ -162,7 +88,7 @@ func (d *nsysDB) nsysNames(ctx context.Context, meta tracemodel.MetaSink) error 
 			return d.sqlErr(ctx, err)
 		}
 		defer rows.Close()
-		for n := 0; rows.Next() && n < maxNsysNames; n++ {
+		for n := 0; rows.Next() && n < maxNames; n++ {
 			var pid, tid sql.NullInt64
 			var name sql.NullString
 			if err := rows.Scan(&pid, &tid, &name); err != nil {
@@ -185,4 +111,34 @@ func (d *nsysDB) nsysNames(ctx context.Context, meta tracemodel.MetaSink) error 
 	}
 	return read("PROCESSES", `SELECT globalPid, NULL, name FROM PROCESSES ORDER BY rowid`,
 		func(pid, _ int64, name string) { meta.ProcessName(pid, name) })
+}
+
+// slices reads the export's thread and process names into meta, then the slice union in
+// its order into add.
+func (d *db) slices(ctx context.Context, meta tracemodel.MetaSink, add func(*sliceRow) error) error {
+	if err := d.names(ctx, meta); err != nil {
+		return err
+	}
+	q, err := d.sliceQuery(ctx)
+	if err != nil || q == "" {
+		return err
+	}
+	rows, err := d.sql.QueryContext(ctx, q)
+	if err != nil {
+		return d.sqlErr(ctx, err)
+	}
+	defer rows.Close()
+	var r sliceRow
+	for rows.Next() {
+		if err := rows.Scan(&r.tab, &r.id, &r.start, &r.stop, &r.name, &r.pid, &r.tid, &r.dev, &r.stream, &r.corr); err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		if err := add(&r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return d.sqlErr(ctx, err)
+	}
+	return nil
 }

@@ -1,44 +1,39 @@
-package trace
+package nsys
 
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/sqlitefile"
 	_ "modernc.org/sqlite" // pure-Go SQLite, driver "sqlite"
 )
 
-// isNsysSQLiteHead is the head-based detection of an Nsight Systems SQLite export: a
+// IsSQLiteHead is the head-based detection of an Nsight Systems SQLite export: a
 // SQLite database named *.sqlite (coverage.py's data files are named .coverage). The
 // tables are checked when the export is opened.
-func isNsysSQLiteHead(name string, head []byte) bool {
+func IsSQLiteHead(name string, head []byte) bool {
 	return bytes.HasPrefix(head, sqlitefile.Magic) && strings.HasSuffix(name, ".sqlite") && !strings.Contains(name, ".coverage")
 }
 
-// nsysTables are tables of which an Nsight Systems export holds at least one besides
-// StringIds.
-var nsysTables = []string{"META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", "CUPTI_ACTIVITY_KIND_KERNEL",
-	"CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "ANALYSIS_DETAILS"}
-
-// nsysDB is an open Nsight Systems SQLite export and the tables it holds.
-type nsysDB struct {
+// db is an open Nsight Systems SQLite export and the tables it holds.
+type db struct {
 	sql    *sqlitefile.DB
 	index  int
 	tables map[string]bool
 }
 
-func (d *nsysDB) Close() error { return d.sql.Close() }
+func (d *db) Close() error { return d.sql.Close() }
 
 // sqlErr is a driver error while reading: never its text, which may name the host path.
-func (d *nsysDB) sqlErr(ctx context.Context, err error) error {
+func (d *db) sqlErr(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
@@ -70,12 +65,12 @@ func sniffSQLite(in providers.Input) error {
 	}
 }
 
-// maxNsysTables bounds the table names one export may list.
-const maxNsysTables = 10_000
+// maxTables bounds the table names one export may list.
+const maxTables = 10_000
 
-// openNsys opens in as an untrusted SQLite file (sqlitefile.Open) and checks that it is
-// an Nsight Systems export: StringIds and one of nsysTables.
-func openNsys(ctx context.Context, in providers.Input) (*nsysDB, error) {
+// openSQLite opens in as an untrusted SQLite file (sqlitefile.Open) and checks that it is
+// an Nsight Systems export: StringIds and one of markerTables.
+func openSQLite(ctx context.Context, in providers.Input) (*db, error) {
 	if err := sniffSQLite(in); err != nil {
 		return nil, err
 	}
@@ -94,7 +89,7 @@ func openNsys(ctx context.Context, in providers.Input) (*nsysDB, error) {
 		}
 		return nil, &providers.DecodeError{Source: in.Index, Message: fmt.Sprintf("source %d could not be opened as SQLite", in.Index), Err: err}
 	}
-	d := &nsysDB{sql: s, index: in.Index, tables: map[string]bool{}}
+	d := &db{sql: s, index: in.Index, tables: map[string]bool{}}
 	rows, err := s.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table'")
 	if err != nil {
 		s.Close()
@@ -107,11 +102,11 @@ func openNsys(ctx context.Context, in providers.Input) (*nsysDB, error) {
 			s.Close()
 			return nil, d.sqlErr(ctx, err)
 		}
-		if len(d.tables) >= maxNsysTables {
+		if len(d.tables) >= maxTables {
 			rows.Close()
 			s.Close()
-			return nil, &providers.LimitError{Source: in.Index, Limit: maxNsysTables, Unit: "tables",
-				Message: fmt.Sprintf("source %d lists more than %d tables", in.Index, maxNsysTables)}
+			return nil, &providers.LimitError{Source: in.Index, Limit: maxTables, Unit: "tables",
+				Message: fmt.Sprintf("source %d lists more than %d tables", in.Index, maxTables)}
 		}
 		d.tables[name] = true
 	}
@@ -122,7 +117,7 @@ func openNsys(ctx context.Context, in providers.Input) (*nsysDB, error) {
 		return nil, d.sqlErr(ctx, err)
 	}
 	ok := false
-	for _, t := range nsysTables {
+	for _, t := range markerTables {
 		ok = ok || d.tables[t]
 	}
 	if !d.tables["StringIds"] || !ok {
@@ -133,26 +128,75 @@ func openNsys(ctx context.Context, in providers.Input) (*nsysDB, error) {
 	return d, nil
 }
 
-// nsysProvider identifies the native SQLite reader.
-func nsysProvider() gen.Provider {
-	return gen.Provider{ID: "nsight-systems-sqlite", Version: "native-1"}
-}
-
-// nsysData is the export an Nsight Systems source is read from (nsysSource.export): an
-// nsys-sqlite export (for nsys-rep, the report's conversion), or a parquetdir, which the
-// native reader reads (decision 0057).
-type nsysData struct {
-	in providers.Input
-	// parquet is set for a parquetdir.
-	parquet bool
-}
-
-// withNsys opens the export for one use.
-func (s nsysData) withNsys(ctx context.Context, f func(d *nsysDB) error) error {
-	d, err := openNsys(ctx, s.in)
+// withDB opens the SQLite export for one use.
+func (x Export) withDB(ctx context.Context, f func(d *db) error) error {
+	d, err := openSQLite(ctx, x.In)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	return f(d)
+}
+
+// withDBValue is f's value over the SQLite export, opened for one use.
+func withDBValue[T any](ctx context.Context, x Export, f func(d *db) (T, error)) (T, error) {
+	var v T
+	err := x.withDB(ctx, func(d *db) error {
+		var err error
+		v, err = f(d)
+		return err
+	})
+	return v, err
+}
+
+// pageRows reads the rows from offset up to end of the ordered query q over d (q
+// without its LIMIT ? OFFSET ? tail: only those rows are read), scanning each into a
+// record that add takes; add ends the read early with false (the row did not fit its
+// page). An error of scan's is the export's; add's comes back as it is.
+func pageRows[T any](ctx context.Context, d *db, q string, offset, end int64, scan func(rows *sql.Rows, r *T) error, add func(*T) (bool, error)) error {
+	rows, err := d.sql.QueryContext(ctx, q+` LIMIT ? OFFSET ?`, end-offset, offset)
+	if err != nil {
+		return d.sqlErr(ctx, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r T
+		if err := scan(rows, &r); err != nil {
+			return d.sqlErr(ctx, err)
+		}
+		ok, err := add(&r)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return d.sqlErr(ctx, err)
+	}
+	return nil
+}
+
+// Scan reads a column as sql.NullInt64 does.
+func (o *OptInt) Scan(src any) error {
+	var n sql.NullInt64
+	if err := n.Scan(src); err != nil {
+		return err
+	}
+	*o = OptInt{}
+	if n.Valid {
+		*o = some(n.Int64)
+	}
+	return nil
+}
+
+// Scan reads a column as sql.NullString does.
+func (o *OptStr) Scan(src any) error {
+	var s sql.NullString
+	if err := s.Scan(src); err != nil {
+		return err
+	}
+	*o = OptStr{s: s.String, ok: s.Valid}
+	return nil
 }

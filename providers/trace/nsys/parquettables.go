@@ -1,8 +1,7 @@
-package trace
+package nsys
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,19 +10,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/flameox/flameox/providers"
+	"github.com/parquet-go/parquet-go"
 )
-
-// View "tables" of a parquetdir reads the Parquet files directly (decision 0032): the
-// tables are the top-level <TABLE>.parquet files, counted from their footers, and a page
-// seeks to its first row in the files it reaches. Values take the forms nsys's SQLite
-// export stores (columnOf), so a page equals the SQLite export's.
 
 // parquetTableList lists the selected tables of a parquetdir (its top-level files, from
 // parquetFiles) with their row counts.
-func parquetTableList(in providers.Input, files map[string]int64, pick func(string) bool) ([]table, error) {
+func parquetTableList(in providers.Input, files map[string]int64, pick func(string) bool) ([]Table, error) {
 	var names []string
 	for n := range files {
 		if stem, ok := strings.CutSuffix(n, parquetSuffix); ok && pick(stem) {
@@ -31,11 +24,11 @@ func parquetTableList(in providers.Input, files map[string]int64, pick func(stri
 		}
 	}
 	slices.Sort(names)
-	tables := make([]table, 0, len(names))
+	tables := make([]Table, 0, len(names))
 	for _, n := range names {
-		t := table{name: n}
-		err := withParquet(in, n, files[n+parquetSuffix], func(pf *parquet.File) error {
-			t.rows = pf.NumRows()
+		t := Table{Name: n, size: files[n+parquetSuffix]}
+		err := withParquet(in, n, t.size, func(pf *parquet.File) error {
+			t.Rows = pf.NumRows()
 			return nil
 		})
 		if err != nil {
@@ -76,42 +69,17 @@ func withParquet(in providers.Input, name string, size int64, f func(pf *parquet
 	return nil
 }
 
-// parquetTablePages pages a parquetdir's selected tables in name order, rows in file order.
-type parquetTablePages struct {
-	in     providers.Input
-	files  map[string]int64
-	tables []table
-	total  int64
-}
-
-func (r *parquetTablePages) Page(ctx context.Context, offset, limit int64, fits func(json.RawMessage) bool) (*providers.Page, error) {
-	return pageOf(r.total, offset, limit, func(end int64, page *providers.Page) error {
-		return readTables(r.tables, offset, end, page,
-			func(t table, skip, limit int64) (full bool, err error) {
-				err = withParquet(r.in, t.name, r.files[t.name+parquetSuffix], func(pf *parquet.File) error {
-					full, err = readParquetRows(ctx, pf, t.name, skip, limit, fits, page)
-					return err
-				})
-				return full, err
-			},
-			func(t table) error {
-				return &providers.DecodeError{Source: r.in.Index,
-					Message: fmt.Sprintf("source %d: %s%s holds fewer rows than its footer counts", r.in.Index, t.name, parquetSuffix)}
-			})
-	})
-}
-
-// readParquetRows appends up to limit rows of one table from its row skip; full is false
-// when a row did not fit the page.
-func readParquetRows(ctx context.Context, pf *parquet.File, name string, skip, limit int64, fits func(json.RawMessage) bool, page *providers.Page) (bool, error) {
+// readParquetRows reads up to limit rows of one table from its row skip into add; full
+// is false when add ended the read.
+func readParquetRows(ctx context.Context, pf *parquet.File, name string, skip, limit int64, add func(*TableRow) (bool, error)) (bool, error) {
 	cols := flatColumns(pf.Schema())
 	names := make([]string, len(cols))
 	at := map[int]int{}
 	for i, c := range cols {
 		names[i], at[c.index] = c.name, i
 	}
-	nested := slices.Contains(names, "table")
 	vals := make([]any, len(cols))
+	tr := TableRow{Table: name, Columns: names, Values: vals}
 	buf := make([]parquet.Row, 256)
 	for _, rg := range pf.RowGroups() {
 		if n := rg.NumRows(); skip >= n {
@@ -139,12 +107,10 @@ func readParquetRows(ctx context.Context, pf *parquet.File, name string, skip, l
 						vals[i] = cols[i].value(v)
 					}
 				}
-				b := tableRow(name, names, vals, nested)
-				if fits != nil && !fits(b) {
+				if ok, err := add(&tr); err != nil || !ok {
 					rows.Close()
-					return false, nil
+					return false, err
 				}
-				page.Rows = append(page.Rows, b)
 				limit--
 			}
 			if errors.Is(rerr, io.EOF) {
