@@ -337,7 +337,7 @@ func (d *decoder) events(top bool) error {
 
 // event reads the event object at pos and acts on it.
 func (d *decoder) event() error {
-	if fastEvents && d.eventFast() {
+	if fastEvents && (d.eventFast() || d.refill() && d.eventFast()) {
 		return d.deliver()
 	}
 	d.resetEvent()
@@ -345,6 +345,20 @@ func (d *decoder) event() error {
 		return err
 	}
 	return d.deliver()
+}
+
+// refill reads on when the event at pos may run past the buffer's end, where the fast
+// path gives up: it moves the unread bytes to the buffer's start and reads until half
+// the buffer is unread or the input ends, and reports whether it read more. It does
+// not grow the buffer, so an event longer than half of it is read by the general path.
+func (d *decoder) refill() bool {
+	s := d.s
+	if s.eof || s.end-s.pos >= len(s.buf)/2 {
+		return false
+	}
+	end := s.end - s.pos
+	s.ensure(len(s.buf) / 2)
+	return s.end-s.pos > end
 }
 
 // deliver hands the event just read over to be dispatched.

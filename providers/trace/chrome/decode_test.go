@@ -82,17 +82,23 @@ func TestDecodeChromeCorpus(t *testing.T) {
 					t.Fatalf("released out of order: %d before %d", a.ID, b.ID)
 				}
 			}
-			if !want.HaveNest {
-				t.Fatal("python computed no nesting")
-			}
-			gotNest := map[string][2]int64{}
-			for _, x := range nested {
-				gotNest[strconv.FormatInt(x.ID, 10)] = [2]int64{x.ParentID, int64(x.Depth)}
-			}
-			if diff := cmp.Diff(want.Nest, gotNest); diff != "" {
-				t.Errorf("nesting id: [parent depth] (-python +go):\n%s", diff)
-			}
+			sameNesting(t, want, nested)
 		})
+	}
+}
+
+// sameNesting compares each slice's parent and depth with Python's.
+func sameNesting(t *testing.T, want *chrometest.Truth, nested []tracemodel.Nested) {
+	t.Helper()
+	if !want.HaveNest {
+		t.Fatal("python computed no nesting")
+	}
+	got := map[string][2]int64{}
+	for _, x := range nested {
+		got[strconv.FormatInt(x.ID, 10)] = [2]int64{x.ParentID, int64(x.Depth)}
+	}
+	if diff := cmp.Diff(want.Nest, got); diff != "" {
+		t.Errorf("nesting id: [parent depth] (-python +go):\n%s", diff)
 	}
 }
 

@@ -38,31 +38,15 @@ func (d *decoder) eventFast() bool {
 		if i >= len(b) || b[i] != '"' {
 			return false
 		}
-		// The key: most are found, and matched as a word, in the eight bytes after the
-		// quote.
-		ke, k := -1, keyOther
-		if i+9 <= len(b) {
-			w := binary.LittleEndian.Uint64(b[i+1:])
-			if m := byteMask(w, '"') | byteMask(w, '\\'); m != 0 {
-				n := bits.TrailingZeros64(m) >> 3
-				if b[i+1+n] != '"' {
-					return false
-				}
-				ke, k = i+1+n, eventKeyWord(w&(1<<(8*n)-1), n)
-			}
-		}
+		ke, k := fastKey(b, i, lim, false)
 		if ke < 0 {
-			if ke = plainString(b, i+1); ke < 0 {
-				return false
-			}
-			k = eventKey(b[i+1 : ke])
-		}
-		if ke-(i+1) > lim {
 			return false
 		}
 		var ok bool
-		if i, ok = valueAfterKey(b, ke+1); !ok {
-			return false
+		if i = sepSpace(b, ke+1, ':'); i < 0 {
+			if i, ok = valueAfterKey(b, ke+1); !ok {
+				return false
+			}
 		}
 		switch k {
 		case keyPh:
@@ -94,6 +78,10 @@ func (d *decoder) eventFast() bool {
 		var more bool
 		if !ok {
 			return false
+		}
+		if j := sepSpace(b, i, ','); j >= 0 {
+			i = j
+			continue
 		}
 		if i, more, ok = afterValue(b, i, '}'); !ok {
 			return false
@@ -139,16 +127,19 @@ func (d *decoder) fastIdent(b []byte, i, lim int) (int64, int, bool) {
 
 // fastID2 reads an "id2" value ({"local": id} or {"global": id}) as id2 does.
 func (d *decoder) fastID2(b []byte, i, lim int) (int, bool) {
-	depth, maxDepth := d.evDepth+1, d.lim.MaxDepth
-	return fastObject(b, i, lim, depth, maxDepth, func(key []byte, i int) (int, bool) {
-		switch string(key) {
-		case "local":
-			return d.fastID(b, i, lim, 'l')
-		case "global":
-			return d.fastID(b, i, lim, 'g')
-		}
-		return skipJSON(b, i, depth+1, maxDepth)
-	})
+	return d.fastMembers(b, i, lim, d.evDepth+1, d.lim.MaxDepth, true)
+}
+
+// fastID2Member reads the value at i (at nesting depth depth) of the member key of an
+// "id2" object as id2 does.
+func (d *decoder) fastID2Member(b []byte, key []byte, i, lim, depth, maxDepth int) (int, bool) {
+	switch string(key) {
+	case "local":
+		return d.fastID(b, i, lim, 'l')
+	case "global":
+		return d.fastID(b, i, lim, 'g')
+	}
+	return skipJSON(b, i, depth, maxDepth)
 }
 
 // fastID reads an async id of this kind ('i' for "id", 'l' and 'g' in "id2") as idText
@@ -177,44 +168,14 @@ func (d *decoder) fastID(b []byte, i, lim int, kind byte) (int, bool) {
 
 // fastArgs reads the event's "args" at i (at nesting depth depth) as args does.
 func (d *decoder) fastArgs(b []byte, i, lim, depth, maxDepth int) (int, bool) {
-	return fastObject(b, i, lim, depth, maxDepth, func(key []byte, i int) (int, bool) {
-		switch k := argKey(key); k {
-		case argKeyFile:
-			return d.fastStrArg(b, i, &d.argFile, tracemodel.ArgFile, lim, depth+1, maxDepth)
-		case argKeyName:
-			return d.fastStrArg(b, i, &d.argName, argName, lim, depth+1, maxDepth)
-		case argKeyShapes:
-			if b[i] != '[' {
-				return 0, false
-			}
-			var ok bool
-			d.argShapes, i, ok = intArrays(b, i, d.argShapes[:0], depth+1, maxDepth)
-			if len(d.argShapes) > lim {
-				return 0, false
-			}
-			d.argSet |= tracemodel.ArgShapes
-			return i, ok
-		case argKeyLine, argKeyBytes, argKeyCorr, argKeyDevice, argKeyStream, argKeyExternal:
-			if c := b[i]; c != '-' && c-'0' > 9 {
-				return skipJSON(b, i, depth+1, maxDepth)
-			}
-			v, i, ok := scaled(b, i, 0)
-			if ok {
-				slot := argSlot[k]
-				d.argVals[slot] = v
-				d.argSet |= tracemodel.ValBits[slot]
-			}
-			return i, ok
-		}
-		return skipJSON(b, i, depth+1, maxDepth)
-	})
+	return d.fastMembers(b, i, lim, depth, maxDepth, false)
 }
 
-// fastObject reads the value at i, at nesting depth depth, as an object whose keys are
-// plain strings of at most lim bytes, calling member with each key and the index of its
-// value (member returns the index after the value); a value that is not an object is
-// skipped. ok is false for anything else, as soon as it is met.
-func fastObject(b []byte, i, lim, depth, maxDepth int, member func(key []byte, i int) (int, bool)) (int, bool) {
+// fastMembers reads the value at i, at nesting depth depth, as an object whose keys
+// are plain strings of at most lim bytes, and each member's value as fastArg reads an
+// argument's (fastID2Member an id2 member's when id2 is set); a value that is not an
+// object is skipped. ok is false for anything else, as soon as it is met.
+func (d *decoder) fastMembers(b []byte, i, lim, depth, maxDepth int, id2 bool) (int, bool) {
 	if b[i] != '{' {
 		return skipJSON(b, i, depth, maxDepth)
 	}
@@ -229,22 +190,96 @@ func fastObject(b []byte, i, lim, depth, maxDepth int, member func(key []byte, i
 		if i >= len(b) || b[i] != '"' {
 			return 0, false
 		}
-		ke := keptString(b, i, lim)
+		ke, k := fastKey(b, i, lim, true)
 		if ke < 0 {
 			return 0, false
 		}
-		key := b[i+1 : ke]
+		key := i + 1
 		var ok, more bool
-		if i, ok = valueAfterKey(b, ke+1); !ok {
+		if i = sepSpace(b, ke+1, ':'); i < 0 {
+			if i, ok = valueAfterKey(b, ke+1); !ok {
+				return 0, false
+			}
+		}
+		if id2 {
+			i, ok = d.fastID2Member(b, b[key:ke], i, lim, depth+1, maxDepth)
+		} else {
+			i, ok = d.fastArg(b, i, k, lim, depth+1, maxDepth)
+		}
+		if !ok {
 			return 0, false
 		}
-		if i, ok = member(key, i); !ok {
-			return 0, false
+		if j := sepSpace(b, i, ','); j >= 0 {
+			i = j
+			continue
 		}
 		if i, more, ok = afterValue(b, i, '}'); !ok || !more {
 			return i, ok
 		}
 	}
+}
+
+// fastArg reads the value at i (at nesting depth depth) of the argument k as arg does.
+func (d *decoder) fastArg(b []byte, i int, k keyCode, lim, depth, maxDepth int) (int, bool) {
+	switch k {
+	case argKeyFile:
+		return d.fastStrArg(b, i, &d.argFile, tracemodel.ArgFile, lim, depth, maxDepth)
+	case argKeyName:
+		return d.fastStrArg(b, i, &d.argName, argName, lim, depth, maxDepth)
+	case argKeyShapes:
+		if b[i] != '[' {
+			return 0, false
+		}
+		var ok bool
+		d.argShapes, i, ok = intArrays(b, i, d.argShapes[:0], depth, maxDepth)
+		if len(d.argShapes) > lim {
+			return 0, false
+		}
+		d.argSet |= tracemodel.ArgShapes
+		return i, ok
+	case argKeyLine, argKeyBytes, argKeyCorr, argKeyDevice, argKeyStream, argKeyExternal:
+		if c := b[i]; c != '-' && c-'0' > 9 {
+			return skipJSON(b, i, depth, maxDepth)
+		}
+		v, i, ok := scaled(b, i, 0)
+		if ok {
+			slot := argSlot[k]
+			d.argVals[slot] = v
+			d.argSet |= tracemodel.ValBits[slot]
+		}
+		return i, ok
+	}
+	return skipJSON(b, i, depth, maxDepth)
+}
+
+// fastKey reads the object key whose opening quote is at i: the index of its closing
+// quote and its code, of an argument's key when arg is set, else of an event member's.
+// ke is -1 when the key has an escape, runs past the buffer or is longer than lim
+// bytes. Most keys are found, and matched as a word, in the eight bytes after the quote.
+func fastKey(b []byte, i, lim int, arg bool) (ke int, k keyCode) {
+	from := i + 1
+	if i+9 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i+1:])
+		if m := byteMask(w, '"') | byteMask(w, '\\'); m != 0 {
+			n := bits.TrailingZeros64(m) >> 3
+			if b[i+1+n] != '"' || n > lim {
+				return -1, keyOther
+			}
+			w &= 1<<(8*n) - 1
+			if arg {
+				return i + 1 + n, argKeyWord(w, n)
+			}
+			return i + 1 + n, eventKeyWord(w, n)
+		}
+		from = i + 9 // the key's first eight bytes hold no quote or backslash
+	}
+	if ke = plainString(b, from); ke < 0 || ke-(i+1) > lim {
+		return -1, keyOther
+	}
+	if arg {
+		return ke, argKey(b[i+1 : ke])
+	}
+	return ke, eventKey(b[i+1 : ke])
 }
 
 // fastStrArg reads a string argument into *dst and sets bit in argSet, as strArg does;
@@ -306,6 +341,22 @@ func afterValue(b []byte, i int, closer byte) (next int, more, ok bool) {
 	return 0, false, false
 }
 
+// sepSpace returns the index of what follows the separator sep (':' after a key, ','
+// after a value) at i when the separator is followed by nothing or one space and then
+// by something other than whitespace (as separators mostly are), else -1: valueAfterKey
+// or afterValue then read what follows. It is inlined where those are not.
+func sepSpace(b []byte, i int, sep byte) int {
+	if i+2 < len(b) && b[i] == sep {
+		if b[i+1] > ' ' {
+			return i + 1
+		}
+		if b[i+1] == ' ' && b[i+2] > ' ' {
+			return i + 2
+		}
+	}
+	return -1
+}
+
 // skipSpace returns the index of the first byte at or after i that is not JSON
 // whitespace.
 func skipSpace(b []byte, i int) int {
@@ -352,83 +403,210 @@ func plainString(b []byte, i int) int {
 
 // numberEnd returns the index after the JSON number at i, or -1 when it is not one, is
 // longer than maxNumberBytes (readNumber's bound, which the general path reports), or
-// the buffer ends before the byte after it.
+// the buffer ends before the byte after it. Like readNumber it takes the whole run of
+// number bytes (digits, '.', '-', '+', 'e', 'E'), in one pass: the grammar read
+// greedily, then no number byte after it.
 func numberEnd(b []byte, i int) int {
 	j := i
-	for j < len(b) {
-		c := b[j]
-		if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E' {
-			j++
-			continue
-		}
-		if j-i > maxNumberBytes || !validNumber(b[i:j]) {
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	if j >= len(b) {
+		return -1
+	}
+	switch c := b[j]; {
+	case c == '0':
+		j++
+	case c-'1' <= 8:
+		j = digitsEnd(b, j+1)
+	default:
+		return -1
+	}
+	if j < len(b) && b[j] == '.' {
+		k := digitsEnd(b, j+1)
+		if k == j+1 {
 			return -1
 		}
-		return j
+		j = k
 	}
-	return -1
+	if j < len(b) && b[j]|0x20 == 'e' {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		k := digitsEnd(b, j)
+		if k == j {
+			return -1
+		}
+		j = k
+	}
+	if j >= len(b) || j-i > maxNumberBytes {
+		return -1
+	}
+	if c := b[j]; c-'0' <= 9 || c == '.' || c == '-' || c == '+' || c|0x20 == 'e' {
+		return -1 // more number bytes: the run is not a number
+	}
+	return j
+}
+
+// digitsEnd returns the index of the first byte at or after i that is not an ASCII
+// digit, reading eight bytes at a time past the first two.
+func digitsEnd(b []byte, i int) int {
+	for k := 0; k < 2; k++ {
+		if i >= len(b) || b[i]-'0' > 9 {
+			return i
+		}
+		i++
+	}
+	for i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		nd := ((w + 0x4646464646464646) | (w - 0x3030303030303030)) & 0x8080808080808080
+		if nd != 0 {
+			return i + bits.TrailingZeros64(nd)>>3
+		}
+		i += 8
+	}
+	for i < len(b) && b[i]-'0' <= 9 {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the string whose opening quote is at i, as
+// skipString reads it (a backslash escapes the byte after it, whatever it is), or -1
+// when the buffer ends first. It reads eight bytes at a time while eight are left.
+func stringEnd(b []byte, i int) int {
+	i++
+	for {
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			if m := byteMask(w, '"') | byteMask(w, '\\'); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		for i < len(b) && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) {
+			return -1
+		}
+		if b[i] == '"' {
+			return i + 1
+		}
+		i += 2 // a backslash and the byte it escapes
+	}
 }
 
 // skipJSON returns the index after the JSON value at i, which sits at nesting depth
 // depth, as skipValue reads it; ok is false for a value that is not valid JSON, is
-// nested deeper than maxDepth, or runs past the buffer (skipValue then reads it).
+// nested deeper than maxDepth, or runs past the buffer (skipValue then reads it). It
+// reads containers without recursion, their kinds on a stack of bits (ok is false
+// past 64 levels within the value).
 func skipJSON(b []byte, i, depth, maxDepth int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	switch c := b[i]; {
-	case c == '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				return j + 1, true
-			case '\\':
-				j++
-			}
-		}
-		return 0, false
-	case c == '-' || c-'0' <= 9:
-		e := numberEnd(b, i)
-		return e, e >= 0
-	case c == 't':
-		return i + 4, i+4 < len(b) && string(b[i:i+4]) == "true"
-	case c == 'f':
-		return i + 5, i+5 < len(b) && string(b[i:i+5]) == "false"
-	case c == 'n':
-		return i + 4, i+4 < len(b) && string(b[i:i+4]) == "null"
-	case c == '[' || c == '{':
-		if depth > maxDepth {
+	// objs has bit k set when the container open at level k is an object; level is the
+	// number of containers open.
+	var objs uint64
+	level := 0
+	for {
+		// A value at i (after a key's colon, in an object).
+		if i >= len(b) {
 			return 0, false
 		}
-		closer := byte(']')
-		if c == '{' {
-			closer = '}'
-		}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == closer {
-			return i + 1, true
-		}
-		for {
-			if c == '{' {
-				if i >= len(b) || b[i] != '"' {
-					return 0, false
-				}
-				var ok bool
-				if i, ok = skipJSON(b, i, depth+1, maxDepth); !ok {
-					return 0, false
-				}
-				if i, ok = valueAfterKey(b, i); !ok {
-					return 0, false
-				}
-			}
-			var ok, more bool
-			if i, ok = skipJSON(b, i, depth+1, maxDepth); !ok {
+		switch c := b[i]; {
+		case c == '"':
+			if i = stringEnd(b, i); i < 0 {
 				return 0, false
 			}
-			if i, more, ok = afterValue(b, i, closer); !ok || !more {
-				return i, ok
+		case c == '-' || c-'0' <= 9:
+			if i = numberEnd(b, i); i < 0 {
+				return 0, false
 			}
+		case c == 't':
+			if i+4 >= len(b) || string(b[i:i+4]) != "true" {
+				return 0, false
+			}
+			i += 4
+		case c == 'f':
+			if i+5 >= len(b) || string(b[i:i+5]) != "false" {
+				return 0, false
+			}
+			i += 5
+		case c == 'n':
+			if i+4 >= len(b) || string(b[i:i+4]) != "null" {
+				return 0, false
+			}
+			i += 4
+		case c == '[' || c == '{':
+			if depth+level > maxDepth || level == 64 {
+				return 0, false
+			}
+			if c == '{' {
+				objs |= 1 << level
+			} else {
+				objs &^= 1 << level
+			}
+			level++
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == c+2 { // ']' or '}', empty
+				i++
+				level--
+				break
+			}
+			if c == '{' {
+				if i = memberValue(b, i); i < 0 {
+					return 0, false
+				}
+			}
+			continue
+		default:
+			return 0, false
+		}
+		// After a value: the end of the containers it closes, then a ',' and the next
+		// value (after its key in an object).
+		for {
+			if level == 0 {
+				return i, true
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			obj := objs>>(level-1)&1 != 0
+			if c := b[i]; c == ',' {
+				i = skipSpace(b, i+1)
+				if obj {
+					if i = memberValue(b, i); i < 0 {
+						return 0, false
+					}
+				}
+				break
+			} else if (c == '}' && obj) || (c == ']' && !obj) {
+				i++
+				level--
+				continue
+			}
+			return 0, false
 		}
 	}
-	return 0, false
+}
+
+// memberValue returns the index of the value of the object member whose key's opening
+// quote is at i, or -1 when there is no key and colon.
+func memberValue(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = stringEnd(b, i); i < 0 {
+		return -1
+	}
+	if j := sepSpace(b, i, ':'); j >= 0 {
+		return j
+	}
+	i, ok := valueAfterKey(b, i)
+	if !ok {
+		return -1
+	}
+	return i
 }

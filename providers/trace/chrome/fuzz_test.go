@@ -47,6 +47,8 @@ func FuzzChromeFastPath(f *testing.F) {
 		`[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":2,"ts":1700000000000000.125,"dur":8.5,"args":{"External id":3,"Input Dims":[[8, 16], []],"File":"a.py","line":4}}]`,
 		`[{"ph":"b","cat":"c","id":"0x1","name":"x","pid":"p","tid":"t","ts":1,"scope":"s"},{"ph":"e","cat":"c","id":"0x1","pid":"p","tid":"t","ts":2}]`,
 		`[{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"main","x":[true,false,null,{"y":-1.5e3}]}}]`,
+		// Indented as torch writes it.
+		"{\n  \"traceEvents\": [\n  {\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul_\", \"pid\": 486, \"tid\": 486,\n    \"ts\": 5202328581229.735, \"dur\": 64.816,\n    \"args\": {\n      \"External id\": 1,\"Record function id\": 0, \"Concrete Inputs\": [\"\", \"0.001\"], \"Input Strides\": [[1024, 1], []], \"Input Dims\": [[64, 1024], []], \"Ev Idx\": 0\n    }\n  }\n  ]\n}",
 		// A number a few digits short of maxNumberBytes, for mutations across the bound.
 		`[{"ph":"b","cat":"c","ts":1,"id":` + strings.Repeat("9", maxNumberBytes-2) + `,"args":{"a":[1]}}]`,
 	} {

@@ -3,9 +3,9 @@ package chrome
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,39 +15,41 @@ import (
 	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
-// TestDecodeChromeGenerated checks the decoder and the Nester on a generated trace with
-// Python's reading of it.
+// TestDecodeChromeGenerated checks the decoder and the Nester on generated traces (the
+// torch.profiler-like one and one indented as torch writes it) with Python's reading of
+// them.
 func TestDecodeChromeGenerated(t *testing.T) {
-	path := t.TempDir() + "/gen.json"
-	var buf bytes.Buffer
-	if err := chrometest.WriteTrace(&buf, 3000, 5, 3); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := chrometest.PythonTruth(t, path, 5000)
-	var out []tracemodel.Nested
-	n := tracemodel.NewNester(tracemodel.NesterOptions{}, nil, func(x *tracemodel.Nested) error { out = append(out, *x); return nil })
-	st, err := Decode(context.Background(), &buf, 0, Limits{}, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want.Stats, *st); diff != "" {
-		t.Errorf("stats (-python +go):\n%s", diff)
-	}
-	got := map[string][2]int64{}
-	for _, x := range out {
-		got[strconv.FormatInt(x.ID, 10)] = [2]int64{x.ParentID, int64(x.Depth)}
-	}
-	if diff := cmp.Diff(want.Nest, got); diff != "" {
-		t.Errorf("nesting (-python +go):\n%s", diff)
-	}
-	if n.Unordered() != 0 {
-		t.Errorf("unordered %d with B roots announced", n.Unordered())
+	for name, write := range map[string]func(io.Writer) error{
+		"trace":  func(w io.Writer) error { return chrometest.WriteTrace(w, 3000, 5, 3) },
+		"kineto": func(w io.Writer) error { return chrometest.WriteKinetoTrace(w, 400_000, 3) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := t.TempDir() + "/gen.json"
+			var buf bytes.Buffer
+			if err := write(&buf); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := chrometest.PythonTruth(t, path, 5000)
+			var out []tracemodel.Nested
+			n := tracemodel.NewNester(tracemodel.NesterOptions{}, nil, func(x *tracemodel.Nested) error { out = append(out, *x); return nil })
+			st, err := Decode(context.Background(), &buf, 0, Limits{}, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want.Stats, *st); diff != "" {
+				t.Errorf("stats (-python +go):\n%s", diff)
+			}
+			sameNesting(t, want, out)
+			if n.Unordered() != 0 {
+				t.Errorf("unordered %d with B roots announced", n.Unordered())
+			}
+		})
 	}
 }
 
@@ -67,14 +69,7 @@ func (nopSink) SlicePacked(int64, int64, int64, int64, string, string, string, *
 
 // BenchmarkDecodeChrome decodes (and nests) a generated ~64 MiB Chrome trace in memory.
 func BenchmarkDecodeChrome(b *testing.B) {
-	if benchTrace == nil {
-		var buf bytes.Buffer
-		if err := chrometest.WriteTrace(&buf, 310_000, 16, 1); err != nil {
-			b.Fatal(err)
-		}
-		benchTrace = buf.Bytes()
-	}
-	benchDecode(b, benchTrace)
+	benchGenerated(b, &benchTrace, func(w io.Writer) error { return chrometest.WriteTrace(w, 310_000, 16, 1) })
 }
 
 var benchSteps []byte
@@ -82,14 +77,28 @@ var benchSteps []byte
 // BenchmarkDecodeChromeSteps decodes (and nests) 64 MiB of the runtime benchmark's
 // trace shape (B/E steps of Kineto-like X events) in memory.
 func BenchmarkDecodeChromeSteps(b *testing.B) {
-	if benchSteps == nil {
+	benchGenerated(b, &benchSteps, func(w io.Writer) error { return chrometest.WriteStepTrace(w, 64<<20) })
+}
+
+var benchKineto []byte
+
+// BenchmarkDecodeChromeKineto decodes (and nests) 128 MiB of a torch.profiler trace as
+// torch writes it (chrometest.WriteKinetoTrace: indented, Kineto's args) in memory.
+func BenchmarkDecodeChromeKineto(b *testing.B) {
+	benchGenerated(b, &benchKineto, func(w io.Writer) error { return chrometest.WriteKinetoTrace(w, 128<<20, 1) })
+}
+
+// benchGenerated runs benchDecode over the trace write writes, written once into
+// *trace.
+func benchGenerated(b *testing.B, trace *[]byte, write func(io.Writer) error) {
+	if *trace == nil {
 		var buf bytes.Buffer
-		if err := chrometest.WriteStepTrace(&buf, 64<<20); err != nil {
+		if err := write(&buf); err != nil {
 			b.Fatal(err)
 		}
-		benchSteps = buf.Bytes()
+		*trace = buf.Bytes()
 	}
-	benchDecode(b, benchSteps)
+	benchDecode(b, *trace)
 }
 
 // benchDecode measures decoding alone, decoding and nesting on one goroutine, and the

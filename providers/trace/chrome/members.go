@@ -78,6 +78,12 @@ func eventKeyWord(w uint64, n int) keyCode {
 
 // argKey is the code of an argument's key.
 func argKey(k []byte) keyCode {
+	// The lengths of the keys of the cases below: a case of another length must add it.
+	switch len(k) {
+	case 4, 5, 6, 8, 9, 10, 11, 14:
+	default:
+		return keyOther // most keys, which no case below has the length of
+	}
 	switch string(k) {
 	case "File", "file", "filename", "fileName":
 		return argKeyFile
@@ -96,6 +102,26 @@ func argKey(k []byte) keyCode {
 	case "External id":
 		return argKeyExternal
 	case "name":
+		return argKeyName
+	}
+	return keyOther
+}
+
+// argKeyWord is argKey of the key of n (at most 7) bytes held in w's low bytes, the
+// first in the lowest, the others zero.
+func argKeyWord(w uint64, n int) keyCode {
+	switch w | uint64(n)<<56 {
+	case 'F' | 'i'<<8 | 'l'<<16 | 'e'<<24 | 4<<56, 'f' | 'i'<<8 | 'l'<<16 | 'e'<<24 | 4<<56:
+		return argKeyFile
+	case 'L' | 'i'<<8 | 'n'<<16 | 'e'<<24 | 4<<56, 'l' | 'i'<<8 | 'n'<<16 | 'e'<<24 | 4<<56:
+		return argKeyLine
+	case 'B' | 'y'<<8 | 't'<<16 | 'e'<<24 | 's'<<32 | 5<<56:
+		return argKeyBytes
+	case 'd' | 'e'<<8 | 'v'<<16 | 'i'<<24 | 'c'<<32 | 'e'<<40 | 6<<56:
+		return argKeyDevice
+	case 's' | 't'<<8 | 'r'<<16 | 'e'<<24 | 'a'<<32 | 'm'<<40 | 6<<56:
+		return argKeyStream
+	case 'n' | 'a'<<8 | 'm'<<16 | 'e'<<24 | 4<<56:
 		return argKeyName
 	}
 	return keyOther

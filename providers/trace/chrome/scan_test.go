@@ -138,3 +138,87 @@ func TestIntArraysMatchesSkipValue(t *testing.T) {
 		t.Fatalf("only %d of the random arrays took the fast path", accepted)
 	}
 }
+
+// TestKeyWordsMatchKeys checks that a key matched as a word (fastKey) has the code of
+// its text, for every key the decoder reads and keys that share bytes with them.
+func TestKeyWordsMatchKeys(t *testing.T) {
+	keys := []string{"", "p", "ph", "phx", "ph\x00", "PH", "name", "nam", "names", "cat", "ts", "dur", "pid",
+		"tid", "id", "id2", "scope", "args", "arg", "File", "file", "FILE", "filename", "fileName", "Line", "line",
+		"lines", "lineNumber", "Input Dims", "Bytes", "bytes", "correlation", "correlation_id", "device", "device_id",
+		"devic", "stream", "streams", "External id", "Ev Idx", "queued", "context", "cbid", "grid", "block"}
+	for _, k := range keys {
+		for _, arg := range []bool{false, true} {
+			want := eventKey([]byte(k))
+			if arg {
+				want = argKey([]byte(k))
+			}
+			b := []byte(`"` + k + `": 1, "padding after the key"`)
+			ke, got := fastKey(b, 0, 1<<20, arg)
+			if ke != len(k)+1 || got != want {
+				t.Errorf("fastKey(%q, arg %v) = %d, %d; want %d, %d", k, arg, ke, got, len(k)+1, want)
+			}
+			if ke, _ := fastKey(b, 0, len(k)-1, arg); len(k) > 0 && ke != -1 {
+				t.Errorf("fastKey(%q) under a bound of %d bytes = %d, want -1", k, len(k)-1, ke)
+			}
+		}
+	}
+}
+
+// TestSkipJSONMatchesSkipValue checks the fast path's skipping against skipValue's on
+// random JSON values with random whitespace, escapes, numbers and nesting, valid and
+// malformed: whatever skipJSON accepts, skipValue accepts with the same end, and
+// skipJSON accepts most valid values.
+func TestSkipJSONMatchesSkipValue(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	ws := func() string { return []string{"", "", " ", " ", "\n      ", "\t", "\r\n"}[rng.Intn(7)] }
+	scalars := []string{"0", "7", "-3", "1024", "1.5", "-0.25e+3", "2E-7", "9223372036854775807", `""`, `"s"`,
+		`"a long string that runs past eight bytes"`, `"esc \" \\ \u00e9 \n"`, "true", "false", "null",
+		// Malformed.
+		"01", "1.", "-", "1e", "1-2", "+1", ".5", "tru", "nul", "x", `"\`, `"unterminated`, "1.5.5", "0x10"}
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		if depth >= 5 || rng.Intn(3) == 0 {
+			return scalars[rng.Intn(len(scalars))]
+		}
+		obj := rng.Intn(2) == 0
+		n := rng.Intn(4)
+		open, close := "[", "]"
+		if obj {
+			open, close = "{", "}"
+		}
+		out := open + ws()
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				out += ws() + "," + ws()
+			}
+			if obj {
+				out += []string{`"k"`, `"External id"`, `"a\"b"`, `k`, `""`}[rng.Intn(5)] + ws() + ":" + ws()
+			}
+			out += gen(depth + 1)
+		}
+		if rng.Intn(30) == 0 {
+			out += ","
+		}
+		return out + ws() + close
+	}
+	accepted := 0
+	for i := 0; i < 30000; i++ {
+		text := gen(0)
+		for _, tail := range []string{"}", ",", " ]", ""} {
+			in := []byte(text + tail)
+			end, ok := skipJSON(in, 0, 2, 6)
+			s := &scanner{buf: in, end: len(in), eof: true}
+			err := s.skipValue(2, 6, nil)
+			if !ok {
+				continue
+			}
+			accepted++
+			if err != nil || end != s.pos {
+				t.Fatalf("%q: skipJSON ends at %d, skipValue at %d with %v", in, end, s.pos, err)
+			}
+		}
+	}
+	if accepted < 10000 {
+		t.Fatalf("only %d of the random values took the fast path", accepted)
+	}
+}

@@ -1,7 +1,7 @@
 // Package chrometest holds what the tests of the Trace Event reader and of the trace
-// family share: generated traces (WriteTrace, WriteStepTrace), the corpus's Trace Event
-// files (CorpusTraces, OpenCorpus), Python's reading of a trace as the independent
-// truth (PythonTruth). It is imported by tests only.
+// family share: generated traces (WriteTrace, WriteStepTrace, WriteKinetoTrace), the
+// corpus's Trace Event files (CorpusTraces, OpenCorpus), Python's reading of a trace as
+// the independent truth (PythonTruth). It is imported by tests only.
 package chrometest
 
 import (
@@ -357,4 +357,290 @@ func PythonTruth(t testing.TB, path string, maxNest int) *Truth {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// WriteKinetoTrace writes a synthetic torch.profiler (Kineto) trace of about size bytes,
+// indented as torch writes it (an event's members on a few lines, "args" on lines of
+// their own): steps, each a ProfilerStep user annotation over CPU operators (nested X
+// events with Kineto's args: External id, Input Dims, Input type, Input Strides, Concrete
+// Inputs, Ev Idx), [memory] instant events, cudaLaunchKernel runtime calls and their GPU
+// kernels on a stream (with the kernel's occupancy args), the s/f flow events linking
+// them, and now and then a B/E pair; then the M events of processes and threads and
+// Kineto's closing span and instants (string pid and tid). It is deterministic for a
+// seed.
+func WriteKinetoTrace(w io.Writer, size int64, seed int64) error {
+	rng := rand.New(rand.NewSource(seed))
+	bw := bufio.NewWriterSize(w, 1<<16)
+	const (
+		pid, mainTID, bwdTID, gpuPID, stream = 486, 486, 511, 0, 7
+		base                                 = int64(5202328581227184) // ns
+	)
+	b := []byte(`
+  {
+    "schemaVersion": 1,
+    "deviceProperties": [
+    {
+      "id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150109880320,
+      "computeMajor": 9, "computeMinor": 0,
+      "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
+      "regsPerBlock": 65536, "warpSize": 32,
+      "sharedMemPerBlock": 49152, "numSms": 132
+    , "regsPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 232448, "sharedMemPerMultiprocessor": 233472
+    }
+    ],
+      "trace_id": "AD87A30749194A20B4143A571E9C1305",
+      "record_shapes": 1,
+  "displayTimeUnit": "ms",
+  "baseTimeNanoseconds": 1790857026000000000,
+  "traceEvents": [`)
+	total := int64(0)
+	first := true
+	ts := func(ns int64) {
+		b = strconv.AppendInt(b, ns/1000, 10)
+		f := ns % 1000
+		b = append(b, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+	}
+	open := func() {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, "\n  {\n    "...)
+	}
+	// complete opens an X event and writes its members up to its args' "{".
+	complete := func(cat, name string, p, t int64, start, dur int64) {
+		open()
+		b = append(b, `"ph": "X", "cat": "`...)
+		b = append(b, cat...)
+		b = append(b, `", "name": "`...)
+		b = append(b, name...)
+		b = append(b, `", "pid": `...)
+		b = strconv.AppendInt(b, p, 10)
+		b = append(b, `, "tid": `...)
+		b = strconv.AppendInt(b, t, 10)
+		b = append(b, ",\n    \"ts\": "...)
+		ts(start)
+		b = append(b, `, "dur": `...)
+		ts(dur)
+		b = append(b, ",\n    \"args\": {\n      "...)
+	}
+	closeArgs := func() { b = append(b, "\n    }\n  }"...) }
+	flow := func(ph, cat string, id, p, t, at int64, bind bool) {
+		open()
+		b = append(b, `"ph": "`...)
+		b = append(b, ph...)
+		b = append(b, `", "id": `...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, `, "pid": `...)
+		b = strconv.AppendInt(b, p, 10)
+		b = append(b, `, "tid": `...)
+		b = strconv.AppendInt(b, t, 10)
+		b = append(b, `, "ts": `...)
+		ts(at)
+		b = append(b, ",\n    \"cat\": \""...)
+		b = append(b, cat...)
+		b = append(b, `", "name": "`...)
+		b = append(b, cat...)
+		b = append(b, '"')
+		if bind {
+			b = append(b, `, "bp": "e"`...)
+		}
+		b = append(b, "\n  }"...)
+	}
+	type op struct {
+		name, dims, types, strides, inputs string
+		kernel                             string
+	}
+	ops := []op{
+		{"aten::linear", `[[64, 1024], [1024, 1024], [1024]]`, `["c10::Half", "c10::Half", "c10::Half"]`, `[[1024, 1], [1024, 1], [1]]`, `["", "", ""]`, ""},
+		{"aten::t", `[[1024, 1024]]`, `["c10::Half"]`, `[[1024, 1]]`, `[""]`, ""},
+		{"aten::addmm", `[[1024], [64, 1024], [1024, 1024], [], []]`, `["c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar"]`, `[[1], [1024, 1], [1, 1024], [], []]`, `["", "", "", "1", "1"]`, "nvjet_sm90_hsh_48x64_64x15_4x1_v_bz_bias_TNN"},
+		{"aten::gelu", `[[64, 1024]]`, `["c10::Half"]`, `[[1024, 1]]`, `["", "'none'"]`, "void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, std::array<char*, 2ul> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, std::array<char*, 2ul>)"},
+		{"aten::empty", `[[], [], [], [], [], []]`, `["ScalarList", "Scalar", "", "Device", "Scalar", ""]`, `[[], [], [], [], [], []]`, `["[64, 1024]", "5", "", "", "False", ""]`, ""},
+		{"autograd::engine::evaluate_function: AddmmBackward0", `[]`, `[]`, `[]`, `[]`, ""},
+		{"aten::mul_", `[[64, 1024], []]`, `["float", "Scalar"]`, `[[1024, 1], []]`, `["", "0.001"]`, "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul>)"},
+	}
+	ext, corr, evIdx, flowID := int64(1), int64(300), int64(0), int64(1)
+	clock := base
+	var gpuClock int64
+	for step := int64(0); total < size-4096; step++ {
+		stepStart := clock
+		// The step's operators, written as the profiler writes them: in start order, a
+		// parent before its children; their kernels after them.
+		type kernel struct {
+			name         string
+			launch, corr int64
+		}
+		var kernels []kernel
+		var body []byte
+		stepTID := int64(mainTID)
+		if step%2 == 1 {
+			stepTID = bwdTID
+		}
+		hold := b
+		b = body
+		// The body follows the step's annotation, written before it below.
+		firstHold := first
+		first = false
+		begun := step%16 == 0
+		if begun {
+			open()
+			b = append(b, `"ph": "B", "cat": "user_annotation", "name": "optimizer.step", "pid": 486, "tid": `...)
+			b = strconv.AppendInt(b, stepTID, 10)
+			b = append(b, ",\n    \"ts\": "...)
+			ts(clock)
+			b = append(b, "\n  }"...)
+		}
+		for k := 0; k < 24; k++ {
+			parent := ops[rng.Intn(len(ops))]
+			pStart := clock + 1000 + rng.Int63n(4000)
+			var children []op
+			for c := rng.Intn(4); c > 0; c-- {
+				children = append(children, ops[rng.Intn(len(ops))])
+			}
+			type timed struct {
+				op         op
+				start, dur int64
+			}
+			var evs []timed
+			at := pStart + 500
+			for _, c := range children {
+				d := 2000 + rng.Int63n(30000)
+				evs = append(evs, timed{c, at, d})
+				at += d + 100 + rng.Int63n(900)
+			}
+			pDur := at - pStart + rng.Int63n(2000)
+			evs = append([]timed{{parent, pStart, pDur}}, evs...)
+			for i, e := range evs {
+				complete("cpu_op", e.op.name, pid, stepTID, e.start, e.dur)
+				b = append(b, `"External id": `...)
+				b = strconv.AppendInt(b, ext, 10)
+				b = append(b, `,"Record function id": 0, "Sequence number": `...)
+				b = strconv.AppendInt(b, step*24+int64(k), 10)
+				b = append(b, `, "Fwd thread id": 1, "Concrete Inputs": `...)
+				b = append(b, e.op.inputs...)
+				b = append(b, `, "Input type": `...)
+				b = append(b, e.op.types...)
+				b = append(b, `, "Input Strides": `...)
+				b = append(b, e.op.strides...)
+				b = append(b, `, "Input Dims": `...)
+				b = append(b, e.op.dims...)
+				b = append(b, `, "Ev Idx": `...)
+				b = strconv.AppendInt(b, evIdx, 10)
+				closeArgs()
+				ext++
+				evIdx++
+				if e.op.name == "aten::empty" {
+					open()
+					b = append(b, `"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",`+"\n    \"pid\": 486, \"tid\": "...)
+					b = strconv.AppendInt(b, stepTID, 10)
+					b = append(b, ",\n    \"ts\": "...)
+					ts(e.start + 300)
+					b = append(b, ",\n    \"args\": {\n      \"Total Reserved\": 125829120, \"Total Allocated\": "...)
+					b = strconv.AppendInt(b, 86780928+rng.Int63n(1<<20), 10)
+					b = append(b, `, "Bytes": 262144, "Device Id": 0, "Device Type": 1, "Addr": `...)
+					b = strconv.AppendInt(b, 140270642135040+rng.Int63n(1<<30), 10)
+					b = append(b, `, "finished": false, "Ev Idx": `...)
+					b = strconv.AppendInt(b, evIdx, 10)
+					closeArgs()
+					evIdx++
+				}
+				if e.op.kernel != "" && (i > 0 || len(evs) == 1) {
+					// A kernel is launched by an operator without children, within it.
+					launch := e.start + e.dur/4
+					complete("cuda_runtime", "cudaLaunchKernel", pid, stepTID, launch, e.dur/2)
+					b = append(b, `"External id": `...)
+					b = strconv.AppendInt(b, ext-1, 10)
+					b = append(b, `,      "cbid": 211, "correlation": `...)
+					b = strconv.AppendInt(b, corr, 10)
+					closeArgs()
+					flow("s", "ac2g", corr, pid, stepTID, launch, false)
+					kernels = append(kernels, kernel{e.op.kernel, launch, corr})
+					corr++
+				}
+			}
+			if k%6 == 5 {
+				flow("s", "fwdbwd", flowID, pid, stepTID, pStart, false)
+				flowID++
+			}
+			clock = pStart + pDur
+		}
+		if begun {
+			open()
+			b = append(b, `"ph": "E", "pid": 486, "tid": `...)
+			b = strconv.AppendInt(b, stepTID, 10)
+			b = append(b, ",\n    \"ts\": "...)
+			ts(clock + 100)
+			b = append(b, "\n  }"...)
+		}
+		body, b, first = b, hold, firstHold
+		complete("user_annotation", "ProfilerStep#"+strconv.FormatInt(step, 10), pid, stepTID, stepStart, clock+200-stepStart)
+		b = append(b, `"External id": `...)
+		b = strconv.AppendInt(b, ext, 10)
+		b = append(b, `,"Record function id": 0, "Ev Idx": `...)
+		b = strconv.AppendInt(b, evIdx, 10)
+		closeArgs()
+		ext++
+		evIdx++
+		b = append(b, body...)
+		for _, k := range kernels {
+			start := max(gpuClock, k.launch+5000+rng.Int63n(3000))
+			dur := 1500 + rng.Int63n(8000)
+			gpuClock = start + dur
+			complete("kernel", k.name, gpuPID, stream, start, dur)
+			b = append(b, `"External id": `...)
+			b = strconv.AppendInt(b, k.corr-299, 10)
+			b = append(b, `,      "queued": 0, "device": 0, "context": 1,      "stream": 7, "correlation": `...)
+			b = strconv.AppendInt(b, k.corr, 10)
+			b = append(b, `,      "registers per thread": 168,      "shared memory": 231868,      "blocks per SM": 0.666667,      "warps per SM": 8.000000,      "grid": [4, 22, 1],      "block": [384, 1, 1],      "est. achieved occupancy %": 0`...)
+			closeArgs()
+			flow("f", "ac2g", k.corr, gpuPID, stream, start, true)
+		}
+		total += int64(len(b))
+		if _, err := bw.Write(b); err != nil {
+			return err
+		}
+		b = b[:0]
+		clock += 2000
+	}
+	meta := func(name string, p, t int64, key, val string) {
+		open()
+		b = append(b, `"name": "`...)
+		b = append(b, name...)
+		b = append(b, `", "ph": "M", "ts": `...)
+		ts(base)
+		b = append(b, `, "pid": `...)
+		b = strconv.AppendInt(b, p, 10)
+		b = append(b, `, "tid": `...)
+		b = strconv.AppendInt(b, t, 10)
+		b = append(b, ",\n    \"args\": {\n      \""...)
+		b = append(b, key...)
+		b = append(b, `": `...)
+		b = append(b, val...)
+		closeArgs()
+	}
+	for _, p := range []int64{gpuPID, pid} {
+		meta("process_name", p, 0, "name", `"python3"`)
+		meta("process_labels", p, 0, "labels", `"GPU `+strconv.FormatInt(p, 10)+`"`)
+		meta("process_sort_index", p, 0, "sort_index", strconv.FormatInt(5000000+p, 10))
+	}
+	for _, t := range [][2]int64{{gpuPID, stream}, {pid, bwdTID}, {pid, mainTID}} {
+		meta("thread_name", t[0], t[1], "name", `"thread `+strconv.FormatInt(t[1], 10)+` (python3)"`)
+		meta("thread_sort_index", t[0], t[1], "sort_index", strconv.FormatInt(t[1], 10))
+	}
+	open()
+	b = append(b, `"ph": "X", "cat": "Trace", "ts": `...)
+	ts(base)
+	b = append(b, `, "dur": `...)
+	ts(clock - base)
+	b = append(b, ",\n    \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\",\n    \"name\": \"PyTorch Profiler (0)\",\n    \"args\": {\n      \"Op count\": 0"...)
+	closeArgs()
+	open()
+	b = append(b, "\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": "...)
+	ts(base)
+	b = append(b, "\n  }\n  ],\n  \"traceName\": \"torch_trace.json\"\n}\n"...)
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
