@@ -2958,7 +2958,7 @@ var Operations = []OperationDecl{
 	{
 		Name:             OperationNameSummarizeCoverage,
 		Toolset:          ToolsetTest,
-		Description:      "List the executed lines and branch arcs of one coverage.py data file (.coverage, SQLite) or the executed lines of one LCOV tracefile (lcov.info from lcov, c8, Node, llvm-cov, cargo llvm-cov) per file and context, with file, line and arc counts (and for LCOV the instrumented lines, branches and functions).",
+		Description:      "List the executed lines of one coverage.py data file (.coverage, SQLite; with branch arcs) or LCOV tracefile (lcov.info: c8, Node, llvm-cov) per file and context, with file, line and arc counts.",
 		Formats:          []Format{FormatCoverage, FormatLcov},
 		MinSources:       1,
 		MaxSources:       1,
