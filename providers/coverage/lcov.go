@@ -129,7 +129,8 @@ func readLCOV(ctx context.Context, in providers.Input, limits gen.EffectiveLimit
 	defer f.Close()
 	r := &lcovReader{in: in, files: map[string]int32{}, contexts: map[string]int32{},
 		branches: map[lcovKey]bool{}, fns: map[lcovKey]bool{}}
-	if err := r.read(bufio.NewReaderSize(f, 64<<10)); err != nil {
+	// The reader's buffer is the line bound: ReadSlice answers ErrBufferFull past it.
+	if err := r.read(bufio.NewReaderSize(f, maxLCOVLine)); err != nil {
 		return nil, err
 	}
 	return r.data(), nil
@@ -140,7 +141,7 @@ func (r *lcovReader) read(br *bufio.Reader) error {
 	file := int32(-1)  // the open record's file, -1 outside a record
 	for {
 		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) || (len(line) > maxLCOVLine) {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			return &providers.LimitError{Source: r.in.Index, Limit: maxLCOVLine, Unit: "bytes",
 				Message: fmt.Sprintf("source %d line %d is longer than %d bytes", r.in.Index, r.n+1, maxLCOVLine)}
 		}
@@ -211,35 +212,11 @@ func (r *lcovReader) record(line []byte, ctxID, file *int32) error {
 		return &providers.LimitError{Source: r.in.Index, Limit: maxDataRows, Unit: "rows",
 			Message: fmt.Sprintf("source %d holds more than %d DA, BRDA and function records", r.in.Index, maxDataRows)}
 	}
+	if string(key) == "DA" { // line,count[,checksum]: most lines of a tracefile
+		return r.da(value, ctxID, *file)
+	}
 	parts := bytes.Split(value, []byte(","))
 	switch string(key) {
-	case "DA": // line,count[,checksum]
-		if len(parts) < 2 || len(parts) > 3 {
-			return r.fail("DA: want <line>,<count>[,<checksum>], got %q", truncate(value))
-		}
-		ln, err := r.lineNumber("DA", parts[0])
-		if err != nil {
-			return err
-		}
-		count, err := r.number("DA", parts[1], "execution count")
-		if err != nil {
-			return err
-		}
-		if len(r.instrumented) >= maxLCOVLines {
-			return r.tooMany("DA records")
-		}
-		r.instrumented = append(r.instrumented, [2]int64{int64(*file), ln})
-		if count > 0 {
-			if *ctxID < 0 { // records before any TN: the default test, ""
-				if *ctxID, err = r.intern(r.contexts, &r.ctxNames, ""); err != nil {
-					return err
-				}
-			}
-			if len(r.lines) >= maxLCOVLines {
-				return r.tooMany("executed lines")
-			}
-			r.lines = append(r.lines, entry{hit: hit{from: ln, ctx: *ctxID}, file: *file, kind: kindLine})
-		}
 	case "BRDA": // line,[exception]block,branch,taken ("-": the block never ran)
 		if len(parts) != 4 {
 			return r.fail("BRDA: want <line>,<block>,<branch>,<taken>, got %q", truncate(value))
@@ -291,6 +268,41 @@ func (r *lcovReader) record(line []byte, ctxID, file *int32) error {
 	return nil
 }
 
+// da reads a DA record of file: <line>,<count>[,<checksum>]. Every DA line is
+// instrumented; one with a count above 0 is an executed line of the current test.
+func (r *lcovReader) da(value []byte, ctxID *int32, file int32) error {
+	at, rest, ok := bytes.Cut(value, []byte(","))
+	countField, checksum, _ := bytes.Cut(rest, []byte(","))
+	if !ok || bytes.IndexByte(checksum, ',') >= 0 {
+		return r.fail("DA: want <line>,<count>[,<checksum>], got %q", truncate(value))
+	}
+	ln, err := r.lineNumber("DA", at)
+	if err != nil {
+		return err
+	}
+	count, err := r.number("DA", countField, "execution count")
+	if err != nil {
+		return err
+	}
+	if len(r.instrumented) >= maxLCOVLines {
+		return r.tooMany("DA records")
+	}
+	r.instrumented = append(r.instrumented, [2]int64{int64(file), ln})
+	if count <= 0 {
+		return nil
+	}
+	if *ctxID < 0 { // records before any TN: the default test, ""
+		if *ctxID, err = r.intern(r.contexts, &r.ctxNames, ""); err != nil {
+			return err
+		}
+	}
+	if len(r.lines) >= maxLCOVLines {
+		return r.tooMany("executed lines")
+	}
+	r.lines = append(r.lines, entry{hit: hit{from: ln, ctx: *ctxID}, file: file, kind: kindLine})
+	return nil
+}
+
 // truncate shortens a quoted excerpt of a malformed line.
 func truncate(b []byte) []byte {
 	if len(b) > 80 {
@@ -302,8 +314,8 @@ func truncate(b []byte) []byte {
 // data orders what was read as the table is ordered: by file name, then line, then test
 // name, each executed line of a file and test once.
 func (r *lcovReader) data() *data {
-	fileRank := ranks(r.fileNames)
-	ctxRank := ranks(r.ctxNames)
+	fileRank, files := ranks(r.fileNames)
+	ctxRank, contexts := ranks(r.ctxNames)
 	for i := range r.lines {
 		r.lines[i].file = fileRank[r.lines[i].file]
 		r.lines[i].ctx = ctxRank[r.lines[i].ctx]
@@ -312,7 +324,7 @@ func (r *lcovReader) data() *data {
 		return cmp.Or(cmp.Compare(a.file, b.file), byLine(a.hit, b.hit))
 	})
 	r.lines = slices.Compact(r.lines)
-	out := &data{files: sorted(r.fileNames), contexts: sorted(r.ctxNames), total: int64(len(r.lines))}
+	out := &data{files: files, contexts: contexts, total: int64(len(r.lines))}
 	out.store = r.lines[:min(len(r.lines), providers.MaxProjectionRows)]
 	slices.SortFunc(r.instrumented, func(a, b [2]int64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	r.instrumented = slices.Compact(r.instrumented)
@@ -346,20 +358,17 @@ func (r *lcovReader) data() *data {
 	return out
 }
 
-// ranks maps each name's index to its rank in sorted order.
-func ranks(names []string) []int32 {
+// ranks maps each name's index to its rank in sorted order, and returns the names in
+// that order.
+func ranks(names []string) ([]int32, []string) {
 	order := make([]int32, len(names))
 	for i := range order {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(names[a], names[b]) })
-	rank := make([]int32, len(names))
+	rank, sorted := make([]int32, len(names)), make([]string, len(names))
 	for r, i := range order {
-		rank[i] = int32(r)
+		rank[i], sorted[r] = int32(r), names[i]
 	}
-	return rank
-}
-
-func sorted(names []string) []string {
-	return slices.Sorted(slices.Values(names))
+	return rank, sorted
 }

@@ -212,6 +212,23 @@ func TestLCOVTestNamesAndMerging(t *testing.T) {
 	}
 }
 
+// TestReadersCoverTheCatalog: every format the catalog lists for summarize_coverage has
+// a row in the family's reader table, so no accepted format reaches a missing reader.
+func TestReadersCoverTheCatalog(t *testing.T) {
+	op, ok := gen.LookupOperation(string(gen.OperationNameSummarizeCoverage))
+	if !ok {
+		t.Fatal("summarize_coverage is not in the catalog")
+	}
+	for _, f := range op.Formats {
+		if readers[f] == nil {
+			t.Errorf("format %s has no reader in readers", f)
+		}
+	}
+	if len(readers) != len(op.Formats) {
+		t.Errorf("readers has %d rows for the catalog's %d formats", len(readers), len(op.Formats))
+	}
+}
+
 // TestLCOVMalformed: what is not a tracefile, or is cut short, is a typed failure that
 // names the line; what exceeds a bound is a LimitError.
 func TestLCOVMalformed(t *testing.T) {
