@@ -32,6 +32,9 @@ type Spec struct {
 	Args []string
 	Dir  string
 	Env  []string
+	// Stdin, when set, is the workload's standard input (the caller closes its copy
+	// after Run has started the workload, or after Run returns); otherwise the null device.
+	Stdin *os.File
 
 	// StdoutFile and StderrFile, when set, receive the retained streams (full retention);
 	// otherwise the first ExcerptBytes of each stream are kept in memory.
@@ -68,6 +71,29 @@ type Spec struct {
 
 	// SampleInterval is the sampling period; zero means 50 ms.
 	SampleInterval time.Duration
+
+	// Arm, when set, holds Timeout, MaxRSSBytes and MaxWritableGrowth back until Bounds
+	// arrive on it (their values replace the spec's): a workload can start before the
+	// bounds of its work are known, and waits unbounded in time, memory and writes until
+	// then (the caller gives it no work before). The output bound, the storage reserve and
+	// cancellation hold from the start.
+	Arm <-chan Bounds
+}
+
+// Bounds are the bounds an armed run receives (Spec.Arm); the timeout runs from arming.
+type Bounds struct {
+	Timeout           time.Duration
+	MaxRSSBytes       int64
+	MaxWritableGrowth int64
+}
+
+// stdin is the workload's standard input for an exec.Cmd: nil (the null device) when
+// spec has none, never a nil *os.File, which os/exec would pass on as a closed descriptor.
+func (spec Spec) stdin() io.Reader {
+	if spec.Stdin == nil {
+		return nil
+	}
+	return spec.Stdin
 }
 
 // Stream describes one output stream.
@@ -238,8 +264,12 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if interval <= 0 {
 		interval = 50 * time.Millisecond
 	}
+	arm := spec.Arm
+	if arm != nil {
+		spec.Timeout, spec.MaxRSSBytes, spec.MaxWritableGrowth = 0, 0, 0
+	}
 	var baseline int64
-	if spec.MaxWritableGrowth > 0 {
+	if spec.MaxWritableGrowth > 0 || arm != nil && len(spec.WritableRoots) > 0 {
 		var complete bool
 		baseline, complete = writableSize(spec.WritableRoots)
 		res.WritableComplete = complete
@@ -290,10 +320,21 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	go func() { exited <- c.wait() }()
 
 	var timeout <-chan time.Time
-	if spec.Timeout > 0 {
-		t := time.NewTimer(spec.Timeout)
-		defer t.Stop()
-		timeout = t.C
+	var timer *time.Timer
+	var timeoutStart time.Time
+	startTimeout := func() {
+		if spec.Timeout > 0 {
+			timer = time.NewTimer(spec.Timeout)
+			timeout, timeoutStart = timer.C, time.Now()
+		}
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	if arm == nil {
+		startTimeout()
 	}
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
@@ -329,11 +370,17 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		select {
 		case waitErr = <-exited:
 			done = true
+		case b, ok := <-arm:
+			arm = nil
+			if ok {
+				spec.Timeout, spec.MaxRSSBytes, spec.MaxWritableGrowth = b.Timeout, b.MaxRSSBytes, b.MaxWritableGrowth
+				startTimeout()
+			}
 		case <-ctx.Done():
 			res.Cancelled = true
 			stop(nil)
 		case <-timeout:
-			stop(&Limit{Kind: "timeout", Configured: spec.Timeout.Seconds(), Observed: observed(time.Since(start).Seconds()), Unit: "seconds",
+			stop(&Limit{Kind: "timeout", Configured: spec.Timeout.Seconds(), Observed: observed(time.Since(timeoutStart).Seconds()), Unit: "seconds",
 				Recovery: "Raise target.budget.timeout_seconds or shorten the workload."})
 		case <-budget.exceeded:
 			stop(&Limit{Kind: "output_limit", Configured: float64(spec.MaxOutputBytes), Observed: observed(float64(budget.observed())), Unit: "bytes",

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -329,6 +330,56 @@ func TestProcessGroupNamesItsGaps(t *testing.T) {
 		if p, err := os.FindProcess(daemon); err == nil {
 			p.Kill()
 		}
+	}
+}
+
+// TestStdin: the workload reads Spec.Stdin, a pipe the test writes and closes, under the
+// subreaper helper and the process group alike; without one it reads the null device (an
+// empty input, not a closed descriptor that cat would fail on).
+func TestStdin(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<14) // 256 KiB: beyond a pipe's buffer
+	cases := []struct {
+		name string
+		pipe bool
+		in   []byte
+	}{
+		{"none", false, nil},
+		{"empty", true, nil},
+		{"line", true, []byte("hello\n")},
+		{"beyond a pipe buffer", true, big},
+	}
+	for _, m := range []string{"default", "subreaper", "process_group"} {
+		t.Run(m, func(t *testing.T) {
+			withContainment(t, m)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					spec := sh(t, "cat")
+					spec.ExcerptBytes = len(c.in) + 1
+					if c.pipe {
+						r, w, err := os.Pipe()
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer r.Close()
+						spec.Stdin = r
+						go func() {
+							w.Write(c.in)
+							w.Close()
+						}()
+					}
+					res, err := Run(context.Background(), spec)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.ExitCode == nil || *res.ExitCode != 0 {
+						t.Fatalf("result = %+v", res)
+					}
+					if !bytes.Equal(res.Stdout.Excerpt, c.in) || !res.Stdout.Complete {
+						t.Errorf("stdout: %d bytes, complete %v; want the %d bytes written", len(res.Stdout.Excerpt), res.Stdout.Complete, len(c.in))
+					}
+				})
+			}
+		})
 	}
 }
 

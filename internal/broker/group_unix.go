@@ -39,7 +39,7 @@ func newGroup(cmd *exec.Cmd) *group {
 func groupCmd(spec Spec, outW, errW *os.File) *exec.Cmd {
 	return &exec.Cmd{
 		Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
-		Stdout: outW, Stderr: errW,
+		Stdin: spec.stdin(), Stdout: outW, Stderr: errW,
 		SysProcAttr: groupAttr(),
 	}
 }

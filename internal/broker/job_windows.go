@@ -55,7 +55,7 @@ func startContained(spec Spec, outW, errW *os.File, res *Result) (container, err
 	}
 	cmd := &exec.Cmd{
 		Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
-		Stdout: outW, Stderr: errW,
+		Stdin: spec.stdin(), Stdout: outW, Stderr: errW,
 		// Suspended until it is in the job; a process group of its own, so that a console
 		// Ctrl+C meant for the broker does not reach the workload.
 		SysProcAttr: &syscall.SysProcAttr{CreationFlags: windows.CREATE_SUSPENDED | windows.CREATE_NEW_PROCESS_GROUP},

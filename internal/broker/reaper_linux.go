@@ -239,7 +239,7 @@ func startReaper(spec Spec, outW, errW *os.File, sc *scope, tl *taskLimit) (*rea
 	inScope, startErr := startInScope(func() *exec.Cmd {
 		cmd = &exec.Cmd{
 			Path: "/proc/self/exe", Args: append([]string{reaperName, reaperArg, opts, spec.Path}, argv...),
-			Dir: spec.Dir, Env: spec.Env, Stdout: outW, Stderr: errW, ExtraFiles: append([]*os.File{ctlR, statusW}, files...),
+			Dir: spec.Dir, Env: spec.Env, Stdin: spec.stdin(), Stdout: outW, Stderr: errW, ExtraFiles: append([]*os.File{ctlR, statusW}, files...),
 			// The helper's own group holds the workload; SIGTERM on the broker's death makes it
 			// kill the tree (the control pipe's EOF does too).
 			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
