@@ -154,6 +154,21 @@ func TestImportBoundaries(t *testing.T) {
 		}},
 		{"the trace model imports no trace package", func(p string) bool { return p == "providers/trace/tracemodel" }, true,
 			func(_, i string) bool { return under(i, module+"/providers/trace") }},
+		// The containment helper runs from its package's init, which Go runs once every
+		// package it needs is initialized and no ready package sorts before it: any other
+		// import (golang.org/x/sys, or strings and fmt, which sort or wait behind most of the
+		// binary) would hold the helper back until late in start-up
+		// (docs/decisions/0067-start-up.md, Addendum; internal/subreaper's package comment).
+		// An import added here is measured first (GODEBUG=inittrace=1).
+		{"the containment helper and its /proc reader import only standard packages initialized with os", func(p string) bool {
+			return p == "internal/subreaper" || p == "internal/procfs"
+		}, true, func(_, i string) bool {
+			switch i {
+			case "bytes", "io", "os", "os/signal", "runtime", "strconv", "syscall", "time", module + "/internal/procfs":
+				return false
+			}
+			return true
+		}},
 		{"internal leaves import only internal and generated packages of the module", func(p string) bool { return under(p, "internal") }, false,
 			func(_, i string) bool {
 				return strings.HasPrefix(i, module+"/") && !under(i, module+"/internal") && !under(i, module+"/generated")

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flameox/flameox/internal/procfs"
 )
 
 // TestDetachedDaemonDiesOnTimeout: issue 21 item 3. Process-group tracking and a sampled
@@ -63,8 +65,8 @@ func withContainment(t testing.TB, mechanism string) {
 
 // running reports whether pid is a live (non-zombie) process.
 func running(pid int) bool {
-	p, ok := readStat(pid)
-	return ok && p.state != 'Z' && p.state != 'X'
+	p, ok := procfs.Stat(pid)
+	return ok && p.Live()
 }
 
 // TestDaemonThatLeftTheTreeDiesWithTheScope: the workload kills its own containment

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flameox/flameox/internal/owner"
+	"github.com/flameox/flameox/internal/procfs"
 )
 
 // A scope is a cgroup v2 directory created for one invocation, below the cgroup this
@@ -212,18 +213,18 @@ func validCgroupPath(rel string) (string, bool) {
 }
 
 // members returns the processes in the scope, the helper included.
-func (s *scope) members() []procInfo {
+func (s *scope) members() []procfs.Process {
 	b, err := os.ReadFile(filepath.Join(s.dir, "cgroup.procs"))
 	if err != nil {
 		return nil
 	}
-	var out []procInfo
+	var out []procfs.Process
 	for _, line := range strings.Split(string(b), "\n") {
 		pid, err := strconv.Atoi(line)
 		if err != nil {
 			continue
 		}
-		if p, ok := readStat(pid); ok && p.state != 'Z' && p.state != 'X' {
+		if p, ok := procfs.Stat(pid); ok && p.Live() {
 			out = append(out, p)
 		}
 	}

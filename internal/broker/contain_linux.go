@@ -17,8 +17,8 @@ var forceProcessGroup bool
 
 // A linuxContainer is the process group of group_unix.go made stronger where Linux
 // allows: a cgroup v2 scope that lists every member and kills what left the tree
-// (cgroup_linux.go), a subreaper helper that every orphan reparents to (reaper_linux.go),
-// and a task bound (tasks_linux.go).
+// (cgroup_linux.go), a subreaper helper that every orphan reparents to (internal/subreaper;
+// reaper_linux.go starts it), and a task bound (tasks_linux.go).
 type linuxContainer struct {
 	*group
 	h       *reaper // nil: the workload is the root

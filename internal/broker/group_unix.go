@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/flameox/flameox/internal/procfs"
 )
 
 // A group is the process_group mechanism, the portable containment of Linux and macOS:
@@ -20,18 +22,18 @@ import (
 type group struct {
 	cmd     *exec.Cmd
 	pid     int // the root: the workload, or the containment helper
-	tracked map[int]procInfo
+	tracked map[int]procfs.Process
 	// members lists the live processes of the invocation: tree(pid) unless a cgroup
 	// scope lists them.
-	members func() []procInfo
+	members func() []procfs.Process
 	// helper is set when the root is a containment helper, whose own memory is not the
 	// workload's.
 	helper bool
 }
 
 func newGroup(cmd *exec.Cmd) *group {
-	g := &group{cmd: cmd, pid: cmd.Process.Pid, tracked: map[int]procInfo{}}
-	g.members = func() []procInfo { return tree(g.pid) }
+	g := &group{cmd: cmd, pid: cmd.Process.Pid, tracked: map[int]procfs.Process{}}
+	g.members = func() []procfs.Process { return tree(g.pid) }
 	return g
 }
 
@@ -69,9 +71,9 @@ func (g *group) wait() error { return g.cmd.Wait() }
 func (g *group) sample() (int64, bool) {
 	var total int64
 	for _, p := range g.members() {
-		g.tracked[p.pid] = p
-		if !g.helper || p.pid != g.pid {
-			total += rss(p.pid)
+		g.tracked[p.PID] = p
+		if !g.helper || p.PID != g.pid {
+			total += rss(p.PID)
 		}
 	}
 	return total, rssMeasured()
@@ -79,7 +81,7 @@ func (g *group) sample() (int64, bool) {
 
 func (g *group) kill(<-chan error) (int, error, bool) {
 	for _, p := range g.members() {
-		g.tracked[p.pid] = p
+		g.tracked[p.PID] = p
 	}
 	return terminate(g.pid, g.tracked), nil, false
 }
@@ -89,7 +91,7 @@ func (g *group) kill(<-chan error) (int, error, bool) {
 func (g *group) end() int {
 	if len(g.tracked) > 0 || syscall.Kill(-g.pid, 0) != syscall.ESRCH {
 		for _, p := range g.members() {
-			g.tracked[p.pid] = p
+			g.tracked[p.PID] = p
 		}
 	}
 	return terminate(g.pid, g.tracked)
@@ -105,8 +107,8 @@ func (g *group) release() {}
 // terminate kills root's process group and every tracked process that still runs with its
 // recorded start time, waits briefly for them to be gone, and returns how many it killed
 // besides root.
-func terminate(root int, tracked map[int]procInfo) int {
-	var live []procInfo
+func terminate(root int, tracked map[int]procfs.Process) int {
+	var live []procfs.Process
 	for _, p := range tracked {
 		if alive(p) {
 			live = append(live, p)
@@ -115,8 +117,8 @@ func terminate(root int, tracked map[int]procInfo) int {
 	_ = syscall.Kill(-root, syscall.SIGKILL)
 	n := 0
 	for _, p := range live {
-		_ = syscall.Kill(p.pid, syscall.SIGKILL)
-		if p.pid != root {
+		_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		if p.PID != root {
 			n++
 		}
 	}
@@ -125,42 +127,7 @@ func terminate(root int, tracked map[int]procInfo) int {
 		for alive(p) && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		delete(tracked, p.pid)
+		delete(tracked, p.PID)
 	}
 	return n
-}
-
-// procInfo is what the process table says about a process.
-type procInfo struct {
-	pid, ppid, pgrp int
-	state           byte // Z for a zombie
-	start           uint64
-}
-
-// treeOf returns the processes of all descended from root or in root's process group,
-// root included.
-func treeOf(all []procInfo, root int) []procInfo {
-	children := map[int][]procInfo{}
-	for _, p := range all {
-		children[p.ppid] = append(children[p.ppid], p)
-	}
-	seen := map[int]bool{}
-	var out []procInfo
-	var walk func(p procInfo)
-	walk = func(p procInfo) {
-		if seen[p.pid] {
-			return
-		}
-		seen[p.pid] = true
-		out = append(out, p)
-		for _, c := range children[p.pid] {
-			walk(c)
-		}
-	}
-	for _, p := range all {
-		if p.pid == root || p.pgrp == root {
-			walk(p)
-		}
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/flameox/flameox/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,30 +20,30 @@ import (
 const sZomb = 5
 
 // infoOf is what one kinfo_proc says.
-func infoOf(kp *unix.KinfoProc) procInfo {
+func infoOf(kp *unix.KinfoProc) procfs.Process {
 	state := byte('R')
 	if kp.Proc.P_stat == sZomb {
 		state = 'Z'
 	}
 	t := kp.Proc.P_starttime
-	return procInfo{pid: int(kp.Proc.P_pid), ppid: int(kp.Eproc.Ppid), pgrp: int(kp.Eproc.Pgid), state: state,
-		start: uint64(t.Sec)*1e6 + uint64(t.Usec)}
+	return procfs.Process{PID: int(kp.Proc.P_pid), PPID: int(kp.Eproc.Ppid), Pgrp: int(kp.Eproc.Pgid), State: state,
+		Start: uint64(t.Sec)*1e6 + uint64(t.Usec)}
 }
 
 // tree returns the live processes descended from root or in root's process group, root
 // included, from one read of the process table.
-func tree(root int) []procInfo {
+func tree(root int) []procfs.Process {
 	kps, err := unix.SysctlKinfoProcSlice("kern.proc.all")
 	if err != nil {
 		return nil
 	}
-	all := make([]procInfo, 0, len(kps))
+	all := make([]procfs.Process, 0, len(kps))
 	for i := range kps {
-		if p := infoOf(&kps[i]); p.state != 'Z' {
+		if p := infoOf(&kps[i]); p.State != 'Z' {
 			all = append(all, p)
 		}
 	}
-	return treeOf(all, root)
+	return procfs.Tree(all, root)
 }
 
 // proc_info's call and flavor numbers (sys/proc_info.h): PROC_INFO_CALL_PIDINFO and
@@ -89,13 +90,13 @@ func rss(pid int) int64 {
 }
 
 // alive reports whether the process p still runs (not a zombie) with its start time.
-func alive(p procInfo) bool {
-	kp, err := unix.SysctlKinfoProc("kern.proc.pid", p.pid)
-	if err != nil || int(kp.Proc.P_pid) != p.pid {
+func alive(p procfs.Process) bool {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", p.PID)
+	if err != nil || int(kp.Proc.P_pid) != p.PID {
 		return false
 	}
 	now := infoOf(kp)
-	return now.start == p.start && now.state != 'Z'
+	return now.Start == p.Start && now.State != 'Z'
 }
 
 // groupAttr starts a workload in its own process group. macOS has no parent-death

@@ -4,150 +4,18 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"os/signal"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/flameox/flameox/internal/subreaper"
 )
 
-// The reaper is the per-invocation helper that contains a workload: the running binary
-// (whatever imports this package: flameox, a test binary) re-executed through
-// /proc/self/exe with reaperArg as its first argument. It makes itself a child subreaper,
-// starts the workload and reaps. Every process the workload leaves behind, a setsid daemon
-// or a double fork included, reparents to the reaper rather than to init, so the reaper
-// sees the whole tree by parent links alone and kills all of it when the workload exits,
-// when the broker asks (closing the control pipe: a limit or cancellation), and when the
-// broker dies (the control pipe reaches EOF even on SIGKILL; PR_SET_PDEATHSIG delivers
-// SIGTERM as well). Its arguments are reaperArg, the task options (tasks_linux.go: "-" or
-// join=FD,home=FD,nproc=N), the executable and the argv. Protocol on fd 4, one line each:
-// "started PID tasks=KIND" (KIND: cgroup_v1 or rlimit where the helper applied that bound,
-// else -) or "starterr MESSAGE", then "end exit|signal N killed K" once nothing of the
-// tree is left.
-const reaperArg = "--flameox-broker-reaper-v2"
-
-// reaperName is argv[0] of the helper, as ps shows it.
-const reaperName = "flameox-reaper"
-
-func init() {
-	if len(os.Args) >= 5 && os.Args[1] == reaperArg {
-		os.Exit(reaperMain(os.Args[2], os.Args[3], os.Args[4:]))
-	}
-}
-
-// reaperMain runs the helper and returns its exit status: 0 once it has reported, 2 when
-// it could not.
-func reaperMain(opts, path string, argv []string) int {
-	// The workload's PR_SET_PDEATHSIG is tied to the thread that forks it.
-	goruntime.LockOSThread()
-	ctl, status := os.NewFile(3, "control"), os.NewFile(4, "status")
-	if ctl == nil || status == nil {
-		return 2
-	}
-	stopReq := make(chan struct{}, 2)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	// Neither pipe end may reach the workload.
-	syscall.CloseOnExec(3)
-	syscall.CloseOnExec(4)
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		// The broker falls back to process-group containment.
-		fmt.Fprintf(status, "nosubreaper %v\n", err)
-		return 0
-	}
-	bound, restore := applyTaskOptions(opts)
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-		Env: os.Environ(), Files: []uintptr{0, 1, 2},
-		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-	})
-	restore()
-	if err != nil {
-		fmt.Fprintf(status, "starterr %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
-		return 0
-	}
-	fmt.Fprintf(status, "started %d tasks=%s\n", pid, bound)
-	go func() { io.Copy(io.Discard, ctl); stopReq <- struct{}{} }()
-	go func() { <-sigs; stopReq <- struct{}{} }()
-
-	type reaped struct {
-		pid int
-		ws  syscall.WaitStatus
-	}
-	reapCh := make(chan reaped)
-	go func() {
-		defer close(reapCh)
-		for {
-			var ws syscall.WaitStatus
-			wpid, err := syscall.Wait4(-1, &ws, 0, nil)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil { // ECHILD: nothing of the tree is left
-				return
-			}
-			reapCh <- reaped{wpid, ws}
-		}
-	}()
-
-	self := os.Getpid()
-	killed := map[int]uint64{}
-	killAll := func() {
-		for round := 0; round < 1000; round++ {
-			live := descendants(self)
-			if len(live) == 0 {
-				return
-			}
-			for _, p := range live {
-				_ = syscall.Kill(p.pid, syscall.SIGKILL)
-				if p.pid != pid {
-					killed[p.pid] = p.start
-				}
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	end := "signal 9"
-	workloadDone := false
-	for {
-		select {
-		case r, ok := <-reapCh:
-			if !ok {
-				fmt.Fprintf(status, "end %s killed %d\n", end, len(killed))
-				return 0
-			}
-			if r.pid == pid && !workloadDone {
-				workloadDone = true
-				if r.ws.Exited() {
-					end = "exit " + strconv.Itoa(r.ws.ExitStatus())
-				} else if r.ws.Signaled() {
-					end = "signal " + strconv.Itoa(int(r.ws.Signal()))
-				}
-				// The invocation ended: nothing it started outlives it.
-				killAll()
-			}
-		case <-stopReq:
-			killAll()
-		}
-	}
-}
-
-// descendants returns the live processes below root by parent links, from one /proc scan.
-func descendants(root int) []procInfo {
-	all := tree(root)
-	out := all[:0]
-	for _, p := range all {
-		if p.pid != root {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+// The subreaper helper (internal/subreaper: its package comment has the arguments and
+// the protocol) contains a workload; this file is the broker's side of it: it starts
+// the helper, reads its report and closes the control pipe to have the tree killed.
 
 // reaperReport is what the helper said.
 type reaperReport struct {
@@ -238,7 +106,7 @@ func startReaper(spec Spec, outW, errW *os.File, sc *scope, tl *taskLimit) (*rea
 	opts, files := tl.helperOptions(5)
 	inScope, startErr := startInScope(func() *exec.Cmd {
 		cmd = &exec.Cmd{
-			Path: "/proc/self/exe", Args: append([]string{reaperName, reaperArg, opts, spec.Path}, argv...),
+			Path: "/proc/self/exe", Args: append([]string{subreaper.Name, subreaper.Arg, opts, spec.Path}, argv...),
 			Dir: spec.Dir, Env: spec.Env, Stdin: spec.stdin(), Stdout: outW, Stderr: errW, ExtraFiles: append([]*os.File{ctlR, statusW}, files...),
 			// The helper's own group holds the workload; SIGTERM on the broker's death makes it
 			// kill the tree (the control pipe's EOF does too).

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/flameox/flameox/internal/procfs"
 )
 
 // On Linux the task bound is enforced by the strongest of, in order:
@@ -66,7 +66,8 @@ func limitTasks(n int64, sc *scope) *taskLimit {
 }
 
 // helperOptions are the helper's task options and the files they name, numbered from
-// fd first.
+// fd first. The encoding is this package's, the parsing internal/subreaper's (its
+// applyTaskOptions; its package comment has the format).
 func (t *taskLimit) helperOptions(first int) (string, []*os.File) {
 	if t == nil {
 		return "-", nil
@@ -270,7 +271,7 @@ func removeV1Group(dir string) int {
 			if err != nil || pid <= 0 {
 				continue
 			}
-			if p, ok := readStat(pid); ok && p.state != 'Z' && p.state != 'X' {
+			if p, ok := procfs.Stat(pid); ok && p.Live() {
 				killed[pid] = true
 			}
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -285,94 +286,4 @@ func removeV1Group(dir string) int {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return len(killed)
-}
-
-// applyTaskOptions runs in the helper before it forks the workload: it joins the v1 group
-// (join=FD), notes where to return (home=FD) and lowers RLIMIT_NPROC (nproc=N) for the
-// fork. It returns the bound it applied (cgroup_v1, rlimit or -) and what to call once
-// the fork is done: the helper returns home and gets its own limit back, so the bound
-// holds the workload alone. None of the descriptors reaches the workload.
-func applyTaskOptions(opts string) (string, func()) {
-	bound := "-"
-	var home *os.File
-	var nproc uint64
-	for _, o := range strings.Split(opts, ",") {
-		k, v, _ := strings.Cut(o, "=")
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			continue
-		}
-		switch k {
-		case "join", "home":
-			if n <= 4 {
-				continue
-			}
-			syscall.CloseOnExec(n)
-			f := os.NewFile(uintptr(n), k)
-			if k == "home" {
-				home = f
-				continue
-			}
-			if _, err := f.WriteString(strconv.Itoa(os.Getpid())); err == nil {
-				bound = "cgroup_v1"
-			}
-			f.Close()
-		case "nproc":
-			nproc = uint64(n)
-		}
-	}
-	var restoreLimit func()
-	if nproc > 0 && bound == "-" {
-		var prev unix.Rlimit
-		if unix.Getrlimit(unix.RLIMIT_NPROC, &prev) == nil {
-			lim := min(userTasks(os.Getuid())+nproc, prev.Cur)
-			if unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: lim, Max: prev.Max}) == nil {
-				bound = "rlimit"
-				restoreLimit = func() { _ = unix.Setrlimit(unix.RLIMIT_NPROC, &prev) }
-			}
-		}
-	}
-	return bound, func() {
-		if restoreLimit != nil {
-			restoreLimit()
-		}
-		if home != nil {
-			_, _ = home.WriteString(strconv.Itoa(os.Getpid()))
-			home.Close()
-		}
-	}
-}
-
-// userTasks counts the tasks (threads) of the processes whose real user is uid, as this
-// pid namespace's /proc shows them: what RLIMIT_NPROC compares with.
-func userTasks(uid int) uint64 {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	want := strconv.Itoa(uid)
-	var n uint64
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue
-		}
-		var mine bool
-		var threads uint64
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-				f := strings.Fields(v)
-				mine = len(f) > 0 && f[0] == want
-			} else if v, ok := strings.CutPrefix(line, "Threads:"); ok {
-				threads, _ = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			}
-		}
-		if mine {
-			n += max(threads, 1)
-		}
-	}
-	return n
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+
+	"github.com/flameox/flameox/internal/procfs"
 )
 
 // PeakTreeRSS runs cmd to completion and returns the peak resident memory of its process
@@ -35,19 +37,9 @@ func PeakTreeRSS(cmd *exec.Cmd) (uint64, error) {
 
 // treeRSS sums VmRSS over root and its live descendants.
 func treeRSS(root int) uint64 {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
 	parent := map[int]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, ok := parentOf(pid); ok {
-			parent[pid] = ppid
-		}
+	for _, p := range procfs.Scan() {
+		parent[p.PID] = p.PPID
 	}
 	var total uint64
 	for pid := range parent {
@@ -59,25 +51,6 @@ func treeRSS(root int) uint64 {
 		}
 	}
 	return total
-}
-
-// parentOf reads the parent pid from /proc/PID/stat (the field after the parenthesised
-// command name, which may itself hold spaces and parentheses).
-func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	var state string
-	var ppid int
-	if _, err := fmt.Sscan(string(b[i+1:]), &state, &ppid); err != nil {
-		return 0, false
-	}
-	return ppid, true
 }
 
 // statusKB reads one kB field of /proc/PID/status (VmRSS:, VmHWM:), 0 when absent.

@@ -1,0 +1,36 @@
+// Package subreaper is the containment helper of internal/broker on Linux: the running
+// binary (whatever imports internal/broker: flameox, a test binary) re-executed through
+// /proc/self/exe with Name as argv[0] and Arg as its first argument. Its init
+// (subreaper_linux.go) makes itself a child subreaper, starts the workload and reaps.
+// Every process the workload leaves behind, a setsid daemon or a double fork included,
+// reparents to the helper rather than to init, so the helper sees the whole tree by
+// parent links alone and kills all of it when the workload exits, when the broker asks
+// (closing the control pipe: a limit or cancellation), and when the broker dies (the
+// control pipe reaches EOF even on SIGKILL; PR_SET_PDEATHSIG delivers SIGTERM as well).
+//
+// Its arguments are Arg, the task options, the executable and the argv. The task options
+// are "-" (none) or a comma-separated list of join=FD (a v1 pids group's cgroup.procs,
+// which the helper joins before it forks the workload), home=FD (the cgroup.procs it
+// returns to once the workload runs) and nproc=N (the workload's RLIMIT_NPROC is the
+// user's tasks at launch plus N); internal/broker encodes them (its taskLimit's
+// helperOptions), this package parses them. The control pipe is fd 3; the protocol, on
+// fd 4, is one line each: "started PID tasks=KIND" (KIND: cgroup_v1 or rlimit where the
+// helper applied that bound, else -), "starterr MESSAGE" or "nosubreaper ERROR" (the
+// helper could not become a subreaper and started nothing), then "end exit|signal N
+// killed K" once nothing of the tree is left.
+//
+// The helper's work runs from this package's init, and Go initializes, at each step, the
+// lexically smallest package whose imports are all initialized: a dependency that sorts
+// after the binary's other packages (golang.org/x/sys, but also the standard library's
+// strings, or fmt, which waits for internal/fmtsort) is initialized only once those
+// ready before it are, and the helper with it, after most of the binary
+// (docs/decisions/0067-start-up.md, Addendum). So this package and internal/procfs import
+// only standard packages that are initialized with os or just after it (bytes rather
+// than strings, strconv rather than fmt), and internal/archtest holds them to that list.
+package subreaper
+
+// Arg is the helper's first argument, which makes the binary the helper.
+const Arg = "--flameox-broker-reaper-v2"
+
+// Name is argv[0] of the helper, as ps shows it.
+const Name = "flameox-reaper"

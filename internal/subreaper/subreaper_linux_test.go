@@ -1,0 +1,109 @@
+package subreaper
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestApplyTaskOptions: the options internal/broker encodes are applied as they say and
+// malformed ones are ignored; the descriptors named are taken over (written to, closed).
+func TestApplyTaskOptions(t *testing.T) {
+	pid := strconv.Itoa(os.Getpid())
+	for _, c := range []struct {
+		name           string
+		opts           string // JOIN and HOME stand for the write ends of two pipes
+		bound          string
+		joined, inHome string // what the pipes read once restore has run
+	}{
+		{"none", "-", "-", "", ""},
+		{"empty", "", "-", "", ""},
+		{"malformed and reserved descriptors", "join=x,home=-1,join=3,home=4,nproc=0,other=9", "-", "", ""},
+		{"join a v1 group and return home", "join=JOIN,home=HOME", "cgroup_v1", pid, pid},
+		{"return home only", "home=HOME", "-", "", pid},
+		{"join wins over nproc", "join=JOIN,nproc=5", "cgroup_v1", pid, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			joinR, joinFD := pipeAbove4(t)
+			homeR, homeFD := pipeAbove4(t)
+			opts := strings.NewReplacer("JOIN", joinFD, "HOME", homeFD).Replace(c.opts)
+			bound, restore := applyTaskOptions(opts)
+			restore()
+			if bound != c.bound {
+				t.Errorf("bound = %q, want %q", bound, c.bound)
+			}
+			closeUnused(joinFD, opts)
+			closeUnused(homeFD, opts)
+			for _, p := range []struct {
+				r    *os.File
+				want string
+			}{{joinR, c.joined}, {homeR, c.inHome}} {
+				b, _ := io.ReadAll(p.r)
+				if string(b) != p.want {
+					t.Errorf("%s read %q, want %q", p.r.Name(), b, p.want)
+				}
+			}
+		})
+	}
+}
+
+// TestApplyTaskOptionsNproc: nproc=N lowers this process's RLIMIT_NPROC to at most the
+// user's tasks plus N until restore gives the previous limit back.
+func TestApplyTaskOptionsNproc(t *testing.T) {
+	var prev syscall.Rlimit
+	if err := syscall.Getrlimit(rlimitNproc, &prev); err != nil {
+		t.Skip(err)
+	}
+	const n = 1000 // far above what this test's threads need meanwhile
+	if prev.Cur <= n {
+		t.Skipf("RLIMIT_NPROC is already %d", prev.Cur)
+	}
+	bound, restore := applyTaskOptions("nproc=" + strconv.Itoa(n))
+	var during syscall.Rlimit
+	err := syscall.Getrlimit(rlimitNproc, &during)
+	restore()
+	if bound != "rlimit" {
+		t.Skipf("bound = %q: RLIMIT_NPROC could not be set here", bound)
+	}
+	if err != nil || during.Cur > prev.Cur || during.Cur <= n || during.Max != prev.Max {
+		t.Errorf("limit while applied = %+v (%v), before %+v", during, err, prev)
+	}
+	var after syscall.Rlimit
+	if err := syscall.Getrlimit(rlimitNproc, &after); err != nil || after != prev {
+		t.Errorf("limit after restore = %+v (%v), want %+v", after, err, prev)
+	}
+}
+
+// pipeAbove4 returns a pipe's read end and the descriptor number of its write end, made
+// above 4 (the helper's options never name 0-4) and closed with the test unless taken.
+func pipeAbove4(t *testing.T) (*os.File, string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	fd, err := syscall.Dup(int(w.Fd()))
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fd <= 4 {
+		t.Fatalf("dup gave descriptor %d", fd)
+	}
+	return r, strconv.Itoa(fd)
+}
+
+// closeUnused closes the descriptor fd unless opts handed it to applyTaskOptions.
+func closeUnused(fd, opts string) {
+	for _, o := range strings.Split(opts, ",") {
+		if o == "join="+fd || o == "home="+fd {
+			return
+		}
+	}
+	n, _ := strconv.Atoi(fd)
+	syscall.Close(n)
+}
