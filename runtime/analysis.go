@@ -27,7 +27,17 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 	// The analysis observes limits.timeout_seconds as well as the caller's cancellation.
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.limits.TimeoutSeconds*float64(time.Second)))
 	defer cancel()
-	in, f := rt.resolveSources(req)
+	// Inputs that their sizes alone send to a worker start it before the hashing pass, so
+	// that its start overlaps the hashing; the request follows once the inputs are known.
+	var started *startedWorker
+	in, f := rt.resolveSources(req, func(sized []resolved) {
+		if rt.worker != "" && !inProcess(sized) {
+			started = rt.startWorker(ctx, req, sized)
+		}
+	})
+	// A worker the analysis does not use after all (a failure, or a source that shrank
+	// below the in-process size between its size and its hashing) is stopped unused.
+	defer started.abandon()
 	if f != nil {
 		return nil, f
 	}
@@ -35,7 +45,7 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 	var res *Result
 	switch {
 	case rt.worker != "" && rt.needsWorker(in):
-		res, f = rt.analyzeInWorker(ctx, req, in)
+		res, f = rt.analyzeInWorker(ctx, req, in, started)
 	case inProcess(in):
 		// The decoder reads what was measured (decision 0054).
 		pinned, done, pf := pinInputs(in)

@@ -175,6 +175,8 @@ type Runtime struct {
 	// gives its own); launch starts one (broker.Run unless a test fakes it).
 	workers *workerBudget
 	launch  func(context.Context, broker.Spec) (*broker.Result, error)
+	// spares keeps a started worker for the next analysis (WithSpareWorker); nil keeps none.
+	spares *spares
 
 	mu      sync.Mutex
 	cache   *lru
@@ -508,6 +510,7 @@ func (rt *Runtime) evictScratch(enough func() bool) {
 
 // Close removes the session scratch. The runtime must not be used afterwards.
 func (rt *Runtime) Close() {
+	rt.spares.close()
 	rt.scratch.close()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

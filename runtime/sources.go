@@ -51,8 +51,10 @@ func role(i, n int) string {
 // resolveSources checks declared formats before touching any path, then resolves, sizes
 // and hashes every source, checks expected digests, and detects omitted formats. An
 // evidence source is read from the configured store after the bundle validates; its
-// payload digest is verified by the same hashing pass.
-func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
+// payload digest is verified by the same hashing pass. sized, when set, is called with
+// the sources resolved and sized, before the hashing pass (their digests and omitted
+// formats not yet known): the analysis starts its worker there (decision 0067, 2nd addendum).
+func (rt *Runtime) resolveSources(req *request, sized func([]resolved)) ([]resolved, *failure.Failure) {
 	op := req.tool.Operation
 	for i, s := range req.sources {
 		if s.PathSource == nil {
@@ -112,6 +114,9 @@ func (rt *Runtime) resolveSources(req *request) ([]resolved, *failure.Failure) {
 				"the sources hold more than limits.max_input_files (%d files)", req.limits.MaxInputFiles).
 				Field(failure.Path("limits", "max_input_files"), nil).With("field", "max_input_files")
 		}
+	}
+	if sized != nil {
+		sized(out)
 	}
 	for i := range out {
 		if out[i].members != nil && out[i].evidence == nil {

@@ -12,6 +12,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
@@ -252,67 +253,269 @@ func workerDiskFailure(budget, input int64) *failure.Failure {
 		With("input_bytes", input)
 }
 
-// analyzeInWorker runs the analysis of req over its resolved inputs in a worker.
-func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resolved) (*Result, *failure.Failure) {
-	// The worker waits for its slot and memory in the process's budget (decision 0047);
-	// the wait counts against limits.timeout_seconds, and cancellation leaves the queue.
+// A startedWorker is an analysis worker started before its request is written
+// (decision 0067, second addendum): the broker, the containment helper and the worker
+// start, and the worker loads its catalog, while this process hashes the inputs and
+// detects their formats (or, for a spare, before the request arrives at all). The request
+// then goes to request.json in the worker's scratch directory, and one byte on the
+// worker's standard input says it is there; the input's end without that byte tells the
+// worker to exit without an analysis.
+type startedWorker struct {
+	dir, reqFile, replyFile string
+	disk                    int64
+	spec                    broker.Spec
+	ready                   *os.File // the write end of the worker's standard input
+	arm                     chan broker.Bounds // a spare's bounds, sent when a request takes it
+	release                 func()             // gives back the worker's slot in the process's budget
+	cancel                  context.CancelFunc
+	done                    chan struct{} // closed once the worker has ended
+	res                     *broker.Result
+	err                     error // the launch's error
+	used                    bool
+}
+
+// workerBounds are the bounds of the worker of req over in: its time, memory and disk.
+func workerBounds(ctx context.Context, req *request, in []resolved) (broker.Bounds, *failure.Failure) {
+	b := broker.Bounds{MaxRSSBytes: req.limits.MaxMemoryBytes, MaxWritableGrowth: workerDiskBudget(in)}
+	if d, ok := ctx.Deadline(); ok {
+		if b.Timeout = time.Until(d); b.Timeout <= 0 {
+			return b, providerFailure(ctx, context.DeadlineExceeded, nil)
+		}
+	}
+	return b, nil
+}
+
+// startWorker starts a worker for req over in, whose paths and sizes are resolved (their
+// digests may not be yet), or takes the spare. It returns nil when no worker could be
+// prepared: the caller's later analyzeInWorker prepares one again and words the failure.
+func (rt *Runtime) startWorker(ctx context.Context, req *request, in []resolved) *startedWorker {
+	w, f := rt.prepareWorker(ctx, req, in)
+	if f != nil {
+		return nil
+	}
+	return w
+}
+
+// prepareWorker waits for the worker's slot and memory in the process's budget (decision
+// 0047; the wait counts against limits.timeout_seconds, and cancellation leaves the
+// queue), then takes the spare and arms it with the request's bounds, or starts a worker
+// under them. The worker waits for its request.
+func (rt *Runtime) prepareWorker(ctx context.Context, req *request, in []resolved) (*startedWorker, *failure.Failure) {
+	b, f := workerBounds(ctx, req, in)
+	if f != nil {
+		return nil, f
+	}
+	release := func() {}
 	if rt.workers != nil {
-		release, err := rt.workers.acquire(ctx, req.limits.MaxMemoryBytes)
+		r, err := rt.workers.acquire(ctx, req.limits.MaxMemoryBytes)
 		if err != nil {
 			return nil, providerFailure(ctx, err, nil)
 		}
-		defer release()
+		release = r
 	}
+	if w := rt.spares.take(); w != nil {
+		w.release, w.disk = release, b.MaxWritableGrowth
+		w.arm <- b
+		// The request's cancellation and deadline stop the spare as they stop a worker
+		// started for it.
+		stop := context.AfterFunc(ctx, w.cancel)
+		go func() { <-w.done; stop() }()
+		return w, nil
+	}
+	w, f := rt.startProcess(ctx, &b)
+	if f != nil {
+		release()
+		return nil, f
+	}
+	w.release = release
+	return w, nil
+}
+
+// startProcess creates a worker's scratch directory and launches it under ctx: under b,
+// or, for a spare (b nil), unbounded until a request arms it.
+func (rt *Runtime) startProcess(ctx context.Context, b *broker.Bounds) (*startedWorker, *failure.Failure) {
 	dir, err := workerScratch()
 	if err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's scratch directory cannot be created; check TMPDIR's free space and permissions")
 	}
-	defer os.RemoveAll(dir)
 	// The worker's own directory: its working directory and TMPDIR, measured against the
 	// disk budget; request.json and reply.json stay beside it, outside the measure.
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
+		os.RemoveAll(dir)
 		return nil, scratchIOFailure(err, "the analysis worker's scratch directory cannot be created")
 	}
-	disk := workerDiskBudget(in)
+	w := &startedWorker{dir: dir, reqFile: filepath.Join(dir, "request.json"), replyFile: filepath.Join(dir, "reply.json"),
+		done: make(chan struct{}), release: func() {}}
+	// The reply is bounded by the contract's max_result_bytes, not the request's
+	// (replySlack), so one bound serves every request.
+	w.spec = broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: tmp,
+		Env:        workerEnv(os.Environ(), w.reqFile, tmp),
+		StdoutFile: w.replyFile, ExcerptBytes: 4096, MaxOutputBytes: gen.LimitMaxima.MaxResultBytes + replySlack,
+		WritableRoots: []string{tmp}, ReserveDir: tmp, ReserveBytes: StorageReserveBytes}
+	if b != nil {
+		w.spec.Timeout, w.spec.MaxRSSBytes, w.spec.MaxWritableGrowth, w.disk = b.Timeout, b.MaxRSSBytes, b.MaxWritableGrowth, b.MaxWritableGrowth
+	} else {
+		w.arm = make(chan broker.Bounds, 1)
+		w.spec.Arm = w.arm
+	}
+	stdin, ready, err := os.Pipe()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis worker could not be started")
+	}
+	w.spec.Stdin, w.ready = stdin, ready
+	launch := rt.launch
+	if launch == nil {
+		launch = broker.Run
+	}
+	ctx, w.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(w.done)
+		defer stdin.Close()
+		w.res, w.err = launch(ctx, w.spec)
+	}()
+	return w, nil
+}
+
+// abandon stops a started worker that the analysis does not use and removes its scratch
+// directory; it does nothing to a nil or a used worker.
+func (w *startedWorker) abandon() {
+	if w == nil || w.used {
+		return
+	}
+	w.used = true
+	w.stop()
+	os.RemoveAll(w.dir)
+}
+
+// stop ends the worker before its request: the input's end tells it to exit, and the
+// cancellation stops its launch. Its slot in the budget is given back.
+func (w *startedWorker) stop() {
+	w.ready.Close()
+	w.cancel()
+	<-w.done
+	w.release()
+}
+
+// spares holds the spare worker of a runtime that keeps one (WithSpareWorker).
+type spares struct {
+	rt     *Runtime
+	ctx    context.Context // the runtime's life: Close cancels it
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	spare  *startedWorker
+	closed bool
+}
+
+// WithSpareWorker keeps one analysis worker started ahead of need (decision 0067, second
+// addendum; issue 36): once an analysis has used a worker, the next one starts, so that a
+// later analysis finds its worker's process and catalog ready and pays only the
+// hand-over. Every analysis still runs in a fresh process under its own bounds: the spare
+// holds no input and no slot of the budget until a request takes it and arms its time,
+// memory and disk bounds; Close stops it. mcp serve keeps one; a one-shot CLI call has no
+// next analysis.
+func WithSpareWorker() Option {
+	return func(rt *Runtime) {
+		ctx, cancel := context.WithCancel(context.Background())
+		rt.spares = &spares{rt: rt, ctx: ctx, cancel: cancel}
+	}
+}
+
+// take returns the spare, if one is ready (nil otherwise); a spare that has ended (killed
+// from outside) is discarded.
+func (s *spares) take() *startedWorker {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	w := s.spare
+	s.spare = nil
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	select {
+	case <-w.done:
+		w.abandon()
+		return nil
+	default:
+		return w
+	}
+}
+
+// replenish starts a spare if there is none.
+func (s *spares) replenish() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.spare != nil || s.rt.worker == "" {
+		return
+	}
+	if w, f := s.rt.startProcess(s.ctx, nil); f == nil {
+		s.spare = w
+	}
+}
+
+// close stops the spare and keeps any other from starting.
+func (s *spares) close() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.closed = true
+	w := s.spare
+	s.spare = nil
+	s.mu.Unlock()
+	w.abandon()
+	s.cancel()
+}
+
+// analyzeInWorker runs the analysis of req over its resolved inputs in a worker: w when
+// one was started for them (nil: a worker starts now).
+func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resolved, w *startedWorker) (*Result, *failure.Failure) {
+	if w == nil {
+		var f *failure.Failure
+		if w, f = rt.prepareWorker(ctx, req, in); f != nil {
+			return nil, f
+		}
+	}
+	w.used = true
+	defer os.RemoveAll(w.dir)
+	defer w.cancel()
+	defer rt.spares.replenish()
 	args, err := json.Marshal(req.raw)
 	if err != nil {
+		w.stop()
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis request has no JSON form")
 	}
-	wr := workerRequest{Tool: req.tool.Name, Arguments: args, Limits: req.limits, DiskBytes: disk}
+	wr := workerRequest{Tool: req.tool.Name, Arguments: args, Limits: req.limits, DiskBytes: w.disk}
 	for _, r := range in {
 		wr.Inputs = append(wr.Inputs, workerInput{Path: r.path, Size: r.size, SHA256: r.sha256, Format: r.format,
 			Producer: r.producer, Role: r.role, Declared: r.declared, Evidence: r.evidence, Reader: r.reader, Members: r.members})
 	}
 	body, _ := json.Marshal(wr)
-	reqFile, replyFile := filepath.Join(dir, "request.json"), filepath.Join(dir, "reply.json")
-	if err := os.WriteFile(reqFile, body, 0o600); err != nil {
+	if err := os.WriteFile(w.reqFile, body, 0o600); err != nil {
+		w.stop()
 		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's request cannot be written; check TMPDIR's free space")
 	}
-	spec := broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: tmp,
-		Env:        workerEnv(os.Environ(), reqFile, tmp),
-		StdoutFile: replyFile, ExcerptBytes: 4096,
-		MaxOutputBytes: max(req.limits.MaxResultBytes, gen.LimitMaxima.MaxResultBytes) + replySlack, MaxRSSBytes: req.limits.MaxMemoryBytes,
-		WritableRoots: []string{tmp}, MaxWritableGrowth: disk, ReserveDir: tmp, ReserveBytes: StorageReserveBytes}
-	if d, ok := ctx.Deadline(); ok {
-		if spec.Timeout = time.Until(d); spec.Timeout <= 0 {
-			return nil, providerFailure(ctx, context.DeadlineExceeded, nil)
-		}
-	}
-	launch := rt.launch
-	if launch == nil {
-		launch = broker.Run
-	}
-	res, err := launch(ctx, spec)
+	// The byte that starts the analysis; a worker that already ended leaves it unread.
+	w.ready.Write([]byte{'\n'})
+	w.ready.Close()
+	<-w.done
+	w.release()
+	res, err := w.res, w.err
 	switch {
 	case ctx.Err() != nil:
 		return nil, providerFailure(ctx, ctx.Err(), nil)
 	case err != nil:
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis worker could not be started")
 	case res.Limit != nil:
-		return nil, workerLimit(req, res.Limit, disk, inputBytes(in))
+		return nil, workerLimit(req, res.Limit, w.disk, inputBytes(in))
 	}
-	reply, f := readReply(replyFile, spec.MaxOutputBytes)
+	reply, f := readReply(w.replyFile, w.spec.MaxOutputBytes)
 	if f != nil {
 		code := -1
 		if res.ExitCode != nil {
@@ -409,6 +612,11 @@ func decodeResult(reply *workerReply) (*Result, *failure.Failure) {
 // ServeWorker runs this process as an analysis worker when WorkerVariable names a request
 // file, and reports whether it did; it returns the exit code. reg must be the registry the
 // server runs with. A main function calls it before anything else.
+//
+// The worker starts before its request is written (startedWorker): it loads the catalog,
+// then waits for one byte on its standard input, which says the request file is whole;
+// at the input's end without it, the analysis was abandoned and the worker exits at once
+// with no reply.
 func ServeWorker(reg *providers.Registry) (int, bool) {
 	path := os.Getenv(WorkerVariable)
 	if path == "" {
@@ -416,14 +624,21 @@ func ServeWorker(reg *providers.Registry) (int, bool) {
 	}
 	// Nothing this worker starts is a worker.
 	os.Unsetenv(WorkerVariable)
-	reply := serveWorker(reg, path)
+	rt, err := newWorker(reg)
+	var ready [1]byte
+	if n, _ := os.Stdin.Read(ready[:]); n == 0 {
+		return 0, true
+	}
+	reply := serveWorker(rt, err, path)
 	if err := json.NewEncoder(os.Stdout).Encode(reply); err != nil {
 		return 1, true
 	}
 	return 0, true
 }
 
-func serveWorker(reg *providers.Registry, path string) (reply workerReply) {
+// serveWorker runs the request in the file at path on rt, the worker's runtime (nil with
+// loadErr when the catalog did not load).
+func serveWorker(rt *Runtime, loadErr error, path string) (reply workerReply) {
 	fail := func(f *failure.Failure) workerReply {
 		env := f.Envelope()
 		reply.Failure = &workerFailure{Code: f.Code, Message: f.Message, Retryable: f.Retryable, FieldPath: f.FieldPath,
@@ -446,9 +661,8 @@ func serveWorker(reg *providers.Registry, path string) (reply workerReply) {
 	debug.SetMemoryLimit(wr.Limits.MaxMemoryBytes / 4 * 3)
 	// No file this worker (or what it starts) writes passes the disk budget.
 	wroteTooMuch := limitFileSize(wr.DiskBytes)
-	rt, err := newWorker(reg)
-	if err != nil {
-		return fail(failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis worker cannot load the catalog"))
+	if loadErr != nil {
+		return fail(failure.Wrap(loadErr, gen.FailureCodeInternalFailure, "the analysis worker cannot load the catalog"))
 	}
 	t, ok := rt.byName[wr.Tool]
 	if !ok || t.Family != "analysis" {

@@ -29,11 +29,13 @@ func newServeCommand() *cobra.Command {
 			if f != nil {
 				return f
 			}
-			rt, err := newRuntime([]byte(limits))
+			// A session analyzes again and again: once one analysis has used a worker,
+			// the next worker starts ahead of need (decision 0067, second addendum).
+			rt, err := newRuntime([]byte(limits), runtime.WithSpareWorker())
 			if err != nil {
 				return err
 			}
-			defer rt.Close() // the session scratch disappears with the server
+			defer rt.Close() // the session scratch and the spare worker disappear with the server
 			ctx, stop := signal.NotifyContext(c.Context(), shutdownSignals...)
 			defer stop()
 			s := newServer(rt, sel)

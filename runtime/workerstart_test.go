@@ -1,0 +1,254 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/providers/all"
+	"github.com/flameox/flameox/repository"
+)
+
+// launchRecord is what a recording launcher saw of one worker.
+type launchRecord struct {
+	requestAtLaunch bool // request.json existed when the worker was launched
+	spare           bool // launched unarmed, to wait for a request (Spec.Arm)
+	armed           *broker.Bounds
+	ended           bool
+	replyBytes      int64 // the size of reply.json when the worker had ended
+	exitCode        *int
+}
+
+// recordingLaunch makes rt's workers real (this test binary, through the broker) and
+// records each launch, and the bounds a spare was armed with.
+func recordingLaunch(rt *Runtime) func() []launchRecord {
+	var mu sync.Mutex
+	var recs []*launchRecord
+	rt.launch = func(ctx context.Context, spec broker.Spec) (*broker.Result, error) {
+		var req string
+		for _, kv := range spec.Env {
+			if v, ok := strings.CutPrefix(kv, WorkerVariable+"="); ok {
+				req = v
+			}
+		}
+		_, err := os.Stat(req)
+		rec := &launchRecord{requestAtLaunch: err == nil, spare: spec.Arm != nil}
+		mu.Lock()
+		recs = append(recs, rec)
+		mu.Unlock()
+		if spec.Arm != nil {
+			// The broker arms through this channel, so the test sees the bounds.
+			in, out := spec.Arm, make(chan broker.Bounds, 1)
+			spec.Arm = out
+			go func() {
+				select {
+				case b := <-in:
+					mu.Lock()
+					rec.armed = &b
+					mu.Unlock()
+					out <- b
+				case <-ctx.Done():
+				}
+			}()
+		}
+		res, rerr := broker.Run(ctx, spec)
+		mu.Lock()
+		defer mu.Unlock()
+		rec.ended = true
+		if st, err := os.Stat(spec.StdoutFile); err == nil {
+			rec.replyBytes = st.Size()
+		}
+		if res != nil {
+			rec.exitCode = res.ExitCode
+		}
+		return res, rerr
+	}
+	return func() []launchRecord {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make([]launchRecord, len(recs))
+		for i, r := range recs {
+			out[i] = *r
+		}
+		return out
+	}
+}
+
+// bigText writes a text file above the in-process size, whose size alone sends its
+// analysis to a worker.
+func bigText(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "big.txt")
+	if err := os.WriteFile(p, []byte(strings.Repeat("a line of text\n", inProcessBytes/15+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestStartedWorkerAnswers: a worker started for an input its size sends to a worker
+// (before the hashing pass: TestStartedWorkerAbandoned shows when) reads the request
+// written after it and answers exactly as the server process would.
+func TestStartedWorkerAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts analysis workers")
+	}
+	local, worker := newRuntime(t), workerRuntime(t)
+	launches := recordingLaunch(worker)
+	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": bigText(t)}}, "page_size": 2}
+	want, _, wf := analyzeJSON(t, local, "preview_artifact", args)
+	got, _, gf := analyzeJSON(t, worker, "preview_artifact", args)
+	if wf != nil || gf != nil {
+		t.Fatalf("in process %v, worker %v", wf, gf)
+	}
+	if string(got) != string(want) {
+		t.Errorf("worker result differs:\n got %s\nwant %s", got, want)
+	}
+	recs := launches()
+	if len(recs) != 1 || recs[0].replyBytes == 0 || recs[0].exitCode == nil || *recs[0].exitCode != 0 {
+		t.Errorf("launches = %+v, want one that replied and exited 0", recs)
+	}
+	noWorkerScratchLeft(t)
+}
+
+// TestStartedWorkerAbandoned: the worker of an input its size sends to a worker starts
+// before the hashing pass, so a source without its expected SHA-256, which the hashing
+// pass refuses, has launched one; it ends without an analysis or a reply (exit 0, the
+// input's end without the ready byte), the caller gets the hashing pass's typed failure,
+// and nothing is left behind.
+func TestStartedWorkerAbandoned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts analysis workers")
+	}
+	rt := workerRuntime(t)
+	launches := recordingLaunch(rt)
+	wrong := strings.Repeat("0", 64)
+	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": bigText(t), "expected_sha256": wrong}}}
+	_, _, f := analyzeJSON(t, rt, "preview_artifact", args)
+	if f == nil || f.Code != gen.FailureCodeMissingOrChangedInput || f.Details["expected_sha256"] != wrong {
+		t.Fatalf("failure = %+v, want MISSING_OR_CHANGED_INPUT for the expected digest", f)
+	}
+	recs := launches()
+	if len(recs) != 1 || recs[0].requestAtLaunch || recs[0].replyBytes != 0 {
+		t.Errorf("launches = %+v, want one worker started before its request and ended without a reply", recs)
+	} else if c := recs[0].exitCode; c != nil && *c != 0 {
+		t.Errorf("abandoned worker exit code %d, want 0 (or killed)", *c)
+	}
+	noWorkerScratchLeft(t)
+	// The runtime analyzes again.
+	delete(args["sources"].([]any)[0].(map[string]any), "expected_sha256")
+	if _, _, f := analyzeJSON(t, rt, "preview_artifact", args); f != nil {
+		t.Fatalf("after the abandoned worker: %v", f)
+	}
+}
+
+// TestSpareWorker: a runtime that keeps a spare (mcp serve) starts one once an analysis
+// has used a worker; the next analysis takes it, arms it with its own bounds (time,
+// memory, disk) and gets the answer the server process gives; Close stops the spare
+// without an analysis and leaves nothing behind.
+func TestSpareWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts analysis workers")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(all.Registry(), nil, WithAnalysisWorker(exe), WithSpareWorker(),
+		WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	launches := recordingLaunch(rt)
+	local := newRuntime(t)
+	src := map[string]any{"kind": "path", "path": bigText(t)}
+	for call, limits := range []map[string]any{nil, {"max_memory_bytes": 96 << 20, "timeout_seconds": 30}} {
+		args := map[string]any{"sources": []any{src}, "page_size": 2}
+		if limits != nil {
+			args["limits"] = limits
+		}
+		want, _, wf := analyzeJSON(t, local, "preview_artifact", args)
+		got, _, gf := analyzeJSON(t, rt, "preview_artifact", args)
+		if wf != nil || gf != nil || string(got) != string(want) {
+			t.Fatalf("call %d: worker %s (%v), in process %s (%v)", call, got, gf, want, wf)
+		}
+	}
+	// The next spare's launch runs on a goroutine of its own: wait for it to be recorded.
+	recs := launches()
+	for deadline := time.Now().Add(10 * time.Second); len(recs) < 3 && time.Now().Before(deadline); recs = launches() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("launches = %+v, want the first call's worker, the spare the second call took, and the next spare", recs)
+	}
+	if first := recs[0]; first.spare || first.replyBytes == 0 {
+		t.Errorf("first call's worker = %+v, want one started for it that replied", first)
+	}
+	taken := recs[1]
+	if !taken.spare || taken.requestAtLaunch || taken.armed == nil || taken.replyBytes == 0 {
+		t.Fatalf("second call's worker = %+v, want the spare, started before the request, armed, with a reply", taken)
+	}
+	if b := *taken.armed; b.MaxRSSBytes != 96<<20 || b.Timeout <= 0 || b.Timeout > 30*time.Second || b.MaxWritableGrowth != minWorkerDiskBytes {
+		t.Errorf("the spare was armed with %+v, want the request's 96 MiB, at most 30 s and the disk budget %d", b, int64(minWorkerDiskBytes))
+	}
+	if next := recs[2]; !next.spare || next.armed != nil || next.ended {
+		t.Errorf("next spare = %+v, want one waiting unarmed", next)
+	}
+	rt.Close()
+	recs = launches()
+	if next := recs[2]; !next.ended || next.armed != nil || next.replyBytes != 0 {
+		t.Errorf("after Close the spare = %+v, want it ended without a request or a reply", next)
+	}
+	noWorkerScratchLeft(t)
+}
+
+// BenchmarkWorkerHandOver: rank_cpu_hotspots on real cProfile output of 5,000 functions
+// (about 1 MB, so it runs in a worker) in process, in a worker started for the call, and
+// in a runtime that keeps a spare (mcp serve), whose next worker starts while the caller
+// is away: the timer stops for 300 ms between calls, as an agent's calls are apart. The
+// difference to in-process is what the worker costs the call (issue 36: under 10 ms).
+func BenchmarkWorkerHandOver(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := []byte(`{"sources":[{"kind":"path","path":"` + testtool.CProfileFile(b, 5000) + `"}],"page_size":100}`)
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{
+		{"inprocess", nil},
+		{"worker", []Option{WithAnalysisWorker(exe)}},
+		{"spare", []Option{WithAnalysisWorker(exe), WithSpareWorker()}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rt, err := New(all.Registry(), nil, append(c.opts,
+				WithStore(repository.Location{Dir: filepath.Join(b.TempDir(), "store"), Source: repository.SourceExplicit}))...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			call := func() {
+				if _, f := rt.Analyze(context.Background(), "rank_cpu_hotspots", raw); f != nil {
+					b.Fatal(f)
+				}
+			}
+			call() // the first call starts the first spare
+			for range b.N {
+				b.StopTimer()
+				time.Sleep(300 * time.Millisecond)
+				b.StartTimer()
+				call()
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/call")
+		})
+	}
+	testtool.ReportLoad(b)
+}
