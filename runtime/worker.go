@@ -163,6 +163,9 @@ func compressed(path string) bool {
 // even when it alone passes the request's budget (decision 0011).
 const replySlack = 4 << 20
 
+// workerGCPercent is the worker's GOGC (ServeWorker).
+const workerGCPercent = 400
+
 // workerScratchPrefix begins the name of every analysis worker's scratch directory in the
 // system temporary directory: flameox-worker-PID-START-RANDOM, the owner tag of the server
 // process that starts the worker.
@@ -659,6 +662,14 @@ func serveWorker(rt *Runtime, loadErr error, path string) (reply workerReply) {
 	}
 	// The garbage collector works harder before the parent's RSS bound would kill us.
 	debug.SetMemoryLimit(wr.Limits.MaxMemoryBytes / 4 * 3)
+	// A worker lives for one analysis: below that limit it collects when the heap has
+	// grown to five times what the last collection kept (GOGC=400) rather than twice, so
+	// that a decoder's growing tables are marked a few times rather than at every
+	// doubling (on a 256 MB Chrome trace: one collection instead of five, 0.27 s less
+	// CPU, the same peak RSS; docs/performance.md). GOGC set in the environment is kept.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(workerGCPercent)
+	}
 	// No file this worker (or what it starts) writes passes the disk budget.
 	wroteTooMuch := limitFileSize(wr.DiskBytes)
 	if loadErr != nil {
