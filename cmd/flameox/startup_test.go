@@ -76,13 +76,16 @@ func TestParseInitTrace(t *testing.T) {
 	}
 }
 
-// buildFlameox builds this command as a user's binary (-trimpath) into a temporary
-// directory.
+// buildFlameox builds this command as the release binaries are built (tools/dist:
+// -trimpath, CGO_ENABLED=0, a static binary that starts without the dynamic loader and
+// libc) into a temporary directory.
 func buildFlameox(tb testing.TB) string {
 	tb.Helper()
 	gobin := testtool.Require(tb, "go")
 	bin := filepath.Join(tb.TempDir(), "flameox")
-	if out, err := exec.Command(gobin, "build", "-trimpath", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.Command(gobin, "build", "-trimpath", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		tb.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
