@@ -148,14 +148,10 @@ func TestStartedWorkerAbandoned(t *testing.T) {
 	}
 }
 
-// TestSpareWorker: a runtime that keeps a spare (mcp serve) starts one once an analysis
-// has used a worker; the next analysis takes it, arms it with its own bounds (time,
-// memory, disk) and gets the answer the server process gives; Close stops the spare
-// without an analysis and leaves nothing behind.
-func TestSpareWorker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts analysis workers")
-	}
+// spareRuntime is workerRuntime keeping a spare worker (as mcp serve does); the test
+// ends by closing it.
+func spareRuntime(t *testing.T) *Runtime {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +161,19 @@ func TestSpareWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Close()
+	t.Cleanup(rt.Close)
+	return rt
+}
+
+// TestSpareWorker: a runtime that keeps a spare (mcp serve) starts one once an analysis
+// has used a worker; the next analysis takes it, arms it with its own bounds (time,
+// memory, disk) and gets the answer the server process gives; Close stops the spare
+// without an analysis and leaves nothing behind.
+func TestSpareWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts analysis workers")
+	}
+	rt := spareRuntime(t)
 	launches := recordingLaunch(rt)
 	local := newRuntime(t)
 	src := map[string]any{"kind": "path", "path": bigText(t)}
@@ -251,4 +259,43 @@ func BenchmarkWorkerHandOver(b *testing.B) {
 		})
 	}
 	testtool.ReportLoad(b)
+}
+
+// TestSpareWorkerBounds: a spare holds no bound until a request arms it; armed, it is
+// stopped by that request's timeout and by its cancellation, as a worker started for the
+// request is. Every worker here hangs (FLAMEOX_RUNTIME_HELPER=worker-hang, read when the
+// process starts), the spares included.
+func TestSpareWorkerBounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts analysis workers")
+	}
+	t.Setenv("FLAMEOX_RUNTIME_HELPER", "worker-hang")
+	rt := spareRuntime(t)
+	launches := recordingLaunch(rt)
+	raw := func(limits string) []byte {
+		return []byte(`{"sources":[{"kind":"path","path":"` + bigText(t) + `"}],"limits":` + limits + `}`)
+	}
+	// The first worker is started for the call; its timeout stops it and a spare starts.
+	// The second call takes the spare, which its own timeout stops.
+	for call := range 2 {
+		_, f := rt.Analyze(context.Background(), "preview_artifact", raw(`{"timeout_seconds":1}`))
+		if f == nil || f.Code != gen.FailureCodeLimitExceeded || f.Details["reason"] != "timeout" {
+			t.Fatalf("call %d: failure = %+v, want LIMIT_EXCEEDED (timeout)", call, f)
+		}
+	}
+	// The third takes the next spare and is cancelled.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	if _, f := rt.Analyze(ctx, "preview_artifact", raw(`{"timeout_seconds":60}`)); f == nil || f.Code != gen.FailureCodeCancelled {
+		t.Fatalf("cancelled call: failure = %+v, want CANCELLED", f)
+	}
+	recs := launches()
+	if len(recs) < 3 || recs[0].spare || !recs[1].spare || !recs[2].spare {
+		t.Fatalf("launches = %+v, want a worker for the first call, then the spares", recs)
+	}
+	for i, want := range []time.Duration{time.Second, time.Minute} {
+		if b := recs[i+1].armed; b == nil || b.Timeout <= 0 || b.Timeout > want || !recs[i+1].ended {
+			t.Errorf("spare %d: armed %+v, ended %v; want a timeout of at most %v and the worker stopped", i+1, b, recs[i+1].ended, want)
+		}
+	}
 }
