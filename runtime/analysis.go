@@ -32,7 +32,9 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 	var started *startedWorker
 	in, f := rt.resolveSources(req, func(sized []resolved) {
 		if rt.worker != "" && !inProcess(sized) {
-			started = rt.startWorker(ctx, req, sized)
+			// A worker that cannot be prepared here is prepared again by
+			// analyzeInWorker, which words the failure.
+			started, _ = rt.prepareWorker(ctx, req, sized)
 		}
 	})
 	// A worker the analysis does not use after all (a failure, or a source that shrank

@@ -267,7 +267,7 @@ type startedWorker struct {
 	dir, reqFile, replyFile string
 	disk                    int64
 	spec                    broker.Spec
-	ready                   *os.File // the write end of the worker's standard input
+	ready                   *os.File           // the write end of the worker's standard input
 	arm                     chan broker.Bounds // a spare's bounds, sent when a request takes it
 	release                 func()             // gives back the worker's slot in the process's budget
 	cancel                  context.CancelFunc
@@ -288,18 +288,8 @@ func workerBounds(ctx context.Context, req *request, in []resolved) (broker.Boun
 	return b, nil
 }
 
-// startWorker starts a worker for req over in, whose paths and sizes are resolved (their
-// digests may not be yet), or takes the spare. It returns nil when no worker could be
-// prepared: the caller's later analyzeInWorker prepares one again and words the failure.
-func (rt *Runtime) startWorker(ctx context.Context, req *request, in []resolved) *startedWorker {
-	w, f := rt.prepareWorker(ctx, req, in)
-	if f != nil {
-		return nil
-	}
-	return w
-}
-
-// prepareWorker waits for the worker's slot and memory in the process's budget (decision
+// prepareWorker, given req's inputs resolved and sized (their digests may not be known
+// yet), waits for the worker's slot and memory in the process's budget (decision
 // 0047; the wait counts against limits.timeout_seconds, and cancellation leaves the
 // queue), then takes the spare and arms it with the request's bounds, or starts a worker
 // under them. The worker waits for its request.
@@ -320,9 +310,9 @@ func (rt *Runtime) prepareWorker(ctx context.Context, req *request, in []resolve
 		w.release, w.disk = release, b.MaxWritableGrowth
 		w.arm <- b
 		// The request's cancellation and deadline stop the spare as they stop a worker
-		// started for it.
-		stop := context.AfterFunc(ctx, w.cancel)
-		go func() { <-w.done; stop() }()
+		// started for it (the analysis cancels ctx when it ends, which then cancels a
+		// finished run: nothing).
+		context.AfterFunc(ctx, w.cancel)
 		return w, nil
 	}
 	w, f := rt.startProcess(ctx, &b)

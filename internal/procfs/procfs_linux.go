@@ -93,12 +93,12 @@ func UserTasks(uid int) uint64 {
 // meanwhile may be missing, which a caller that kills what it finds meets in its next
 // round, where the dead parent's children are the subreaper's own.
 func Descendants(root int) (out []Process, ok bool) {
-	if _, ok := Children(root); !ok {
-		return nil, false
-	}
 	seen := map[int]bool{root: true}
 	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
-		kids, _ := Children(queue[0])
+		kids, ok := Children(queue[0])
+		if !ok && queue[0] == root {
+			return nil, false
+		}
 		for _, k := range kids {
 			if seen[k] {
 				continue
