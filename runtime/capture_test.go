@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 	}
-	if code, ok := ServeWorker(all.Registry()); ok {
+	if code, ok := ServeWorker(all.Registry); ok {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())

@@ -19,11 +19,11 @@ func TestWithCeilingsStreamsAsTheMapsDid(t *testing.T) {
 	withLimits := 0
 	for _, tool := range rt.tools {
 		for name, c := range map[string]gen.EffectiveLimits{"defaults": gen.LimitDefaults, "maxima": gen.LimitMaxima, "odd": odd} {
-			got, gotOK, err := withCeilings(tool.InputSchema, c)
+			got, gotOK, err := withCeilings(tool.InputSchema(), c)
 			if err != nil {
 				t.Fatalf("%s %s: %v", tool.Name, name, err)
 			}
-			want, wantOK, err := withCeilingsByMap(tool.InputSchema, c)
+			want, wantOK, err := withCeilingsByMap(tool.InputSchema(), c)
 			if err != nil {
 				t.Fatalf("%s %s: %v", tool.Name, name, err)
 			}
@@ -62,7 +62,7 @@ func BenchmarkWithCeilings(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for _, tool := range rt.tools {
-			if _, _, err := withCeilings(tool.InputSchema, gen.LimitDefaults); err != nil {
+			if _, _, err := withCeilings(tool.InputSchema(), gen.LimitDefaults); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -281,7 +281,7 @@ func (rt *Runtime) effectiveLimits(r *gen.RequestLimits, pageSize *int64) (gen.E
 // schema every tool publishes for its limits field.
 func (rt *Runtime) parseStartupLimits(b []byte) (*gen.RequestLimits, *failure.Failure) {
 	var in map[string]any
-	if err := json.Unmarshal(rt.tools[0].InputSchema, &in); err != nil {
+	if err := json.Unmarshal(rt.tools[0].InputSchema(), &in); err != nil {
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the limits contract could not be loaded")
 	}
 	sub := in["properties"].(map[string]any)["limits"]

@@ -56,10 +56,9 @@ type Tool struct {
 	// CaptureProviders are the provider kinds a capture tool offers.
 	CaptureProviders []string
 	Annotations      Annotations
-	// InputSchema is the contract's input schema (contracts/tools): its limits carry the
-	// contract's hard maxima. Input is the schema this server publishes and validates.
-	InputSchema  json.RawMessage
-	OutputSchema json.RawMessage
+	// inputSchema and outputSchema read the contract's schemas (contracts/tools) on first
+	// use: a call reads only its own tool's, not the catalog's 480 kB.
+	inputSchema, outputSchema func() json.RawMessage
 
 	// The input validator is compiled on the tool's first call: a CLI call or an MCP
 	// start compiles nothing it does not use.
@@ -75,16 +74,32 @@ type Tool struct {
 	publishFailed error
 }
 
+// InputSchema is the contract's input schema (contracts/tools): its limits carry the
+// contract's hard maxima. Input is the schema this server publishes and validates.
+func (t *Tool) InputSchema() json.RawMessage { return t.inputSchema() }
+
+// OutputSchema is the contract's output schema (contracts/tools), as tools/list carries it.
+func (t *Tool) OutputSchema() json.RawMessage { return t.outputSchema() }
+
+// embeddedSchema returns a function that reads the embedded contract file name once, on
+// its first call; loadCatalog has checked that the file is there.
+func embeddedSchema(name string) func() json.RawMessage {
+	return sync.OnceValue(func() json.RawMessage {
+		b, _ := fs.ReadFile(contracts.FS, name)
+		return b
+	})
+}
+
 // Input is the input schema this server publishes in tools/list and validates requests
 // against: InputSchema with the server's ceilings as the maxima of page_size and limits
 // (decision 0043), for a tool that has limits.
 func (t *Tool) Input() json.RawMessage {
 	t.publishOnce.Do(func() {
-		t.published = t.InputSchema
+		t.published = t.InputSchema()
 		if t.ceilings == nil {
 			return
 		}
-		b, ok, err := withCeilings(t.InputSchema, *t.ceilings)
+		b, ok, err := withCeilings(t.published, *t.ceilings)
 		switch {
 		case err != nil:
 			t.publishFailed = err
@@ -325,16 +340,14 @@ func (rt *Runtime) loadCatalog() error {
 				return fmt.Errorf("catalog tool %s has no analyzer in this build", c.Name)
 			}
 		}
-		in, err := fs.ReadFile(contracts.FS, c.InputSchema)
-		if err != nil {
-			return err
-		}
-		out, err := fs.ReadFile(contracts.FS, c.OutputSchema)
-		if err != nil {
-			return err
+		for _, name := range []string{c.InputSchema, c.OutputSchema} {
+			if _, err := fs.Stat(contracts.FS, name); err != nil {
+				return err
+			}
 		}
 		t := &Tool{Name: c.Name, Title: c.Title, Description: c.Description, Family: c.Family, Toolset: c.Toolset, Operation: op,
-			Annotations: c.Annotations, InputSchema: in, OutputSchema: out, CaptureProviders: c.Providers}
+			Annotations: c.Annotations, CaptureProviders: c.Providers,
+			inputSchema: embeddedSchema(c.InputSchema), outputSchema: embeddedSchema(c.OutputSchema)}
 		rt.tools = append(rt.tools, t)
 		rt.byName[t.Name] = t
 	}

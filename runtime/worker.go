@@ -603,21 +603,22 @@ func decodeResult(reply *workerReply) (*Result, *failure.Failure) {
 }
 
 // ServeWorker runs this process as an analysis worker when WorkerVariable names a request
-// file, and reports whether it did; it returns the exit code. reg must be the registry the
-// server runs with. A main function calls it before anything else.
+// file, and reports whether it did; it returns the exit code. registry builds the registry
+// the server runs with; it is called only in a worker, so that a process that is not one
+// builds nothing here. A main function calls it before anything else.
 //
 // The worker starts before its request is written (startedWorker): it loads the catalog,
 // then waits for one byte on its standard input, which says the request file is whole;
 // at the input's end without it, the analysis was abandoned and the worker exits at once
 // with no reply.
-func ServeWorker(reg *providers.Registry) (int, bool) {
+func ServeWorker(registry func() *providers.Registry) (int, bool) {
 	path := os.Getenv(WorkerVariable)
 	if path == "" {
 		return 0, false
 	}
 	// Nothing this worker starts is a worker.
 	os.Unsetenv(WorkerVariable)
-	rt, err := newWorker(reg)
+	rt, err := newWorker(registry())
 	var ready [1]byte
 	if n, _ := os.Stdin.Read(ready[:]); n == 0 {
 		return 0, true

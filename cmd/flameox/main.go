@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	if code, ok := runtime.ServeWorker(all.Registry()); ok {
+	if code, ok := runtime.ServeWorker(all.Registry); ok {
 		os.Exit(code)
 	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

@@ -160,7 +160,7 @@ func publishTools(tools map[string]servedTool) mcp.Middleware {
 // schema).
 func mcpTool(t *runtime.Tool) *mcp.Tool {
 	m := registeredTool(t)
-	m.InputSchema, m.OutputSchema = t.Input(), t.OutputSchema
+	m.InputSchema, m.OutputSchema = t.Input(), t.OutputSchema()
 	return m
 }
 

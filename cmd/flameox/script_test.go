@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite the golden sections of testscri
 
 func TestMain(m *testing.M) {
 	// The test binary is also the analysis worker of the runtimes the tests build.
-	if code, ok := runtime.ServeWorker(all.Registry()); ok {
+	if code, ok := runtime.ServeWorker(all.Registry); ok {
 		os.Exit(code)
 	}
 	testscript.Main(m, map[string]func(){
