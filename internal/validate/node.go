@@ -2,7 +2,9 @@ package validate
 
 import (
 	"regexp"
+	"regexp/syntax"
 	"slices"
+	"sync"
 )
 
 // node is one compiled schema object (or boolean schema) of a document.
@@ -27,7 +29,7 @@ type node struct {
 	// The counts are -1 where absent.
 	minLength, maxLength, minItems, maxItems, minProperties, maxProperties int
 
-	pattern *regexp.Regexp
+	pattern *pattern
 
 	required          []string
 	properties        map[string]*node
@@ -45,9 +47,41 @@ type node struct {
 
 // patternProperty is one member of patternProperties.
 type patternProperty struct {
-	re     *regexp.Regexp
+	re     *pattern
 	schema *node
 }
+
+// pattern is a regular expression of a schema, compiled with Go's regexp package on its
+// first match: a schema whose instances never reach a pattern compiles none of it, and a
+// source that many schemas state (a name's pattern) is compiled once in the process.
+// Compile has parsed the source, so compiling it cannot fail.
+type pattern struct {
+	src string
+	re  func() *regexp.Regexp
+}
+
+// patterns holds the process's patterns by source.
+var patterns sync.Map // string -> *pattern
+
+// newPattern parses src as regexp.Compile does and returns its shared pattern.
+func newPattern(src string) (*pattern, error) {
+	if p, ok := patterns.Load(src); ok {
+		return p.(*pattern), nil
+	}
+	if _, err := syntax.Parse(src, syntax.Perl); err != nil {
+		return nil, err
+	}
+	p, _ := patterns.LoadOrStore(src, &pattern{src: src, re: sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(src)
+	})})
+	return p.(*pattern), nil
+}
+
+// MatchString reports whether s contains a match of the pattern.
+func (p *pattern) MatchString(s string) bool { return p.re().MatchString(s) }
+
+// String is the pattern's source.
+func (p *pattern) String() string { return p.src }
 
 // typeSet is a set of JSON types, one bit each, in the order a type error names them.
 type typeSet uint8

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,13 +237,14 @@ func (c *compiler) count(at string, v any) (int, error) {
 	return 0, c.errorf(at, "%v is not a non-negative integer", v)
 }
 
-// regexp compiles a pattern with Go's regexp package, as v6 did.
-func (c *compiler) regexp(at string, v any) (*regexp.Regexp, error) {
+// regexp compiles a pattern with Go's regexp package, as v6 did (on its first match:
+// newPattern).
+func (c *compiler) regexp(at string, v any) (*pattern, error) {
 	s, ok := v.(string)
 	if !ok {
 		return nil, c.errorf(at, "a pattern must be a string")
 	}
-	re, err := regexp.Compile(s)
+	re, err := newPattern(s)
 	if err != nil {
 		return nil, c.errorf(at, "invalid pattern %q: %v", s, err)
 	}
