@@ -32,10 +32,6 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "capture --provider ID [OPTIONS] -- ARGV...",
 		Short: "Run a workload under a collector, analyse what it produced and print the JSON result",
-		Long: "Run ARGV (no shell) in --cwd under the --provider collector, analyse the captured artifacts\n" +
-			"with --operation and print the result. Everything after -- is the target's argv.\n" +
-			"The exit status is 1 when an execution or the analysis failed; the result is still printed.\n\n" +
-			operationTable(true) + "\n" + wrapWords("Providers: ", captureProviderKinds()),
 		RunE: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()
 			if dash != 0 || len(args) == 0 {
@@ -219,6 +215,12 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 	cmd.MarkFlagRequired("provider")
 	_ = cmd.RegisterFlagCompletionFunc("provider", completeWords(captureProviderKinds))
 	_ = cmd.RegisterFlagCompletionFunc("operation", completeOperations(true))
+	lazyLong(cmd, func() string {
+		return "Run ARGV (no shell) in --cwd under the --provider collector, analyse the captured artifacts\n" +
+			"with --operation and print the result. Everything after -- is the target's argv.\n" +
+			"The exit status is 1 when an execution or the analysis failed; the result is still printed.\n\n" +
+			operationTable(true) + "\n" + wrapWords("Providers: ", captureProviderKinds())
+	})
 	return cmd
 }
 

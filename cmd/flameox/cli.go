@@ -55,12 +55,7 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "analyze OPERATION [PATH...]",
 		Short: "Analyze explicit artifacts or preserved evidence with one operation and print the JSON result",
-		Long: "Analyze explicit artifacts with one operation. Relative paths are made absolute against the\n" +
-			"working directory. --format applies to every path, or is repeated once per path in order.\n" +
-			"--evidence ID analyzes a preserved record's ordered analysis sources instead of paths.\n" +
-			"--preserve publishes the analysis to the evidence store; --rescue-to ABS_PATH writes it as a\n" +
-			"new store at a new directory instead (the two are mutually exclusive).\n\n" + operationTable(false),
-		Args: cobra.MinimumNArgs(1),
+		Args:  cobra.MinimumNArgs(1),
 		ValidArgsFunction: func(c *cobra.Command, args []string, to string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) == 0 {
 				return completeOperations(false)(c, args, to)
@@ -151,6 +146,13 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&preserve, "preserve", false, "preserve the analysis in the evidence store")
 	cmd.Flags().StringVar(&rescueTo, "rescue-to", "", "write the analysis as a new evidence store at this absolute path")
 	_ = cmd.RegisterFlagCompletionFunc("format", completeWords(formatNames))
+	lazyLong(cmd, func() string {
+		return "Analyze explicit artifacts with one operation. Relative paths are made absolute against the\n" +
+			"working directory. --format applies to every path, or is repeated once per path in order.\n" +
+			"--evidence ID analyzes a preserved record's ordered analysis sources instead of paths.\n" +
+			"--preserve publishes the analysis to the evidence store; --rescue-to ABS_PATH writes it as a\n" +
+			"new store at a new directory instead (the two are mutually exclusive).\n\n" + operationTable(false)
+	})
 	return cmd
 }
 

@@ -57,6 +57,19 @@ func releasedOperations(capture bool) []gen.OperationDecl {
 	return out
 }
 
+// lazyLong gives cmd the long description long returns, written when cmd's help is
+// printed (cobra reads Long for nothing else): the operation tables of analyze and
+// capture are built from the catalog's descriptions, which a call that prints no help
+// does not pay for. cmd must have no subcommands (they would inherit the help function).
+func lazyLong(cmd *cobra.Command, long func() string) {
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if c == cmd && c.Long == "" {
+			c.Long = long()
+		}
+		c.Root().HelpFunc()(c, args)
+	})
+}
+
 // operationTable is the operations section of a help text: a name and a line each.
 func operationTable(capture bool) string {
 	ops := releasedOperations(capture)

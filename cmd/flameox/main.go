@@ -7,15 +7,26 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/flameox/flameox/providers/all"
 	"github.com/flameox/flameox/runtime"
+)
+
+// cliGCPercent is the GOGC of a one-shot CLI call: it lives for one answer, whose heap
+// is small (an input large enough to matter goes to an analysis worker), so collecting
+// at every doubling from 4 MB is work it never gets back; mcp serve, which lives for a
+// session, collects at Go's default (serverGCPercent). GOGC set in the environment is kept.
+const (
+	cliGCPercent    = 400
+	serverGCPercent = 100
 )
 
 func main() {
 	if code, ok := runtime.ServeWorker(all.Registry); ok {
 		os.Exit(code)
 	}
+	setGCPercent(cliGCPercent)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -51,4 +62,11 @@ func newRuntime(limits []byte, opts ...runtime.Option) (*runtime.Runtime, error)
 		}
 	}
 	return runtime.New(all.Registry(), limits, opts...)
+}
+
+// setGCPercent sets the collector's target unless GOGC is set in the environment.
+func setGCPercent(percent int) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(percent)
+	}
 }

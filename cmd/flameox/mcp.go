@@ -24,6 +24,7 @@ func newServeCommand() *cobra.Command {
 		Short: "Serve the Flameox tools over MCP on stdio",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			setGCPercent(serverGCPercent)
 			// An unknown toolset fails before anything is served.
 			sel, f := resolveToolsets(sets, c.Flags().Changed("toolsets"), os.Getenv(toolsetsVariable))
 			if f != nil {
