@@ -57,6 +57,46 @@ func TestWithCeilingsAddsAMissingMaximum(t *testing.T) {
 	}
 }
 
+// TestWithCeilingsTakesWhatTheScanDoesNot: schemas the byte scan does not copy as they
+// are (an escape an encoder rewrites, whitespace inside arrays, deeper structure) come out
+// as the map path writes them, and bytes that are not JSON fail.
+func TestWithCeilingsTakesWhatTheScanDoesNot(t *testing.T) {
+	limits := `"limits":{"properties":{"max_rows":{"maximum":5,"minimum":1}},"type":"object"}`
+	for _, tc := range []struct {
+		name, schema string
+		ok           bool
+	}{
+		{"indented", "{\n  \"properties\": {\n    " + limits + ",\n    \"page_size\": {\"maximum\": 9}\n  }\n}", true},
+		{"unicode escape", `{"description":"caf\u00e9","properties":{` + limits + `}}`, true},
+		{"solidus escape", `{"description":"a\/b","properties":{` + limits + `}}`, true},
+		{"arrays", `{"enum":[1, [2, {"maximum":3}]],"properties":{` + limits + `,"x":{"maximum":[1,2]}}}`, true},
+		{"maximum not at a ceiling", `{"properties":{"limits":{"maximum":7,"properties":{"max_rows":{"maximum":5}}},"page_size":{"items":{"maximum":4},"maximum":2}}}`, true},
+		{"no limits", `{"properties":{"page_size":{"maximum":9}}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok, err := withCeilings([]byte(tc.schema), gen.LimitDefaults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantOK, err := withCeilingsByMap([]byte(tc.schema), gen.LimitDefaults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != tc.ok || wantOK != tc.ok {
+				t.Fatalf("ok %v (map path %v), want %v", ok, wantOK, tc.ok)
+			}
+			if ok && string(got) != string(want) {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+	for _, bad := range []string{`{"properties":{"limits":{`, `{"a":"unterminated}`, `{"a":[}`, `{"a":"\x"}`} {
+		if _, _, err := withCeilings([]byte(bad), gen.LimitDefaults); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
 func BenchmarkWithCeilings(b *testing.B) {
 	rt := newRuntime(b)
 	b.ResetTimer()
