@@ -16,7 +16,8 @@ import (
 // cliGCPercent is the GOGC of a one-shot CLI call: it lives for one answer, whose heap
 // is small (an input large enough to matter goes to an analysis worker), so collecting
 // at every doubling from 4 MB is work it never gets back; mcp serve, which lives for a
-// session, collects at Go's default (serverGCPercent). GOGC set in the environment is kept.
+// session, returns to Go's default (serverGCPercent) once started (serverStartup).
+// GOGC set in the environment is kept.
 const (
 	cliGCPercent    = 400
 	serverGCPercent = 100

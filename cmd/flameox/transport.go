@@ -324,7 +324,7 @@ func (c *lineConn) reject(id json.RawMessage, code int64, reason, message string
 	if err != nil {
 		return err
 	}
-	return c.write(b)
+	return c.write(append(b, '\n'))
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -335,10 +335,11 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// write writes one line; a failed write ends any wait for replies (see drained).
+// write writes one frame, b with its newline; a failed write ends any wait for replies
+// (see drained).
 func (c *lineConn) write(b []byte) error {
 	c.writeMu.Lock()
-	_, err := c.out.Write(append(b, '\n'))
+	_, err := c.out.Write(b)
 	c.writeMu.Unlock()
 	if err != nil {
 		c.settle(nil)
@@ -447,7 +448,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b, err := jsonrpc.EncodeMessage(msg)
+	b, err := encodeFrame(msg)
 	if err != nil {
 		return err
 	}
@@ -458,6 +459,32 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.settle(&resp.ID)
 	}
 	return nil
+}
+
+// encodeFrame returns msg as one output frame, its newline included, byte for byte what
+// jsonrpc.EncodeMessage writes. A response with a result is written around the result's
+// bytes, which the SDK marshaled compact and without HTML escaping, so that encoding them
+// again could only copy them: on a tools/list answer EncodeMessage scanned, compacted and
+// copied 280 kB once more, and the newline cost another copy. Anything else goes through
+// EncodeMessage.
+func encodeFrame(msg jsonrpc.Message) ([]byte, error) {
+	if r, ok := msg.(*jsonrpc.Response); ok && r.Error == nil && len(r.Result) > 0 && r.ID.IsValid() {
+		var id bytes.Buffer
+		enc := json.NewEncoder(&id)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(r.ID.Raw()); err == nil {
+			const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+			idb := bytes.TrimRight(id.Bytes(), "\n")
+			b := make([]byte, 0, len(head)+len(idb)+len(mid)+len(r.Result)+2)
+			b = append(append(append(append(b, head...), idb...), mid...), r.Result...)
+			return append(b, '}', '\n'), nil
+		}
+	}
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 // Close implements mcp.Connection: it stops reading and closes the input where it can be

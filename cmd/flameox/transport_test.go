@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -520,5 +521,45 @@ func TestLineTransportBackpressure(t *testing.T) {
 	}
 	if _, err := out.ReadByte(); err != io.EOF {
 		t.Errorf("the session wrote more after the last reply")
+	}
+}
+
+// TestEncodeFrameIsTheSDKEncoding: every frame the server writes is byte for byte what
+// jsonrpc.EncodeMessage writes, with its newline: responses with a result (numeric and
+// string ids, HTML characters and escapes in the id and the result, which the SDK does
+// not escape), error responses, requests and notifications.
+func TestEncodeFrameIsTheSDKEncoding(t *testing.T) {
+	// A result as the SDK hands it over: marshaled compact, without HTML escaping.
+	var result bytes.Buffer
+	enc := json.NewEncoder(&result)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]any{"tools": []any{map[string]any{"name": "a<b>&c", "d": "é \u2028 \"q\" \\ \n"}}, "n": 1.5}); err != nil {
+		t.Fatal(err)
+	}
+	res := strings.TrimSpace(result.String())
+	for _, frame := range []string{
+		`{"jsonrpc":"2.0","id":7,"result":` + res + `}`,
+		`{"jsonrpc":"2.0","id":0,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"x<&>\"y","result":` + res + `}`,
+		`{"jsonrpc":"2.0","id":9007199254740993,"result":[1,2]}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad <params>"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`,
+	} {
+		msg, err := jsonrpc.DecodeMessage([]byte(frame))
+		if err != nil {
+			t.Fatalf("%s: %v", frame, err)
+		}
+		want, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeFrame(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want)+"\n" {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
 	}
 }
