@@ -133,8 +133,15 @@ func TestWorkerDiskBudgetFigures(t *testing.T) {
 }
 
 func TestWorkerEnv(t *testing.T) {
-	env := workerEnv([]string{"PATH=/bin", "TMPDIR=/elsewhere", "SQLITE_TMPDIR=/x", WorkerVariable + "=old", "TMPDIRX=keep"}, "/s/request.json", "/s/tmp")
+	parent := []string{"PATH=/bin", "TMPDIR=/elsewhere", "SQLITE_TMPDIR=/x", WorkerVariable + "=old", workerWarmVariable + "=1", "TMPDIRX=keep"}
+	env := workerEnv(parent, "/s/request.json", "/s/tmp", 0)
 	want := []string{"PATH=/bin", "TMPDIRX=keep", WorkerVariable + "=/s/request.json", "TMPDIR=/s/tmp", "TMP=/s/tmp", "TEMP=/s/tmp", "SQLITE_TMPDIR=/s/tmp"}
+	if !slices.Equal(env, want) {
+		t.Errorf("env = %q, want %q", env, want)
+	}
+	// A spare is told how much heap to warm.
+	env = workerEnv(parent, "/s/request.json", "/s/tmp", spareWarmBytes)
+	want = slices.Insert(want, 3, workerWarmVariable+"=8388608")
 	if !slices.Equal(env, want) {
 		t.Errorf("env = %q, want %q", env, want)
 	}

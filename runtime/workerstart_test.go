@@ -20,6 +20,7 @@ import (
 type launchRecord struct {
 	requestAtLaunch bool // request.json existed when the worker was launched
 	spare           bool // launched unarmed, to wait for a request (Spec.Arm)
+	warm            bool // told to warm its heap (workerWarmVariable)
 	armed           *broker.Bounds
 	ended           bool
 	replyBytes      int64 // the size of reply.json when the worker had ended
@@ -33,13 +34,15 @@ func recordingLaunch(rt *Runtime) func() []launchRecord {
 	var recs []*launchRecord
 	rt.launch = func(ctx context.Context, spec broker.Spec) (*broker.Result, error) {
 		var req string
+		warm := false
 		for _, kv := range spec.Env {
 			if v, ok := strings.CutPrefix(kv, WorkerVariable+"="); ok {
 				req = v
 			}
+			warm = warm || strings.HasPrefix(kv, workerWarmVariable+"=")
 		}
 		_, err := os.Stat(req)
-		rec := &launchRecord{requestAtLaunch: err == nil, spare: spec.Arm != nil}
+		rec := &launchRecord{requestAtLaunch: err == nil, spare: spec.Arm != nil, warm: warm}
 		mu.Lock()
 		recs = append(recs, rec)
 		mu.Unlock()
@@ -168,7 +171,8 @@ func spareRuntime(t *testing.T) *Runtime {
 // TestSpareWorker: a runtime that keeps a spare (mcp serve) starts one once an analysis
 // has used a worker; the next analysis takes it, arms it with its own bounds (time,
 // memory, disk) and gets the answer the server process gives; Close stops the spare
-// without an analysis and leaves nothing behind.
+// without an analysis and leaves nothing behind. Spares warm their heap; a worker started
+// for a request does not.
 func TestSpareWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts analysis workers")
@@ -177,7 +181,7 @@ func TestSpareWorker(t *testing.T) {
 	launches := recordingLaunch(rt)
 	local := newRuntime(t)
 	src := map[string]any{"kind": "path", "path": bigText(t)}
-	for call, limits := range []map[string]any{nil, {"max_memory_bytes": 96 << 20, "timeout_seconds": 30}} {
+	for call, limits := range []map[string]any{nil, {"max_memory_bytes": 512 << 20, "timeout_seconds": 30}} {
 		args := map[string]any{"sources": []any{src}, "page_size": 2}
 		if limits != nil {
 			args["limits"] = limits
@@ -196,17 +200,17 @@ func TestSpareWorker(t *testing.T) {
 	if len(recs) != 3 {
 		t.Fatalf("launches = %+v, want the first call's worker, the spare the second call took, and the next spare", recs)
 	}
-	if first := recs[0]; first.spare || first.replyBytes == 0 {
+	if first := recs[0]; first.spare || first.warm || first.replyBytes == 0 {
 		t.Errorf("first call's worker = %+v, want one started for it that replied", first)
 	}
 	taken := recs[1]
-	if !taken.spare || taken.requestAtLaunch || taken.armed == nil || taken.replyBytes == 0 {
-		t.Fatalf("second call's worker = %+v, want the spare, started before the request, armed, with a reply", taken)
+	if !taken.spare || !taken.warm || taken.requestAtLaunch || taken.armed == nil || taken.replyBytes == 0 {
+		t.Fatalf("second call's worker = %+v, want the spare, warm, started before the request, armed, with a reply", taken)
 	}
-	if b := *taken.armed; b.MaxRSSBytes != 96<<20 || b.Timeout <= 0 || b.Timeout > 30*time.Second || b.MaxWritableGrowth != minWorkerDiskBytes {
-		t.Errorf("the spare was armed with %+v, want the request's 96 MiB, at most 30 s and the disk budget %d", b, int64(minWorkerDiskBytes))
+	if b := *taken.armed; b.MaxRSSBytes != 512<<20 || b.Timeout <= 0 || b.Timeout > 30*time.Second || b.MaxWritableGrowth != minWorkerDiskBytes {
+		t.Errorf("the spare was armed with %+v, want the request's 512 MiB, at most 30 s and the disk budget %d", b, int64(minWorkerDiskBytes))
 	}
-	if next := recs[2]; !next.spare || next.armed != nil || next.ended {
+	if next := recs[2]; !next.spare || !next.warm || next.armed != nil || next.ended {
 		t.Errorf("next spare = %+v, want one waiting unarmed", next)
 	}
 	rt.Close()
@@ -214,6 +218,44 @@ func TestSpareWorker(t *testing.T) {
 	if next := recs[2]; !next.ended || next.armed != nil || next.replyBytes != 0 {
 		t.Errorf("after Close the spare = %+v, want it ended without a request or a reply", next)
 	}
+	noWorkerScratchLeft(t)
+}
+
+// TestSpareNotTakenUnderSmallMemoryBound: a request whose max_memory_bytes is below
+// spareMinMemoryBytes starts a worker of its own (the spare's warm heap would count
+// against its bound) and leaves the spare waiting.
+func TestSpareNotTakenUnderSmallMemoryBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts analysis workers")
+	}
+	rt := spareRuntime(t)
+	launches := recordingLaunch(rt)
+	src := map[string]any{"kind": "path", "path": bigText(t)}
+	if _, _, f := analyzeJSON(t, rt, "preview_artifact", map[string]any{"sources": []any{src}, "page_size": 2}); f != nil {
+		t.Fatal(f)
+	}
+	recs := launches()
+	for deadline := time.Now().Add(10 * time.Second); len(recs) < 2 && time.Now().Before(deadline); recs = launches() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(recs) != 2 || !recs[1].spare {
+		t.Fatalf("launches = %+v, want the first call's worker and a spare", recs)
+	}
+	small := map[string]any{"sources": []any{src}, "page_size": 2, "limits": map[string]any{"max_memory_bytes": 96 << 20}}
+	if _, _, f := analyzeJSON(t, rt, "preview_artifact", small); f != nil {
+		t.Fatal(f)
+	}
+	recs = launches()
+	if len(recs) != 3 {
+		t.Fatalf("launches = %+v, want a third, the small request's own worker", recs)
+	}
+	if own := recs[2]; own.spare || own.warm || own.replyBytes == 0 {
+		t.Errorf("the small request's worker = %+v, want one started for it, not warm, that replied", own)
+	}
+	if spare := recs[1]; spare.armed != nil || spare.ended {
+		t.Errorf("the spare = %+v, want it still waiting unarmed", spare)
+	}
+	rt.Close()
 	noWorkerScratchLeft(t)
 }
 
