@@ -40,6 +40,12 @@ type Spec struct {
 	// otherwise the first ExcerptBytes of each stream are kept in memory.
 	StdoutFile, StderrFile string
 	ExcerptBytes           int
+	// StdoutClosed, when set, is closed once the tree's standard output has ended (every
+	// process holding it closed it, or the reading stopped) and what it wrote is in
+	// StdoutFile or the excerpt. That can come before Run returns: a workload that closes
+	// its output when its answer is whole tells the caller so while its tree still exits.
+	// It is not closed when Run fails to start the workload.
+	StdoutClosed chan<- struct{}
 	// MaxOutputBytes bounds the combined observed output; beyond it the tree is terminated
 	// (output_limit). Zero means no bound.
 	MaxOutputBytes int64
@@ -313,7 +319,13 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go func() { defer readers.Done(); out.drain(outR, budget) }()
+	go func() {
+		defer readers.Done()
+		out.drain(outR, budget)
+		if spec.StdoutClosed != nil {
+			close(spec.StdoutClosed)
+		}
+	}()
 	go func() { defer readers.Done(); errs.drain(errR, budget) }()
 
 	exited := make(chan error, 1)

@@ -383,6 +383,57 @@ func TestStdin(t *testing.T) {
 	}
 }
 
+// TestStdoutClosed: a workload that closes its standard output and goes on (here until
+// its input ends) has StdoutClosed closed while Run still waits for it, with what it wrote
+// already in StdoutFile, under every containment mechanism (the subreaper helper does not
+// hold the output open).
+func TestStdoutClosed(t *testing.T) {
+	for _, m := range []string{"default", "subreaper", "process_group"} {
+		t.Run(m, func(t *testing.T) {
+			withContainment(t, m)
+			spec := sh(t, "echo answer; exec >&-; read x")
+			spec.StdoutFile = filepath.Join(t.TempDir(), "stdout")
+			closed := make(chan struct{})
+			spec.StdoutClosed = closed
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			defer w.Close()
+			spec.Stdin = r
+			ran := make(chan *Result, 1)
+			go func() {
+				res, err := Run(context.Background(), spec)
+				if err != nil {
+					t.Error(err)
+				}
+				ran <- res
+			}()
+			select {
+			case <-closed:
+			case res := <-ran:
+				t.Fatalf("Run returned (%+v) before the output was closed", res)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the output was not closed")
+			}
+			select {
+			case res := <-ran:
+				t.Fatalf("Run returned (%+v) while the workload still read its input", res)
+			default:
+			}
+			if b, err := os.ReadFile(spec.StdoutFile); err != nil || string(b) != "answer\n" {
+				t.Errorf("stdout file = %q (%v), want the answer", b, err)
+			}
+			w.Write([]byte("go on\n"))
+			w.Close()
+			if res := <-ran; res == nil || res.ExitCode == nil || *res.ExitCode != 0 {
+				t.Errorf("result = %+v (exit code %v)", res, res.ExitCode)
+			}
+		})
+	}
+}
+
 // TestLimitBound: a limit's figure is written in full, never in exponent form.
 func TestLimitBound(t *testing.T) {
 	for _, c := range []struct {

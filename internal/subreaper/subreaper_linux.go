@@ -53,6 +53,10 @@ func reaperMain(opts, path string, argv []string) int {
 		return 0
 	}
 	report(status, "started "+strconv.Itoa(pid)+" tasks="+bound)
+	// The helper writes nothing on its standard output: pointing it at its standard error
+	// lets the workload's output end when the workload closes it, not when the helper
+	// exits (broker.Spec.StdoutClosed).
+	_ = syscall.Dup3(2, 1, 0)
 	go func() { io.Copy(io.Discard, ctl); stopReq <- struct{}{} }()
 	go func() { <-sigs; stopReq <- struct{}{} }()
 
