@@ -192,6 +192,8 @@ type Runtime struct {
 	launch  func(context.Context, broker.Spec) (*broker.Result, error)
 	// spares keeps a started worker for the next analysis (WithSpareWorker); nil keeps none.
 	spares *spares
+	// ending counts the workers whose replies were answered before they ended (endLater).
+	ending sync.WaitGroup
 
 	mu      sync.Mutex
 	cache   *lru
@@ -524,6 +526,7 @@ func (rt *Runtime) evictScratch(enough func() bool) {
 // Close removes the session scratch. The runtime must not be used afterwards.
 func (rt *Runtime) Close() {
 	rt.spares.close()
+	rt.ending.Wait()
 	rt.scratch.close()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

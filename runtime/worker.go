@@ -291,6 +291,7 @@ type startedWorker struct {
 	release                 func()             // gives back the worker's slot in the process's budget
 	cancel                  context.CancelFunc
 	done                    chan struct{} // closed once the worker has ended
+	replied                 chan struct{} // closed once the worker's output has ended (broker.Spec.StdoutClosed)
 	res                     *broker.Result
 	err                     error // the launch's error
 	used                    bool
@@ -360,7 +361,7 @@ func (rt *Runtime) startProcess(ctx context.Context, b *broker.Bounds) (*started
 		return nil, scratchIOFailure(err, "the analysis worker's scratch directory cannot be created")
 	}
 	w := &startedWorker{dir: dir, reqFile: filepath.Join(dir, "request.json"), replyFile: filepath.Join(dir, "reply.json"),
-		done: make(chan struct{}), release: func() {}}
+		done: make(chan struct{}), replied: make(chan struct{}), release: func() {}}
 	var warm int64
 	if b == nil {
 		warm = spareWarmBytes
@@ -369,7 +370,7 @@ func (rt *Runtime) startProcess(ctx context.Context, b *broker.Bounds) (*started
 	// (replySlack), so one bound serves every request.
 	w.spec = broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: tmp,
 		Env:        workerEnv(os.Environ(), w.reqFile, tmp, warm),
-		StdoutFile: w.replyFile, ExcerptBytes: 4096, MaxOutputBytes: gen.LimitMaxima.MaxResultBytes + replySlack,
+		StdoutFile: w.replyFile, StdoutClosed: w.replied, ExcerptBytes: 4096, MaxOutputBytes: gen.LimitMaxima.MaxResultBytes + replySlack,
 		WritableRoots: []string{tmp}, ReserveDir: tmp, ReserveBytes: StorageReserveBytes}
 	if b != nil {
 		w.spec.Timeout, w.spec.MaxRSSBytes, w.spec.MaxWritableGrowth, w.disk = b.Timeout, b.MaxRSSBytes, b.MaxWritableGrowth, b.MaxWritableGrowth
@@ -501,8 +502,13 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 		}
 	}
 	w.used = true
-	defer os.RemoveAll(w.dir)
-	defer w.cancel()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			w.cancel()
+			os.RemoveAll(w.dir)
+		}
+	}()
 	defer rt.spares.replenish()
 	args, err := json.Marshal(req.raw)
 	if err != nil {
@@ -522,6 +528,21 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	// The byte that starts the analysis; a worker that already ended leaves it unread.
 	w.ready.Write([]byte{'\n'})
 	w.ready.Close()
+	if rt.spares != nil {
+		// A server answers a whole reply once the worker has closed its output, while the
+		// worker's process and its helper's still end (about 10 ms here); the worker's slot
+		// in the budget and its scratch are given back when they have (endLater). A reply
+		// that is not whole, or a worker that ended first, is judged at its end as before.
+		select {
+		case <-w.replied:
+			if reply, f := readReply(w.replyFile, w.spec.MaxOutputBytes); f == nil && ctx.Err() == nil {
+				handedOver = true
+				rt.endLater(w)
+				return rt.workerResult(req, in, reply)
+			}
+		case <-w.done:
+		}
+	}
 	<-w.done
 	w.release()
 	res, err := w.res, w.err
@@ -541,6 +562,26 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 		}
 		return nil, f.With("exit_code", code)
 	}
+	return rt.workerResult(req, in, reply)
+}
+
+// endLater waits, on a goroutine of its own, for a worker whose whole reply has been read
+// to end, then gives back its slot in the budget and removes its scratch; Close waits
+// for every such worker. What the broker reports of it then (a bound reached while it
+// exited, the measure of its scratch at the end) no longer changes the answer.
+func (rt *Runtime) endLater(w *startedWorker) {
+	rt.ending.Add(1)
+	go func() {
+		defer rt.ending.Done()
+		<-w.done
+		w.release()
+		w.cancel()
+		os.RemoveAll(w.dir)
+	}()
+}
+
+// workerResult is the analysis result of a worker's whole reply.
+func (rt *Runtime) workerResult(req *request, in []resolved, reply *workerReply) (*Result, *failure.Failure) {
 	req.digest, req.offset = reply.Digest, reply.Offset
 	if reply.Mismatch {
 		return nil, rt.continuationMismatch(req)
@@ -660,6 +701,8 @@ func ServeWorker(registry func() *providers.Registry) (int, bool) {
 	if err := json.NewEncoder(os.Stdout).Encode(reply); err != nil {
 		return 1, true
 	}
+	// The reply is whole: a server reads it from here, while this process exits.
+	os.Stdout.Close()
 	return 0, true
 }
 

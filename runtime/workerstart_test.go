@@ -192,7 +192,9 @@ func TestSpareWorker(t *testing.T) {
 			t.Fatalf("call %d: worker %s (%v), in process %s (%v)", call, got, gf, want, wf)
 		}
 	}
-	// The next spare's launch runs on a goroutine of its own: wait for it to be recorded.
+	// The answers came before their workers ended (TestWorkerAnsweredBeforeItEnds); the
+	// next spare's launch runs on a goroutine of its own: wait for both.
+	rt.ending.Wait()
 	recs := launches()
 	for deadline := time.Now().Add(10 * time.Second); len(recs) < 3 && time.Now().Before(deadline); recs = launches() {
 		time.Sleep(10 * time.Millisecond)
@@ -245,6 +247,7 @@ func TestSpareNotTakenUnderSmallMemoryBound(t *testing.T) {
 	if _, _, f := analyzeJSON(t, rt, "preview_artifact", small); f != nil {
 		t.Fatal(f)
 	}
+	rt.ending.Wait()
 	recs = launches()
 	if len(recs) != 3 {
 		t.Fatalf("launches = %+v, want a third, the small request's own worker", recs)
@@ -256,6 +259,51 @@ func TestSpareNotTakenUnderSmallMemoryBound(t *testing.T) {
 		t.Errorf("the spare = %+v, want it still waiting unarmed", spare)
 	}
 	rt.Close()
+	noWorkerScratchLeft(t)
+}
+
+// TestWorkerAnsweredBeforeItEnds: in a server (a runtime that keeps a spare) the answer
+// of a worker that has closed its output with a whole reply comes while the worker has
+// not ended (here the test holds its end back), byte for byte the in-process answer; its
+// scratch is removed once it has ended, and Close waits for that.
+func TestWorkerAnsweredBeforeItEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts analysis workers")
+	}
+	rt := spareRuntime(t)
+	hold := make(chan struct{})
+	var mu sync.Mutex
+	var dirs []string
+	rt.launch = func(ctx context.Context, spec broker.Spec) (*broker.Result, error) {
+		mu.Lock()
+		dirs = append(dirs, filepath.Dir(spec.Dir))
+		mu.Unlock()
+		res, err := broker.Run(ctx, spec)
+		if spec.Arm == nil { // the worker started for the call, not the next spare
+			select { // without the early answer, the call fails below after 30 s, not hangs
+			case <-hold:
+			case <-time.After(30 * time.Second):
+			}
+		}
+		return res, err
+	}
+	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": bigText(t)}}, "page_size": 2}
+	want, _, wf := analyzeJSON(t, newRuntime(t), "preview_artifact", args)
+	got, _, gf := analyzeJSON(t, rt, "preview_artifact", args)
+	if wf != nil || gf != nil || string(got) != string(want) {
+		t.Fatalf("worker %s (%v), in process %s (%v)", got, gf, want, wf)
+	}
+	mu.Lock()
+	first := dirs[0]
+	mu.Unlock()
+	if _, err := os.Stat(first); err != nil {
+		t.Fatalf("the worker's scratch is gone before the worker ended: %v", err)
+	}
+	close(hold)
+	rt.Close()
+	if _, err := os.Stat(first); !os.IsNotExist(err) {
+		t.Errorf("after Close the worker's scratch is still there: %v", err)
+	}
 	noWorkerScratchLeft(t)
 }
 
