@@ -158,3 +158,27 @@ func TestValidateConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPatternsAreShared: schemas that state the same pattern share one compiled pattern,
+// which matches as regexp does; a source that does not parse is refused.
+func TestPatternsAreShared(t *testing.T) {
+	a, err := newPattern(`^[a-z][a-z0-9_]{0,63}$`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := newPattern(`^[a-z][a-z0-9_]{0,63}$`)
+	if err != nil || a != b {
+		t.Fatalf("the same source gave %p and %p (%v)", a, b, err)
+	}
+	for s, want := range map[string]bool{"rank_cpu": true, "Rank": false, "a" + strings.Repeat("b", 63): true, "a" + strings.Repeat("b", 64): false} {
+		if got := a.MatchString(s); got != want {
+			t.Errorf("%q: match %v, want %v", s, got, want)
+		}
+	}
+	if a.String() != `^[a-z][a-z0-9_]{0,63}$` {
+		t.Errorf("String() = %q", a.String())
+	}
+	if _, err := newPattern(`(`); err == nil {
+		t.Error("an unbalanced pattern parsed")
+	}
+}
