@@ -88,8 +88,8 @@ func cancelOnShutdown(shutdown context.Context) mcp.Middleware {
 // stand-in schemas (registeredInput): given a json.RawMessage, AddTool decodes each
 // schema whole only to check its type, 15 ms and 7 MB for the catalog at every server
 // start (issue 36); publishTools puts each tool's exact schemas into the tools/list
-// answer, so its bytes are those of Tool.Input and OutputSchema, computed on the first
-// list.
+// answer, so its bytes are those of Tool.Input and OutputSchema, computed ahead of the
+// first list.
 func newServer(rt *runtime.Runtime, sel toolsets) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: gen.ServerName, Version: runtime.Version}, &mcp.ServerOptions{
 		Instructions: sel.instructions(),
@@ -101,9 +101,19 @@ func newServer(rt *runtime.Runtime, sel toolsets) *mcp.Server {
 			}
 		},
 	})
+	tools := sel.tools(rt)
+	// The first tools/list carries every served tool's published schemas: they are read
+	// and written on a goroutine of their own while the server registers its tools and
+	// the client initializes (each is computed once; the list waits for any not done).
+	go func() {
+		for _, t := range tools {
+			t.Input()
+			t.OutputSchema()
+		}
+	}()
 	served := map[string]servedTool{}
 	var names []string
-	for i, t := range sel.tools(rt) {
+	for i, t := range tools {
 		s.AddTool(registeredTool(t), handler(rt, t.Name))
 		served[t.Name] = servedTool{rank: i, tool: t}
 		names = append(names, t.Name)
