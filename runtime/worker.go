@@ -326,9 +326,11 @@ func (rt *Runtime) prepareWorker(ctx context.Context, req *request, in []resolve
 		}
 		release = r
 	}
-	if req.limits.MaxMemoryBytes < spareMinMemoryBytes {
-		// Not the spare, whose warm heap counts against this bound.
-	} else if w := rt.spares.take(); w != nil {
+	var spare *startedWorker
+	if req.limits.MaxMemoryBytes >= spareMinMemoryBytes { // else the spare's warm heap would count against it
+		spare = rt.spares.take()
+	}
+	if w := spare; w != nil {
 		w.release, w.disk = release, b.MaxWritableGrowth
 		w.arm <- b
 		// The request's cancellation and deadline stop the spare as they stop a worker
@@ -807,7 +809,6 @@ func warmHeap(n int64) {
 		b[i] = 1
 	}
 	goruntime.KeepAlive(b)
-	b = nil
 	goruntime.GC()
 }
 

@@ -191,6 +191,13 @@ func TestSpareWorker(t *testing.T) {
 		if wf != nil || gf != nil || string(got) != string(want) {
 			t.Fatalf("call %d: worker %s (%v), in process %s (%v)", call, got, gf, want, wf)
 		}
+		if call == 0 {
+			// The spare's launch runs on a goroutine of its own, as it would while an
+			// agent reads the answer: the next call comes once it has been launched.
+			for deadline := time.Now().Add(10 * time.Second); len(launches()) < 2 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 	}
 	// The answers came before their workers ended (TestWorkerAnsweredBeforeItEnds); the
 	// next spare's launch runs on a goroutine of its own: wait for both.

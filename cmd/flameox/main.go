@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/flameox/flameox/providers/all"
 	"github.com/flameox/flameox/runtime"
@@ -16,7 +17,8 @@ import (
 // cliGCPercent is the GOGC of a one-shot CLI call: it lives for one answer, whose heap
 // is small (an input large enough to matter goes to an analysis worker), so collecting
 // at every doubling from 4 MB is work it never gets back; mcp serve, which lives for a
-// session, returns to Go's default (serverGCPercent) once started (serverStartup).
+// session, and the evidence viewer return to Go's default (serverGCPercent) once started
+// (collectAsServer).
 // GOGC set in the environment is kept.
 const (
 	cliGCPercent    = 400
@@ -70,4 +72,18 @@ func setGCPercent(percent int) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(percent)
 	}
+}
+
+// serverStartup is how long a server (mcp serve, the evidence viewer) collects garbage
+// as a one-shot call does (cliGCPercent) before it returns to Go's default: mcp serve's
+// start, to the first tools/list answer written, leaves about 4 MB of garbage (the
+// catalog, the published schemas, the answer marshaled twice by the SDK) around 1 MB
+// live, which the default target would collect before that answer (about 5 ms of a 60 ms
+// start here). A client sends initialize and tools/list at once; a second is long past.
+const serverStartup = time.Second
+
+// collectAsServer returns the process to serverGCPercent once serverStartup has passed;
+// the returned function stops that if the server ends first.
+func collectAsServer() (stop func() bool) {
+	return time.AfterFunc(serverStartup, func() { setGCPercent(serverGCPercent) }).Stop
 }

@@ -7,7 +7,6 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,7 +24,7 @@ func newServeCommand() *cobra.Command {
 		Short: "Serve the Flameox tools over MCP on stdio",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			defer time.AfterFunc(serverStartup, func() { setGCPercent(serverGCPercent) }).Stop()
+			defer collectAsServer()()
 			// An unknown toolset fails before anything is served.
 			sel, f := resolveToolsets(sets, c.Flags().Changed("toolsets"), os.Getenv(toolsetsVariable))
 			if f != nil {
@@ -55,14 +54,6 @@ func newServeCommand() *cobra.Command {
 	_ = cmd.RegisterFlagCompletionFunc("toolsets", completeWords(toolsetNames))
 	return cmd
 }
-
-// serverStartup is how long mcp serve collects garbage as a one-shot call does
-// (cliGCPercent) before it returns to Go's default (serverGCPercent): its start, to the
-// first tools/list answer written, leaves about 4 MB of garbage (the catalog, the
-// published schemas, the answer marshaled twice by the SDK) around 1 MB live, which the
-// default target would collect before that answer (about 5 ms of a 60 ms start here). A
-// client sends initialize and tools/list at once; a second is long past them.
-const serverStartup = time.Second
 
 // shutdownSignals end a server or a capture: in-flight work is cancelled, which kills its
 // workloads and removes its scratch, before the process exits.

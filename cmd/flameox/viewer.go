@@ -34,6 +34,7 @@ func newEvidenceServeCommand() *cobra.Command {
 		Short: "Serve the evidence store read-only over HTTP (the evidence viewer API; loopback only)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			defer collectAsServer()()
 			var opts []runtime.Option
 			if store != "" {
 				opts = append(opts, runtime.WithStoreDir(store))
