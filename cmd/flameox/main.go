@@ -18,8 +18,7 @@ import (
 // is small (an input large enough to matter goes to an analysis worker), so collecting
 // at every doubling from 4 MB is work it never gets back; mcp serve, which lives for a
 // session, and the evidence viewer return to Go's default (serverGCPercent) once started
-// (collectAsServer).
-// GOGC set in the environment is kept.
+// (collectAsServer). GOGC set in the environment is kept.
 const (
 	cliGCPercent    = 400
 	serverGCPercent = 100
