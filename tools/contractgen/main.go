@@ -54,6 +54,9 @@ func run(pkg, contractsDir, goDir string) error {
 	if err != nil {
 		return err
 	}
+	if gofiles["catalog_gen.go"], err = catalogGo(files["catalog.json"]); err != nil {
+		return err
+	}
 	if err := writeTree(contractsDir, files, []string{".json"}); err != nil {
 		return err
 	}
