@@ -42,29 +42,18 @@ func withCeilings(schema json.RawMessage, c gen.EffectiveLimits) (json.RawMessag
 		fields[lf.name] = jsonNumber(lf.get(&c))
 	}
 	pageSize := jsonNumber(float64(c.MaxRows))
-	// ceiling is the new text of the value at names (a pointer from the root), if any.
-	ceiling := func(names [][]byte) (string, bool) {
+	// field is the ceiling of the schema object at names (a pointer from the root): the
+	// page_size property's, or a limits property's; its maximum is what gets replaced.
+	field := func(names [][]byte) (string, bool) {
 		switch {
-		case len(names) == 3 && string(names[0]) == "properties" && string(names[1]) == "page_size" && string(names[2]) == "maximum":
+		case len(names) == 2 && string(names[0]) == "properties" && string(names[1]) == "page_size":
 			return pageSize, true
-		case len(names) == 5 && string(names[0]) == "properties" && string(names[1]) == "limits" &&
-			string(names[2]) == "properties" && string(names[4]) == "maximum":
+		case len(names) == 4 && string(names[0]) == "properties" && string(names[1]) == "limits" &&
+			string(names[2]) == "properties":
 			v, ok := fields[string(names[3])]
 			return v, ok
 		}
 		return "", false
-	}
-	// holdsCeiling reports whether the object at names has a ceiling as its maximum.
-	holdsCeiling := func(names [][]byte) bool {
-		switch {
-		case len(names) == 2:
-			return string(names[0]) == "properties" && string(names[1]) == "page_size"
-		case len(names) == 4 && string(names[0]) == "properties" && string(names[1]) == "limits" &&
-			string(names[2]) == "properties":
-			_, ok := fields[string(names[3])]
-			return ok
-		}
-		return false
 	}
 	out := make([]byte, 0, len(schema))
 	// stack holds the open containers; names[i] is the member name that holds the value
@@ -90,7 +79,7 @@ func withCeilings(schema json.RawMessage, c gen.EffectiveLimits) (json.RawMessag
 			if b == '{' && depth >= 2 && depth <= ceilingDepth-1 {
 				// The object just begun is held by the member named at depth-1: a ceiling
 				// field's (page_size's at depth 2, a limits field's at 4), or limits itself.
-				if holdsCeiling(names[:depth]) {
+				if _, ok := field(names[:depth]); ok {
 					present++
 				}
 				limits = limits || depth == 2 && string(names[0]) == "properties" && string(names[1]) == "limits"
@@ -127,8 +116,8 @@ func withCeilings(schema json.RawMessage, c gen.EffectiveLimits) (json.RawMessag
 		for j < len(schema) && !jsonDelimiter[schema[j]] {
 			j++
 		}
-		if (b == '-' || b >= '0' && b <= '9') && depth >= 1 && depth <= ceilingDepth {
-			if v, ok := ceiling(names[:depth]); ok {
+		if (b == '-' || b >= '0' && b <= '9') && depth >= 1 && depth <= ceilingDepth && string(names[depth-1]) == "maximum" {
+			if v, ok := field(names[:depth-1]); ok {
 				replaced++
 				out = append(out, v...)
 				i = j

@@ -141,13 +141,8 @@ func (t *Tool) Validate(raw []byte) (any, *failure.Failure) {
 	return inst, f
 }
 
-// Annotations are MCP behaviour hints.
-type Annotations struct {
-	ReadOnlyHint    bool  `json:"readOnlyHint"`
-	DestructiveHint *bool `json:"destructiveHint,omitempty"`
-	IdempotentHint  bool  `json:"idempotentHint"`
-	OpenWorldHint   bool  `json:"openWorldHint"`
-}
+// Annotations are a tool's MCP behaviour hints, as the catalog states them.
+type Annotations = gen.CatalogAnnotations
 
 // MaxSessionRescues bounds the remembered rescue handoffs.
 const MaxSessionRescues = 64
@@ -327,10 +322,8 @@ func (rt *Runtime) loadCatalog() error {
 				return err
 			}
 		}
-		a := Annotations{ReadOnlyHint: c.Annotations.ReadOnlyHint, DestructiveHint: c.Annotations.DestructiveHint,
-			IdempotentHint: c.Annotations.IdempotentHint, OpenWorldHint: c.Annotations.OpenWorldHint}
 		t := &Tool{Name: c.Name, Title: c.Title, Description: c.Description, Family: c.Family, Toolset: c.Toolset, Operation: op,
-			Annotations: a, CaptureProviders: c.CaptureProviders,
+			Annotations: c.Annotations, CaptureProviders: c.CaptureProviders,
 			inputSchema: embeddedSchema(c.InputSchema), outputSchema: embeddedSchema(c.OutputSchema)}
 		rt.tools = append(rt.tools, t)
 		rt.byName[t.Name] = t

@@ -326,11 +326,7 @@ func (rt *Runtime) prepareWorker(ctx context.Context, req *request, in []resolve
 		}
 		release = r
 	}
-	var spare *startedWorker
-	if req.limits.MaxMemoryBytes >= spareMinMemoryBytes { // else the spare's warm heap would count against it
-		spare = rt.spares.take()
-	}
-	if w := spare; w != nil {
+	if w := rt.spares.takeFor(req.limits.MaxMemoryBytes); w != nil {
 		w.release, w.disk = release, b.MaxWritableGrowth
 		w.arm <- b
 		// The request's cancellation and deadline stop the spare as they stop a worker
@@ -463,6 +459,15 @@ func (s *spares) take() *startedWorker {
 	default:
 		return w
 	}
+}
+
+// takeFor is take for a request bound to maxMemory bytes: nil under spareMinMemoryBytes,
+// where the spare's warm heap would count against the bound.
+func (s *spares) takeFor(maxMemory int64) *startedWorker {
+	if maxMemory < spareMinMemoryBytes {
+		return nil
+	}
+	return s.take()
 }
 
 // replenish starts a spare if there is none.

@@ -84,6 +84,16 @@ func recordingLaunch(rt *Runtime) func() []launchRecord {
 	}
 }
 
+// waitLaunches returns launches' records once there are at least n (a spare's launch runs
+// on a goroutine of its own), or after 10 s, whatever there are then.
+func waitLaunches(launches func() []launchRecord, n int) []launchRecord {
+	recs := launches()
+	for deadline := time.Now().Add(10 * time.Second); len(recs) < n && time.Now().Before(deadline); recs = launches() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return recs
+}
+
 // bigText writes a text file above the in-process size, whose size alone sends its
 // analysis to a worker.
 func bigText(t *testing.T) string {
@@ -194,18 +204,13 @@ func TestSpareWorker(t *testing.T) {
 		if call == 0 {
 			// The spare's launch runs on a goroutine of its own, as it would while an
 			// agent reads the answer: the next call comes once it has been launched.
-			for deadline := time.Now().Add(10 * time.Second); len(launches()) < 2 && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitLaunches(launches, 2)
 		}
 	}
 	// The answers came before their workers ended (TestWorkerAnsweredBeforeItEnds); the
 	// next spare's launch runs on a goroutine of its own: wait for both.
 	rt.ending.Wait()
-	recs := launches()
-	for deadline := time.Now().Add(10 * time.Second); len(recs) < 3 && time.Now().Before(deadline); recs = launches() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	recs := waitLaunches(launches, 3)
 	if len(recs) != 3 {
 		t.Fatalf("launches = %+v, want the first call's worker, the spare the second call took, and the next spare", recs)
 	}
@@ -243,10 +248,7 @@ func TestSpareNotTakenUnderSmallMemoryBound(t *testing.T) {
 	if _, _, f := analyzeJSON(t, rt, "preview_artifact", map[string]any{"sources": []any{src}, "page_size": 2}); f != nil {
 		t.Fatal(f)
 	}
-	recs := launches()
-	for deadline := time.Now().Add(10 * time.Second); len(recs) < 2 && time.Now().Before(deadline); recs = launches() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	recs := waitLaunches(launches, 2)
 	if len(recs) != 2 || !recs[1].spare {
 		t.Fatalf("launches = %+v, want the first call's worker and a spare", recs)
 	}

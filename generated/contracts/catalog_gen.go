@@ -2,24 +2,6 @@
 
 package contracts
 
-// CatalogTool is one tool of contracts/catalog.json: a runtime loads its catalog from
-// CatalogTools, the same entries in the same order, without decoding the file.
-type CatalogTool struct {
-	Name, Title, Description, Family string
-	Toolset                          Toolset
-	Operation                        string
-	Annotations                      CatalogAnnotations
-	InputSchema, OutputSchema        string
-	CaptureProviders                 []string
-}
-
-// CatalogAnnotations are a catalog tool's MCP behaviour hints; DestructiveHint is nil
-// where the catalog states none.
-type CatalogAnnotations struct {
-	ReadOnlyHint, IdempotentHint, OpenWorldHint bool
-	DestructiveHint                             *bool
-}
-
 var catalogTrue, catalogFalse = true, false
 
 // CatalogTools are the tools of contracts/catalog.json.

@@ -11,6 +11,31 @@ import (
 	"strings"
 )
 
+// CatalogTool is one tool of contracts/catalog.json (its member names are the JSON tags):
+// a runtime loads its catalog from CatalogTools (catalog_gen.go), the same entries in the
+// same order, without decoding the file.
+type CatalogTool struct {
+	Name             string             `json:"name"`
+	Title            string             `json:"title"`
+	Description      string             `json:"description"`
+	Family           string             `json:"family"`
+	Toolset          Toolset            `json:"toolset"`
+	Operation        string             `json:"operation"`
+	Annotations      CatalogAnnotations `json:"annotations"`
+	InputSchema      string             `json:"input_schema"`
+	OutputSchema     string             `json:"output_schema"`
+	CaptureProviders []string           `json:"capture_providers"`
+}
+
+// CatalogAnnotations are a catalog tool's MCP behaviour hints; DestructiveHint is nil
+// where the catalog states none.
+type CatalogAnnotations struct {
+	ReadOnlyHint    bool  `json:"readOnlyHint"`
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	IdempotentHint  bool  `json:"idempotentHint"`
+	OpenWorldHint   bool  `json:"openWorldHint"`
+}
+
 // OperationDecl is one entry of the operation registry declared in CUE.
 type OperationDecl struct {
 	Name             OperationName

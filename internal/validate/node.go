@@ -60,7 +60,8 @@ type pattern struct {
 	re  func() *regexp.Regexp
 }
 
-// patterns holds the process's patterns by source.
+// patterns holds the process's patterns by source. It only grows, with the sources of
+// the schemas the process compiles: here the embedded contracts, a fixed set.
 var patterns sync.Map // string -> *pattern
 
 // newPattern parses src as regexp.Compile does and returns its shared pattern.
