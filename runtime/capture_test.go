@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ import (
 // The test binary doubles as a workload and as the analysis worker: FLAMEOX_RUNTIME_HELPER=hog
 // allocates and touches 512 MiB and sleeps; started as a worker (WorkerVariable set) it
 // serves the analysis, or misbehaves as FLAMEOX_RUNTIME_HELPER says (worker-hog,
-// worker-hang, worker-crash) so that the parent's bounds are tested deterministically.
+// worker-hang, worker-crash, worker-threads) so that the parent's bounds are tested deterministically.
 func TestMain(m *testing.M) {
 	helper := os.Getenv("FLAMEOX_RUNTIME_HELPER")
 	if helper == "hog" {
@@ -40,6 +41,16 @@ func TestMain(m *testing.M) {
 		case "worker-crash":
 			os.Stdout.WriteString(`{"result":`)
 			os.Exit(2)
+		case "worker-threads":
+			// Every goroutine holds a thread of its own until the bound ends the process.
+			boundWorkerThreads()
+			for {
+				go func() {
+					goruntime.LockOSThread()
+					select {}
+				}()
+				time.Sleep(100 * time.Microsecond)
+			}
 		}
 	}
 	if code, ok := ServeWorker(all.Registry); ok {

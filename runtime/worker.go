@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -366,7 +367,12 @@ func (rt *Runtime) startProcess(ctx context.Context, b *broker.Bounds) (*started
 	}
 	// The reply is bounded by the contract's max_result_bytes, not the request's
 	// (replySlack), so one bound serves every request.
-	w.spec = broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: tmp,
+	// The worker is this program's code: the Go runtime bounds its threads
+	// (boundWorkerThreads) and every process it starts runs under a broker of its own, so
+	// it starts without the containment helper and the kernel's task bound (Direct): on a
+	// host whose task bound is a v1 pids group, moving a process into it waits for an RCU
+	// grace period (5-15 ms here), and the helper is one more start of this binary.
+	w.spec = broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: tmp, Direct: true,
 		Env:        workerEnv(os.Environ(), w.reqFile, tmp, warm),
 		StdoutFile: w.replyFile, StdoutClosed: w.replied, ExcerptBytes: 4096, MaxOutputBytes: gen.LimitMaxima.MaxResultBytes + replySlack,
 		WritableRoots: []string{tmp}, ReserveDir: tmp, ReserveBytes: StorageReserveBytes}
@@ -562,6 +568,9 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 		return nil, workerLimit(req, res.Limit, w.disk, inputBytes(in))
 	}
 	reply, f := readReply(w.replyFile, w.spec.MaxOutputBytes)
+	if l := threadExhaustion(res.Stderr.Excerpt); f != nil && l != nil {
+		return nil, workerLimit(req, l, w.disk, inputBytes(in))
+	}
 	if f != nil {
 		code := -1
 		if res.ExitCode != nil {
@@ -698,6 +707,7 @@ func ServeWorker(registry func() *providers.Registry) (int, bool) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(workerGCPercent)
 	}
+	boundWorkerThreads()
 	rt, err := newWorker(registry())
 	warmHeap(warm)
 	var ready [1]byte
@@ -790,6 +800,34 @@ func serveWorker(rt *Runtime, loadErr error, path string) (reply workerReply) {
 	}
 	reply.Result, reply.Token = body, res.Token
 	return reply
+}
+
+// boundWorkerThreads holds the worker's threads to the task bound of the process that
+// started it (FLAMEOX_MAX_TASKS, else broker.DefaultMaxTasks; the worker inherits its
+// environment): the worker runs without the kernel's task bound (broker.Spec.Direct), and
+// past this bound the Go runtime ends it with "thread exhaustion" (threadExhaustion).
+func boundWorkerThreads() {
+	n, _ := broker.MaxTasksFromEnvironment(os.Getenv)
+	debug.SetMaxThreads(int(n))
+}
+
+// threadExhaustion is the task bound's limit for a worker that the Go runtime ended at
+// its thread bound (boundWorkerThreads), read from the worker's standard error ("runtime:
+// program exceeds N-thread limit", then "fatal error: thread exhaustion"); nil for any
+// other end.
+func threadExhaustion(stderr []byte) *broker.Limit {
+	if !bytes.Contains(stderr, []byte("fatal error: thread exhaustion")) {
+		return nil
+	}
+	n, _ := broker.MaxTasksFromEnvironment(os.Getenv)
+	if _, after, ok := bytes.Cut(stderr, []byte("program exceeds ")); ok {
+		if v, _, ok := bytes.Cut(after, []byte("-thread limit")); ok {
+			if m, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+				n = m
+			}
+		}
+	}
+	return &broker.Limit{Kind: "task_limit_exceeded", Configured: float64(n), Unit: "tasks"}
 }
 
 // newWorker builds the runtime of a worker: the catalog and the providers, no store, no

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/internal/testtool"
@@ -125,9 +126,12 @@ func TestWorkerBounds(t *testing.T) {
 		{"worker-hog", map[string]any{"max_memory_bytes": 64 << 20}, gen.FailureCodeLimitExceeded, "memory", failure.Path("limits", "max_memory_bytes")},
 		{"worker-hang", map[string]any{"timeout_seconds": 1}, gen.FailureCodeLimitExceeded, "timeout", failure.Path("limits", "timeout_seconds")},
 		{"worker-crash", nil, gen.FailureCodeInternalFailure, "worker_crashed", nil},
+		// The worker's threads past the task bound (FLAMEOX_MAX_TASKS, which it inherits).
+		{"worker-threads", nil, gen.FailureCodeLimitExceeded, "tasks", nil},
 	} {
 		t.Run(c.helper, func(t *testing.T) {
 			t.Setenv("FLAMEOX_RUNTIME_HELPER", c.helper)
+			t.Setenv(broker.MaxTasksVariable, "64")
 			args := map[string]any{"sources": big["sources"]}
 			if c.limits != nil {
 				args["limits"] = c.limits
@@ -136,6 +140,9 @@ func TestWorkerBounds(t *testing.T) {
 			_, _, f := analyzeJSON(t, rt, "summarize_inference", args)
 			if f == nil || f.Code != c.code || f.Details["reason"] != c.reason || !cmp.Equal(f.FieldPath, c.field) {
 				t.Fatalf("failure = %+v, want %s (%s) at %v", f, c.code, c.reason, c.field)
+			}
+			if c.reason == "tasks" && f.Details["limit"] != int64(64) {
+				t.Errorf("limit = %v (%T), want the worker's bound, 64", f.Details["limit"], f.Details["limit"])
 			}
 			if time.Since(start) > 50*time.Second {
 				t.Errorf("the worker was not stopped (%v)", time.Since(start))

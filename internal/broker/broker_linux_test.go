@@ -233,3 +233,43 @@ func TestDetachedDaemonCountsTowardMemory(t *testing.T) {
 	}
 	assertGone(t, []int{daemonPid(t, dir)})
 }
+
+// TestDirect: a Direct spec starts the workload as the broker's own child, with no
+// containment helper between them and no task bound, in the invocation's cgroup scope
+// where one can be created; without Direct the helper is its parent.
+func TestDirect(t *testing.T) {
+	for _, direct := range []bool{true, false} {
+		spec := sh(t, "echo $PPID")
+		spec.Direct = direct
+		spec.MaxTasks = 64
+		res, err := Run(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ppid := pidsIn(t, res.Stdout.Excerpt)
+		if len(ppid) != 1 {
+			t.Fatalf("direct %v: output %q", direct, res.Stdout.Excerpt)
+		}
+		if own := ppid[0] == os.Getpid(); own != direct && (direct || res.Mechanism != "process_group") {
+			t.Errorf("direct %v: the workload's parent is %d (this process %d), mechanism %q", direct, ppid[0], os.Getpid(), res.Mechanism)
+		}
+		if direct {
+			if res.TaskBound != "" || res.MaxTasks != 0 {
+				t.Errorf("direct: task bound %q %d, want none", res.TaskBound, res.MaxTasks)
+			}
+			if want := map[bool]string{true: "cgroup", false: "process_group"}[newScopeAvailable()]; res.Mechanism != want {
+				t.Errorf("direct: mechanism %q, want %q", res.Mechanism, want)
+			}
+		}
+	}
+}
+
+// newScopeAvailable reports whether this process can create a cgroup v2 scope.
+func newScopeAvailable() bool {
+	sc := newScope()
+	if sc == nil {
+		return false
+	}
+	sc.remove()
+	return true
+}

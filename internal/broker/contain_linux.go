@@ -33,15 +33,20 @@ func startContained(spec Spec, outW, errW *os.File, res *Result) (container, err
 	if forceProcessGroup {
 		return startGroup(spec, outW, errW, res)
 	}
-	// The reaper helper contains the workload; where it cannot run, the workload is started
-	// directly in its own process group. Either is cloned into a cgroup scope of its own
-	// where one can be created.
+	// The reaper helper contains the workload; where it cannot run, or the spec asks for
+	// none (Direct), the workload is started directly in its own process group. Either is
+	// cloned into a cgroup scope of its own where one can be created.
 	sc := newScope()
 	inScope := false
-	tl := limitTasks(taskBound(spec), sc)
-	h, err := startReaper(spec, outW, errW, sc, tl)
-	// The helper holds its own copies of the task bound's descriptors.
-	tl.closeFiles()
+	var tl *taskLimit
+	var h *reaper
+	var err error
+	if !spec.Direct {
+		tl = limitTasks(taskBound(spec), sc)
+		h, err = startReaper(spec, outW, errW, sc, tl)
+		// The helper holds its own copies of the task bound's descriptors.
+		tl.closeFiles()
+	}
 	var cmd *exec.Cmd
 	if h != nil {
 		cmd = h.cmd
