@@ -75,13 +75,14 @@ type Spec struct {
 	// negative value none. Result.TaskBound says how it was enforced, if at all.
 	MaxTasks int64
 
-	// Direct starts Path itself as the root of the tree, without the containment helper
-	// and without a kernel task bound (MaxTasks is not enforced): for a workload that is
-	// this program's own code, whose threads the Go runtime bounds (debug.SetMaxThreads)
-	// and whose every child process runs under a broker of its own, as the analysis
-	// worker does. The tree is still a process group with the parent-death signal,
-	// cloned into a cgroup scope of its own where one can be created, and every other
-	// bound holds. Only Linux has a helper to leave out; elsewhere it changes nothing.
+	// Direct, on Linux, starts Path itself as the root of the tree, without the
+	// containment helper and without the kernel's task bound (MaxTasks is not enforced):
+	// for a workload that is this program's own code, whose threads the Go runtime bounds
+	// (debug.SetMaxThreads) and whose every child process runs under a broker of its own,
+	// as the analysis worker does. The tree is still a process group with the
+	// parent-death signal, cloned into a cgroup scope of its own where one can be
+	// created, and every other bound holds. macOS and Windows start no helper, so there
+	// it changes nothing (a Windows Job Object still bounds the processes).
 	Direct bool
 
 	// SampleInterval is the sampling period; zero means 50 ms.
