@@ -267,6 +267,31 @@ func BenchmarkProcessCaptureTrue(b *testing.B) {
 		commandRun(func() *exec.Cmd { return exec.Command(truePath) }))
 }
 
+// BenchmarkProcessCaptureTrueSpaced is BenchmarkProcessCaptureTrue with a quarter of a
+// second before each run, as an agent's calls come: a run right after another finds
+// kernel state warm that a spaced one does not (on a host whose task bound is a v1 pids
+// group, the RCU grace period of the helper's move into it: decision 0067, fourth
+// addendum), so back-to-back runs hide what a capture costs its caller.
+func BenchmarkProcessCaptureTrueSpaced(b *testing.B) {
+	bin, truePath := buildFlameox(b), testtool.Require(b, "true")
+	cwd := b.TempDir()
+	pairedProcesses(b, "true",
+		spaced(commandRun(func() *exec.Cmd {
+			c := exec.Command(bin, "capture", "--provider", "direct", "--", "true")
+			c.Dir = cwd
+			return c
+		})),
+		spaced(commandRun(func() *exec.Cmd { return exec.Command(truePath) })))
+}
+
+// spaced runs run after a quarter of a second's pause, which it does not time.
+func spaced(run processRun) processRun {
+	return func() (testtool.Measured, error) {
+		time.Sleep(250 * time.Millisecond)
+		return run()
+	}
+}
+
 // mcpHandshake is what a client writes to reach a tools/list answer.
 const mcpHandshake = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
