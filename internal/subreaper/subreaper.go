@@ -9,9 +9,10 @@
 // control pipe reaches EOF even on SIGKILL; PR_SET_PDEATHSIG delivers SIGTERM as well).
 //
 // Its arguments are Arg, the task options, the executable and the argv. The task options
-// are "-" (none) or a comma-separated list of join=FD (a v1 pids group's cgroup.procs,
-// which the helper joins before it forks the workload), home=FD (the cgroup.procs it
-// returns to once the workload runs) and nproc=N (the workload's RLIMIT_NPROC is the
+// are "-" (none) or a comma-separated list of join=FD (a v1 pids group's tasks file,
+// through which the helper's forking thread joins the group before it forks the
+// workload), home=FD (the tasks or cgroup.procs file it returns through once the workload
+// runs; both are written "0", the writer) and nproc=N (the workload's RLIMIT_NPROC is the
 // user's tasks at launch plus N); internal/broker encodes them (its taskLimit's
 // helperOptions), this package parses them. The control pipe is fd 3; the protocol, on
 // fd 4, is one line each: "started PID tasks=KIND" (KIND: cgroup_v1 or rlimit where the

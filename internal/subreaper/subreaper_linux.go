@@ -142,9 +142,12 @@ func descendants(root int) []procfs.Process {
 	return out
 }
 
-// applyTaskOptions runs in the helper before it forks the workload: it joins the v1 group
-// (join=FD), notes where to return (home=FD) and lowers RLIMIT_NPROC (nproc=N) for the
-// fork. It returns the bound it applied (cgroup_v1, rlimit or -) and what to call once
+// applyTaskOptions runs in the helper's forking thread (locked to it) before it forks the
+// workload: it joins the v1 group (join=FD), notes where to return (home=FD) and lowers
+// RLIMIT_NPROC (nproc=N) for the fork. Both cgroup files are written "0", the writer
+// itself: through a v1 tasks file that moves this thread alone (which the kernel does
+// without the global lock a process's move takes), through a cgroup.procs file this
+// process. It returns the bound it applied (cgroup_v1, rlimit or -) and what to call once
 // the fork is done: the helper returns home and gets its own limit back, so the bound
 // holds the workload alone. None of the descriptors reaches the workload. The options
 // are internal/broker's encoding (its taskLimit's helperOptions).
@@ -169,7 +172,7 @@ func applyTaskOptions(opts string) (string, func()) {
 				home = f
 				continue
 			}
-			if _, err := f.WriteString(strconv.Itoa(os.Getpid())); err == nil {
+			if _, err := f.WriteString("0"); err == nil {
 				bound = "cgroup_v1"
 			}
 			f.Close()
@@ -193,7 +196,7 @@ func applyTaskOptions(opts string) (string, func()) {
 			restoreLimit()
 		}
 		if home != nil {
-			_, _ = home.WriteString(strconv.Itoa(os.Getpid()))
+			_, _ = home.WriteString("0")
 			home.Close()
 		}
 	}
