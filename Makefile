@@ -1,7 +1,7 @@
 GO ?= go
 CUE := $(GO) tool cue
 
-.PHONY: all build dist generate check-generated test test-e2e bench fuzz e2e-deps update-golden
+.PHONY: all build dist generate check-generated test test-short test-e2e bench fuzz e2e-deps update-golden
 
 all: build
 
@@ -37,6 +37,10 @@ e2e-deps:
 test:
 	$(GO) vet ./...
 	$(GO) test -timeout 30m ./...
+
+# test-short is the inner loop: real tools' runs and the largest inputs are the full suite's.
+test-short:
+	$(GO) test -short ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./...

@@ -103,6 +103,7 @@ print(flameox_benchmark.config())
 // python3-torch), or skips.
 func torchPython(t *testing.T) string {
 	t.Helper()
+	testtool.Short(t, "runs torch")
 	for _, p := range []string{"python3", "/usr/bin/python3"} {
 		// find_spec does not import torch (seconds on a loaded machine); the workload does.
 		if exe, err := exec.LookPath(p); err == nil && exec.Command(exe, "-c",

@@ -106,6 +106,7 @@ func outputDigest(first *Result, rows []string) string {
 // changes answers names them (go test ./runtime -run TestCorpusPages
 // -update-corpus-digests rewrites the file; its diff is the list).
 func TestCorpusPagesAreBoundedAndConsistent(t *testing.T) {
+	testtool.Short(t, "pages every corpus file")
 	dir := testtool.CorpusDirOrSkip(t)
 	entries, err := os.ReadDir(dir)
 	if err != nil {

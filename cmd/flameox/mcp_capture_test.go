@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/flameox/flameox/internal/testtool"
 )
 
 func TestMCPCaptureWithProgress(t *testing.T) {
@@ -130,9 +132,7 @@ func processAlive(pid int) bool {
 // here from the result's own execution records. Real timings decide nothing: on a loaded
 // machine a 0.25 s sleep may well time faster than a 0.01 s one.
 func TestMCPBenchmarkExperiment(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testtool.Require(t, "python3")
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "nap.py"), []byte(`import json, os, time
 time.sleep(float(os.environ["SLEEP"]))
@@ -274,9 +274,7 @@ func TestMCPCapturesKeepTheirExecutions(t *testing.T) {
 	// The collector wrote nothing because the workload's argv failed (cProfile refuses -c):
 	// a handle, a console preview, and preserve_evidence next, whose message says to fix
 	// target.argv.
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testtool.Require(t, "python3")
 	res = capture("capture_and_rank_cpu_hotspots", map[string]any{"target": map[string]any{"argv": []string{"python3", "-c", "print(1)"}},
 		"provider": map[string]any{"kind": "cprofile"}})
 	next := res["next_action"].(map[string]any)

@@ -2,12 +2,13 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/flameox/flameox/internal/testtool"
 )
 
 // TestMCPSourceWithoutKind: catalog §4.2, "`kind` may be omitted: it defaults to [...]
@@ -106,9 +107,7 @@ func TestMCPUnsupportedFormatDetails(t *testing.T) {
 	if !cmp.Equal(res["field_path"], []any{"provider", "kind"}) || !cmp.Equal(res["accepted_values"], compatible) {
 		t.Errorf("field_path %v, accepted_values %v", res["field_path"], res["accepted_values"])
 	}
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testtool.Require(t, "python3")
 	res, isErr = s.call("capture_and_rank_cpu_hotspots", map[string]any{"target": target, "provider": map[string]any{"kind": "cprofile"}})
 	if isErr || res["status"] != "complete" {
 		t.Errorf("capture with cprofile: %v %v %v", res["status"], res["code"], res["message"])

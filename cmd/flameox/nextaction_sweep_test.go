@@ -19,6 +19,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/runtime"
 )
 
@@ -568,6 +569,7 @@ func srcs(s ...map[string]any) []any {
 // tool does not read answers call_tool with the tool that reads it and the source as
 // given; the sweep runs it, and it completes unless corpusFailsAgain says why not.
 func TestNextActionSweepCorpus(t *testing.T) {
+	testtool.Short(t, "runs every next action the corpus produces")
 	dir := corpusDir(t)
 	w := newSweeper(t, true)
 	entries, err := os.ReadDir(dir)

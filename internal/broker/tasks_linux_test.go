@@ -3,11 +3,12 @@ package broker
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flameox/flameox/internal/testtool"
 )
 
 // forkLoop starts up to 200 background sleeps, one pid per line in pids; dash gives up
@@ -235,10 +236,7 @@ for k in kids:
 // python runs script with the python3 on PATH under the broker's test settings.
 func python(t *testing.T, script string) Spec {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
+	py := testtool.Require(t, "python3")
 	spec := sh(t, "")
 	spec.Path, spec.Args = py, []string{"python3", "-c", script}
 	return spec

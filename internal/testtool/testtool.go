@@ -19,9 +19,14 @@ import (
 )
 
 // Require returns the path of the named executable, skipping the test when it is missing
-// outside CI and failing it in CI.
+// outside CI and failing it in CI. Under -short it skips every test that runs a real tool
+// but the shell or true (Short): a maintainer's inner loop leaves the tools' runs, the
+// independent truths and the captures, to the full suite, which CI runs.
 func Require(t testing.TB, name string) string {
 	t.Helper()
+	if name != "sh" && name != "true" {
+		Short(t, "runs "+name)
+	}
 	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -30,6 +35,15 @@ func Require(t testing.TB, name string) string {
 		t.Skipf("%s is not installed", name)
 	}
 	return p
+}
+
+// Short skips the test under -short, saying what it does that the inner loop leaves to
+// the full suite: it runs a real tool, reads large inputs or drives a browser.
+func Short(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s: the full suite's (go test without -short)", what)
+	}
 }
 
 // RequirePerfRecord returns perf's path after checking that perf record may sample here

@@ -45,6 +45,7 @@ func TestPyperfMeasurementBomb(t *testing.T) {
 // kept whole as Measurement values (gigabytes) before MaxMeasurements applied; now each
 // goes to the emitter as it is read, and the bound fails the read typed.
 func TestGoBenchMeasurementBomb(t *testing.T) {
+	testtool.Short(t, "reads a 20 MB measurement bomb")
 	line := "BenchmarkX-8 1" + strings.Repeat(" 1 B", 1<<17) + "\n" // 512 KiB
 	var b bytes.Buffer
 	for range (MaxMeasurements >> 17) + 2 {

@@ -333,6 +333,7 @@ func setData(data []any, name string, v any) {
 // document and, where one is involved, naming the member; a sample file swapped for a
 // link out of the directory after hashing is never read.
 func TestNVBenchJSONBinHostile(t *testing.T) {
+	testtool.Short(t, "reads hostile inputs up to every bound")
 	// The first state of the first benchmark ("simple", Device=0) has 9 summaries of its
 	// own; its nv/json/bin summary follows them.
 	const binAt = 9

@@ -28,6 +28,7 @@ const systemPython = "/usr/bin/python3"
 // needCoverage skips without Debian's python3-coverage, and fails in CI, which installs it.
 func needCoverage(t *testing.T) {
 	t.Helper()
+	testtool.Short(t, "runs coverage.py")
 	if exec.Command(systemPython, "-c", "import coverage").Run() != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("CI must run coverage.py: install python3-coverage for /usr/bin/python3")

@@ -13,6 +13,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/providerstest"
 )
@@ -65,7 +66,7 @@ type lcovTruth struct {
 // Python's reading of the same file; it returns the rows.
 func checkLCOV(t *testing.T, path string) []row {
 	t.Helper()
-	out, err := exec.Command("python3", "-c", lcovTruthScript, path).Output()
+	out, err := exec.Command(testtool.Require(t, "python3"), "-c", lcovTruthScript, path).Output()
 	if err != nil {
 		t.Fatalf("python3 reading %s: %v", path, err)
 	}

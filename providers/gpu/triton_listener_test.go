@@ -254,6 +254,7 @@ func TestTritonListenerRefusesMalformedRecords(t *testing.T) {
 }
 
 func TestTritonListenerBounds(t *testing.T) {
+	testtool.Short(t, "reads inputs past every bound")
 	dir := t.TempDir()
 	line := listenerLine(t, map[string]any{"candidates": []any{}, "best_index": nil}) + "\n"
 	p := filepath.Join(dir, "many.jsonl")

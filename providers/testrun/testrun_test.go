@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/providerstest"
 )
@@ -110,6 +111,7 @@ def test_never():
 
 func requirePytest(t *testing.T, modules ...string) {
 	t.Helper()
+	testtool.Short(t, "runs pytest")
 	for _, m := range append([]string{"pytest"}, modules...) {
 		if exec.Command("/usr/bin/python3", "-c", "import "+m).Run() != nil {
 			if os.Getenv("CI") != "" {
@@ -796,7 +798,7 @@ with open(sys.argv[1], "a") as f:
         rows.append(o)
 json.dump(rows, sys.stdout)
 `
-	out, err := exec.Command("python3", "-c", script, path).Output()
+	out, err := exec.Command(testtool.Require(t, "python3"), "-c", script, path).Output()
 	if err != nil {
 		t.Fatal(err)
 	}

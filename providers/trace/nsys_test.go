@@ -102,10 +102,7 @@ db.commit()
 
 func python3(t *testing.T, script string, args ...string) []byte {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	py := testtool.Require(t, "python3")
 	out, err := exec.Command(py, append([]string{"-c", script}, args...)...).Output()
 	if err != nil {
 		var ee *exec.ExitError

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,10 +33,7 @@ var (
 func corpusParquetDir(t testing.TB) string {
 	t.Helper()
 	corpus := corpusFile(t, nsysCorpus)
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	py := testtool.Require(t, "python3")
 	parquetDirOnce.Do(func() {
 		d, err := os.MkdirTemp("", "flameox-nsys-parquetdir-test-")
 		if err != nil {
@@ -99,10 +95,7 @@ func nsysSources(t *testing.T, path string) []providers.Input {
 	if path == corpusFile(t, nsysCorpus) {
 		dir = corpusParquetDir(t)
 	} else {
-		py, err := exec.LookPath("python3")
-		if err != nil {
-			t.Skip("python3 is not installed")
-		}
+		py := testtool.Require(t, "python3")
 		dir = filepath.Join(t.TempDir(), "report_pqtdir")
 		if err := testtool.NsysParquetDir(py, path, dir); err != nil {
 			t.Fatal(err)

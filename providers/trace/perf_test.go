@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/providers/trace/chrome"
 	"github.com/flameox/flameox/providers/trace/chrome/chrometest"
 	"github.com/flameox/flameox/providers/trace/tracemodel"
@@ -141,6 +142,7 @@ func TestPipelineMatchesDirect(t *testing.T) {
 // TestPipelineStops checks that a cancelled context and a failing visitor stop the
 // decoder goroutine and return their error.
 func TestPipelineStops(t *testing.T) {
+	testtool.Short(t, "stops the decoder at many points")
 	for _, mode := range []readMode{readPipelined, readStaged} {
 		t.Run(mode.String(), func(t *testing.T) { pipelineStops(t, mode) })
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/flameox/flameox/contracts"
+	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/internal/validate"
 )
 
@@ -38,6 +39,7 @@ const validationBaseline = "testdata/validation"
 // fixtures and refuse the others with the same failure (code, message, field path,
 // accepted values and details).
 func TestInputValidationUnchanged(t *testing.T) {
+	testtool.Short(t, "checks every served schema over generated fixtures")
 	served, err := fs.Glob(contracts.FS, "tools/*.input.json")
 	if err != nil || len(served) == 0 {
 		t.Fatalf("no served input schemas: %v", err)

@@ -58,6 +58,7 @@ func TestPprofGzipInsideGzip(t *testing.T) {
 // Issue 21: small gzipped pprof files whose string table is huge: many strings, or
 // long ones.
 func TestPprofStringTableBombs(t *testing.T) {
+	testtool.Short(t, "reads string table bombs")
 	empty := []byte{0x32, 0x00} // string_table: ""
 	long := append([]byte{0x32, 0x80, 0x80, 0x40}, bytes.Repeat([]byte{'a'}, 1<<20)...)
 	for _, c := range []struct {
@@ -147,6 +148,7 @@ func expectStackLimit(t *testing.T, limit int64, decode func() error) {
 // frames over all the samples, fails typed in little memory, by either reader and
 // through the bounded file reader; stacks up to the bound decode.
 func TestPprofStackBombs(t *testing.T) {
+	testtool.Short(t, "reads stack bombs")
 	const maxStackFrames, maxSampledFrames = sampled.MaxStackFrames, sampled.MaxSampledFrames
 	perSample := maxSampledFrames/maxStackFrames + 1
 	tests := []struct {

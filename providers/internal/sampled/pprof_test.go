@@ -183,6 +183,7 @@ func sampledLines(s *sampled.Sampled) []string {
 // must too, with the same aggregation; where it does not, Parse must refuse it as well
 // (but for varints longer than protobuf allows, which Parse reads).
 func TestPprofStreamMatchesParse(t *testing.T) {
+	testtool.Short(t, "reads every pprof file twice")
 	read := func(p string) []byte {
 		b, err := os.ReadFile(p)
 		if err != nil {

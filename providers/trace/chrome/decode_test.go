@@ -291,6 +291,7 @@ func TestDecodeChromeTruncatedAndMalformed(t *testing.T) {
 // bytes: each must decode or fail with a typed error whose message holds no library
 // text.
 func TestDecodeChromeEveryTruncation(t *testing.T) {
+	testtool.Short(t, "decodes a trace cut at every byte")
 	b, err := io.ReadAll(chrometest.OpenCorpus(t, "speedscope__trace_event_multiprocess.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -301,6 +301,7 @@ func checkTyped(t *testing.T, what string, err error) {
 }
 
 func TestPerfettoMalformed(t *testing.T) {
+	testtool.Short(t, "decodes many malformed traces")
 	basic, err := os.ReadFile(testtool.Corpus(t, "perfetto-mcp-rs__basic.perfetto-trace"))
 	if err != nil {
 		t.Fatal(err)
