@@ -36,16 +36,28 @@ const (
 // workerBudget is a weighted semaphore in two dimensions: worker slots and bytes of
 // max_memory_bytes. Each is golang.org/x/sync/semaphore's FIFO, context-aware semaphore.
 type workerBudget struct {
-	slots, memory *semaphore.Weighted
-	workers       int64
-	bytes         int64
+	slots   *semaphore.Weighted
+	workers int64
+	// memory is the memory semaphore and its bytes, made at the first acquire: the
+	// default reads the machine's memory (/proc/meminfo and the cgroup limits, 0.3 to
+	// 0.4 ms), which a call that starts no worker never needs.
+	memory func() (*semaphore.Weighted, int64)
 	// waiting and running count the requests in the queue and holding a slot (tests and
 	// diagnostics read them).
 	waiting, running atomic.Int64
 }
 
 func newWorkerBudget(workers, bytes int64) *workerBudget {
-	return &workerBudget{slots: semaphore.NewWeighted(workers), memory: semaphore.NewWeighted(bytes), workers: workers, bytes: bytes}
+	return newLazyBudget(workers, func() int64 { return bytes })
+}
+
+// newLazyBudget is the budget of workers slots whose memory bytes are known on first use.
+func newLazyBudget(workers int64, bytes func() int64) *workerBudget {
+	return &workerBudget{slots: semaphore.NewWeighted(workers), workers: workers,
+		memory: sync.OnceValues(func() (*semaphore.Weighted, int64) {
+			n := bytes()
+			return semaphore.NewWeighted(n), n
+		})}
 }
 
 // acquire waits until a worker slot is free and bound bytes fit in the memory budget (the
@@ -57,8 +69,9 @@ func (b *workerBudget) acquire(ctx context.Context, bound int64) (release func()
 	if err := b.slots.Acquire(ctx, 1); err != nil {
 		return nil, err
 	}
-	weight := min(max(bound, 0), b.bytes)
-	if err := b.memory.Acquire(ctx, weight); err != nil {
+	memory, bytes := b.memory()
+	weight := min(max(bound, 0), bytes)
+	if err := memory.Acquire(ctx, weight); err != nil {
 		b.slots.Release(1)
 		return nil, err
 	}
@@ -67,7 +80,7 @@ func (b *workerBudget) acquire(ctx context.Context, bound int64) (release func()
 	return func() {
 		once.Do(func() {
 			b.running.Add(-1)
-			b.memory.Release(weight)
+			memory.Release(weight)
 			b.slots.Release(1)
 		})
 	}, nil
@@ -75,18 +88,17 @@ func (b *workerBudget) acquire(ctx context.Context, bound int64) (release func()
 
 // processBudget is the budget every runtime of this process shares.
 var processBudget = sync.OnceValues(func() (*workerBudget, error) {
-	return budgetFromEnvironment(os.Getenv, goruntime.NumCPU(), machineMemory())
+	return budgetFromEnvironment(os.Getenv, goruntime.NumCPU(), machineMemory)
 })
 
 // budgetFromEnvironment is the budget the environment sets, else the defaults: half the
 // CPUs (at least two) and half the memory (the smaller of the machine's and its cgroup
-// limit; unbounded when neither can be read, the slots then being the only bound).
-func budgetFromEnvironment(getenv func(string) string, cpus int, memory int64) (*workerBudget, error) {
+// limit; unbounded when neither can be read, the slots then being the only bound). The
+// variables are checked here; memory is read at the budget's first use, and only when
+// WorkerMemoryVariable does not set the bytes.
+func budgetFromEnvironment(getenv func(string) string, cpus int, memory func() int64) (*workerBudget, error) {
 	workers := int64(max(2, cpus/2))
-	bytes := int64(1<<63 - 1)
-	if memory > 0 {
-		bytes = memory / 2
-	}
+	var bytes int64 // set by WorkerMemoryVariable; 0: from memory
 	for _, v := range []struct {
 		name string
 		to   *int64
@@ -102,7 +114,15 @@ func budgetFromEnvironment(getenv func(string) string, cpus int, memory int64) (
 		}
 		*v.to = n
 	}
-	return newWorkerBudget(workers, bytes), nil
+	if bytes > 0 {
+		return newWorkerBudget(workers, bytes), nil
+	}
+	return newLazyBudget(workers, func() int64 {
+		if m := memory(); m > 0 {
+			return m / 2
+		}
+		return 1<<63 - 1
+	}), nil
 }
 
 // machineMemory is the memory this process may use, in bytes: the smaller of the

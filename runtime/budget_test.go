@@ -331,14 +331,21 @@ func TestWorkerBudgetFromEnvironment(t *testing.T) {
 		{"memory unknown", env(), 4, 0, 2, 1<<63 - 1},
 		{"overridden", env(MaxWorkersVariable, "5", WorkerMemoryVariable, " 1073741824 "), 16, 8 << 30, 5, 1 << 30},
 	} {
-		b, err := budgetFromEnvironment(c.getenv, c.cpus, c.memory)
-		if err != nil || b.workers != c.workers || b.bytes != c.bytes {
-			t.Errorf("%s: %v, %+v; want %d workers, %d bytes", c.name, err, b, c.workers, c.bytes)
+		reads := 0
+		b, err := budgetFromEnvironment(c.getenv, c.cpus, func() int64 { reads++; return c.memory })
+		if err != nil || reads != 0 {
+			t.Fatalf("%s: %v, the memory read %d times before the budget's first use", c.name, err, reads)
+		}
+		if _, bytes := b.memory(); b.workers != c.workers || bytes != c.bytes {
+			t.Errorf("%s: %d workers, %d bytes; want %d workers, %d bytes", c.name, b.workers, bytes, c.workers, c.bytes)
+		}
+		if c.getenv(WorkerMemoryVariable) != "" && reads != 0 {
+			t.Errorf("%s: the memory was read though %s sets the bytes", c.name, WorkerMemoryVariable)
 		}
 	}
 	for _, v := range []string{"0", "-1", "two", "1.5"} {
 		for _, name := range []string{MaxWorkersVariable, WorkerMemoryVariable} {
-			_, err := budgetFromEnvironment(env(name, v), 4, 8<<30)
+			_, err := budgetFromEnvironment(env(name, v), 4, func() int64 { return 8 << 30 })
 			var f *failure.Failure
 			if !errors.As(err, &f) || f.Code != gen.FailureCodeInvalidInput || f.Details["configuration_variable"] != name {
 				t.Errorf("%s=%s: %v, want INVALID_INPUT", name, v, err)
