@@ -25,7 +25,8 @@ import (
 // The test binary doubles as a workload and as the analysis worker: FLAMEOX_RUNTIME_HELPER=hog
 // allocates and touches 512 MiB and sleeps; started as a worker (WorkerVariable set) it
 // serves the analysis, or misbehaves as FLAMEOX_RUNTIME_HELPER says (worker-hog,
-// worker-hang, worker-crash, worker-threads) so that the parent's bounds are tested deterministically.
+// worker-hang, worker-crash, worker-threads) so that the parent's bounds are tested
+// deterministically.
 func TestMain(m *testing.M) {
 	helper := os.Getenv("FLAMEOX_RUNTIME_HELPER")
 	if helper == "hog" {

@@ -369,9 +369,9 @@ func (rt *Runtime) startProcess(ctx context.Context, b *broker.Bounds) (*started
 	// (replySlack), so one bound serves every request.
 	// The worker is this program's code: the Go runtime bounds its threads
 	// (boundWorkerThreads) and every process it starts runs under a broker of its own, so
-	// it starts without the containment helper and the kernel's task bound (Direct): on a
-	// host whose task bound is a v1 pids group, moving a process into it waits for an RCU
-	// grace period (5-15 ms here), and the helper is one more start of this binary.
+	// it starts without the containment helper and the kernel's task bound (Direct): the
+	// helper is one more start of this binary and its exit after the worker's (3 to 4 ms
+	// of a CLI call through the worker here).
 	w.spec = broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: tmp, Direct: true,
 		Env:        workerEnv(os.Environ(), w.reqFile, tmp, warm),
 		StdoutFile: w.replyFile, StdoutClosed: w.replied, ExcerptBytes: 4096, MaxOutputBytes: gen.LimitMaxima.MaxResultBytes + replySlack,
@@ -806,9 +806,13 @@ func serveWorker(rt *Runtime, loadErr error, path string) (reply workerReply) {
 // started it (FLAMEOX_MAX_TASKS, else broker.DefaultMaxTasks; the worker inherits its
 // environment): the worker runs without the kernel's task bound (broker.Spec.Direct), and
 // past this bound the Go runtime ends it with "thread exhaustion" (threadExhaustion).
-func boundWorkerThreads() {
+func boundWorkerThreads() { debug.SetMaxThreads(int(workerThreads())) }
+
+// workerThreads is the worker's thread bound: the process's task bound, which the worker
+// reads from the environment it inherits, as its parent does.
+func workerThreads() int64 {
 	n, _ := broker.MaxTasksFromEnvironment(os.Getenv)
-	debug.SetMaxThreads(int(n))
+	return n
 }
 
 // threadExhaustion is the task bound's limit for a worker that the Go runtime ended at
@@ -819,7 +823,7 @@ func threadExhaustion(stderr []byte) *broker.Limit {
 	if !bytes.Contains(stderr, []byte("fatal error: thread exhaustion")) {
 		return nil
 	}
-	n, _ := broker.MaxTasksFromEnvironment(os.Getenv)
+	n := workerThreads()
 	if _, after, ok := bytes.Cut(stderr, []byte("program exceeds ")); ok {
 		if v, _, ok := bytes.Cut(after, []byte("-thread limit")); ok {
 			if m, err := strconv.ParseInt(string(v), 10, 64); err == nil {

@@ -256,15 +256,21 @@ func reportTreeRSS(b *testing.B, name string, ours, peer func() *exec.Cmd) {
 // BenchmarkProcessCaptureTrue: `flameox capture --provider direct -- true` in an empty
 // working directory beside bare `true` (issue 36: at most 15 ms over it).
 func BenchmarkProcessCaptureTrue(b *testing.B) {
+	ours, peer := captureTrue(b)
+	pairedProcesses(b, "true", ours, peer)
+}
+
+// captureTrue is the pair of BenchmarkProcessCaptureTrue: the capture in an empty working
+// directory, and bare true.
+func captureTrue(b *testing.B) (ours, peer processRun) {
 	bin, truePath := buildFlameox(b), testtool.Require(b, "true")
 	cwd := b.TempDir()
-	pairedProcesses(b, "true",
-		commandRun(func() *exec.Cmd {
+	return commandRun(func() *exec.Cmd {
 			c := exec.Command(bin, "capture", "--provider", "direct", "--", "true")
 			c.Dir = cwd
 			return c
 		}),
-		commandRun(func() *exec.Cmd { return exec.Command(truePath) }))
+		commandRun(func() *exec.Cmd { return exec.Command(truePath) })
 }
 
 // BenchmarkProcessCaptureTrueSpaced is BenchmarkProcessCaptureTrue with a quarter of a
@@ -273,15 +279,8 @@ func BenchmarkProcessCaptureTrue(b *testing.B) {
 // group, the RCU grace period of the helper's move into it: decision 0067, fourth
 // addendum), so back-to-back runs hide what a capture costs its caller.
 func BenchmarkProcessCaptureTrueSpaced(b *testing.B) {
-	bin, truePath := buildFlameox(b), testtool.Require(b, "true")
-	cwd := b.TempDir()
-	pairedProcesses(b, "true",
-		spaced(commandRun(func() *exec.Cmd {
-			c := exec.Command(bin, "capture", "--provider", "direct", "--", "true")
-			c.Dir = cwd
-			return c
-		})),
-		spaced(commandRun(func() *exec.Cmd { return exec.Command(truePath) })))
+	ours, peer := captureTrue(b)
+	pairedProcesses(b, "true", spaced(ours), spaced(peer))
 }
 
 // spaced runs run after a quarter of a second's pause, which it does not time.

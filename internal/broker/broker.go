@@ -172,8 +172,8 @@ type Result struct {
 	Gaps []string
 	// TaskBound is how the task bound was enforced: cgroup (pids.max of the invocation's
 	// cgroup v2 scope), cgroup_v1 (pids.max of a group of the v1 pids hierarchy the
-	// helper's forking thread joined before starting the workload in it), rlimit (RLIMIT_NPROC of the workload:
-	// the user's tasks at launch plus the bound), job_object (the active-process limit of
+	// helper's forking thread joined before starting the workload in it), rlimit
+	// (RLIMIT_NPROC of the workload: the user's tasks at launch plus the bound), job_object (the active-process limit of
 	// the invocation's Windows Job Object: processes, not threads), or empty (not
 	// enforced: no pids controller could be used and the user is exempt from
 	// RLIMIT_NPROC, the process_group mechanism, or no bound).
