@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -132,6 +133,7 @@ func TestScripts(t *testing.T) {
 			"getjson":     cmdGetJSON,
 			"storedir":    cmdStoreDir,
 			"flipbyte":    cmdFlipByte,
+			"cpexe":       cmdCpExe,
 			"subst":       cmdSubst,
 			"mkfolded":    cmdMkFolded,
 			"mkproxy":     cmdMkProxy,
@@ -283,6 +285,22 @@ func cmdFlipByte(ts *testscript.TestScript, neg bool, args []string) {
 	b[0] ^= 0xff
 	_, err = f.WriteAt(b, off)
 	ts.Check(err)
+}
+
+// cmdCpExe copies the executable SRC to DST (mode 0755): cpexe SRC DST. testscript's cp
+// holds DST open for writing while other scripts of this process fork their commands;
+// a child forked then holds the descriptor until it execs, and executing DST meanwhile
+// fails with "text file busy" (golang/go#22315). cpexe writes DST under syscall.ForkLock,
+// which every fork of this process takes, so no child inherits it.
+func cmdCpExe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: cpexe SRC DST")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	syscall.ForkLock.Lock()
+	defer syscall.ForkLock.Unlock()
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), b, 0o755))
 }
 
 // cmdSubst replaces every OLD with NEW in FILE, failing when OLD is absent: subst FILE OLD NEW.
