@@ -50,7 +50,7 @@ func (rt *Runtime) analyze(ctx context.Context, req *request) (*Result, *failure
 		res, f = rt.analyzeInWorker(ctx, req, in, started)
 	case inProcess(in):
 		// The decoder reads what was measured (decision 0054).
-		pinned, done, pf := pinInputs(in)
+		pinned, done, pf := pinInputs(in, sealedScratch(ctx))
 		if pf != nil {
 			return nil, pf
 		}

@@ -450,6 +450,9 @@ type execution struct {
 	reader   *providers.Executable
 	ok       bool
 	wall     *int64
+	// detached is set when the containment of the execution or of its oracle could leave
+	// a process of it running after it ended (broker.GapDetachedDescendants).
+	detached bool
 }
 
 // reservation is the scratch a capture reserves before it runs (catalog 6.2): per
@@ -573,6 +576,7 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 		return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture could not run")
 	}
 	rec.Containment = containment(res)
+	ex.detached = leavesDetached(res)
 	rec.Limit = executionLimit(res.Limit)
 	if rec.Limit != nil && rec.Limit.Kind == "timeout" && cr.serverDeadline() {
 		rec.Limit.Recovery = serverDeadlineRecovery
@@ -841,6 +845,12 @@ func containment(r *broker.Result) gen.Containment {
 	return c
 }
 
+// leavesDetached reports whether a process of the invocation may outlive it: its
+// containment names the detached-descendants gap (a process group alone).
+func leavesDetached(r *broker.Result) bool {
+	return r != nil && slices.Contains(r.Gaps, broker.GapDetachedDescendants)
+}
+
 func executionLimit(l *broker.Limit) *gen.ExecutionLimit {
 	if l == nil {
 		return nil
@@ -863,6 +873,7 @@ func (rt *Runtime) runOracle(ctx context.Context, cr *captureRequest, ex *execut
 	spec.WritableRoots, spec.MaxWritableGrowth = nil, 0
 	spec.ArtifactDir, spec.MaxArtifactBytes = "", 0
 	res, err := runBroker(ctx, spec)
+	ex.detached = ex.detached || leavesDetached(res)
 	o := &gen.SemanticOracle{Argv: cr.oracle.argv, Status: "failed", OutputStreams: diagnostics(res)}
 	if err == nil && res.ExitCode != nil {
 		code := int64(*res.ExitCode)
@@ -977,8 +988,14 @@ func (rt *Runtime) analyseCapture(ctx context.Context, cr *captureRequest, dir s
 		return nil, f
 	}
 	executions := make([]gen.Execution, len(runs))
+	sealed := true
 	for i, ex := range runs {
 		executions[i] = copyExecution(ex.record)
+		sealed = sealed && !ex.detached
+	}
+	if sealed {
+		// Nothing of the capture is left to change its files: they are read in place.
+		ctx = withSealedScratch(ctx, dir)
 	}
 	prov := &captureProvenance{request: cr.provenanceRequest(), executions: executions}
 	fitProvenance(prov, cr.limits.MaxProvenanceBytes)
