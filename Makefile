@@ -19,11 +19,13 @@ dist:
 
 # generate turns the CUE contracts into contracts/ (JSON Schemas, catalog, the viewer's
 # openapi.json) and generated/contracts (Go types, enums, unions, registry), then ogen turns
-# contracts/openapi.json into generated/viewerapi (the viewer's typed server and client).
+# contracts/openapi.json into generated/viewerapi (the viewer's typed server and client),
+# whose schema patterns tools/ogenlazy makes compile on first use.
 generate:
 	$(CUE) vet -c=false ./cue/contracts
 	$(GO) run ./tools/contractgen -pkg ./cue/contracts -contracts contracts -go generated/contracts
 	$(GO) tool ogen --config tools/viewerapi.ogen.yml --target generated/viewerapi --package viewerapi --clean contracts/openapi.json
+	$(GO) run ./tools/ogenlazy generated/viewerapi
 	gofmt -l generated | (! grep .)
 
 # check-generated fails when the checked-in output differs from a fresh generation.

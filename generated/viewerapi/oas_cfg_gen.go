@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/flameox/flameox/internal/lazyregex"
 	ht "github.com/ogen-go/ogen/http"
 	"github.com/ogen-go/ogen/middleware"
 	"github.com/ogen-go/ogen/ogenerrors"
@@ -13,10 +14,10 @@ import (
 )
 
 var regexMap = map[string]ogenregex.Regexp{
-	"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$": ogenregex.MustCompile("^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$"),
-	"^[A-Za-z0-9][A-Za-z0-9._/:-]*$": ogenregex.MustCompile("^[A-Za-z0-9][A-Za-z0-9._/:-]*$"),
-	"^[a-f0-9]{64}$":                 ogenregex.MustCompile("^[a-f0-9]{64}$"),
-	"^[a-z][a-z0-9_]{0,63}$":         ogenregex.MustCompile("^[a-z][a-z0-9_]{0,63}$"),
+	"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$": lazyregex.MustCompile("^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$"),
+	"^[A-Za-z0-9][A-Za-z0-9._/:-]*$": lazyregex.MustCompile("^[A-Za-z0-9][A-Za-z0-9._/:-]*$"),
+	"^[a-f0-9]{64}$":                 lazyregex.MustCompile("^[a-f0-9]{64}$"),
+	"^[a-z][a-z0-9_]{0,63}$":         lazyregex.MustCompile("^[a-z][a-z0-9_]{0,63}$"),
 }
 
 type (
