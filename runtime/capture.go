@@ -55,6 +55,8 @@ func progress(ctx context.Context, done, total int, msg string) {
 
 // captureRequest is an admitted capture: every invocation bound before anything runs.
 type captureRequest struct {
+	// ahead is the helper started for the first execution (nil: none).
+	ahead *helperAhead
 	// workloadCeiling is the server's (Runtime.workloadCeiling) when admitted.
 	workloadCeiling float64
 	tool            *Tool
@@ -177,14 +179,52 @@ type captureProvenance struct {
 	executions []gen.Execution
 }
 
-// Capture runs a capture tool on schema-valid arguments.
-func (rt *Runtime) capture(ctx context.Context, t *Tool, inst any) (any, *failure.Failure) {
+// Capture runs a capture tool on schema-valid arguments; ahead is the containment helper
+// started for its first execution (nil for none).
+func (rt *Runtime) capture(ctx context.Context, t *Tool, inst any, ahead *helperAhead) (any, *failure.Failure) {
 	cr, f := rt.admitCapture(t, inst)
 	if f != nil {
 		return nil, f
 	}
+	cr.ahead = ahead
 	return rt.runCapture(ctx, cr)
 }
+
+// A capture's first execution runs under a containment helper started while the capture
+// is validated and admitted (broker.Prestart): the helper is the flameox binary
+// re-executed, whose start (a few milliseconds of a trivial capture) then overlaps the
+// admission instead of following it (decision 0067, fifth addendum). Later executions,
+// and a helper that does not fit the execution (another task bound), start theirs as
+// before.
+
+// helperAhead is a containment helper being started for a capture's first execution.
+type helperAhead struct {
+	ready chan *broker.Prestarted
+	taken bool
+}
+
+// prestartHelper is broker.Prestart, unless a test replaces it.
+var prestartHelper = broker.Prestart
+
+// startHelperAhead starts a helper on another goroutine.
+func startHelperAhead() *helperAhead {
+	h := &helperAhead{ready: make(chan *broker.Prestarted, 1)}
+	go func() { h.ready <- prestartHelper() }()
+	return h
+}
+
+// take returns the helper once it has started (nil where none could start), once: nil
+// after the first call, and for nil.
+func (h *helperAhead) take() *broker.Prestarted {
+	if h == nil || h.taken {
+		return nil
+	}
+	h.taken = true
+	return <-h.ready
+}
+
+// abandon ends the helper unless an execution took it.
+func (h *helperAhead) abandon() { h.take().Abandon() }
 
 // admitCapture performs every admission step before scratch is allocated or a process
 // starts: provider compatibility, arguments, operation fields, source counts, invocation
@@ -568,7 +608,10 @@ func (rt *Runtime) execute(ctx context.Context, cr *captureRequest, dir string, 
 			return nil, failure.Wrap(err, gen.FailureCodeExecutionFailure, "the capture scratch could not be written")
 		}
 	}
-	res, err := runBroker(ctx, rt.brokerSpec(cr, c, launch, exdir, ex.stdout, ex.stderr))
+	spec := rt.brokerSpec(cr, c, launch, exdir, ex.stdout, ex.stderr)
+	spec.Prestarted = cr.ahead.take()
+	res, err := runBroker(ctx, spec)
+	spec.Prestarted.Abandon() // one Run did not take
 	if errors.Is(err, broker.ErrUncontained) {
 		return nil, uncontained(cr.providerID)
 	}

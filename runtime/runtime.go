@@ -340,6 +340,12 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 	}
 	switch t.Family {
 	case "lifecycle", "capture":
+		var ahead *helperAhead
+		if t.Family == "capture" {
+			// The containment helper starts while the request is validated and admitted.
+			ahead = startHelperAhead()
+			defer ahead.abandon()
+		}
 		inst, f := t.Validate(raw)
 		if f != nil {
 			if name == "prepare_providers" {
@@ -356,7 +362,7 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 			return nil, f
 		}
 		if t.Family == "capture" {
-			return rt.capture(ctx, t, inst)
+			return rt.capture(ctx, t, inst, ahead)
 		}
 		return lifecycleHandlers[name](ctx, rt, normalizeNumbers(inst))
 	}

@@ -32,6 +32,10 @@ type Spec struct {
 	Args []string
 	Dir  string
 	Env  []string
+	// Prestarted, when set, is a helper started ahead for this invocation (Prestart),
+	// which Run takes where it fits the invocation; the caller still calls its Abandon
+	// after Run.
+	Prestarted *Prestarted
 	// Stdin, when set, is the workload's standard input (the caller closes its copy
 	// after Run has started the workload, or after Run returns); otherwise the null device.
 	Stdin *os.File

@@ -31,7 +31,14 @@ type linuxContainer struct {
 // startContained starts spec under the strongest containment Linux offers here.
 func startContained(spec Spec, outW, errW *os.File, res *Result) (container, error) {
 	if forceProcessGroup {
+		spec.Prestarted.Abandon()
 		return startGroup(spec, outW, errW, res)
+	}
+	if p := spec.Prestarted.take(); p != nil {
+		if c, err, ok := p.start(spec, outW, errW, res); ok {
+			return c, err
+		}
+		p.abandon()
 	}
 	// The reaper helper contains the workload; where it cannot run, or the spec asks for
 	// none (Direct), the workload is started directly in its own process group. Either is
@@ -51,16 +58,11 @@ func startContained(spec Spec, outW, errW *os.File, res *Result) (container, err
 	if h != nil {
 		cmd = h.cmd
 		inScope = h.inScope
-		res.Mechanism = "subreaper"
 	} else if err == nil {
 		inScope, err = startInScope(func() *exec.Cmd {
 			cmd = groupCmd(spec, outW, errW)
 			return cmd
 		}, sc)
-		res.Mechanism = "process_group"
-	}
-	if sc != nil && inScope {
-		res.Mechanism = "cgroup"
 	}
 	if err != nil {
 		tl.remove()
@@ -69,7 +71,19 @@ func startContained(spec Spec, outW, errW *os.File, res *Result) (container, err
 		}
 		return nil, err
 	}
-	if res.Mechanism == "process_group" {
+	return contained(res, cmd, h, sc, inScope, tl), nil
+}
+
+// contained is the container of a started invocation: cmd is the helper h where there is
+// one, else the workload; inScope says whether it was cloned into the scope sc.
+func contained(res *Result, cmd *exec.Cmd, h *reaper, sc *scope, inScope bool, tl *taskLimit) *linuxContainer {
+	switch {
+	case sc != nil && inScope:
+		res.Mechanism = "cgroup"
+	case h != nil:
+		res.Mechanism = "subreaper"
+	default:
+		res.Mechanism = "process_group"
 		res.Gaps = groupGaps()
 	}
 	if tl != nil && (tl.kind == "cgroup" && inScope || h != nil && h.rep.taskBound == tl.kind) {
@@ -82,7 +96,7 @@ func startContained(spec Spec, outW, errW *os.File, res *Result) (container, err
 		// and process group from a /proc scan.
 		c.members = sc.members
 	}
-	return c, nil
+	return c
 }
 
 func (c *linuxContainer) kill(exited <-chan error) (int, error, bool) {

@@ -92,50 +92,65 @@ func startReaper(spec Spec, outW, errW *os.File, sc *scope, tl *taskLimit) (*rea
 	if err != nil {
 		return nil, nil
 	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		ctlR.Close()
-		ctlW.Close()
-		return nil, nil
-	}
 	argv := spec.Args
 	if len(argv) == 0 {
 		argv = []string{spec.Path}
 	}
-	var cmd *exec.Cmd
-	opts, files := tl.helperOptions(5)
-	inScope, startErr := startInScope(func() *exec.Cmd {
-		cmd = &exec.Cmd{
-			Path: "/proc/self/exe", Args: append([]string{subreaper.Name, subreaper.Arg, opts, spec.Path}, argv...),
-			Dir: spec.Dir, Env: spec.Env, Stdin: spec.stdin(), Stdout: outW, Stderr: errW, ExtraFiles: append([]*os.File{ctlR, statusW}, files...),
-			// The helper's own group holds the workload; SIGTERM on the broker's death makes it
-			// kill the tree (the control pipe's EOF does too).
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
-		}
-		return cmd
-	}, sc)
-	ctlR.Close()
-	statusW.Close()
-	if startErr != nil {
-		ctlW.Close()
-		statusR.Close()
+	h, startErr := launchHelper(sc, tl, ctlR, ctlW, func(cmd *exec.Cmd, opts string) {
+		cmd.Args = append([]string{subreaper.Name, subreaper.Arg, opts, spec.Path}, argv...)
+		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Dir, spec.Env, spec.stdin(), outW, errW
+	})
+	if h == nil {
 		if _, err := os.Stat(spec.Dir); spec.Dir != "" && err != nil {
 			return nil, startErr
 		}
 		return nil, nil
 	}
-	h := &reaper{cmd: cmd, ctlW: ctlW, statusR: statusR, br: bufio.NewReader(statusR), inScope: inScope}
 	h.rep.readStart(h.br)
 	if h.rep.workload > 0 {
 		return h, nil
 	}
-	ctlW.Close()
-	cmd.Wait()
-	statusR.Close()
+	h.ctlW.Close()
+	h.cmd.Wait()
+	h.statusR.Close()
 	if h.rep.unavailable {
 		return nil, nil
 	}
 	return nil, errors.New(h.rep.startErr)
+}
+
+// launchHelper starts the helper with ctlR as its end of the control channel (ctlW the
+// broker's; both are closed on failure), its status pipe and the task bound's files, in
+// its own process group and cloned into the scope where there is one; set gives the
+// command what differs (its arguments from the task options on, its directory,
+// environment and standard streams).
+func launchHelper(sc *scope, tl *taskLimit, ctlR, ctlW *os.File, set func(cmd *exec.Cmd, opts string)) (*reaper, error) {
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return nil, err
+	}
+	var cmd *exec.Cmd
+	opts, files := tl.helperOptions(5)
+	inScope, err := startInScope(func() *exec.Cmd {
+		cmd = &exec.Cmd{
+			Path: "/proc/self/exe", ExtraFiles: append([]*os.File{ctlR, statusW}, files...),
+			// The helper's own group holds the workload; SIGTERM on the broker's death makes it
+			// kill the tree (the control channel's end does too).
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
+		}
+		set(cmd, opts)
+		return cmd
+	}, sc)
+	ctlR.Close()
+	statusW.Close()
+	if err != nil {
+		ctlW.Close()
+		statusR.Close()
+		return nil, err
+	}
+	return &reaper{cmd: cmd, ctlW: ctlW, statusR: statusR, br: bufio.NewReader(statusR), inScope: inScope}, nil
 }
 
 // startInScope starts the command mk builds, cloned into the scope when there is one. A

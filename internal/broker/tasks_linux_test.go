@@ -20,9 +20,12 @@ const forkLoop = `i=0; while [ $i -lt 200 ]; do sleep 3005 & echo $! >> pids; i=
 // EXECUTION_FAILURE for that exit) and leaves nothing behind, whichever mechanism
 // enforces the bound here.
 func TestTaskBoundStopsAForkLoop(t *testing.T) {
-	for _, mechanism := range []string{"default", "subreaper", "rlimit"} {
+	for _, mechanism := range []string{"default", "subreaper", "rlimit", "prestarted"} {
 		t.Run(mechanism, func(t *testing.T) {
+			var prestarted *Prestarted
 			switch mechanism {
+			case "prestarted":
+				prestarted, _ = prestartedFor(t, 32)
 			case "subreaper":
 				withContainment(t, "subreaper")
 			case "rlimit":
@@ -34,7 +37,7 @@ func TestTaskBoundStopsAForkLoop(t *testing.T) {
 				t.Cleanup(func() { v1Disabled = false })
 			}
 			spec := sh(t, forkLoop)
-			spec.MaxTasks = 32
+			spec.MaxTasks, spec.Prestarted = 32, prestarted
 			// A safety net only: the bound, not the timeout, ends the loop.
 			spec.Timeout = 60 * time.Second
 			res, err := Run(context.Background(), spec)

@@ -20,6 +20,14 @@
 // helper could not become a subreaper and started nothing), then "end exit|signal N
 // killed K" once nothing of the tree is left.
 //
+// A helper started ahead of its invocation (internal/broker's Prestart) has ArgWaiting
+// and the task options as its arguments, and its control channel on fd 3 is a
+// SOCK_SEQPACKET socket: it initializes, then waits there for one message, the
+// invocation (EncodeInvocation: executable, directory, argv and environment) with the
+// workload's standard input, output and error attached (SCM_RIGHTS), and goes on as
+// above; an end of the channel before it ends the helper, having started and reported
+// nothing.
+//
 // The helper's work runs from this package's init, and Go initializes, at each step, the
 // lexically smallest package whose imports are all initialized: a dependency that sorts
 // after the binary's other packages (golang.org/x/sys, but also the standard library's
@@ -30,8 +38,31 @@
 // than strings, strconv rather than fmt), and internal/archtest holds them to that list.
 package subreaper
 
+import "strconv"
+
 // Arg is the helper's first argument, which makes the binary the helper.
 const Arg = "--flameox-broker-reaper-v2"
 
 // Name is argv[0] of the helper, as ps shows it.
 const Name = "flameox-reaper"
+
+// ArgWaiting is the first argument of a helper started ahead of its invocation.
+const ArgWaiting = "--flameox-broker-reaper-waiting-v1"
+
+// EncodeInvocation is the payload of a waiting helper's invocation message: the
+// executable, the working directory ("" for the helper's), the count of argv, argv and
+// the environment, each followed by a NUL byte.
+func EncodeInvocation(path, dir string, argv, env []string) []byte {
+	b := make([]byte, 0, 256)
+	field := func(s string) { b = append(append(b, s...), 0) }
+	field(path)
+	field(dir)
+	field(strconv.Itoa(len(argv)))
+	for _, a := range argv {
+		field(a)
+	}
+	for _, e := range env {
+		field(e)
+	}
+	return b
+}

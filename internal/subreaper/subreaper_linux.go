@@ -18,13 +18,79 @@ const prSetChildSubreaper = 36
 
 func init() {
 	if len(os.Args) >= 5 && os.Args[1] == Arg {
-		os.Exit(reaperMain(os.Args[2], os.Args[3], os.Args[4:]))
+		os.Exit(reaperMain(os.Args[2], invocation{path: os.Args[3], argv: os.Args[4:], env: os.Environ(), files: []uintptr{0, 1, 2}}))
 	}
+	if len(os.Args) == 3 && os.Args[1] == ArgWaiting {
+		inv, ok := receiveInvocation(3)
+		if !ok {
+			os.Exit(0) // abandoned: nothing was started
+		}
+		os.Exit(reaperMain(os.Args[2], inv))
+	}
+}
+
+// invocation is what the helper starts: the executable, argv, environment, working
+// directory ("" for the helper's own) and the workload's standard input, output and error.
+type invocation struct {
+	path      string
+	argv, env []string
+	dir       string
+	files     []uintptr
+}
+
+// maxInvocationBytes bounds a waiting helper's invocation message.
+const maxInvocationBytes = 1 << 20
+
+// receiveInvocation waits on the socket fd for the invocation message of a helper started
+// ahead (ArgWaiting); false at the socket's end or on a message it cannot read.
+func receiveInvocation(fd int) (invocation, bool) {
+	buf := make([]byte, maxInvocationBytes)
+	oob := make([]byte, syscall.CmsgSpace(3*4))
+	var n, oobn int
+	var err error
+	for {
+		n, oobn, _, _, err = syscall.Recvmsg(fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil || n == 0 {
+		return invocation{}, false
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return invocation{}, false
+	}
+	fds, err := syscall.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 3 {
+		return invocation{}, false
+	}
+	fields := bytes.Split(buf[:n], []byte{0})
+	if len(fields) < 4 || len(fields[len(fields)-1]) != 0 {
+		return invocation{}, false
+	}
+	fields = fields[:len(fields)-1]
+	argc, err := strconv.Atoi(string(fields[2]))
+	if err != nil || argc < 1 || 3+argc > len(fields) {
+		return invocation{}, false
+	}
+	str := func(b [][]byte) []string {
+		out := make([]string, len(b))
+		for i, f := range b {
+			out[i] = string(f)
+		}
+		return out
+	}
+	inv := invocation{path: string(fields[0]), dir: string(fields[1]), argv: str(fields[3 : 3+argc]), env: str(fields[3+argc:])}
+	for _, f := range fds {
+		inv.files = append(inv.files, uintptr(f))
+	}
+	return inv, true
 }
 
 // reaperMain runs the helper and returns its exit status: 0 once it has reported, 2 when
 // it could not.
-func reaperMain(opts, path string, argv []string) int {
+func reaperMain(opts string, inv invocation) int {
 	// The workload's PR_SET_PDEATHSIG is tied to the thread that forks it.
 	goruntime.LockOSThread()
 	ctl, status := os.NewFile(3, "control"), os.NewFile(4, "status")
@@ -43,11 +109,16 @@ func reaperMain(opts, path string, argv []string) int {
 		return 0
 	}
 	bound, restore := applyTaskOptions(opts)
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-		Env: os.Environ(), Files: []uintptr{0, 1, 2},
+	pid, err := syscall.ForkExec(inv.path, inv.argv, &syscall.ProcAttr{
+		Dir: inv.dir, Env: inv.env, Files: inv.files,
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
 	restore()
+	for _, fd := range inv.files {
+		if fd > 2 { // received: the workload's copies are its own
+			syscall.Close(int(fd))
+		}
+	}
 	if err != nil {
 		report(status, "starterr "+string(bytes.ReplaceAll([]byte(err.Error()), []byte("\n"), []byte(" "))))
 		return 0

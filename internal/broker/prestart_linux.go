@@ -1,0 +1,136 @@
+package broker
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/flameox/flameox/internal/subreaper"
+)
+
+// maxInvocationBytes bounds the invocation a helper started ahead receives in one
+// message (argv and environment); a larger one is started as without it.
+const maxInvocationBytes = 64 << 10
+
+// prestarted is a helper started ahead (Prestart): waiting in its scope, with the task
+// bound max prepared, for the invocation on its control socket.
+type prestarted struct {
+	max     int64
+	sc      *scope
+	tl      *taskLimit
+	h       *reaper
+	inScope bool
+}
+
+// prestart starts a waiting helper with the task bound max; nil where the helper cannot
+// be started here, or the broker is to use the process group alone.
+func prestart(max int64) *prestarted {
+	if forceProcessGroup {
+		return nil
+	}
+	sc := newScope()
+	tl := limitTasks(max, sc)
+	h := startWaiting(sc, tl)
+	tl.closeFiles()
+	if h == nil {
+		tl.remove()
+		if sc != nil {
+			sc.remove()
+		}
+		return nil
+	}
+	return &prestarted{max: max, sc: sc, tl: tl, h: h, inScope: h.inScope}
+}
+
+// startWaiting starts the helper with subreaper.ArgWaiting, cloned into the scope where
+// there is one; its control channel is a SOCK_SEQPACKET socket, so that the invocation
+// and its standard streams arrive as one message. Nil when it cannot start.
+func startWaiting(sc *scope, tl *taskLimit) *reaper {
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	ctlR, ctlW := os.NewFile(uintptr(pair[0]), "helper-control"), os.NewFile(uintptr(pair[1]), "helper-control")
+	h, _ := launchHelper(sc, tl, ctlR, ctlW, func(cmd *exec.Cmd, opts string) {
+		cmd.Args = []string{subreaper.Name, subreaper.ArgWaiting, opts}
+	})
+	return h
+}
+
+// start hands the helper spec's invocation, with outW and errW as the workload's output,
+// and returns its container once the workload has started, as startContained does; ok is
+// false when the helper does not fit spec or is gone (the caller abandons it and starts
+// spec as without it).
+func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c container, err error, ok bool) {
+	if spec.Direct || taskBound(spec) != p.max {
+		return nil, nil, false
+	}
+	argv := spec.Args
+	if len(argv) == 0 {
+		argv = []string{spec.Path}
+	}
+	env := spec.Env
+	if env == nil {
+		env = os.Environ() // as exec.Cmd starts a command with no Env
+	}
+	msg := subreaper.EncodeInvocation(spec.Path, spec.Dir, argv, env)
+	if len(msg) > maxInvocationBytes {
+		return nil, nil, false
+	}
+	stdin := spec.Stdin
+	if stdin == nil {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return nil, nil, false
+		}
+		defer stdin.Close()
+	}
+	raw, err := p.h.ctlW.SyscallConn()
+	if err != nil {
+		return nil, nil, false
+	}
+	var sendErr error
+	err = raw.Write(func(fd uintptr) bool {
+		sendErr = syscall.Sendmsg(int(fd), msg, syscall.UnixRights(int(stdin.Fd()), int(outW.Fd()), int(errW.Fd())), nil, 0)
+		return true
+	})
+	if err != nil || sendErr != nil {
+		return nil, nil, false // the helper is gone: nothing was started
+	}
+	h := p.h
+	h.rep.readStart(h.br)
+	if h.rep.workload > 0 {
+		return contained(res, h.cmd, h, p.sc, p.inScope, p.tl), nil, true
+	}
+	// The helper started nothing and exits: the invocation failed to start, or cannot be
+	// contained by a helper here (the caller starts it as without one).
+	p.abandon()
+	if h.rep.unavailable {
+		return nil, nil, false
+	}
+	return nil, errors.New(h.rep.startErr), true
+}
+
+// abandon ends the helper (the end of its control socket: it exits having started
+// nothing, or kills what it started) and removes its task bound and scope.
+func (p *prestarted) abandon() {
+	if p.h.ctlW != nil {
+		p.h.ctlW.Close()
+		p.h.ctlW = nil
+	}
+	if p.h.cmd.Process != nil && p.h.cmd.ProcessState == nil {
+		p.h.cmd.Wait()
+	}
+	if p.h.statusR != nil {
+		p.h.statusR.Close()
+		p.h.statusR = nil
+	}
+	if p.tl != nil {
+		p.tl.remove()
+		p.tl = nil
+	}
+	if p.sc != nil {
+		p.sc.remove()
+		p.sc = nil
+	}
+}

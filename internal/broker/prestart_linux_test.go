@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// prestartedFor starts a helper ahead with the task bound max, or skips where none can
+// start here; it is abandoned when the test ends.
+func prestartedFor(t *testing.T, max int64) (*Prestarted, int) {
+	t.Helper()
+	impl := prestart(max)
+	if impl == nil {
+		t.Skip("no containment helper can be started here")
+	}
+	p := &Prestarted{impl: impl}
+	t.Cleanup(p.Abandon)
+	return p, impl.h.cmd.Process.Pid
+}
+
+// TestPrestartedHelperRunsTheInvocation: a helper started ahead runs the invocation Run
+// hands it as a helper started by Run would: its argv, environment, directory and
+// standard streams, its exit status, the same containment, and the helper is the
+// workload's parent (it was not started again).
+func TestPrestartedHelperRunsTheInvocation(t *testing.T) {
+	plain := sh(t, "exit 0")
+	base, err := Run(context.Background(), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, helper := prestartedFor(t, taskBound(Spec{}))
+	spec := sh(t, `echo "parent $PPID"; echo "dir $(pwd -P)"; echo "var $FLAMEOX_TEST_VAR"; cat; echo oops >&2; exit 3`)
+	spec.Env = append(spec.Env, "FLAMEOX_TEST_VAR=a value")
+	in := filepath.Join(t.TempDir(), "stdin")
+	os.WriteFile(in, []byte("from stdin\n"), 0o600)
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	spec.Stdin, spec.Prestarted = f, p
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := filepath.EvalSymlinks(spec.Dir)
+	want := "parent " + strconv.Itoa(helper) + "\ndir " + dir + "\nvar a value\nfrom stdin\n"
+	if got := string(res.Stdout.Excerpt); got != want {
+		t.Errorf("stdout = %q, want %q", got, want)
+	}
+	if string(res.Stderr.Excerpt) != "oops\n" || res.ExitCode == nil || *res.ExitCode != 3 || res.Termination != "exited" {
+		t.Errorf("result = %+v; stderr %q", res, res.Stderr.Excerpt)
+	}
+	if res.Mechanism != base.Mechanism || res.TaskBound != base.TaskBound || res.MaxTasks != base.MaxTasks {
+		t.Errorf("containment %s, task bound %s (%d); a helper Run starts gives %s, %s (%d)",
+			res.Mechanism, res.TaskBound, res.MaxTasks, base.Mechanism, base.TaskBound, base.MaxTasks)
+	}
+	if p.take() != nil {
+		t.Error("Run did not take the helper")
+	}
+	if running(helper) {
+		t.Errorf("the helper %d outlives Run", helper)
+	}
+}
+
+// TestPrestartedHelperThatDoesNotFit: an invocation with another task bound is started
+// as without the helper started ahead, which is ended; so is a helper abandoned unused,
+// and neither leaves its scope or its task group behind.
+func TestPrestartedHelperThatDoesNotFit(t *testing.T) {
+	p, helper := prestartedFor(t, 32)
+	dirs := []string{}
+	if sc := p.impl.sc; sc != nil {
+		dirs = append(dirs, sc.dir)
+	}
+	if tl := p.impl.tl; tl != nil && tl.dir != "" {
+		dirs = append(dirs, tl.dir)
+	}
+	spec := sh(t, `echo $PPID`)
+	spec.MaxTasks, spec.Prestarted = 64, p
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(res.Stdout.Excerpt)); got == strconv.Itoa(helper) || res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Errorf("the workload (parent %s) ran under the helper started for another bound; result %+v", got, res)
+	}
+	if running(helper) {
+		t.Errorf("the helper %d that did not fit outlives Run", helper)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is left: %v", d, err)
+		}
+	}
+
+	q, unused := prestartedFor(t, 32)
+	start := time.Now()
+	q.Abandon()
+	q.Abandon()
+	if running(unused) {
+		t.Errorf("the abandoned helper %d still runs", unused)
+	}
+	if err := syscall.Kill(unused, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the abandoned helper %d was not reaped: %v", unused, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("abandoning took %v", d)
+	}
+}

@@ -1,0 +1,94 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/subreaper"
+)
+
+// countPrestarts counts the helpers the runtime starts ahead.
+func countPrestarts(t *testing.T) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	old := prestartHelper
+	prestartHelper = func() *broker.Prestarted { n.Add(1); return old() }
+	t.Cleanup(func() { prestartHelper = old })
+	return &n
+}
+
+// waitingHelpers lists this process's children that are helpers started ahead.
+func waitingHelpers(t *testing.T) []int {
+	t.Helper()
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		cmdline, err2 := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || err2 != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) && bytes.Contains(cmdline, []byte(subreaper.ArgWaiting)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestCaptureStartsItsHelperAhead: a capture's first execution runs under the helper the
+// runtime started while the capture was admitted (its parent is that helper, waiting
+// until the execution came), a second execution under one started for it; a capture
+// that admission refuses ends the helper started for it.
+func TestCaptureStartsItsHelperAhead(t *testing.T) {
+	probe := broker.Prestart()
+	if probe == nil {
+		t.Skip("no containment helper can be started here")
+	}
+	probe.Abandon()
+	starts := countPrestarts(t)
+	rt := newRuntime(t)
+	dir := t.TempDir()
+	res, f := capture(t, rt, map[string]any{
+		"target":     target(dir, "sh", "-c", `tr '\0' ' ' < /proc/$PPID/cmdline`),
+		"provider":   direct(),
+		"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}, "blocks": 1, "seed": 1, "practical_threshold": 0}})
+	if f != nil {
+		t.Fatal(f)
+	}
+	blocks, _ := json.Marshal(res.Blocks)
+	if n := len(res.Capture.Executions); n != 2 {
+		t.Fatalf("%d executions", n)
+	}
+	if strings.Count(string(blocks), subreaper.ArgWaiting) != 1 || strings.Count(string(blocks), subreaper.Arg+" ") != 1 {
+		t.Errorf("the executions' parents, one ahead and one started for it: %s", blocks)
+	}
+	if starts.Load() != 1 {
+		t.Errorf("%d helpers started ahead, want 1", starts.Load())
+	}
+	if left := waitingHelpers(t); len(left) > 0 {
+		t.Errorf("helpers started ahead outlive the capture: %v", left)
+	}
+
+	_, f = capture(t, rt, map[string]any{"target": target(dir, filepath.Join(dir, "no-such-program")), "provider": direct()})
+	if f == nil {
+		t.Fatal("a capture of a missing program was admitted")
+	}
+	if starts.Load() != 2 {
+		t.Errorf("%d helpers started ahead, want 2", starts.Load())
+	}
+	if left := waitingHelpers(t); len(left) > 0 {
+		t.Errorf("the helper started ahead of a refused capture outlives it: %v", left)
+	}
+}
