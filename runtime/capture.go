@@ -56,7 +56,7 @@ func progress(ctx context.Context, done, total int, msg string) {
 // captureRequest is an admitted capture: every invocation bound before anything runs.
 type captureRequest struct {
 	// ahead is the helper started for the first execution (nil: none).
-	ahead *helperAhead
+	ahead *CaptureHelper
 	// workloadCeiling is the server's (Runtime.workloadCeiling) when admitted.
 	workloadCeiling float64
 	tool            *Tool
@@ -181,7 +181,7 @@ type captureProvenance struct {
 
 // Capture runs a capture tool on schema-valid arguments; ahead is the containment helper
 // started for its first execution (nil for none).
-func (rt *Runtime) capture(ctx context.Context, t *Tool, inst any, ahead *helperAhead) (any, *failure.Failure) {
+func (rt *Runtime) capture(ctx context.Context, t *Tool, inst any, ahead *CaptureHelper) (any, *failure.Failure) {
 	cr, f := rt.admitCapture(t, inst)
 	if f != nil {
 		return nil, f
@@ -197,8 +197,9 @@ func (rt *Runtime) capture(ctx context.Context, t *Tool, inst any, ahead *helper
 // and a helper that does not fit the execution (another task bound), start theirs as
 // before.
 
-// helperAhead is a containment helper being started for a capture's first execution.
-type helperAhead struct {
+// CaptureHelper is a containment helper being started for a capture's first execution.
+// One goroutine at a time uses it.
+type CaptureHelper struct {
 	ready chan *broker.Prestarted
 	taken bool
 }
@@ -206,16 +207,19 @@ type helperAhead struct {
 // prestartHelper is broker.Prestart, unless a test replaces it.
 var prestartHelper = broker.Prestart
 
-// startHelperAhead starts a helper on another goroutine.
-func startHelperAhead() *helperAhead {
-	h := &helperAhead{ready: make(chan *broker.Prestarted, 1)}
+// StartCaptureHelper starts the containment helper of a capture call to come, on another
+// goroutine: a caller that knows a capture follows before its runtime exists (the CLI's
+// capture command) starts it first and gives it to New (WithCaptureHelper), so that the
+// runtime's own start overlaps the helper's too.
+func StartCaptureHelper() *CaptureHelper {
+	h := &CaptureHelper{ready: make(chan *broker.Prestarted, 1)}
 	go func() { h.ready <- prestartHelper() }()
 	return h
 }
 
 // take returns the helper once it has started (nil where none could start), once: nil
 // after the first call, and for nil.
-func (h *helperAhead) take() *broker.Prestarted {
+func (h *CaptureHelper) take() *broker.Prestarted {
 	if h == nil || h.taken {
 		return nil
 	}
@@ -223,8 +227,23 @@ func (h *helperAhead) take() *broker.Prestarted {
 	return <-h.ready
 }
 
-// abandon ends the helper unless an execution took it.
-func (h *helperAhead) abandon() { h.take().Abandon() }
+// Abandon ends the helper unless an execution took it; nil does nothing.
+func (h *CaptureHelper) Abandon() { h.take().Abandon() }
+
+// WithCaptureHelper gives the runtime's next capture call the helper h instead of one it
+// starts when called; Close abandons h when no capture took it.
+func WithCaptureHelper(h *CaptureHelper) Option {
+	return func(rt *Runtime) { rt.nextHelper.Store(h) }
+}
+
+// captureHelper returns the helper of a capture call: the one WithCaptureHelper gave, the
+// first time, else one started now.
+func (rt *Runtime) captureHelper() *CaptureHelper {
+	if h := rt.nextHelper.Swap(nil); h != nil {
+		return h
+	}
+	return StartCaptureHelper()
+}
 
 // admitCapture performs every admission step before scratch is allocated or a process
 // starts: provider compatibility, arguments, operation fields, source counts, invocation

@@ -12,6 +12,8 @@ import (
 
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/subreaper"
+	"github.com/flameox/flameox/providers/all"
+	"github.com/flameox/flameox/repository"
 )
 
 // countPrestarts counts the helpers the runtime starts ahead.
@@ -90,5 +92,46 @@ func TestCaptureStartsItsHelperAhead(t *testing.T) {
 	}
 	if left := waitingHelpers(t); len(left) > 0 {
 		t.Errorf("the helper started ahead of a refused capture outlives it: %v", left)
+	}
+}
+
+// TestCaptureHelperGivenToTheRuntime: a helper started before the runtime (the CLI's
+// capture command) is the one its next capture call uses, instead of one started then;
+// one that no capture took is ended by Close.
+func TestCaptureHelperGivenToTheRuntime(t *testing.T) {
+	probe := broker.Prestart()
+	if probe == nil {
+		t.Skip("no containment helper can be started here")
+	}
+	probe.Abandon()
+	starts := countPrestarts(t)
+	store := WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit})
+	rt, err := New(all.Registry(), nil, store, WithCaptureHelper(StartCaptureHelper()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	res, f := capture(t, rt, map[string]any{"target": target(dir, "sh", "-c", `tr '\0' ' ' < /proc/$PPID/cmdline`), "provider": direct()})
+	if f != nil {
+		t.Fatal(f)
+	}
+	if blocks, _ := json.Marshal(res.Blocks); !strings.Contains(string(blocks), subreaper.ArgWaiting) {
+		t.Errorf("the execution's parent: %s", blocks)
+	}
+	if starts.Load() != 1 {
+		t.Errorf("%d helpers started, want the one given", starts.Load())
+	}
+	rt.Close()
+
+	rt, err = New(all.Registry(), nil, store, WithCaptureHelper(StartCaptureHelper()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+	if starts.Load() != 2 {
+		t.Errorf("%d helpers started, want 2", starts.Load())
+	}
+	if left := waitingHelpers(t); len(left) > 0 {
+		t.Errorf("a helper no capture took outlives Close: %v", left)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flameox/flameox/contracts"
@@ -194,6 +195,8 @@ type Runtime struct {
 	cache   *lru
 	rescues *rescueMemo
 	scratch *scratch
+	// nextHelper is the helper WithCaptureHelper gave the next capture call.
+	nextHelper atomic.Pointer[CaptureHelper]
 }
 
 // Option configures a Runtime.
@@ -340,11 +343,11 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 	}
 	switch t.Family {
 	case "lifecycle", "capture":
-		var ahead *helperAhead
+		var ahead *CaptureHelper
 		if t.Family == "capture" {
 			// The containment helper starts while the request is validated and admitted.
-			ahead = startHelperAhead()
-			defer ahead.abandon()
+			ahead = rt.captureHelper()
+			defer ahead.Abandon()
 		}
 		inst, f := t.Validate(raw)
 		if f != nil {
@@ -506,6 +509,7 @@ func (rt *Runtime) evictScratch(enough func() bool) {
 
 // Close removes the session scratch. The runtime must not be used afterwards.
 func (rt *Runtime) Close() {
+	rt.nextHelper.Swap(nil).Abandon()
 	rt.spares.close()
 	rt.ending.Wait()
 	rt.scratch.close()

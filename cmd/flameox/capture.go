@@ -41,8 +41,12 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 			if f := exclusivePublication(preserve, rescueTo); f != nil {
 				return f
 			}
-			rt, err := newRuntime([]byte(limits))
+			// The workload's containment helper starts now, while the runtime starts and
+			// the capture is admitted (decision 0067, fifth addendum).
+			helper := runtime.StartCaptureHelper()
+			rt, err := newRuntime([]byte(limits), runtime.WithCaptureHelper(helper))
 			if err != nil {
+				helper.Abandon()
 				return err
 			}
 			defer rt.Close()
