@@ -16,9 +16,15 @@ import (
 	"github.com/flameox/flameox/repository"
 )
 
-// countPrestarts counts the helpers the runtime starts ahead.
+// countPrestarts counts the helpers the runtime starts ahead; it skips where none can
+// start here.
 func countPrestarts(t *testing.T) *atomic.Int64 {
 	t.Helper()
+	probe := broker.Prestart()
+	if probe == nil {
+		t.Skip("no containment helper can be started here")
+	}
+	probe.Abandon()
 	var n atomic.Int64
 	old := prestartHelper
 	prestartHelper = func() *broker.Prestarted { n.Add(1); return old() }
@@ -54,11 +60,6 @@ func waitingHelpers(t *testing.T) []int {
 // until the execution came), a second execution under one started for it; a capture
 // that admission refuses ends the helper started for it.
 func TestCaptureStartsItsHelperAhead(t *testing.T) {
-	probe := broker.Prestart()
-	if probe == nil {
-		t.Skip("no containment helper can be started here")
-	}
-	probe.Abandon()
 	starts := countPrestarts(t)
 	rt := newRuntime(t)
 	dir := t.TempDir()
@@ -99,11 +100,6 @@ func TestCaptureStartsItsHelperAhead(t *testing.T) {
 // capture command) is the one its next capture call uses, instead of one started then;
 // one that no capture took is ended by Close.
 func TestCaptureHelperGivenToTheRuntime(t *testing.T) {
-	probe := broker.Prestart()
-	if probe == nil {
-		t.Skip("no containment helper can be started here")
-	}
-	probe.Abandon()
 	starts := countPrestarts(t)
 	store := WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit})
 	rt, err := New(all.Registry(), nil, store, WithCaptureHelper(StartCaptureHelper()))
