@@ -236,13 +236,48 @@ func WithCaptureHelper(h *CaptureHelper) Option {
 	return func(rt *Runtime) { rt.nextHelper.Store(h) }
 }
 
-// captureHelper returns the helper of a capture call: the one WithCaptureHelper gave, the
-// first time, else one started now.
+// WithSpareCaptureHelper keeps one containment helper started ahead of the next capture
+// call: once a capture call has ended, the next call's helper starts and waits, with its
+// scope and task group, so that the next capture's first execution finds it ready rather
+// than starting it while the capture is admitted. Only the helper is ready: it holds no
+// workload and no bound but the default task bound (a capture with another starts its
+// own), and Close ends it. mcp serve keeps one; a one-shot CLI call starts its own ahead
+// of its only capture (WithCaptureHelper).
+func WithSpareCaptureHelper() Option {
+	return func(rt *Runtime) { rt.spareHelper = true }
+}
+
+// captureHelper returns the helper of a capture call: the one WithCaptureHelper gave or
+// the spare, else one started now.
 func (rt *Runtime) captureHelper() *CaptureHelper {
 	if h := rt.nextHelper.Swap(nil); h != nil {
 		return h
 	}
 	return StartCaptureHelper()
+}
+
+// afterCapture ends the helper of a capture call that no execution took, and starts the
+// spare for the next call where the runtime keeps one, both after the call has answered
+// (Close waits for them).
+func (rt *Runtime) afterCapture(h *CaptureHelper) {
+	rt.ending.Add(1)
+	go func() {
+		defer rt.ending.Done()
+		h.Abandon()
+		if !rt.spareHelper || rt.helpersClosed.Load() || rt.nextHelper.Load() != nil {
+			return
+		}
+		spare := StartCaptureHelper()
+		switch {
+		case !rt.nextHelper.CompareAndSwap(nil, spare):
+			spare.Abandon() // another call's spare came first
+		case rt.helpersClosed.Load():
+			// Close came meanwhile and may have missed it.
+			if rt.nextHelper.CompareAndSwap(spare, nil) {
+				spare.Abandon()
+			}
+		}
+	}()
 }
 
 // admitCapture performs every admission step before scratch is allocated or a process

@@ -70,6 +70,7 @@ func TestCaptureStartsItsHelperAhead(t *testing.T) {
 	if f != nil {
 		t.Fatal(f)
 	}
+	rt.ending.Wait() // what the call leaves to end after its answer
 	blocks, _ := json.Marshal(res.Blocks)
 	if n := len(res.Capture.Executions); n != 2 {
 		t.Fatalf("%d executions", n)
@@ -88,6 +89,7 @@ func TestCaptureStartsItsHelperAhead(t *testing.T) {
 	if f == nil {
 		t.Fatal("a capture of a missing program was admitted")
 	}
+	rt.ending.Wait()
 	if starts.Load() != 2 {
 		t.Errorf("%d helpers started ahead, want 2", starts.Load())
 	}
@@ -129,5 +131,42 @@ func TestCaptureHelperGivenToTheRuntime(t *testing.T) {
 	}
 	if left := waitingHelpers(t); len(left) > 0 {
 		t.Errorf("a helper no capture took outlives Close: %v", left)
+	}
+}
+
+// TestSpareCaptureHelper: a runtime that keeps a spare helper starts it once a capture
+// call has ended, and the next capture's first execution runs under it; Close ends the
+// spare left.
+func TestSpareCaptureHelper(t *testing.T) {
+	starts := countPrestarts(t)
+	rt, err := New(all.Registry(), nil, WithSpareCaptureHelper(),
+		WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	args := map[string]any{"target": target(dir, "sh", "-c", `tr '\0' ' ' < /proc/$PPID/cmdline`), "provider": direct()}
+	for i := range 2 {
+		if _, f := capture(t, rt, args); f != nil {
+			t.Fatal(f)
+		}
+		// The spare starts after the call: wait for it as Close would, and for its start.
+		rt.ending.Wait()
+		h := rt.nextHelper.Load()
+		if h == nil {
+			t.Fatalf("no spare after capture %d", i+1)
+		}
+		p := <-h.ready
+		h.ready <- p
+		if starts.Load() != int64(i+2) {
+			t.Fatalf("after capture %d: %d helpers started", i+1, starts.Load())
+		}
+	}
+	if left := waitingHelpers(t); len(left) != 1 {
+		t.Errorf("waiting helpers %v, want the spare alone", left)
+	}
+	rt.Close()
+	if left := waitingHelpers(t); len(left) > 0 {
+		t.Errorf("the spare outlives Close: %v", left)
 	}
 }

@@ -188,15 +188,19 @@ type Runtime struct {
 	launch  func(context.Context, broker.Spec) (*broker.Result, error)
 	// spares keeps a started worker for the next analysis (WithSpareWorker); nil keeps none.
 	spares *spares
-	// ending counts the workers whose replies were answered before they ended (endLater).
+	// ending counts the workers whose replies were answered before they ended (endLater),
+	// and the capture helpers being ended or started after a capture call (afterCapture).
 	ending sync.WaitGroup
 
 	mu      sync.Mutex
 	cache   *lru
 	rescues *rescueMemo
 	scratch *scratch
-	// nextHelper is the helper WithCaptureHelper gave the next capture call.
-	nextHelper atomic.Pointer[CaptureHelper]
+	// nextHelper is the helper of the next capture call: the one WithCaptureHelper gave, or
+	// the spare (WithSpareCaptureHelper); spareHelper keeps one, until helpersClosed.
+	nextHelper    atomic.Pointer[CaptureHelper]
+	spareHelper   bool
+	helpersClosed atomic.Bool
 }
 
 // Option configures a Runtime.
@@ -347,7 +351,7 @@ func (rt *Runtime) Call(ctx context.Context, name string, raw []byte) (any, *fai
 		if t.Family == "capture" {
 			// The containment helper starts while the request is validated and admitted.
 			ahead = rt.captureHelper()
-			defer ahead.Abandon()
+			defer rt.afterCapture(ahead)
 		}
 		inst, f := t.Validate(raw)
 		if f != nil {
@@ -509,9 +513,10 @@ func (rt *Runtime) evictScratch(enough func() bool) {
 
 // Close removes the session scratch. The runtime must not be used afterwards.
 func (rt *Runtime) Close() {
-	rt.nextHelper.Swap(nil).Abandon()
+	rt.helpersClosed.Store(true)
 	rt.spares.close()
 	rt.ending.Wait()
+	rt.nextHelper.Swap(nil).Abandon()
 	rt.scratch.close()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

@@ -30,13 +30,14 @@ func newServeCommand() *cobra.Command {
 			if f != nil {
 				return f
 			}
-			// A session analyzes again and again: once one analysis has used a worker,
-			// the next worker starts ahead of need (decision 0067, second addendum).
-			rt, err := newRuntime([]byte(limits), runtime.WithSpareWorker())
+			// A session analyzes and captures again and again: once one analysis has used
+			// a worker, the next worker starts ahead of need, and once a capture has run,
+			// the next capture's helper (decision 0067, second and fifth addenda).
+			rt, err := newRuntime([]byte(limits), runtime.WithSpareWorker(), runtime.WithSpareCaptureHelper())
 			if err != nil {
 				return err
 			}
-			defer rt.Close() // the session scratch and the spare worker disappear with the server
+			defer rt.Close() // the session scratch and the spares disappear with the server
 			ctx, stop := signal.NotifyContext(c.Context(), shutdownSignals...)
 			defer stop()
 			s := newServer(rt, sel)
