@@ -226,7 +226,7 @@ const DataDirVariable = repository.EnvironmentVariable
 // for none); it is validated against the RequestLimits contract. The evidence store is
 // the one FLAMEOX_DATA_DIR or the platform default names, unless an option says
 // otherwise; nothing is created until preservation.
-func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, error) {
+func New(reg *providers.Registry, startup []byte, opts ...Option) (_ *Runtime, err error) {
 	if err := reg.Verify(); err != nil {
 		return nil, err
 	}
@@ -247,6 +247,15 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (*Runtime, err
 			return nil, err
 		}
 		rt.workers = b
+	}
+	if rt.spares != nil && rt.spares.once {
+		// The worker starts ahead (WithWorkerAhead); a failure below stops it.
+		rt.spares.replenish()
+		defer func() {
+			if err != nil {
+				rt.spares.close()
+			}
+		}()
 	}
 	// A task bound the environment cannot set is refused here, not silently defaulted.
 	if _, err := broker.MaxTasksFromEnvironment(os.Getenv); err != nil {

@@ -362,7 +362,9 @@ func (rt *Runtime) startProcess(ctx context.Context, b *broker.Bounds) (*started
 	w := &startedWorker{dir: dir, reqFile: filepath.Join(dir, "request.json"), replyFile: filepath.Join(dir, "reply.json"),
 		done: make(chan struct{}), replied: make(chan struct{}), release: func() {}}
 	var warm int64
-	if b == nil {
+	if b == nil && (rt.spares == nil || !rt.spares.once) {
+		// A spare may wait long; one started ahead of a single analysis (once) is taken
+		// within milliseconds, with no time to warm a heap.
 		warm = spareWarmBytes
 	}
 	// The reply is bounded by the contract's max_result_bytes, not the request's
@@ -421,7 +423,8 @@ func (w *startedWorker) stop() {
 	w.release()
 }
 
-// spares holds the spare worker of a runtime that keeps one (WithSpareWorker).
+// spares holds the spare worker of a runtime that keeps one (WithSpareWorker), or the
+// one worker started ahead of a runtime's analysis (WithWorkerAhead: once).
 type spares struct {
 	rt     *Runtime
 	ctx    context.Context // the runtime's life: Close cancels it
@@ -429,6 +432,40 @@ type spares struct {
 	mu     sync.Mutex
 	spare  *startedWorker
 	closed bool
+	// once starts one worker and no other after it; started says it has.
+	once, started bool
+}
+
+// WithWorkerAhead starts one analysis worker as the runtime starts, for a caller that
+// knows its analysis goes to a worker before its request is read (the CLI's analyze
+// command, when the sizes of its paths alone say so: WorkerLikely). Its process and
+// catalog start while the runtime starts and the request is validated, admitted and
+// hashed, and the analysis takes it as it takes a spare (WithSpareWorker), armed with the
+// request's bounds; no worker starts after it. Close stops it when no analysis took it
+// (decision 0067, fifth addendum).
+func WithWorkerAhead() Option {
+	return func(rt *Runtime) {
+		ctx, cancel := context.WithCancel(context.Background())
+		rt.spares = &spares{rt: rt, ctx: ctx, cancel: cancel, once: true}
+	}
+}
+
+// WorkerLikely reports whether an analysis of the files at paths runs in a worker by
+// what a stat and their first bytes say (inProcess: together over the in-process size,
+// a directory or a compressed file among them). A path that cannot be read says nothing.
+func WorkerLikely(paths []string) bool {
+	var total int64
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		total += st.Size()
+		if st.IsDir() || total > inProcessBytes || compressed(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // WithSpareWorker keeps one analysis worker started ahead of need (decision 0067, second
@@ -483,9 +520,10 @@ func (s *spares) replenish() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.spare != nil || s.rt.worker == "" {
+	if s.closed || s.spare != nil || s.rt.worker == "" || s.once && s.started {
 		return
 	}
+	s.started = true
 	if w, f := s.rt.startProcess(s.ctx, nil); f == nil {
 		s.spare = w
 	}

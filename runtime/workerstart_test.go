@@ -30,9 +30,16 @@ type launchRecord struct {
 // recordingLaunch makes rt's workers real (this test binary, through the broker) and
 // records each launch, and the bounds a spare was armed with.
 func recordingLaunch(rt *Runtime) func() []launchRecord {
+	opt, launches := withRecordingLaunch()
+	opt(rt)
+	return launches
+}
+
+// withRecordingLaunch is recordingLaunch as an option, for the workers New starts.
+func withRecordingLaunch() (Option, func() []launchRecord) {
 	var mu sync.Mutex
 	var recs []*launchRecord
-	rt.launch = func(ctx context.Context, spec broker.Spec) (*broker.Result, error) {
+	launch := func(ctx context.Context, spec broker.Spec) (*broker.Result, error) {
 		var req string
 		warm := false
 		for _, kv := range spec.Env {
@@ -73,7 +80,7 @@ func recordingLaunch(rt *Runtime) func() []launchRecord {
 		}
 		return res, rerr
 	}
-	return func() []launchRecord {
+	return func(rt *Runtime) { rt.launch = launch }, func() []launchRecord {
 		mu.Lock()
 		defer mu.Unlock()
 		out := make([]launchRecord, len(recs))
@@ -395,6 +402,82 @@ func TestSpareWorkerBounds(t *testing.T) {
 	for i, want := range []time.Duration{time.Second, time.Minute} {
 		if b := recs[i+1].armed; b == nil || b.Timeout <= 0 || b.Timeout > want || !recs[i+1].ended {
 			t.Errorf("spare %d: armed %+v, ended %v; want a timeout of at most %v and the worker stopped", i+1, b, recs[i+1].ended, want)
+		}
+	}
+}
+
+// TestWorkerAhead: a runtime that starts a worker ahead (the CLI's analyze command, when
+// WorkerLikely says so) launches it as it starts, unarmed and without warming a heap; the
+// analysis takes it, arms it with the request's bounds and gets the answer the server
+// process gives, and no other worker starts; one that no analysis took is stopped by
+// Close, with nothing left behind.
+func TestWorkerAhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts analysis workers")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := func() (*Runtime, func() []launchRecord) {
+		rec, launches := withRecordingLaunch()
+		rt, err := New(all.Registry(), nil, WithAnalysisWorker(exe), rec, WithWorkerAhead(),
+			WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rt.Close)
+		return rt, launches
+	}
+	rt, launches := ahead()
+	if recs := waitLaunches(launches, 1); len(recs) != 1 || !recs[0].spare || recs[0].warm {
+		t.Fatalf("launches after New = %+v, want one worker, unarmed and cold", recs)
+	}
+	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": bigText(t)}}, "page_size": 2,
+		"limits": map[string]any{"max_memory_bytes": 512 << 20}}
+	want, _, wf := analyzeJSON(t, newRuntime(t), "preview_artifact", args)
+	got, _, gf := analyzeJSON(t, rt, "preview_artifact", args)
+	if wf != nil || gf != nil || string(got) != string(want) {
+		t.Fatalf("worker %s (%v), in process %s (%v)", got, gf, want, wf)
+	}
+	rt.Close()
+	recs := launches()
+	if len(recs) != 1 || recs[0].armed == nil || recs[0].armed.MaxRSSBytes != 512<<20 || recs[0].replyBytes == 0 {
+		t.Fatalf("launches = %+v, want the worker started ahead, armed with the request's 512 MiB, with a reply", recs)
+	}
+
+	rt, launches = ahead()
+	waitLaunches(launches, 1)
+	rt.Close()
+	if recs := launches(); len(recs) != 1 || !recs[0].ended || recs[0].armed != nil || recs[0].replyBytes != 0 {
+		t.Errorf("after Close the unused worker = %+v, want it ended without a request or a reply", recs)
+	}
+	noWorkerScratchLeft(t)
+}
+
+// TestWorkerLikely: what the sizes and first bytes of paths say before a request is read.
+func TestWorkerLikely(t *testing.T) {
+	dir := t.TempDir()
+	small, big, gz := filepath.Join(dir, "small.txt"), bigText(t), filepath.Join(dir, "small.gz")
+	os.WriteFile(small, []byte("a line\n"), 0o600)
+	os.WriteFile(gz, []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3}, 0o600)
+	half := filepath.Join(dir, "half.txt")
+	os.WriteFile(half, make([]byte, inProcessBytes/2+1), 0o600)
+	for _, c := range []struct {
+		name  string
+		paths []string
+		want  bool
+	}{
+		{"small", []string{small}, false},
+		{"none", nil, false},
+		{"missing", []string{filepath.Join(dir, "missing")}, false},
+		{"over the in-process size", []string{big}, true},
+		{"together over it", []string{half, half}, true},
+		{"directory", []string{dir}, true},
+		{"gzip", []string{gz}, true},
+	} {
+		if got := WorkerLikely(c.paths); got != c.want {
+			t.Errorf("%s: WorkerLikely = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -73,10 +73,18 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 			if evidence != "" && len(args) > 1 {
 				return failure.Invalid(failure.Path("sources"), nil, "give artifact paths or --evidence EVIDENCE_ID, not both")
 			}
-			rt, err := newRuntime([]byte(limits))
+			// Paths whose sizes alone send the analysis to a worker start it now, while the
+			// runtime starts and the request is validated, admitted and hashed (decision
+			// 0067, fifth addendum).
+			var opts []runtime.Option
+			if evidence == "" && runtime.WorkerLikely(args[1:]) {
+				opts = append(opts, runtime.WithWorkerAhead())
+			}
+			rt, err := newRuntime([]byte(limits), opts...)
 			if err != nil {
 				return err
 			}
+			defer rt.Close()
 			if rescueTo != "" {
 				if f := rt.PreflightRescue(rescueTo); f != nil {
 					return f
