@@ -505,9 +505,10 @@ func (s *spares) take() *startedWorker {
 }
 
 // takeFor is take for a request bound to maxMemory bytes: nil under spareMinMemoryBytes,
-// where the spare's warm heap would count against the bound.
+// where the spare's warm heap would count against the bound (a worker started ahead, once,
+// warms none).
 func (s *spares) takeFor(maxMemory int64) *startedWorker {
-	if maxMemory < spareMinMemoryBytes {
+	if s != nil && maxMemory < spareMinMemoryBytes && !s.once {
 		return nil
 	}
 	return s.take()

@@ -408,7 +408,8 @@ func TestSpareWorkerBounds(t *testing.T) {
 
 // TestWorkerAhead: a runtime that starts a worker ahead (the CLI's analyze command, when
 // WorkerLikely says so) launches it as it starts, unarmed and without warming a heap; the
-// analysis takes it, arms it with the request's bounds and gets the answer the server
+// analysis takes it (under a memory bound below spareMinMemoryBytes too: it has no warm
+// heap to count), arms it with the request's bounds and gets the answer the server
 // process gives, and no other worker starts; one that no analysis took is stopped by
 // Close, with nothing left behind.
 func TestWorkerAhead(t *testing.T) {
@@ -434,7 +435,7 @@ func TestWorkerAhead(t *testing.T) {
 		t.Fatalf("launches after New = %+v, want one worker, unarmed and cold", recs)
 	}
 	args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": bigText(t)}}, "page_size": 2,
-		"limits": map[string]any{"max_memory_bytes": 512 << 20}}
+		"limits": map[string]any{"max_memory_bytes": spareMinMemoryBytes / 2}}
 	want, _, wf := analyzeJSON(t, newRuntime(t), "preview_artifact", args)
 	got, _, gf := analyzeJSON(t, rt, "preview_artifact", args)
 	if wf != nil || gf != nil || string(got) != string(want) {
@@ -442,8 +443,8 @@ func TestWorkerAhead(t *testing.T) {
 	}
 	rt.Close()
 	recs := launches()
-	if len(recs) != 1 || recs[0].armed == nil || recs[0].armed.MaxRSSBytes != 512<<20 || recs[0].replyBytes == 0 {
-		t.Fatalf("launches = %+v, want the worker started ahead, armed with the request's 512 MiB, with a reply", recs)
+	if len(recs) != 1 || recs[0].armed == nil || recs[0].armed.MaxRSSBytes != spareMinMemoryBytes/2 || recs[0].replyBytes == 0 {
+		t.Fatalf("launches = %+v, want the worker started ahead, armed with the request's memory bound, with a reply", recs)
 	}
 
 	rt, launches = ahead()
