@@ -65,13 +65,29 @@ func receiveInvocation(fd int) (invocation, bool) {
 	if err != nil || len(fds) != 3 {
 		return invocation{}, false
 	}
-	fields := bytes.Split(buf[:n], []byte{0})
-	if len(fields) < 4 || len(fields[len(fields)-1]) != 0 {
+	inv, ok := decodeInvocation(buf[:n])
+	if !ok {
+		for _, f := range fds {
+			syscall.Close(f)
+		}
+		return invocation{}, false
+	}
+	for _, f := range fds {
+		inv.files = append(inv.files, uintptr(f))
+	}
+	return inv, true
+}
+
+// decodeInvocation reads EncodeInvocation's payload; false when b is not one (fields not
+// each ended by a NUL byte, an argv count that is not a positive number of the fields).
+func decodeInvocation(b []byte) (invocation, bool) {
+	fields := bytes.Split(b, []byte{0})
+	if len(fields) < 5 || len(fields[len(fields)-1]) != 0 {
 		return invocation{}, false
 	}
 	fields = fields[:len(fields)-1]
 	argc, err := strconv.Atoi(string(fields[2]))
-	if err != nil || argc < 1 || 3+argc > len(fields) {
+	if err != nil || argc < 1 || argc > len(fields)-3 {
 		return invocation{}, false
 	}
 	str := func(b [][]byte) []string {
@@ -81,11 +97,7 @@ func receiveInvocation(fd int) (invocation, bool) {
 		}
 		return out
 	}
-	inv := invocation{path: string(fields[0]), dir: string(fields[1]), argv: str(fields[3 : 3+argc]), env: str(fields[3+argc:])}
-	for _, f := range fds {
-		inv.files = append(inv.files, uintptr(f))
-	}
-	return inv, true
+	return invocation{path: string(fields[0]), dir: string(fields[1]), argv: str(fields[3 : 3+argc]), env: str(fields[3+argc:])}, true
 }
 
 // reaperMain runs the helper and returns its exit status: 0 once it has reported, 2 when

@@ -3,6 +3,7 @@ package subreaper
 import (
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -105,4 +106,26 @@ func closeUnused(fd, opts string) {
 	}
 	n, _ := strconv.Atoi(fd)
 	syscall.Close(n)
+}
+
+// FuzzInvocation: what EncodeInvocation writes decodes to the same invocation (strings
+// without NUL bytes, as argv and the environment are), and no payload panics the helper.
+func FuzzInvocation(f *testing.F) {
+	f.Add("/usr/bin/true", "/tmp", "true\x00-x", "PATH=/bin\x00A=b", []byte("x\x00\x001\x00x\x00"))
+	f.Add("", "", "", "", []byte("\x00\x00-1\x00"))
+	f.Fuzz(func(t *testing.T, path, dir, argvJoined, envJoined string, raw []byte) {
+		decodeInvocation(raw) // must not panic
+		argv, env := strings.Split(argvJoined, "\x00"), strings.Split(envJoined, "\x00")
+		if envJoined == "" {
+			env = nil
+		}
+		if strings.ContainsRune(path, 0) || strings.ContainsRune(dir, 0) {
+			return
+		}
+		inv, ok := decodeInvocation(EncodeInvocation(path, dir, argv, env))
+		if !ok || inv.path != path || inv.dir != dir || !slices.Equal(inv.argv, argv) || len(inv.env) != len(env) ||
+			len(env) > 0 && !slices.Equal(inv.env, env) {
+			t.Fatalf("round trip of %q %q %q %q = %+v, %v", path, dir, argv, env, inv, ok)
+		}
+	})
 }
