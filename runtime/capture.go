@@ -194,8 +194,8 @@ func (rt *Runtime) capture(ctx context.Context, t *Tool, inst any, ahead *Captur
 // is validated and admitted (broker.Prestart): the helper is the flameox binary
 // re-executed, whose start (a few milliseconds of a trivial capture) then overlaps the
 // admission instead of following it (decision 0067, fifth addendum). Later executions,
-// and a helper that does not fit the execution (another task bound), start theirs as
-// before.
+// and an execution the helper does not fit (no task bound: broker.Prestarted), start
+// theirs as before.
 
 // CaptureHelper is a containment helper being started for a capture's first execution.
 // One goroutine at a time uses it.

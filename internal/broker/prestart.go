@@ -6,9 +6,11 @@ import "sync"
 // process, its scope and its task bound are made while the caller still admits the
 // invocation (a capture validates its request, resolves and hashes its executables and
 // makes its scratch meanwhile), and Run hands it the invocation when Spec.Prestarted
-// carries it. Only Linux has one (a subreaper helper); elsewhere Prestart returns nil. A
-// helper that does not fit the invocation (another task bound, Direct, a standard input
-// that is not a file) is abandoned and the invocation started as without it.
+// carries it. Only Linux has one (a subreaper helper); elsewhere Prestart returns nil.
+// Another task bound is written to its cgroup before the workload starts; a helper that
+// does not fit the invocation otherwise (Direct, no task bound, an RLIMIT_NPROC bound of
+// another size, an invocation message over 64 kB) is abandoned and the invocation
+// started as without it.
 type Prestarted struct {
 	mu   sync.Mutex
 	impl *prestarted // nil once taken

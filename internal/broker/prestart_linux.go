@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/flameox/flameox/internal/subreaper"
@@ -63,7 +65,7 @@ func startWaiting(sc *scope, tl *taskLimit) *reaper {
 // false when the helper does not fit spec or is gone (the caller abandons it and starts
 // spec as without it).
 func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c container, err error, ok bool) {
-	if spec.Direct || taskBound(spec) != p.max {
+	if spec.Direct || !p.bound(taskBound(spec)) {
 		return nil, nil, false
 	}
 	argv := spec.Args
@@ -109,6 +111,31 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 		return nil, nil, false
 	}
 	return nil, errors.New(h.rep.startErr), true
+}
+
+// bound reports whether the helper's task bound is n, making it n where the bound is a
+// cgroup's pids.max (the helper joins the group only when it forks the workload); an
+// RLIMIT_NPROC bound is fixed by the helper's arguments, and a helper with a bound cannot
+// run an invocation without one.
+func (p *prestarted) bound(n int64) bool {
+	if n == p.max {
+		return true
+	}
+	if n <= 0 || p.tl == nil {
+		return false
+	}
+	var err error
+	switch p.tl.kind {
+	case "cgroup", "cgroup_v1":
+		err = writeControl(filepath.Join(p.tl.dir, "pids.max"), strconv.FormatInt(n, 10))
+	default:
+		return false
+	}
+	if err != nil {
+		return false
+	}
+	p.max, p.tl.max = n, n
+	return true
 }
 
 // abandon ends the helper (the end of its control socket: it exits having started

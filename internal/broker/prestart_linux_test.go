@@ -70,9 +70,29 @@ func TestPrestartedHelperRunsTheInvocation(t *testing.T) {
 	}
 }
 
-// TestPrestartedHelperThatDoesNotFit: an invocation with another task bound is started
-// as without the helper started ahead, which is ended; so is a helper abandoned unused,
-// and neither leaves its scope or its task group behind.
+// TestPrestartedHelperWithAnotherTaskBound: an invocation with another task bound runs
+// under the helper started ahead, its cgroup's pids.max made that bound first (where the
+// bound is a cgroup's).
+func TestPrestartedHelperWithAnotherTaskBound(t *testing.T) {
+	p, helper := prestartedFor(t, 32)
+	kind, dir := p.impl.tl.kind, p.impl.tl.dir
+	if kind != "cgroup" && kind != "cgroup_v1" {
+		t.Skipf("the task bound here is %q, not a cgroup's", kind)
+	}
+	spec := sh(t, `echo $PPID; cat `+filepath.Join(dir, "pids.max"))
+	spec.MaxTasks, spec.Prestarted = 64, p
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.Stdout.Excerpt); got != strconv.Itoa(helper)+"\n64\n" || res.MaxTasks != 64 || res.TaskBound != kind {
+		t.Errorf("stdout %q, task bound %s %d; want the helper %d as parent under pids.max 64", got, res.TaskBound, res.MaxTasks, helper)
+	}
+}
+
+// TestPrestartedHelperThatDoesNotFit: an invocation without a task bound is started as
+// without the helper started ahead, which is ended; so is a helper abandoned unused, and
+// neither leaves its scope or its task group behind.
 func TestPrestartedHelperThatDoesNotFit(t *testing.T) {
 	p, helper := prestartedFor(t, 32)
 	dirs := []string{}
@@ -83,13 +103,13 @@ func TestPrestartedHelperThatDoesNotFit(t *testing.T) {
 		dirs = append(dirs, tl.dir)
 	}
 	spec := sh(t, `echo $PPID`)
-	spec.MaxTasks, spec.Prestarted = 64, p
+	spec.MaxTasks, spec.Prestarted = -1, p
 	res, err := Run(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.TrimSpace(string(res.Stdout.Excerpt)); got == strconv.Itoa(helper) || res.ExitCode == nil || *res.ExitCode != 0 {
-		t.Errorf("the workload (parent %s) ran under the helper started for another bound; result %+v", got, res)
+		t.Errorf("the workload (parent %s) without a task bound ran under the helper started with one; result %+v", got, res)
 	}
 	if running(helper) {
 		t.Errorf("the helper %d that did not fit outlives Run", helper)

@@ -25,7 +25,8 @@ func TestTaskBoundStopsAForkLoop(t *testing.T) {
 			var prestarted *Prestarted
 			switch mechanism {
 			case "prestarted":
-				prestarted, _ = prestartedFor(t, 32)
+				// Started with the default bound: the invocation's 32 is written to its group.
+				prestarted, _ = prestartedFor(t, taskBound(Spec{}))
 			case "subreaper":
 				withContainment(t, "subreaper")
 			case "rlimit":
