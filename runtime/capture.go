@@ -240,9 +240,9 @@ func WithCaptureHelper(h *CaptureHelper) Option {
 // call: once a capture call has ended, the next call's helper starts and waits, with its
 // scope and task group, so that the next capture's first execution finds it ready rather
 // than starting it while the capture is admitted. Only the helper is ready: it holds no
-// workload and no bound but the default task bound (a capture with another starts its
-// own), and Close ends it. mcp serve keeps one; a one-shot CLI call starts its own ahead
-// of its only capture (WithCaptureHelper).
+// workload, and its task group the default bound until a capture with another takes it
+// (broker.Prestarted); Close ends it. mcp serve keeps one; a one-shot CLI call starts its
+// own ahead of its only capture (WithCaptureHelper).
 func WithSpareCaptureHelper() Option {
 	return func(rt *Runtime) { rt.spareHelper = true }
 }
