@@ -12,8 +12,6 @@ import (
 
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/subreaper"
-	"github.com/flameox/flameox/providers/all"
-	"github.com/flameox/flameox/repository"
 )
 
 // countPrestarts counts the helpers the runtime starts ahead; it skips where none can
@@ -30,6 +28,12 @@ func countPrestarts(t *testing.T) *atomic.Int64 {
 	prestartHelper = func() *broker.Prestarted { n.Add(1); return old() }
 	t.Cleanup(func() { prestartHelper = old })
 	return &n
+}
+
+// parentCommandLine is a capture target in dir that prints its parent's command line:
+// which helper started it.
+func parentCommandLine(dir string) map[string]any {
+	return target(dir, "sh", "-c", `tr '\0' ' ' < /proc/$PPID/cmdline`)
 }
 
 // waitingHelpers lists this process's children that are helpers started ahead.
@@ -64,7 +68,7 @@ func TestCaptureStartsItsHelperAhead(t *testing.T) {
 	rt := newRuntime(t)
 	dir := t.TempDir()
 	res, f := capture(t, rt, map[string]any{
-		"target":     target(dir, "sh", "-c", `tr '\0' ' ' < /proc/$PPID/cmdline`),
+		"target":     parentCommandLine(dir),
 		"provider":   direct(),
 		"experiment": map[string]any{"cases": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}, "blocks": 1, "seed": 1, "practical_threshold": 0}})
 	if f != nil {
@@ -103,13 +107,8 @@ func TestCaptureStartsItsHelperAhead(t *testing.T) {
 // one that no capture took is ended by Close.
 func TestCaptureHelperGivenToTheRuntime(t *testing.T) {
 	starts := countPrestarts(t)
-	store := WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit})
-	rt, err := New(all.Registry(), nil, store, WithCaptureHelper(StartCaptureHelper()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	res, f := capture(t, rt, map[string]any{"target": target(dir, "sh", "-c", `tr '\0' ' ' < /proc/$PPID/cmdline`), "provider": direct()})
+	rt := newRuntime(t, WithCaptureHelper(StartCaptureHelper()))
+	res, f := capture(t, rt, map[string]any{"target": parentCommandLine(t.TempDir()), "provider": direct()})
 	if f != nil {
 		t.Fatal(f)
 	}
@@ -121,11 +120,7 @@ func TestCaptureHelperGivenToTheRuntime(t *testing.T) {
 	}
 	rt.Close()
 
-	rt, err = New(all.Registry(), nil, store, WithCaptureHelper(StartCaptureHelper()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.Close()
+	newRuntime(t, WithCaptureHelper(StartCaptureHelper())).Close()
 	if starts.Load() != 2 {
 		t.Errorf("%d helpers started, want 2", starts.Load())
 	}
@@ -139,13 +134,8 @@ func TestCaptureHelperGivenToTheRuntime(t *testing.T) {
 // spare left.
 func TestSpareCaptureHelper(t *testing.T) {
 	starts := countPrestarts(t)
-	rt, err := New(all.Registry(), nil, WithSpareCaptureHelper(),
-		WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	args := map[string]any{"target": target(dir, "sh", "-c", `tr '\0' ' ' < /proc/$PPID/cmdline`), "provider": direct()}
+	rt := newRuntime(t, WithSpareCaptureHelper())
+	args := map[string]any{"target": parentCommandLine(t.TempDir()), "provider": direct()}
 	for i := range 2 {
 		if _, f := capture(t, rt, args); f != nil {
 			t.Fatal(f)

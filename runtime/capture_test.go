@@ -60,9 +60,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func newRuntime(t testing.TB) *Runtime {
+func newRuntime(t testing.TB, opts ...Option) *Runtime {
 	t.Helper()
-	rt, err := New(all.Registry(), nil, WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
+	opts = append([]Option{WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit})}, opts...)
+	rt, err := New(all.Registry(), nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

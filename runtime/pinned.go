@@ -40,10 +40,11 @@ func (rt *Runtime) needsWorker(in []resolved) bool {
 
 // pinInputs returns in with each file input (not an evidence payload, which the store
 // keeps immutable, nor a file of the sealed capture scratch, which nothing left can
-// change: sealedFile) read from a private copy that matches its resolved digest and
+// change: sealedDir.holds) read from a private copy that matches its resolved digest and
 // size, and a function that removes the copies. A file that no longer matches is the
-// changed input failure recheck gives. sealed is "" outside a capture's analysis.
-func pinInputs(in []resolved, sealed string) ([]resolved, func(), *failure.Failure) {
+// changed input failure recheck gives. sealed is the zero sealedDir outside a capture's
+// analysis.
+func pinInputs(in []resolved, sealed sealedDir) ([]resolved, func(), *failure.Failure) {
 	var dir string
 	done := func() {
 		if dir != "" {
@@ -53,7 +54,7 @@ func pinInputs(in []resolved, sealed string) ([]resolved, func(), *failure.Failu
 	out := append([]resolved(nil), in...)
 	for i := range out {
 		r := &out[i]
-		if r.evidence != nil || r.members != nil || sealed != "" && sealedFile(sealed, r.path) {
+		if r.evidence != nil || r.members != nil || sealed.holds(r.path) {
 			continue
 		}
 		if dir == "" {
@@ -121,35 +122,47 @@ func changedInput(i int, sum string) *failure.Failure {
 // copy would be one more set of directories and files made and removed in the capture's
 // path (about 1.5 to 3.5 ms of a trivial capture here, most of it the file system's).
 
-// sealedContextKey carries the sealed scratch directory of the capture being analysed.
+// sealedDir is the sealed scratch of a capture: dir as the capture names it, real with
+// its links resolved (once, for every input). The zero sealedDir holds nothing.
+type sealedDir struct{ dir, real string }
+
+// sealScratch returns dir as a sealedDir; the zero one where dir cannot be resolved.
+func sealScratch(dir string) sealedDir {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return sealedDir{}
+	}
+	return sealedDir{dir: dir, real: real}
+}
+
+// sealedContextKey carries the sealed scratch of the capture being analysed.
 type sealedContextKey struct{}
 
 // withSealedScratch returns ctx carrying dir as the sealed scratch of a capture whose
 // processes have all ended with none detached.
 func withSealedScratch(ctx context.Context, dir string) context.Context {
-	return context.WithValue(ctx, sealedContextKey{}, dir)
+	return context.WithValue(ctx, sealedContextKey{}, sealScratch(dir))
 }
 
-// sealedScratch returns the sealed scratch ctx carries, or "".
-func sealedScratch(ctx context.Context) string {
-	dir, _ := ctx.Value(sealedContextKey{}).(string)
-	return dir
+// sealedScratch returns the sealed scratch ctx carries, or the zero sealedDir.
+func sealedScratch(ctx context.Context) sealedDir {
+	s, _ := ctx.Value(sealedContextKey{}).(sealedDir)
+	return s
 }
 
-// sealedFile reports whether path is a regular file below the sealed scratch dir that
-// is reached through no symbolic link: a link the workload left (to a file of the user's
-// elsewhere, or another file of the scratch) is copied as any other input.
-func sealedFile(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
+// holds reports whether path is a regular file below the sealed scratch reached through
+// no symbolic link: a link the workload left (to a file of the user's elsewhere, or
+// another file of the scratch) is copied as any other input.
+func (s sealedDir) holds(path string) bool {
+	if s.dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(s.dir, path)
 	if err != nil || !filepath.IsLocal(rel) {
 		return false
 	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return false
-	}
 	realPath, err := filepath.EvalSymlinks(path)
-	if err != nil || realPath != filepath.Join(realDir, rel) {
+	if err != nil || realPath != filepath.Join(s.real, rel) {
 		return false
 	}
 	st, err := os.Lstat(path)

@@ -36,7 +36,7 @@ func TestPinnedInputsAreWhatWasMeasured(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := []resolved{resolvedFile(t, path)}
-	pinned, done, f := pinInputs(in, "")
+	pinned, done, f := pinInputs(in, sealedDir{})
 	if f != nil {
 		t.Fatal(f)
 	}
@@ -63,7 +63,7 @@ func TestPinnedInputsAreWhatWasMeasured(t *testing.T) {
 		t.Errorf("the copies outlive the analysis: %v", err)
 	}
 	// Swapped before the copy: refused, and nothing is left behind.
-	_, done, f = pinInputs(in, "")
+	_, done, f = pinInputs(in, sealedDir{})
 	done()
 	if f == nil || f.Code != "MISSING_OR_CHANGED_INPUT" || f.Details["source_index"] != 0 {
 		t.Fatalf("pinning a changed file = %v", f)
@@ -148,7 +148,11 @@ func TestSealedFilesAreReadInPlace(t *testing.T) {
 		{"not a capture's analysis", "", own, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			pinned, done, f := pinInputs([]resolved{resolvedFile(t, c.path)}, c.sealed)
+			var sealed sealedDir
+			if c.sealed != "" {
+				sealed = sealScratch(c.sealed)
+			}
+			pinned, done, f := pinInputs([]resolved{resolvedFile(t, c.path)}, sealed)
 			defer done()
 			if f != nil {
 				t.Fatal(f)

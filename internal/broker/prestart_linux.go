@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,18 +10,13 @@ import (
 	"github.com/flameox/flameox/internal/subreaper"
 )
 
-// maxInvocationBytes bounds the invocation a helper started ahead receives in one
-// message (argv and environment); a larger one is started as without it.
-const maxInvocationBytes = 64 << 10
-
 // prestarted is a helper started ahead (Prestart): waiting in its scope, with the task
 // bound max prepared, for the invocation on its control socket.
 type prestarted struct {
-	max     int64
-	sc      *scope
-	tl      *taskLimit
-	h       *reaper
-	inScope bool
+	max int64
+	sc  *scope
+	tl  *taskLimit
+	h   *reaper
 }
 
 // prestart starts a waiting helper with the task bound max; nil where the helper cannot
@@ -42,7 +36,7 @@ func prestart(max int64) *prestarted {
 		}
 		return nil
 	}
-	return &prestarted{max: max, sc: sc, tl: tl, h: h, inScope: h.inScope}
+	return &prestarted{max: max, sc: sc, tl: tl, h: h}
 }
 
 // startWaiting starts the helper with subreaper.ArgWaiting, cloned into the scope where
@@ -68,16 +62,12 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 	if spec.Direct || !p.bound(taskBound(spec)) {
 		return nil, nil, false
 	}
-	argv := spec.Args
-	if len(argv) == 0 {
-		argv = []string{spec.Path}
-	}
 	env := spec.Env
 	if env == nil {
 		env = os.Environ() // as exec.Cmd starts a command with no Env
 	}
-	msg := subreaper.EncodeInvocation(spec.Path, spec.Dir, argv, env)
-	if len(msg) > maxInvocationBytes {
+	msg := subreaper.EncodeInvocation(spec.Path, spec.Dir, spec.helperArgv(), env)
+	if len(msg) > subreaper.MaxInvocationBytes {
 		return nil, nil, false
 	}
 	stdin := spec.Stdin
@@ -99,18 +89,14 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 	if err != nil || sendErr != nil {
 		return nil, nil, false // the helper is gone: nothing was started
 	}
-	h := p.h
-	h.rep.readStart(h.br)
-	if h.rep.workload > 0 {
-		return contained(res, h.cmd, h, p.sc, p.inScope, p.tl), nil, true
+	err = p.h.awaitStart()
+	if p.h.rep.workload > 0 {
+		return contained(res, p.h.cmd, p.h, p.sc, p.h.inScope, p.tl), nil, true
 	}
-	// The helper started nothing and exits: the invocation failed to start, or cannot be
-	// contained by a helper here (the caller starts it as without one).
+	// The helper started nothing and has exited: the invocation failed to start (err), or
+	// cannot be contained by a helper here (the caller starts it as without one).
 	p.abandon()
-	if h.rep.unavailable {
-		return nil, nil, false
-	}
-	return nil, errors.New(h.rep.startErr), true
+	return nil, err, err != nil
 }
 
 // bound reports whether the helper's task bound is n, making it n where the bound is a

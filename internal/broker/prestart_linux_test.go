@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // prestartedFor starts a helper ahead with the task bound max, or skips where none can
@@ -121,7 +120,6 @@ func TestPrestartedHelperThatDoesNotFit(t *testing.T) {
 	}
 
 	q, unused := prestartedFor(t, 32)
-	start := time.Now()
 	q.Abandon()
 	q.Abandon()
 	if running(unused) {
@@ -129,8 +127,5 @@ func TestPrestartedHelperThatDoesNotFit(t *testing.T) {
 	}
 	if err := syscall.Kill(unused, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("the abandoned helper %d was not reaped: %v", unused, err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("abandoning took %v", d)
 	}
 }

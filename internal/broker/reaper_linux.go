@@ -92,12 +92,8 @@ func startReaper(spec Spec, outW, errW *os.File, sc *scope, tl *taskLimit) (*rea
 	if err != nil {
 		return nil, nil
 	}
-	argv := spec.Args
-	if len(argv) == 0 {
-		argv = []string{spec.Path}
-	}
 	h, startErr := launchHelper(sc, tl, ctlR, ctlW, func(cmd *exec.Cmd, opts string) {
-		cmd.Args = append([]string{subreaper.Name, subreaper.Arg, opts, spec.Path}, argv...)
+		cmd.Args = append([]string{subreaper.Name, subreaper.Arg, opts, spec.Path}, spec.helperArgv()...)
 		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Dir, spec.Env, spec.stdin(), outW, errW
 	})
 	if h == nil {
@@ -106,17 +102,37 @@ func startReaper(spec Spec, outW, errW *os.File, sc *scope, tl *taskLimit) (*rea
 		}
 		return nil, nil
 	}
+	if err := h.awaitStart(); err != nil || h.rep.workload == 0 {
+		return nil, err
+	}
+	return h, nil
+}
+
+// helperArgv is the workload's argv as a helper starts it: Args, or the path alone.
+func (spec Spec) helperArgv() []string {
+	if len(spec.Args) == 0 {
+		return []string{spec.Path}
+	}
+	return spec.Args
+}
+
+// awaitStart reads the helper's first report. Once the workload runs, rep.workload is
+// its pid; otherwise the helper, which started nothing, is ended and reaped (its control
+// and status ends closed and cleared), and the error is the workload's start failure
+// (nil where a helper cannot contain it here: rep.unavailable).
+func (h *reaper) awaitStart() error {
 	h.rep.readStart(h.br)
 	if h.rep.workload > 0 {
-		return h, nil
+		return nil
 	}
 	h.ctlW.Close()
 	h.cmd.Wait()
 	h.statusR.Close()
+	h.ctlW, h.statusR = nil, nil
 	if h.rep.unavailable {
-		return nil, nil
+		return nil
 	}
-	return nil, errors.New(h.rep.startErr)
+	return errors.New(h.rep.startErr)
 }
 
 // launchHelper starts the helper with ctlR as its end of the control channel (ctlW the

@@ -49,6 +49,10 @@ const Name = "flameox-reaper"
 // ArgWaiting is the first argument of a helper started ahead of its invocation.
 const ArgWaiting = "--flameox-broker-reaper-waiting-v1"
 
+// MaxInvocationBytes bounds a waiting helper's invocation message (EncodeInvocation's
+// payload); the broker starts a larger invocation with a helper of its own.
+const MaxInvocationBytes = 64 << 10
+
 // EncodeInvocation is the payload of a waiting helper's invocation message: the
 // executable, the working directory ("" for the helper's), the count of argv, argv and
 // the environment, each followed by a NUL byte.

@@ -38,23 +38,21 @@ type invocation struct {
 	files     []uintptr
 }
 
-// maxInvocationBytes bounds a waiting helper's invocation message.
-const maxInvocationBytes = 1 << 20
-
 // receiveInvocation waits on the socket fd for the invocation message of a helper started
-// ahead (ArgWaiting); false at the socket's end or on a message it cannot read.
+// ahead (ArgWaiting); false at the socket's end or on a message it cannot read (one cut
+// short by MaxInvocationBytes included).
 func receiveInvocation(fd int) (invocation, bool) {
-	buf := make([]byte, maxInvocationBytes)
+	buf := make([]byte, MaxInvocationBytes)
 	oob := make([]byte, syscall.CmsgSpace(3*4))
-	var n, oobn int
+	var n, oobn, flags int
 	var err error
 	for {
-		n, oobn, _, _, err = syscall.Recvmsg(fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
+		n, oobn, flags, _, err = syscall.Recvmsg(fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
 		if err != syscall.EINTR {
 			break
 		}
 	}
-	if err != nil || n == 0 {
+	if err != nil || n == 0 || flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 {
 		return invocation{}, false
 	}
 	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])

@@ -67,6 +67,9 @@ func run(dir string) error {
 func rewrite(name string, src []byte) ([]byte, error) {
 	s := string(src)
 	start := strings.Index(s, mapStart)
+	if start < 0 {
+		return nil, fmt.Errorf("no regexMap")
+	}
 	end := strings.Index(s[start:], "\n}\n")
 	if end < 0 {
 		return nil, fmt.Errorf("regexMap has no end")
