@@ -18,14 +18,11 @@ dist:
 	$(GO) run ./tools/dist -go "$(GO)" -out dist $(if $(DIST_TARGETS),-targets $(DIST_TARGETS))
 
 # generate turns the CUE contracts into contracts/ (JSON Schemas, catalog, the viewer's
-# openapi.json) and generated/contracts (Go types, enums, unions, registry), then ogen turns
-# contracts/openapi.json into generated/viewerapi (the viewer's typed server and client),
-# whose schema patterns tools/ogenlazy makes compile on first use.
+# openapi.json, which the viewer routes by: decision 0070) and generated/contracts (Go
+# types, enums, unions, registry).
 generate:
 	$(CUE) vet -c=false ./cue/contracts
 	$(GO) run ./tools/contractgen -pkg ./cue/contracts -contracts contracts -go generated/contracts
-	$(GO) tool ogen --config tools/viewerapi.ogen.yml --target generated/viewerapi --package viewerapi --clean contracts/openapi.json
-	$(GO) run ./tools/ogenlazy generated/viewerapi
 	gofmt -l generated | (! grep .)
 
 # check-generated fails when the checked-in output differs from a fresh generation.

@@ -4,7 +4,6 @@ go 1.26.8
 
 tool (
 	cuelang.org/go/cmd/cue
-	github.com/ogen-go/ogen/cmd/ogen
 	golang.org/x/perf/cmd/benchstat
 )
 
@@ -30,10 +29,7 @@ require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
 	github.com/chromedp/chromedp v0.23.0
 	github.com/creack/pty v1.1.24
-	github.com/go-faster/errors v0.8.0
-	github.com/go-faster/jx v1.2.0
 	github.com/ianlancetaylor/demangle v0.0.0-20250417193237-f615e6bd150b
-	github.com/ogen-go/ogen v1.24.0
 	go.opentelemetry.io/proto/otlp v1.11.1
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 )
@@ -41,16 +37,7 @@ require (
 require (
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/dlclark/regexp2 v1.12.0 // indirect
-	github.com/fatih/color v1.19.0 // indirect
-	github.com/ghodss/yaml v1.0.0 // indirect
-	github.com/go-faster/yaml v0.4.6 // indirect
-	github.com/mattn/go-colorable v0.1.14 // indirect
-	github.com/shopspring/decimal v1.4.0 // indirect
-	github.com/yuin/goldmark v1.8.2 // indirect
-	go.uber.org/multierr v1.11.0 // indirect
-	go.uber.org/zap v1.28.0 // indirect
-	golang.org/x/exp v0.0.0-20260824195058-e88cd73687aa // indirect
-	gopkg.in/yaml.v2 v2.4.0 // indirect
+	gopkg.in/check.v1 v1.0.0-20190902080502-41f04d3bba15 // indirect
 )
 
 require (
@@ -60,7 +47,7 @@ require (
 	github.com/coder/websocket v1.8.14 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/emicklei/proto v1.14.3 // indirect
-	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/google/jsonschema-go v0.4.3
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/klauspost/compress v1.19.1 // indirect

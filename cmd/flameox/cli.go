@@ -23,17 +23,22 @@ import (
 	"github.com/flameox/flameox/runtime"
 )
 
+// versionLines is what --version prints after "flameox version ": the version (setup's
+// Identify reads the first line's first and last words), then the target the binary was
+// built for (decision 0062). It is the Version itself, not a version template, so that
+// cobra prints it without parsing a text/template at every --version (decision 0067).
+func versionLines() string {
+	return fmt.Sprintf("%s\nbuilt for %s/%s with %s", runtime.Version, goruntime.GOOS, goruntime.GOARCH, goruntime.Version())
+}
+
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "flameox",
 		Short:         "Bounded, reproducible runtime evidence for coding agents",
-		Version:       runtime.Version,
+		Version:       versionLines(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	// --version: cobra's line (setup's Identify reads its first and last words), then the
-	// target the binary was built for (decision 0062).
-	root.SetVersionTemplate(root.VersionTemplate() + fmt.Sprintf("built for %s/%s with %s\n", goruntime.GOOS, goruntime.GOARCH, goruntime.Version()))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -14,11 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ogen-go/ogen/ogenerrors"
 	"github.com/spf13/cobra"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/generated/viewerapi"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/runtime"
@@ -127,31 +125,6 @@ func loopbackHost(host string) bool {
 // bodies, HEAD on every GET route, and the ogen server with typed failures.
 func viewerHandler(rt *runtime.Runtime, bound *net.TCPAddr) (http.Handler, error) {
 	v := &viewer{rt: rt}
-	api, err := viewerapi.NewServer(v, v,
-		viewerapi.WithNotFound(func(w http.ResponseWriter, r *http.Request) {
-			unknownRoute(w, "there is no viewer endpoint at this path")
-		}),
-		viewerapi.WithMethodNotAllowed(func(w http.ResponseWriter, r *http.Request, allowed string) {
-			// ogen answers OPTIONS with Access-Control-Allow-Methods: the viewer grants no
-			// cross-origin access, so no CORS header is sent.
-			for _, k := range []string{"Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Accept-Post", "Accept-Patch"} {
-				w.Header().Del(k)
-			}
-			methods := strings.Split(allowed, ",")
-			if slices.Contains(methods, http.MethodGet) {
-				methods = append(methods, http.MethodHead)
-			}
-			w.Header().Set("Allow", strings.Join(methods, ", "))
-			httpFailure(w, http.StatusMethodNotAllowed, failure.Invalid(failure.Path("method"), methods,
-				"the viewer is read-only: this endpoint accepts %s", strings.Join(methods, ", ")))
-		}),
-		viewerapi.WithErrorHandler(func(_ context.Context, w http.ResponseWriter, _ *http.Request, err error) {
-			httpFailure(w, http.StatusBadRequest, requestFailure(err))
-		}),
-	)
-	if err != nil {
-		return nil, err
-	}
 	hosts := viewerHosts(bound)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxViewerRequestBytes)
@@ -178,23 +151,8 @@ func viewerHandler(rt *runtime.Runtime, bound *net.TCPAddr) (http.Handler, error
 			v.servePage(w, r)
 			return
 		}
-		// The handlers read the request as sent (HEAD, If-Range) from the context; ogen
-		// routes HEAD as GET, and net/http sends no body for a HEAD request.
-		r = r.WithContext(context.WithValue(r.Context(), viewerRequestKey{}, r))
-		if r.Method == http.MethodHead {
-			r.Method = http.MethodGet
-		}
-		api.ServeHTTP(w, r)
+		v.serveAPI(w, r)
 	}), nil
-}
-
-// viewerRequestKey holds, in a handler's context, the request as the client sent it.
-type viewerRequestKey struct{}
-
-// sentRequest is the request as the client sent it (nil outside the viewer's handler).
-func sentRequest(ctx context.Context) *http.Request {
-	r, _ := ctx.Value(viewerRequestKey{}).(*http.Request)
-	return r
 }
 
 // viewerHosts are the Host header values the viewer answers on the bound address: the
@@ -251,24 +209,6 @@ func unknownRoute(w http.ResponseWriter, message string) {
 		Field(failure.Path("path"), nil))
 }
 
-// requestFailure maps ogen's request decoding errors to INVALID_INPUT at the parameter.
-func requestFailure(err error) *failure.Failure {
-	var pe *ogenerrors.DecodeParamError
-	if errors.As(err, &pe) {
-		return failure.Invalid(failure.Path(pe.Name), nil, "parameter %s is not valid for this endpoint", pe.Name)
-	}
-	var mb *http.MaxBytesError
-	if errors.As(err, &mb) {
-		return failure.New(gen.FailureCodeLimitExceeded, "the request body exceeds %d bytes", maxViewerRequestBytes).
-			Field(failure.Path("body"), nil)
-	}
-	var be *ogenerrors.DecodeBodyError
-	if errors.As(err, &be) {
-		return failure.Invalid(failure.Path("body"), nil, "the request body is not a JSON object")
-	}
-	return failure.Invalid(failure.Path(), nil, "the request does not match the viewer API")
-}
-
 // httpStatus is the HTTP status of a failure code.
 func httpStatus(code gen.FailureCode) int {
 	switch code {
@@ -290,123 +230,36 @@ func httpFailure(w http.ResponseWriter, status int, f *failure.Failure) {
 		b, _ = json.Marshal(failure.Unencodable(err).Envelope())
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 
-// viewer implements the generated Handler and RawHandler over the runtime.
+// viewer serves the API over the runtime.
 type viewer struct{ rt *runtime.Runtime }
 
-// failureError carries a failure through ogen to NewError.
-type failureError struct{ f *failure.Failure }
-
-func (e failureError) Error() string { return e.f.Message }
-
-func (v *viewer) NewError(_ context.Context, err error) *viewerapi.FailureStatusCode {
-	var fe failureError
-	f := failure.Wrap(err, gen.FailureCodeInternalFailure, "the viewer failed")
-	if errors.As(err, &fe) {
-		f = fe.f
-	}
-	out := &viewerapi.FailureStatusCode{StatusCode: httpStatus(f.Code)}
-	if err := convert(f.Envelope(), &out.Response); err != nil {
-		out.StatusCode = http.StatusInternalServerError
-	}
-	return out
-}
-
-// convert re-decodes v's JSON into the generated type.
-func convert(v any, into interface{ UnmarshalJSON([]byte) error }) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return into.UnmarshalJSON(b)
-}
-
-func (v *viewer) ListEvidence(ctx context.Context, p viewerapi.ListEvidenceParams) (*viewerapi.QueryResultHeaders, error) {
-	args := map[string]any{}
-	set := func(name string, o viewerapi.OptString) {
-		if o.Set {
-			args[name] = o.Value
-		}
-	}
-	set("created_after", p.CreatedAfter)
-	set("created_before", p.CreatedBefore)
-	set("cursor", p.Cursor)
-	set("input_sha256", p.InputSHA256)
-	set("provider_id", p.ProviderID)
-	if p.EvidenceKind.Set {
-		args["evidence_kind"] = string(p.EvidenceKind.Value)
-	}
-	if p.Operation.Set {
-		args["operation"] = string(p.Operation.Value)
-	}
-	if p.PageSize.Set {
-		args["page_size"] = p.PageSize.Value
-	}
-	raw, _ := json.Marshal(args)
-	res, f := v.rt.Call(ctx, "query_evidence", raw)
-	if f != nil {
-		return nil, failureError{f}
-	}
-	out := &viewerapi.QueryResultHeaders{CacheControl: viewerapi.NewOptString("no-store")}
-	if err := convert(res, &out.Response); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (v *viewer) GetEvidence(ctx context.Context, p viewerapi.GetEvidenceParams) (*viewerapi.EvidenceProjectionHeaders, error) {
-	raw, _ := json.Marshal(map[string]any{"evidence_id": p.EvidenceID})
-	res, f := v.rt.Call(ctx, "inspect_evidence", raw)
-	if f != nil {
-		return nil, failureError{f}
-	}
-	out := &viewerapi.EvidenceProjectionHeaders{CacheControl: viewerapi.NewOptString("no-store")}
-	if err := convert(res, &out.Response); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (v *viewer) Analyze(ctx context.Context, req viewerapi.AnalyzeArguments, p viewerapi.AnalyzeParams) (*viewerapi.AnalysisResultHeaders, error) {
-	raw, err := req.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	res, f := v.rt.AnalyzeEvidence(ctx, p.Operation, raw)
-	if f != nil {
-		return nil, failureError{f}
-	}
-	out := &viewerapi.AnalysisResultHeaders{CacheControl: viewerapi.NewOptString("no-store")}
-	if err := convert(res, &out.Response); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// GetArtifact streams a validated artifact's stored bytes: ETag is its SHA-256, one byte
+// getArtifact streams a validated artifact's stored bytes: ETag is its SHA-256, one byte
 // range per request (kept by an If-Range of that ETag only), gzip served as stored (never
 // as a Content-Encoding); a HEAD gets the same headers and no body.
-func (v *viewer) GetArtifact(ctx context.Context, p viewerapi.GetArtifactParams, w http.ResponseWriter) error {
-	if !isSHA256(p.SHA256) {
+func (v *viewer) getArtifact(w http.ResponseWriter, r *http.Request, in apiRequest) {
+	sum := in.path["sha256"]
+	if !isSHA256(sum) {
 		httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("sha256"), nil,
 			"an artifact digest is 64 lowercase hexadecimal characters"))
-		return nil
+		return
 	}
-	evidence := ""
-	if p.EvidenceID.Set {
-		if evidence = p.EvidenceID.Value; !isSHA256(evidence) {
+	evidence, _ := in.query["evidence_id"].(string)
+	if _, ok := in.query["evidence_id"]; ok {
+		if !isSHA256(evidence) {
 			httpFailure(w, http.StatusBadRequest, failure.Invalid(failure.Path("evidence_id"), nil,
 				"an evidence_id is 64 lowercase hexadecimal characters"))
-			return nil
+			return
 		}
 	}
-	a, f := v.rt.OpenArtifact(p.SHA256, evidence)
+	a, f := v.rt.OpenArtifact(sum, evidence)
 	if f != nil {
 		httpFailure(w, httpStatus(f.Code), f)
-		return nil
+		return
 	}
 	defer a.File.Close()
 	head := make([]byte, 2)
@@ -422,40 +275,40 @@ func (v *viewer) GetArtifact(ctx context.Context, p viewerapi.GetArtifactParams,
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment",
 		map[string]string{"filename": artifactFileName(a.SHA256, v.rt.Extension(a.Format), head[:n])}))
-	if p.IfNoneMatch.Set && (p.IfNoneMatch.Value == etag || p.IfNoneMatch.Value == "*") {
+	if inm, ok := r.Header["If-None-Match"]; ok && len(inm) > 0 && (inm[0] == etag || inm[0] == "*") {
 		w.WriteHeader(http.StatusNotModified)
-		return nil
+		return
 	}
-	sent := sentRequest(ctx)
 	// If-Range (RFC 9110, 13.1.5) keeps the Range only when it is the artifact's ETag,
 	// compared strongly: another or a weak tag, or a date (the viewer sends no
 	// Last-Modified), asks for the whole artifact, so the Range is ignored, even an
 	// unsatisfiable one.
-	useRange := p.Range.Set
-	if sent != nil {
-		if ir, ok := sent.Header["If-Range"]; ok && (len(ir) != 1 || ir[0] != etag) {
-			useRange = false
-		}
+	ranges, useRange := r.Header["Range"]
+	if ir, ok := r.Header["If-Range"]; ok && (len(ir) != 1 || ir[0] != etag) {
+		useRange = false
 	}
 	start, length := int64(0), a.Size
 	status := http.StatusOK
 	if useRange {
 		var f *failure.Failure
-		if start, length, f = parseRange(p.Range.Value, a.Size); f != nil {
+		if start, length, f = parseRange(strings.Join(ranges, ","), a.Size); f != nil {
 			h.Set("Content-Range", fmt.Sprintf("bytes */%d", a.Size))
 			httpFailure(w, http.StatusRequestedRangeNotSatisfiable, f)
-			return nil
+			return
 		}
 		status = http.StatusPartialContent
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+length-1, a.Size))
 	}
 	h.Set("Content-Length", strconv.FormatInt(length, 10))
 	if _, err := a.File.Seek(start, io.SeekStart); err != nil {
-		return err
+		h.Del("Content-Length")
+		h.Del("Content-Disposition")
+		httpFailure(w, http.StatusInternalServerError, failure.Wrap(err, gen.FailureCodeIoFailure, "the artifact could not be read"))
+		return
 	}
 	w.WriteHeader(status)
-	if sent != nil && sent.Method == http.MethodHead {
-		return nil // the headers of the GET, the length of its body, and no body
+	if r.Method == http.MethodHead {
+		return // the headers of the GET, the length of its body, and no body
 	}
 	// Each chunk has artifactChunkTimeout to reach the client, so a download of any size
 	// proceeds while the client reads and a stalled one is cut. io.CopyN keeps sendfile.
@@ -465,11 +318,10 @@ func (v *viewer) GetArtifact(ctx context.Context, p viewerapi.GetArtifactParams,
 		_ = rc.SetWriteDeadline(time.Now().Add(artifactChunkTimeout))
 		if _, err := io.CopyN(w, a.File, chunk); err != nil {
 			// The status and length are sent: the short body tells the client.
-			return nil
+			return
 		}
 		length -= chunk
 	}
-	return nil
 }
 
 func isSHA256(s string) bool {

@@ -22,17 +22,7 @@ import (
 // its body read.
 func viewerRequest(t *testing.T, base, method, path string, headers map[string]string, body string) (*http.Response, []byte) {
 	t.Helper()
-	req := viewerHTTPRequest(t, base, method, path, headers, body)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return doViewer(t, viewerHTTPRequest(t, base, method, path, headers, body))
 }
 
 func viewerHTTPRequest(t *testing.T, base, method, path string, headers map[string]string, body string) *http.Request {

@@ -6,11 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,7 +22,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	gen "github.com/flameox/flameox/generated/contracts"
-	"github.com/flameox/flameox/generated/viewerapi"
 	"github.com/flameox/flameox/internal/testtool"
 	"github.com/flameox/flameox/runtime"
 )
@@ -34,7 +33,6 @@ type viewerFixture struct {
 	evidence []string
 	rt       *runtime.Runtime // a separate runtime over the same store: the CLI's view
 	base     string
-	client   *viewerapi.Client
 }
 
 func newViewerFixture(t *testing.T) *viewerFixture {
@@ -63,9 +61,6 @@ func newViewerFixture(t *testing.T) *viewerFixture {
 		fx.evidence = append(fx.evidence, p.EvidenceID)
 	}
 	fx.base = serveViewer(t, fx.store)
-	if fx.client, err = viewerapi.NewClient(fx.base); err != nil {
-		t.Fatal(err)
-	}
 	return fx
 }
 
@@ -129,41 +124,36 @@ func call(t *testing.T, rt *runtime.Runtime, tool string, args any) any {
 func TestViewerAPI(t *testing.T) {
 	fx := newViewerFixture(t)
 	before := storeSnapshot(t, fx.store)
-	ctx := context.Background()
 
 	t.Run("query pages like query_evidence", func(t *testing.T) {
 		var got []string
-		params := viewerapi.ListEvidenceParams{PageSize: viewerapi.NewOptInt(1)}
+		query := "page_size=1"
 		for pages := 0; ; pages++ {
 			if pages > 2 {
 				t.Fatal("paging did not end")
 			}
-			res, err := fx.client.ListEvidence(ctx, params)
-			if err != nil {
-				t.Fatal(err)
+			res, doc := viewerDocument(t, fx.base, "GET", "/api/evidence?"+query, "", "QueryResult")
+			if res.Header.Get("Cache-Control") != "no-store" {
+				t.Errorf("Cache-Control %q", res.Header.Get("Cache-Control"))
 			}
-			if res.CacheControl.Value != "no-store" {
-				t.Errorf("Cache-Control %q", res.CacheControl.Value)
-			}
-			// The typed response carries everything the tool returns: same JSON.
+			// The viewer's document is the tool's: same JSON.
 			args := map[string]any{"page_size": 1}
-			if params.Cursor.Set {
-				args["cursor"] = params.Cursor.Value
+			q, _ := url.ParseQuery(query)
+			if c := q.Get("cursor"); c != "" {
+				args["cursor"] = c
 			}
-			if d := cmp.Diff(call(t, fx.rt, "query_evidence", args), testtool.JSONValue(t, &res.Response)); d != "" {
+			if d := cmp.Diff(call(t, fx.rt, "query_evidence", args), doc); d != "" {
 				t.Fatalf("viewer page differs from query_evidence (-tool +viewer):\n%s", d)
 			}
-			for _, e := range res.Response.Evidence {
-				got = append(got, e.EvidenceID)
+			page := doc.(map[string]any)
+			for _, e := range page["evidence"].([]any) {
+				got = append(got, e.(map[string]any)["evidence_id"].(string))
 			}
-			next, ok := res.Response.NextPage.Get()
+			next, ok := page["next_page"].(map[string]any)
 			if !ok {
 				break
 			}
-			var a struct{ Cursor string }
-			b, _ := next.Arguments.MarshalJSON()
-			_ = json.Unmarshal(b, &a)
-			params.Cursor = viewerapi.NewOptString(a.Cursor)
+			query = "page_size=1&cursor=" + url.QueryEscape(next["arguments"].(map[string]any)["cursor"].(string))
 		}
 		want := append([]string{}, fx.evidence...)
 		if want[0] > want[1] {
@@ -175,12 +165,9 @@ func TestViewerAPI(t *testing.T) {
 	})
 
 	t.Run("inspect is the inspect_evidence projection", func(t *testing.T) {
-		res, err := fx.client.GetEvidence(ctx, viewerapi.GetEvidenceParams{EvidenceID: fx.evidence[0]})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, doc := viewerDocument(t, fx.base, "GET", "/api/evidence/"+fx.evidence[0], "", "EvidenceProjection")
 		want := call(t, fx.rt, "inspect_evidence", map[string]any{"evidence_id": fx.evidence[0]})
-		if d := cmp.Diff(want, testtool.JSONValue(t, &res.Response)); d != "" {
+		if d := cmp.Diff(want, doc); d != "" {
 			t.Errorf("(-inspect_evidence +viewer):\n%s", d)
 		}
 	})
@@ -189,21 +176,14 @@ func TestViewerAPI(t *testing.T) {
 	digest := hex.EncodeToString(sum[:])
 
 	t.Run("artifact bytes, ETag and one range", func(t *testing.T) {
-		res, err := fx.client.GetArtifact(ctx, viewerapi.GetArtifactParams{SHA256: digest,
-			EvidenceID: viewerapi.NewOptString(fx.evidence[0])})
-		if err != nil {
-			t.Fatal(err)
+		resp, body := viewerRequest(t, fx.base, "GET", "/api/artifacts/"+digest+"?evidence_id="+fx.evidence[0], nil, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
 		}
-		raw, ok := res.(*viewerapi.GetArtifactOKRawApplicationOctetStream)
-		if !ok {
-			t.Fatalf("response %T", res)
-		}
-		body, _ := io.ReadAll(raw.Response.Body)
-		raw.Response.Body.Close()
 		if !bytes.Equal(body, fx.pstats) {
 			t.Errorf("artifact bytes differ from the corpus file (%d vs %d bytes)", len(body), len(fx.pstats))
 		}
-		h := raw.Response.Header
+		h := resp.Header
 		for k, want := range map[string]string{"ETag": `"` + digest + `"`, "Cache-Control": "no-store",
 			"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes",
 			"Content-Disposition": "attachment; filename=" + digest + ".pstats", "X-Content-Type-Options": "nosniff"} {
@@ -211,28 +191,19 @@ func TestViewerAPI(t *testing.T) {
 				t.Errorf("%s: got %q, want %q", k, h.Get(k), want)
 			}
 		}
-		res, err = fx.client.GetArtifact(ctx, viewerapi.GetArtifactParams{SHA256: digest, Range: viewerapi.NewOptString("bytes=10-19")})
-		if err != nil {
-			t.Fatal(err)
+		resp, body = viewerRequest(t, fx.base, "GET", "/api/artifacts/"+digest, map[string]string{"Range": "bytes=10-19"}, "")
+		if resp.StatusCode != 206 {
+			t.Fatalf("range response status %d", resp.StatusCode)
 		}
-		part, ok := res.(*viewerapi.GetArtifactPartialContentRawApplicationOctetStream)
-		if !ok {
-			t.Fatalf("range response %T", res)
-		}
-		body, _ = io.ReadAll(part.Response.Body)
-		part.Response.Body.Close()
 		if !bytes.Equal(body, fx.pstats[10:20]) {
 			t.Errorf("range bytes %q, want %q", body, fx.pstats[10:20])
 		}
-		if got, want := part.Response.Header.Get("Content-Range"), "bytes 10-19/"+itoa(len(fx.pstats)); got != want {
+		if got, want := resp.Header.Get("Content-Range"), "bytes 10-19/"+itoa(len(fx.pstats)); got != want {
 			t.Errorf("Content-Range %q, want %q", got, want)
 		}
-		res, err = fx.client.GetArtifact(ctx, viewerapi.GetArtifactParams{SHA256: digest, IfNoneMatch: viewerapi.NewOptString(`"` + digest + `"`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := res.(*viewerapi.GetArtifactNotModified); !ok {
-			t.Errorf("If-None-Match with the ETag: %T, want 304", res)
+		resp, body = viewerRequest(t, fx.base, "GET", "/api/artifacts/"+digest, map[string]string{"If-None-Match": `"` + digest + `"`}, "")
+		if resp.StatusCode != 304 || len(body) != 0 {
+			t.Errorf("If-None-Match with the ETag: status %d and %d bytes, want 304 and none", resp.StatusCode, len(body))
 		}
 	})
 
@@ -243,15 +214,8 @@ func TestViewerAPI(t *testing.T) {
 		}
 		args := map[string]any{"sources": sources, "page_size": 5}
 		b, _ := json.Marshal(args)
-		var req viewerapi.AnalyzeArguments
-		if err := req.UnmarshalJSON(b); err != nil {
-			t.Fatal(err)
-		}
-		res, err := fx.client.Analyze(ctx, req, viewerapi.AnalyzeParams{Operation: "rank_cpu_hotspots"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := testtool.JSONValue(t, &res.Response).(map[string]any)
+		_, doc := viewerDocument(t, fx.base, "POST", "/api/analyze/rank_cpu_hotspots", string(b), "AnalysisResult")
+		got := doc.(map[string]any)
 		want := call(t, fx.rt, "rank_cpu_hotspots", args).(map[string]any)
 		if got["analysis_id"] != nil {
 			t.Errorf("the viewer's result has a session handle: %v", got["analysis_id"])
@@ -337,6 +301,7 @@ func expectFailure(t *testing.T, req *http.Request, status int, code gen.Failure
 	if resp.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("Cache-Control %q", resp.Header.Get("Cache-Control"))
 	}
+	checkViewerDocument(t, b, "Failure")
 	var env gen.Failure
 	if err := json.Unmarshal(b, &env); err != nil || env.Status != "failed" && env.Status != "" {
 		t.Fatalf("not a failure envelope (%v): %s", err, b)
@@ -406,20 +371,13 @@ func TestViewerAccess(t *testing.T) {
 			continue
 		}
 		go func() { _ = srv.Serve(ln) }()
-		c, err := viewerapi.NewClient("http://" + ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
+		base := "http://" + ln.Addr().String()
+		_, doc := viewerDocument(t, base, "GET", "/api/evidence", "", "QueryResult")
+		if page := doc.(map[string]any); len(page["evidence"].([]any)) != 0 || page["inventory_size"] != 0.0 {
+			t.Errorf("%s: an empty store lists %v", addr, page)
 		}
-		res, err := c.ListEvidence(context.Background(), viewerapi.ListEvidenceParams{})
-		if err != nil || len(res.Response.Evidence) != 0 || res.Response.InventorySize != 0 {
-			t.Errorf("%s: an empty store lists %v, %v", addr, res, err)
-		}
-		// The typed client reports a failure as *FailureStatusCode.
-		_, err = c.GetEvidence(context.Background(), viewerapi.GetEvidenceParams{EvidenceID: strings.Repeat("a", 64)})
-		var fs *viewerapi.FailureStatusCode
-		if !errors.As(err, &fs) || fs.StatusCode != 404 || string(fs.Response.Code) != string(gen.FailureCodeMissingEvidence) {
-			t.Errorf("%s: missing evidence: %v", addr, err)
-		}
+		req := viewerHTTPRequest(t, base, "GET", "/api/evidence/"+strings.Repeat("a", 64), nil, "")
+		expectFailure(t, req, 404, gen.FailureCodeMissingEvidence, "evidence_id")
 		srv.Close()
 	}
 }

@@ -9,17 +9,19 @@ import (
 // parameters and the documents it names come from the same CUE definitions as the MCP
 // tools: query parameters are the properties of #QueryEvidenceArguments, the digest
 // pattern is #Sha256's, and each response document is rendered from its definition.
-// ogen (make generate) turns the document into generated/viewerapi.
+// The viewer routes its API by this document (cmd/flameox/viewer_api.go, decision 0070),
+// and its tests validate every response against the components.
 
 // openAPIDocuments are the response and request documents of the viewer, by component
 // name: the CUE definition each renders.
 var openAPIDocuments = []string{"QueryResult", "EvidenceProjection", "AnalysisResult", "Failure"}
 
-// openAPIOpenDocuments are published as open objects in the OpenAPI document: ogen cannot
-// digest their CUE renderings (2020-12 unions of const-discriminated arms without a
-// discriminator, null in type unions, free-form rows), and a typed Go model of them would
-// silently drop fields it does not know. The server returns the runtime's exact JSON and
-// the full schema stays in x-flameox-schema for readers and validators.
+// openAPIOpenDocuments are published as open objects in the OpenAPI document: the OpenAPI
+// 3.0 dialect cannot carry their CUE renderings faithfully (2020-12 unions of
+// const-discriminated arms without a discriminator, null in type unions, free-form rows),
+// and OpenAPI generators would model them as types that drop fields they do not know. The
+// server returns the runtime's exact JSON and the full schema stays in x-flameox-schema
+// for readers and validators.
 var openAPIOpenDocuments = map[string]bool{"AnalysisResult": true}
 
 // openAPIFile renders contracts/openapi.json.
@@ -62,10 +64,6 @@ func (m *model) openAPIFile() ([]byte, error) {
 		if p["type"] == nil {
 			p["type"] = "string"
 		}
-		if p["enum"] != nil {
-			// Named apart from ogen's per-operation constants (ListEvidenceOperation).
-			p["x-ogen-name"] = goName(name) + "Filter"
-		}
 		params = append(params, schema{"name": name, "in": "query", "required": false, "description": desc, "schema": p})
 	}
 	sha, err := m.defSchema("Sha256")
@@ -80,7 +78,7 @@ func (m *model) openAPIFile() ([]byte, error) {
 	}
 	noStore := schema{"Cache-Control": schema{"description": "Always no-store.", "schema": schema{"type": "string"}}}
 	ok := func(r schema) schema { r["headers"] = noStore; return r }
-	binary := schema{"application/octet-stream": schema{"x-ogen-raw-response": true, "schema": schema{"type": "string", "format": "binary"}}}
+	binary := schema{"application/octet-stream": schema{"schema": schema{"type": "string", "format": "binary"}}}
 	doc := schema{
 		"openapi": "3.0.3",
 		"info": schema{
@@ -137,7 +135,7 @@ func (m *model) openAPIFile() ([]byte, error) {
 
 func ref(name string) schema { return schema{"$ref": "#/components/schemas/" + name} }
 
-// oas30 rewrites a JSON Schema 2020-12 rendering into the OpenAPI 3.0 dialect ogen reads:
+// oas30 rewrites a JSON Schema 2020-12 rendering into the OpenAPI 3.0 dialect:
 // a numeric exclusive bound becomes the bound with a boolean flag, and const becomes a
 // one-value enum.
 func oas30(s schema) schema {
@@ -196,8 +194,9 @@ func oas30(s schema) schema {
 		}
 		s["nullable"] = true
 	}
-	// A free-form object ({...} in CUE) renders without properties: without an explicit
-	// additionalProperties ogen would generate an empty struct and drop its content.
+	// A free-form object ({...} in CUE) renders without properties: an explicit
+	// additionalProperties keeps OpenAPI generators from modelling it as an empty struct
+	// that drops its content.
 	if s["type"] == "object" && s["properties"] == nil && s["additionalProperties"] == nil {
 		s["additionalProperties"] = true
 	}
@@ -229,7 +228,7 @@ func allKinded(arms []any) bool {
 
 // unenumFormats replaces every format name in the viewer's documents with a plain string
 // (issue 37, item 5): evidence may be of any format, and a format added to
-// the catalog then changes neither this document nor ogen's generated viewer code.
+// the catalog then does not change this document.
 func (m *model) unenumFormats(n any) error {
 	f, err := m.defSchema("Format")
 	if err != nil {
