@@ -52,6 +52,9 @@ type UnsupportedError struct {
 	Source  int
 	Message string
 	Details map[string]any
+	// Remediation, when there is a step that makes the input one the reader supports, is
+	// that step for the caller to take (the failure's operator_action next action).
+	Remediation string
 }
 
 func (e *UnsupportedError) Error() string { return e.Message }

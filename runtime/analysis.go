@@ -305,7 +305,11 @@ func providerFailure(ctx context.Context, err error, offsetPath []any) *failure.
 		}
 		return f
 	case errors.As(err, &ue):
-		return withSource(failure.Wrap(err, gen.FailureCodeUnsupportedFormat, "%s", ue.Message), ue.Source, ue.Details)
+		f := withSource(failure.Wrap(err, gen.FailureCodeUnsupportedFormat, "%s", ue.Message), ue.Source, ue.Details)
+		if ue.Remediation != "" {
+			f.NextAction = &gen.NextAction{OperatorAction: &gen.OperatorAction{Kind: "operator_action", Message: ue.Remediation}}
+		}
+		return f
 	case errors.As(err, &ie):
 		return failure.Wrap(err, gen.FailureCodeMissingOrChangedInput, "%s", ie.Message).
 			Field(failure.Path("sources", ie.Source, "path"), nil).With("source_index", ie.Source)

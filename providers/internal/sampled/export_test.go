@@ -7,9 +7,8 @@ var (
 	StreamPprof     = streamPprof
 	AggregateParsed = aggregateParsed
 	ErrNotStreamed  = errNotStreamed
+	LegacyPprof     = legacyPprof
 )
-
-const MaxParsedPprofBytes = maxParsedPprofBytes
 
 // EdgeSeen is the edge record Sampled keeps, for comparing Sampled values whole.
 type EdgeSeen = edgeSeen

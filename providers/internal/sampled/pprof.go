@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
-	"github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/flameox/flameox/internal/sourcefile"
@@ -28,15 +28,13 @@ type PprofInfo struct {
 	SampleTypes []string
 }
 
-// The bounds of a pprof profile: what its gzip layers decompress to, what its string
+// The bounds of a pprof profile: what its gzip layers decompress to, and what its string
 // table retains (bytes, and strings, each of which costs a Go string header however
-// short), and how large a profile the streaming reader leaves to profile.Parse may be,
-// since profile.Parse holds it whole and builds every object of it.
+// short).
 const (
 	maxPprofBytes       = 1 << 30
 	maxPprofStringBytes = 64 << 20
 	maxPprofStrings     = 4 << 20
-	maxParsedPprofBytes = 64 << 20
 )
 
 // pprofLimit is the LimitError of a pprof bound.
@@ -65,8 +63,8 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 // DecodePprof reads a pprof profile (gzip or not) with the named sample type, or the
 // profile's default (its default_sample_type, else the last). Frames are functions
 // (name, file, start line), with inlined frames expanded; time units become seconds and
-// count units samples. r is read from its current offset, and read again from there when
-// the profile is not one the streaming reader takes.
+// count units samples. r is read from its current offset, and its head read again from
+// there when the profile is not one the streaming reader takes.
 func DecodePprof(r io.ReadSeeker, o Options) (*Sampled, PprofInfo, error) {
 	start, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {
@@ -78,55 +76,85 @@ func DecodePprof(r io.ReadSeeker, o Options) (*Sampled, PprofInfo, error) {
 	}, o)
 }
 
-// DecodePprofStream is DecodePprof for a stream that cannot seek: a profile the
-// streaming reader does not take is read again from reread. The families read their
-// bounded source readers with it: the CPU family CPU profiles, the memory family Go heap
-// profiles (docs/decisions/0021-memory-evidence.md, 0044-profile-package.md).
+// DecodePprofStream is DecodePprof for a stream that cannot seek: the head of a profile
+// the streaming reader does not take is read again from reread, to tell a legacy
+// profile. The families read their bounded source readers with it: the CPU family CPU
+// profiles, the memory family Go heap profiles (docs/decisions/0021-memory-evidence.md,
+// 0044-profile-package.md).
 func DecodePprofStream(r io.Reader, reread func() (io.ReadCloser, error), o Options) (*Sampled, PprofInfo, error) {
 	return decodePprof(r, reread, o)
 }
 
-// decodePprof reads a profile from r with the streaming reader. A profile it does not
-// take (one github.com/google/pprof/profile may still parse: legacy text formats,
-// varints and field numbers outside the protobuf rules, or an invalid one) is read again
-// from reread by profile.Parse, so that what is accepted and what it reports stay those
-// of the profile package.
+// decodePprof reads a profile from r with the streaming reader, which takes every
+// profile.proto message. What it does not take is refused: a profile in one of pprof's
+// legacy formats, which carry addresses without symbols, is UNSUPPORTED_FORMAT with the
+// conversion that symbolizes it (decision 0044's addendum); anything else is not a
+// pprof profile.
 func decodePprof(r io.Reader, reread func() (io.ReadCloser, error), o Options) (*Sampled, PprofInfo, error) {
 	s, info, err := streamPprof(r, o)
 	if !errors.Is(err, errNotStreamed) {
 		return s, info, err
 	}
+	notPprof := &providers.DecodeError{Message: "the input is not a pprof profile"}
 	rr, err := reread()
 	if err != nil {
-		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
+		return nil, PprofInfo{}, notPprof
 	}
 	defer rr.Close()
-	// profile.Parse reads everything and un-gzips without a bound: the data is read here,
-	// one gzip layer removed within the bound, and a profile still gzipped refused, as
-	// profile.Parse would refuse it after its single layer.
-	tooLarge := pprofLimit(maxParsedPprofBytes, "bytes", fmt.Sprintf("is not one the streaming reader takes, and such profiles are parsed whole up to %d bytes", maxParsedPprofBytes))
-	data, err := io.ReadAll(&limitedReader{r: rr, max: maxParsedPprofBytes, err: tooLarge})
-	if err == nil && sourcefile.IsGzip(data) {
-		var zr *gzip.Reader
-		if zr, err = gzip.NewReader(bytes.NewReader(data)); err == nil {
-			data, err = io.ReadAll(&limitedReader{r: zr, max: maxParsedPprofBytes, err: tooLarge})
+	kind := legacyPprof(rr)
+	if kind == "" {
+		return nil, PprofInfo{}, notPprof
+	}
+	return nil, PprofInfo{}, &providers.UnsupportedError{Details: map[string]any{"legacy_format": kind},
+		Message: "the input is a pprof profile in a legacy format (" + kind + "), which records addresses without symbols; " +
+			"Flameox reads profile.proto",
+		Remediation: "Convert the profile to profile.proto, symbolized: run `go tool pprof -proto -output profile.pb.gz PROGRAM PROFILE` " +
+			"(PROGRAM: the profiled executable; PROFILE: this source's path), then analyze profile.pb.gz."}
+}
+
+// legacyHeadBytes is how much of a profile's (decompressed) head legacyPprof reads.
+const legacyHeadBytes = 4096
+
+// legacyPprof tells a profile in one of the legacy formats github.com/google/pprof reads
+// by its head, after one gzip layer: gperftools' binary CPU profile (a header of the
+// words 0, 3, 0, period, 0, in 32 or 64 bits of either byte order), the text heap
+// profiles of gperftools and of Go's debug=1 (`heap profile:`, `heap_v2/`), Go's debug=1
+// count profiles (`goroutine profile: total N`, threadcreate), and the contention
+// profiles of Go's debug=1 block and mutex profiles and of gperftools (`--- contention`,
+// `--- mutex`, `--- contentionz`). It returns the family's name, or "".
+func legacyPprof(r io.Reader) string {
+	head := make([]byte, legacyHeadBytes)
+	n, _ := io.ReadFull(r, head)
+	head = head[:n]
+	if sourcefile.IsGzip(head) {
+		zr, err := gzip.NewReader(io.MultiReader(bytes.NewReader(head), r))
+		if err != nil {
+			return ""
 		}
-		if err == nil && sourcefile.IsGzip(data) {
-			err = errors.New("a gzip stream inside the gzip stream")
+		head = make([]byte, legacyHeadBytes)
+		n, _ = io.ReadFull(zr, head)
+		head = head[:n]
+	}
+	for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		if len(head) >= 16 && order.Uint64(head) == 0 && order.Uint64(head[8:]) == 3 ||
+			len(head) >= 8 && order.Uint32(head) == 0 && order.Uint32(head[4:]) == 3 {
+			return "cpu"
 		}
 	}
-	var lim *providers.LimitError
-	if errors.As(err, &lim) {
-		return nil, PprofInfo{}, lim
+	line, _, _ := bytes.Cut(bytes.TrimLeft(head, " \t\r\n"), []byte("\n"))
+	text := string(line)
+	switch {
+	case strings.HasPrefix(text, "heap profile:"), strings.HasPrefix(text, "heap_v2/"), strings.HasPrefix(text, "heap/"):
+		return "heap"
+	case strings.HasPrefix(text, "--- contention"), strings.HasPrefix(text, "--- mutex"):
+		return "contention"
 	}
-	if err != nil {
-		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
+	if name, rest, ok := strings.Cut(text, " profile: total "); ok && name != "" && !strings.ContainsAny(name, " \t") {
+		if _, err := strconv.ParseUint(strings.TrimSpace(rest), 10, 64); err == nil {
+			return "count"
+		}
 	}
-	p, err := profile.ParseData(data)
-	if err != nil {
-		return nil, PprofInfo{}, &providers.DecodeError{Message: "the input is not a pprof profile"}
-	}
-	return aggregateParsed(p, o)
+	return ""
 }
 
 // pprofSampleType chooses the sample type to weigh by: the named one, else the default
@@ -174,79 +202,10 @@ func newPprofSampled(unit string, o Options) *Sampled {
 	return s
 }
 
-// aggregateParsed aggregates a profile parsed by the profile package.
-func aggregateParsed(p *profile.Profile, o Options) (*Sampled, PprofInfo, error) {
-	var types, units []string
-	for _, st := range p.SampleType {
-		types, units = append(types, st.Type), append(units, st.Unit)
-	}
-	idx, info, err := pprofSampleType(types, units, p.DefaultSampleType, o.SampleType)
-	if err != nil {
-		return nil, info, err
-	}
-	s := newPprofSampled(info.SampleUnit, o)
-	frames := map[uint64][]int{} // location id -> frames leaf first
-	stack := make([]int, 0, 64)
-	for si, smp := range p.Sample {
-		if idx >= len(smp.Value) {
-			return nil, info, &providers.DecodeError{Message: "a pprof sample has fewer values than sample types"}
-		}
-		stack = stack[:0]
-		for li := len(smp.Location) - 1; li >= 0; li-- { // root first
-			loc := smp.Location[li]
-			fs, ok := frames[loc.ID]
-			if !ok {
-				var err error
-				if fs, err = locationFrames(s, loc); err != nil {
-					return nil, info, err
-				}
-				frames[loc.ID] = fs
-			}
-			if len(fs) > MaxStackFrames-len(stack) {
-				return nil, info, pprofStackLimit(si)
-			}
-			for fi := len(fs) - 1; fi >= 0; fi-- { // callers of inlined frames first
-				stack = append(stack, fs[fi])
-			}
-		}
-		if err := s.Add(stack, 1, float64(smp.Value[idx])); err != nil {
-			return nil, info, err
-		}
-	}
-	return s, info, nil
-}
-
-// locationFrames interns the frames of one location, leaf-most (inlined) first.
-func locationFrames(s *Sampled, loc *profile.Location) ([]int, error) {
-	var out []int
-	if len(loc.Line) == 0 {
-		f := Frame{Function: fmt.Sprintf("0x%x", loc.Address)}
-		if loc.Mapping != nil {
-			f.File = loc.Mapping.File
-		}
-		i, err := s.Frame(f)
-		if err != nil {
-			return nil, err
-		}
-		return []int{i}, nil
-	}
-	for _, ln := range loc.Line {
-		f := Frame{Function: "[unknown]"}
-		if ln.Function != nil {
-			f = Frame{Function: ln.Function.Name, File: ln.Function.Filename, Line: ln.Function.StartLine}
-		}
-		i, err := s.Frame(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, i)
-	}
-	return out, nil
-}
-
 // The streaming reader.
 //
-// profile.Parse reads the whole (decompressed) profile into memory and then builds every
+// github.com/google/pprof/profile's Parse (the tests' oracle) reads the whole
+// (decompressed) profile into memory and then builds every
 // sample, location, function and string as a Go object before anything is counted; for a
 // 10 MB profile of 50,000 functions that is most of the time and memory of a ranking.
 // streamPprof reads the protobuf as it comes, with providers/internal/protowalk: a
@@ -257,9 +216,10 @@ func locationFrames(s *Sampled, loc *profile.Location) ([]int, error) {
 // after the samples. Every check profile.Parse makes (wire types per field, string
 // indices, unique non-zero ids, references that resolve, value counts, the first string
 // empty, a second time_nanos) is made too; a profile that fails one, or that the
-// stricter protowire rejects, is errNotStreamed and goes to profile.Parse.
+// stricter protowire rejects, is errNotStreamed: refused, as a legacy profile when
+// legacyPprof tells one.
 
-// errNotStreamed is a profile the streaming reader leaves to profile.Parse.
+// errNotStreamed is a profile the streaming reader does not take.
 var errNotStreamed = errors.New("not a profile the streaming reader takes")
 
 // pprofStream is what the streaming reader keeps of a profile.
@@ -359,7 +319,7 @@ func streamPprof(r io.Reader, o Options) (*Sampled, PprofInfo, error) {
 			err: pprofLimit(maxPprofBytes, "bytes", fmt.Sprintf("decompresses to more than %d bytes", maxPprofBytes))})
 		in = &unzipped
 	}
-	if in.AtEnd() { // profile.Parse refuses empty data
+	if in.AtEnd() { // an empty profile is not one
 		return nil, PprofInfo{}, errNotStreamed
 	}
 	p := &pprofStream{}

@@ -1,8 +1,8 @@
 // Package sampled owns sampled profiles as the families read them: the aggregation of
 // stacks into per-frame self and inclusive weights and caller-to-callee edges (Sampled),
 // with the bounds on its frames, edges and stacks; the pprof format decoded into it
-// (DecodePprof, DecodePprofStream: a streaming protobuf reader, with
-// github.com/google/pprof/profile for what it does not take); and the buffered Input
+// (DecodePprof, DecodePprofStream: a streaming protobuf reader, which refuses pprof's
+// legacy formats with the conversion to profile.proto); and the buffered Input
 // the pprof reader and the CPU family's marshal (pstats) reader read through. It is a
 // format, not a family: the CPU family reads CPU profiles with it, the memory family Go
 // heap profiles (docs/decisions/0044-profile-package.md).
