@@ -169,6 +169,14 @@ func TestImportBoundaries(t *testing.T) {
 			}
 			return true
 		}},
+		// Every process of the binary initializes every package it links (decision 0067,
+		// sixth addendum): google/pprof/profile compiles its legacy parsers' regexps (154
+		// kB at init; decision 0044's addendum) and ogen's runtime brings zap, two YAML
+		// packages and decimal (decision 0070). Tests may import them; the binary may not.
+		{"the binary links neither google/pprof/profile nor ogen", func(p string) bool { return p == "cmd/flameox" }, true,
+			func(_, i string) bool {
+				return i == "github.com/google/pprof/profile" || strings.HasPrefix(i, "github.com/ogen-go/")
+			}},
 		{"internal leaves import only internal and generated packages of the module", func(p string) bool { return under(p, "internal") }, false,
 			func(_, i string) bool {
 				return strings.HasPrefix(i, module+"/") && !under(i, module+"/internal") && !under(i, module+"/generated")
