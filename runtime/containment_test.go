@@ -38,9 +38,10 @@ func TestCaptureUncontainedIsUnavailable(t *testing.T) {
 		f.NextAction == nil || f.NextAction.OperatorAction == nil {
 		t.Fatalf("failure = %+v", f)
 	}
-	// Only the session's own directory stays, empty of captures.
+	// Only the session's own directory stays, empty of captures (and the stamp of the
+	// start's sweep for gone owners' scratch).
 	err := filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && p != tmp && !strings.HasPrefix(filepath.Base(p), "flameox-session-") {
+		if base := filepath.Base(p); err == nil && p != tmp && !strings.HasPrefix(base, "flameox-session-") && !strings.HasPrefix(base, sweptStampPrefix) {
 			t.Errorf("left in TMPDIR: %s", p)
 		}
 		return err

@@ -232,7 +232,7 @@ func New(reg *providers.Registry, startup []byte, opts ...Option) (_ *Runtime, e
 	}
 	rt := &Runtime{limits: gen.LimitDefaults, byName: map[string]*Tool{}, cache: newLRU(MaxSessionAnalyses),
 		rescues: newRescueMemo(MaxSessionRescues), scratch: newScratch(), providers: reg, host: prepare.ThisHost()}
-	removeStaleScratch(os.TempDir())
+	sweepStaleScratch(os.TempDir(), time.Now())
 	if loc, err := repository.FromEnvironment(os.Getenv); err == nil {
 		rt.store = repository.Open(loc)
 	} else {

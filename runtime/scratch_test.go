@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flameox/flameox/internal/owner"
 )
@@ -76,6 +78,89 @@ func TestScratchOfGoneOwnersIsSwept(t *testing.T) {
 				t.Errorf("swept %v, want %v (stat: %v)", os.IsNotExist(err), c.swept, err)
 			}
 		})
+	}
+}
+
+// TestStaleScratchSweepIsStamped: a start sweeps the temporary directory and stamps it;
+// a start within staleSweepInterval of the stamp does not list it, one after does; a
+// stamp that is not this user's regular file is not trusted, and a link is not followed.
+func TestStaleScratchSweepIsStamped(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("no true")
+	}
+	gone := fmt.Sprintf("%d-%d", dead.Process.Pid, 12345)
+	n := 0
+	leave := func(dir string) string { // a gone owner's scratch
+		n++
+		p := filepath.Join(dir, fmt.Sprintf("%s%s-%d", scratchPrefix, gone, n))
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+
+	tmp := t.TempDir()
+	stamp := filepath.Join(tmp, sweptStampPrefix+strconv.Itoa(os.Getuid()))
+	first := leave(tmp)
+	sweepStaleScratch(tmp, t0)
+	if exists(first) {
+		t.Fatal("the first start did not sweep")
+	}
+	if st, err := os.Lstat(stamp); err != nil || !st.ModTime().Equal(t0) {
+		t.Fatalf("stamp: %v, %v; want one made at %v", st, err, t0)
+	}
+	for _, c := range []struct {
+		at    time.Duration
+		swept bool
+	}{
+		{time.Minute, false},
+		{staleSweepInterval - time.Second, false},
+		{staleSweepInterval, true},                // stamped again at t0+interval
+		{staleSweepInterval + time.Minute, false}, // within the new stamp's interval
+		{-time.Hour, true},                        // a stamp from the future is not trusted
+		{3 * staleSweepInterval, true},
+	} {
+		p := leave(tmp)
+		sweepStaleScratch(tmp, t0.Add(c.at))
+		if exists(p) == c.swept {
+			t.Errorf("start at t0%+v: swept %v, want %v", c.at, !exists(p), c.swept)
+		}
+	}
+
+	// A stamp that is a directory, or a link to a file of ours, is not trusted: every start
+	// sweeps, and the link's target keeps its time.
+	for _, kind := range []string{"directory", "link"} {
+		tmp := t.TempDir()
+		stamp := filepath.Join(tmp, sweptStampPrefix+strconv.Itoa(os.Getuid()))
+		target := filepath.Join(t.TempDir(), "target")
+		if err := os.WriteFile(target, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(target, t0, t0); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if kind == "directory" {
+			err = os.Mkdir(stamp, 0o700)
+		} else {
+			err = os.Symlink(target, stamp)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			p := leave(tmp)
+			sweepStaleScratch(tmp, t0.Add(time.Duration(i)*time.Second))
+			if exists(p) {
+				t.Errorf("%s stamp, start %d: not swept", kind, i)
+			}
+		}
+		if st, err := os.Stat(target); err != nil || !st.ModTime().Equal(t0) {
+			t.Errorf("%s stamp: the target's time changed: %v %v", kind, st.ModTime(), err)
+		}
 	}
 }
 
