@@ -140,11 +140,17 @@ func inProcess(in []resolved) bool {
 	var total int64
 	for _, r := range in {
 		total += r.size
-		if total > inProcessBytes || r.members != nil || compressed(r.path) {
+		if overInProcess(total, r.members != nil, r.path) {
 			return false
 		}
 	}
 	return true
+}
+
+// overInProcess is inProcess's rule for the input at path, a directory or not, that
+// brings the inputs' bytes so far to total.
+func overInProcess(total int64, dir bool, path string) bool {
+	return dir || total > inProcessBytes || compressed(path)
 }
 
 // compressed reports whether a file opens with the gzip or the Parquet magic.
@@ -461,7 +467,7 @@ func WorkerLikely(paths []string) bool {
 			continue
 		}
 		total += st.Size()
-		if st.IsDir() || total > inProcessBytes || compressed(p) {
+		if overInProcess(total, st.IsDir(), p) {
 			return true
 		}
 	}

@@ -289,12 +289,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // expectFailure sends req and checks a typed failure envelope with status, code and field.
 func expectFailure(t *testing.T, req *http.Request, status int, code gen.FailureCode, field string) {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := doViewer(t, req)
 	if resp.StatusCode != status {
 		t.Errorf("status %d, want %d: %s", resp.StatusCode, status, b)
 	}

@@ -124,20 +124,9 @@ func (p *prestarted) bound(n int64) bool {
 	return true
 }
 
-// abandon ends the helper (the end of its control socket: it exits having started
-// nothing, or kills what it started) and removes its task bound and scope.
+// abandon ends the helper (reaper.end) and removes its task bound and scope.
 func (p *prestarted) abandon() {
-	if p.h.ctlW != nil {
-		p.h.ctlW.Close()
-		p.h.ctlW = nil
-	}
-	if p.h.cmd.Process != nil && p.h.cmd.ProcessState == nil {
-		p.h.cmd.Wait()
-	}
-	if p.h.statusR != nil {
-		p.h.statusR.Close()
-		p.h.statusR = nil
-	}
+	p.h.end()
 	if p.tl != nil {
 		p.tl.remove()
 		p.tl = nil

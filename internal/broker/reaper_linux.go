@@ -125,14 +125,28 @@ func (h *reaper) awaitStart() error {
 	if h.rep.workload > 0 {
 		return nil
 	}
-	h.ctlW.Close()
-	h.cmd.Wait()
-	h.statusR.Close()
-	h.ctlW, h.statusR = nil, nil
+	h.end()
 	if h.rep.unavailable {
 		return nil
 	}
 	return errors.New(h.rep.startErr)
+}
+
+// end ends the helper through the end of its control channel (it exits having started
+// nothing, or kills what it started), reaps it and closes its status pipe. It may be
+// called again.
+func (h *reaper) end() {
+	if h.ctlW != nil {
+		h.ctlW.Close()
+		h.ctlW = nil
+	}
+	if h.cmd.Process != nil && h.cmd.ProcessState == nil {
+		h.cmd.Wait()
+	}
+	if h.statusR != nil {
+		h.statusR.Close()
+		h.statusR = nil
+	}
 }
 
 // launchHelper starts the helper with ctlR as its end of the control channel (ctlW the
