@@ -30,8 +30,7 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 	var preserve bool
 	var envs []string
 	cmd := &cobra.Command{
-		Use:   "capture --provider ID [OPTIONS] -- ARGV...",
-		Short: "Run a workload under a collector, analyse what it produced and print the JSON result",
+		Use: "capture --provider ID [OPTIONS] -- ARGV...",
 		RunE: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()
 			if dash != 0 || len(args) == 0 {

@@ -12,8 +12,7 @@ import (
 
 func newEvidenceCommand(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "evidence",
-		Short: "Query, show, locate and serve preserved evidence",
+		Use: "evidence",
 	}
 	cmd.AddCommand(newEvidenceQueryCommand(stdout), newEvidenceShowCommand(stdout), newEvidenceLocationCommand(stdout),
 		newEvidenceServeCommand())

@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/flameox/flameox/providers/all"
 	"github.com/flameox/flameox/runtime"
 )
@@ -34,7 +36,11 @@ func main() {
 
 // run executes one CLI invocation and returns the process exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := newRootCommand(stdin, stdout, stderr)
+	return execute(newRootCommandFor(args, stdin, stdout, stderr), args, stderr)
+}
+
+// execute runs the root command cmd on args and returns the process exit status.
+func execute(cmd *cobra.Command, args []string, stderr io.Writer) int {
 	cmd.SetArgs(args)
 	ran, err := cmd.ExecuteC()
 	if err != nil {

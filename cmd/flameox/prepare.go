@@ -16,8 +16,7 @@ func newPrepareCommand(stdout io.Writer) *cobra.Command {
 	var timeout int
 	ids := preparableIDs()
 	cmd := &cobra.Command{
-		Use:   "prepare PROVIDER...",
-		Short: "Install the pinned py-spy collector or memray reader and report what other providers need here (the prepare_providers tool)",
+		Use: "prepare PROVIDER...",
 		Long: "Install and verify the pinned py-spy collector (py-spy " + prepare.PySpyVersion + ") or memray reader (memray " + prepare.MemrayVersion + ",\n" +
 			"in a virtual environment) in Flameox's tools directory beside the evidence store, with uv or\n" +
 			"python3 -m pip, and report for every other provider what this machine has and what to install.\n" +

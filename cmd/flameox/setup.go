@@ -32,8 +32,7 @@ func newSetupCommand(stdout io.Writer) *cobra.Command {
 	var all, yes, dryRun, jsonOut bool
 	var timeoutSeconds int
 	cmd := &cobra.Command{
-		Use:   "setup",
-		Short: "Register this flameox executable as an MCP server in coding agents' global configuration",
+		Use: "setup",
 		Long: "Register this flameox executable (its absolute path, with `mcp serve`) in the global MCP\n" +
 			"configuration of the selected clients: " + strings.Join(setup.ClientIDs, ", ") + ".\n" +
 			"Select clients with --client (repeatable) or --all, and approve with --yes, or pass --dry-run\n" +

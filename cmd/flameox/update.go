@@ -22,8 +22,7 @@ func newUpdateCommand(stdout io.Writer) *cobra.Command {
 	var check, dryRun, jsonOut bool
 	var timeoutSeconds int
 	cmd := &cobra.Command{
-		Use:   "update",
-		Short: "Install a newer flameox release and repoint the configured MCP clients to it",
+		Use: "update",
 		Long: "Find the clients whose flameox entry runs a flameox executable (`mcp serve`), resolve the target\n" +
 			"release (--version exactly, else the latest release on the Go module proxy, never a downgrade),\n" +
 			"install it with `go install " + fxupdate.Module + "/cmd/flameox@VERSION` into a versioned directory,\n" +
