@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -564,33 +563,40 @@ func writableSize(roots []string) (int64, bool) { return measure(roots, nil) }
 
 // measure is writableSize leaving out the files named in skip (resolved paths).
 func measure(roots []string, skip map[string]bool) (int64, bool) {
-	var total int64
-	entries := 0
-	complete := true
+	w := &sizeWalk{skip: skip, complete: true}
 	for _, root := range roots {
 		resolved, err := filepath.EvalSymlinks(root)
 		if err != nil {
-			complete = false
+			w.complete = false
 			continue
 		}
-		_ = filepath.WalkDir(resolved, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			entries++
-			if entries > walkEntryBound {
-				complete = false
-				return filepath.SkipAll
-			}
-			if d.Type().IsRegular() && !skip[p] {
-				if info, err := d.Info(); err == nil {
-					total += info.Size()
-				}
-			}
-			return nil
-		})
+		if !w.tree(resolved) {
+			break
+		}
 	}
-	return total, complete
+	return w.total, w.complete
+}
+
+// sizeWalk sums the sizes of regular files under one or more roots, as lstat reports
+// them, following no link, visiting at most walkEntryBound entries over all its roots
+// (every entry counts, the roots too); an entry that cannot be read is left out, as is a
+// file named in skip. The walk itself is per platform (tree): the same entries, in
+// directory order.
+type sizeWalk struct {
+	skip     map[string]bool
+	total    int64
+	entries  int
+	complete bool
+}
+
+// visit counts one entry and says whether the walk goes on.
+func (w *sizeWalk) visit() bool {
+	w.entries++
+	if w.entries > walkEntryBound {
+		w.complete = false
+		return false
+	}
+	return true
 }
 
 // outputBudget counts the combined observed output and signals once it passes max.
