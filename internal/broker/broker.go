@@ -580,8 +580,8 @@ func measure(roots []string, skip map[string]bool) (int64, bool) {
 // sizeWalk sums the sizes of regular files under one or more roots, as lstat reports
 // them, following no link, visiting at most walkEntryBound entries over all its roots
 // (every entry counts, the roots too); an entry that cannot be read is left out, as is a
-// file named in skip. The walk itself is per platform (tree): the same entries, in
-// directory order.
+// file named in skip. The walk itself is per platform (tree): the same entries, in an
+// order of its own, which matters only where the bound cuts the walk short.
 type sizeWalk struct {
 	skip     map[string]bool
 	total    int64

@@ -54,20 +54,43 @@ type walkState struct {
 	wake    chan struct{}
 }
 
-// dirs walks the directory root with walkers that take directories from a shared queue.
+// dirs walks the directory root: its subdirectories with walkers that take them from a
+// shared queue.
 func (w *sizeWalk) dirs(root string) {
 	s := &walkState{w: w, wake: make(chan struct{}, maxWalkers)}
 	s.entries.Store(int64(w.entries))
-	s.push(root)
+	// The root is read here, so that a directory without subdirectories (an empty working
+	// directory, a collector's output directory) starts no goroutine.
+	first := make([]byte, direntBufSize)
+	s.dir(root, first)
+	s.mu.Lock()
+	queued := len(s.queue)
+	s.mu.Unlock()
+	if queued > 0 {
+		s.walk(first)
+	}
+	w.entries = int(s.entries.Load())
+	w.total += s.total.Load()
+	if s.stopped.Load() {
+		w.complete = false
+	}
+}
+
+// walk reads the queued directories, and those they queue, on up to maxWalkers
+// goroutines (the first with buf) and returns when none is left.
+func (s *walkState) walk(buf []byte) {
 	done := make(chan struct{})
 	go func() { s.pending.Wait(); close(done) }()
 	n := min(runtime.GOMAXPROCS(0), maxWalkers)
 	var walkers sync.WaitGroup
-	for range n {
+	for i := range n {
 		walkers.Add(1)
 		go func() {
 			defer walkers.Done()
-			buf := make([]byte, direntBufSize)
+			buf := buf
+			if i > 0 {
+				buf = make([]byte, direntBufSize)
+			}
 			for {
 				path, ok := s.pop()
 				if ok {
@@ -84,13 +107,9 @@ func (w *sizeWalk) dirs(root string) {
 		}()
 	}
 	walkers.Wait()
-	w.entries = int(s.entries.Load())
-	w.total += s.total.Load()
-	if s.stopped.Load() {
-		w.complete = false
-	}
 }
 
+// push queues the directory at path and wakes a waiting walker.
 func (s *walkState) push(path string) {
 	s.pending.Add(1)
 	s.mu.Lock()
@@ -102,6 +121,7 @@ func (s *walkState) push(path string) {
 	}
 }
 
+// pop takes a queued directory, the last queued first; false when none is queued.
 func (s *walkState) pop() (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
