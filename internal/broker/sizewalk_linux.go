@@ -37,9 +37,9 @@ func (w *sizeWalk) tree(root string) bool {
 			w.total += st.Size
 		}
 	case unix.S_IFDIR:
-		w.dirs(root)
+		return w.dirs(root)
 	}
-	return w.complete
+	return true
 }
 
 // walkState is what the walkers of one root share.
@@ -54,9 +54,9 @@ type walkState struct {
 	wake    chan struct{}
 }
 
-// dirs walks the directory root: its subdirectories with walkers that take them from a
-// shared queue.
-func (w *sizeWalk) dirs(root string) {
+// dirs walks the directory root (its subdirectories with walkers that take them from a
+// shared queue) and says whether the walk goes on.
+func (w *sizeWalk) dirs(root string) bool {
 	s := &walkState{w: w, wake: make(chan struct{}, maxWalkers)}
 	s.entries.Store(int64(w.entries))
 	// The root is read here, so that a directory without subdirectories (an empty working
@@ -73,7 +73,9 @@ func (w *sizeWalk) dirs(root string) {
 	w.total += s.total.Load()
 	if s.stopped.Load() {
 		w.complete = false
+		return false
 	}
+	return true
 }
 
 // walk reads the queued directories, and those they queue, on up to maxWalkers

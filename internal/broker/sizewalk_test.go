@@ -64,7 +64,7 @@ func TestWritableSizeMatchesPython(t *testing.T) {
 	if err := mkfifo(filepath.Join(root, "fifo")); err != nil {
 		t.Fatal(err)
 	}
-	truth := func(skip ...string) int64 {
+	truthOf := func(root string, skip ...string) int64 {
 		out, err := exec.Command(py, append([]string{"-c", pythonTreeSize, root}, skip...)...).Output()
 		if err != nil {
 			t.Fatal(err)
@@ -75,11 +75,18 @@ func TestWritableSizeMatchesPython(t *testing.T) {
 		}
 		return n
 	}
+	truth := func(skip ...string) int64 { return truthOf(root, skip...) }
 	if size, complete := writableSize([]string{root}); size != truth() || !complete {
 		t.Errorf("writableSize = %d, complete %v; Python sums %d", size, complete, truth())
 	}
 	if size, complete := measure([]string{root}, map[string]bool{skipped: true}); size != truth(skipped) || !complete {
 		t.Errorf("measure skipping the console file = %d, complete %v; Python sums %d", size, complete, truth(skipped))
+	}
+	// A root that does not resolve leaves the check partial, and the roots after it are
+	// still measured.
+	a1, a2 := filepath.Join(root, "a1"), filepath.Join(root, "a2")
+	if size, complete := writableSize([]string{filepath.Join(root, "gone"), a1, a2}); size != truthOf(a1)+truthOf(a2) || complete {
+		t.Errorf("a missing root, then two directories: %d, complete %v; want %d and a partial check", size, complete, truthOf(a1)+truthOf(a2))
 	}
 	if size, complete := writableSize([]string{filepath.Join(root, "deep", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "file")}); size != 123457 || !complete {
 		t.Errorf("a file root: %d, complete %v; want its size", size, complete)
