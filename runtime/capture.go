@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/flameox/flameox/internal/ahead"
 	"io"
 	"os"
 	"os/exec"
@@ -210,11 +211,15 @@ var prestartHelper = broker.Prestart
 // StartCaptureHelper starts the containment helper of a capture call to come, on another
 // goroutine: a caller that knows a capture follows before its runtime exists (the CLI's
 // capture command) starts it first and gives it to New (WithCaptureHelper), so that the
-// runtime's own start overlaps the helper's too.
+// runtime's own start overlaps the helper's too. The helper a `flameox capture` process
+// started while it initialized (package ahead) is the one it returns, once.
 func StartCaptureHelper() *CaptureHelper {
-	h := &CaptureHelper{ready: make(chan *broker.Prestarted, 1)}
-	go func() { h.ready <- prestartHelper() }()
-	return h
+	if c := ahead.Take(); c != nil {
+		return &CaptureHelper{ready: c}
+	}
+	c := make(chan *broker.Prestarted, 1)
+	go func() { c <- prestartHelper() }()
+	return &CaptureHelper{ready: c}
 }
 
 // take returns the helper once it has started (nil where none could start), once: nil

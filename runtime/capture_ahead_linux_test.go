@@ -1,17 +1,15 @@
 package runtime
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/subreaper"
+	"github.com/flameox/flameox/internal/testtool"
 )
 
 // countPrestarts counts the helpers the runtime starts ahead; it skips where none can
@@ -34,29 +32,6 @@ func countPrestarts(t *testing.T) *atomic.Int64 {
 // which helper started it.
 func parentCommandLine(dir string) map[string]any {
 	return target(dir, "sh", "-c", `tr '\0' ' ' < /proc/$PPID/cmdline`)
-}
-
-// waitingHelpers lists this process's children that are helpers started ahead.
-func waitingHelpers(t *testing.T) []int {
-	t.Helper()
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		cmdline, err2 := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || err2 != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) && bytes.Contains(cmdline, []byte(subreaper.ArgWaiting)) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // TestCaptureStartsItsHelperAhead: a capture's first execution runs under the helper the
@@ -85,7 +60,7 @@ func TestCaptureStartsItsHelperAhead(t *testing.T) {
 	if starts.Load() != 1 {
 		t.Errorf("%d helpers started ahead, want 1", starts.Load())
 	}
-	if left := waitingHelpers(t); len(left) > 0 {
+	if left := testtool.WaitingHelpers(); len(left) > 0 {
 		t.Errorf("helpers started ahead outlive the capture: %v", left)
 	}
 
@@ -97,7 +72,7 @@ func TestCaptureStartsItsHelperAhead(t *testing.T) {
 	if starts.Load() != 2 {
 		t.Errorf("%d helpers started ahead, want 2", starts.Load())
 	}
-	if left := waitingHelpers(t); len(left) > 0 {
+	if left := testtool.WaitingHelpers(); len(left) > 0 {
 		t.Errorf("the helper started ahead of a refused capture outlives it: %v", left)
 	}
 }
@@ -124,7 +99,7 @@ func TestCaptureHelperGivenToTheRuntime(t *testing.T) {
 	if starts.Load() != 2 {
 		t.Errorf("%d helpers started, want 2", starts.Load())
 	}
-	if left := waitingHelpers(t); len(left) > 0 {
+	if left := testtool.WaitingHelpers(); len(left) > 0 {
 		t.Errorf("a helper no capture took outlives Close: %v", left)
 	}
 }
@@ -152,11 +127,11 @@ func TestSpareCaptureHelper(t *testing.T) {
 			t.Fatalf("after capture %d: %d helpers started", i+1, starts.Load())
 		}
 	}
-	if left := waitingHelpers(t); len(left) != 1 {
+	if left := testtool.WaitingHelpers(); len(left) != 1 {
 		t.Errorf("waiting helpers %v, want the spare alone", left)
 	}
 	rt.Close()
-	if left := waitingHelpers(t); len(left) > 0 {
+	if left := testtool.WaitingHelpers(); len(left) > 0 {
 		t.Errorf("the spare outlives Close: %v", left)
 	}
 }

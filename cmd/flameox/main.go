@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flameox/flameox/internal/ahead"
 	"github.com/flameox/flameox/providers/all"
 	"github.com/flameox/flameox/runtime"
 )
@@ -31,7 +32,11 @@ func main() {
 		os.Exit(code)
 	}
 	setGCPercent(cliGCPercent)
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	// A capture call's helper started while the process initialized, which no capture
+	// took (a refused flag, an invalid request), ends here.
+	ahead.Abandon()
+	os.Exit(code)
 }
 
 // run executes one CLI invocation and returns the process exit status.
