@@ -109,11 +109,11 @@ func newMCPCommand(stdout io.Writer) *cobra.Command {
 
 // commandsFor says which of the root's commands (and cobra's completion command) a call
 // with args can reach, so that the root builds only those (decision 0067, seventh
-// addendum): building every command's flags and cobra's completion commands cost a
-// --version about 0.3 ms, a tenth of its time over a hello-world. It reads args as cobra
-// does: the root's flags (--json, -h/--help, -v/--version) take no value, so the first
-// word that is not a flag names the command; help and cobra's completion request take
-// the command as their own first word. A call that names no command needs none (the
+// addendum): building every command's flags and cobra's completion commands cost a cold
+// --version about 0.2 to 0.3 ms. It reads args as cobra does: the root's flags (--json,
+// -h/--help, -v/--version) take no value, so the first word that is not a flag names
+// the command; help and cobra's completion request take the command as their own first
+// word. A call that names no command needs none (the
 // root's help lists the stand-ins' names and lines) but the completion command, which
 // that help lists, unless the call only asks for the version. A call that names help or
 // completion alone, a name the root does not know, or words after "--" needs them all:
