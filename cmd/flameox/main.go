@@ -32,16 +32,16 @@ func main() {
 		os.Exit(code)
 	}
 	setGCPercent(cliGCPercent)
-	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	// A capture call's helper started while the process initialized, which no capture
-	// took (a refused flag, an invalid request), ends here.
-	ahead.Abandon()
-	os.Exit(code)
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run executes one CLI invocation and returns the process exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return execute(newRootCommandFor(args, stdin, stdout, stderr), args, stderr)
+	code := execute(newRootCommandFor(args, stdin, stdout, stderr), args, stderr)
+	// A capture call's helper started while the process initialized, which no capture
+	// took (a refused flag, an invalid request), ends here.
+	ahead.Abandon()
+	return code
 }
 
 // execute runs the root command cmd on args and returns the process exit status.
