@@ -5,12 +5,12 @@
 // wanted it. This package's initialization is the earliest point at which the process
 // can know a capture follows and has the broker to start it with: it runs once the
 // broker and its dependencies are initialized (os/exec, path/filepath and regexp among
-// them, which initialize late), before the last quarter of the binary's packages. A
+// them, which initialize late), before the last 30% of the binary's packages. A
 // process whose arguments are not a capture call (a test binary, mcp serve, an analysis
 // worker, the helper itself) starts nothing.
 //
-// The runtime's StartCaptureHelper takes the helper (Take); the CLI ends one that no
-// capture took before it exits (Abandon), as it ends the helper it started itself.
+// The runtime's StartCaptureHelper takes the helper (Take); the CLI's run ends one that
+// no capture took (Abandon) before it returns.
 package ahead
 
 import (
