@@ -34,7 +34,8 @@ type apiOperation struct {
 	// segments is the path template split on "/": a literal, or "{name}" for a path
 	// parameter.
 	segments []string
-	// query maps each query parameter to its JSON Schema type.
+	// query maps each query parameter to its JSON Schema type ("integer" is read as
+	// one; any other is passed on as text).
 	query map[string]string
 	body  bool
 }
@@ -186,9 +187,10 @@ func (v *viewer) serveAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 // request reads the operation's query parameters and body. A query parameter the
-// operation does not declare, one given twice, or an integer or boolean that does not
-// parse is INVALID_INPUT at its name; the values' bounds, patterns and enums are the
-// runtime's to check, as for the same tool called over MCP. A body must be a JSON object
+// operation does not declare, one given twice, or an integer that does not parse is
+// INVALID_INPUT at its name; the document declares no other non-string query parameter,
+// and the values' bounds, patterns and enums are the runtime's to check, as for the same
+// tool called over MCP. A body must be a JSON object
 // sent as application/json, of at most maxViewerRequestBytes.
 func (op *apiOperation) request(r *http.Request) (apiRequest, *failure.Failure) {
 	in := apiRequest{query: map[string]any{}}
@@ -216,12 +218,6 @@ func (op *apiOperation) request(r *http.Request) (apiRequest, *failure.Failure) 
 				return in, failure.Invalid(failure.Path(k), nil, "query parameter %s must be an integer", k)
 			}
 			in.query[k] = n
-		case "boolean":
-			b, err := strconv.ParseBool(s)
-			if err != nil || (s != "true" && s != "false") {
-				return in, failure.Invalid(failure.Path(k), []string{"true", "false"}, "query parameter %s must be true or false", k)
-			}
-			in.query[k] = b
 		default:
 			in.query[k] = s
 		}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/binary"
 	"path/filepath"
 	"runtime"
@@ -175,7 +176,7 @@ func (s *walkState) dir(path string, buf []byte) {
 			}
 			typ := buf[off+18]
 			name := buf[off+19 : off+reclen]
-			if i := indexNUL(name); i >= 0 {
+			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
 			off += reclen
@@ -207,14 +208,4 @@ func (s *walkState) dir(path string, buf []byte) {
 			}
 		}
 	}
-}
-
-// indexNUL is the index of the first NUL byte of b, or -1.
-func indexNUL(b []byte) int {
-	for i, c := range b {
-		if c == 0 {
-			return i
-		}
-	}
-	return -1
 }

@@ -127,10 +127,11 @@ func TestLegacyPprofRemediationRuns(t *testing.T) {
 	}
 	dir := t.TempDir()
 	legacy := filepath.Join(dir, "goroutine.prof")
-	if err := os.WriteFile(legacy, goDebugProfile(t, "goroutine"), 0o600); err != nil {
+	data := goDebugProfile(t, "goroutine")
+	if err := os.WriteFile(legacy, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = sampled.DecodePprof(bytes.NewReader(goDebugProfile(t, "goroutine")), sampled.Options{})
+	_, _, err = sampled.DecodePprof(bytes.NewReader(data), sampled.Options{})
 	var ue *providers.UnsupportedError
 	if !errors.As(err, &ue) {
 		t.Fatalf("got %v, want an UnsupportedError", err)
