@@ -3,11 +3,15 @@ package subreaper
 import (
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/flameox/flameox/internal/procfs"
 )
 
 // TestApplyTaskOptions: the options internal/broker encodes are applied as they say and
@@ -128,4 +132,46 @@ func FuzzInvocation(f *testing.F) {
 			t.Fatalf("round trip of %q %q %q %q = %+v, %v", path, dir, argv, env, inv, ok)
 		}
 	})
+}
+
+// TestChildless: a child that runs, and one that exited but is not reaped, are children;
+// only once it is reaped is the process childless, and the check reaps nothing itself.
+func TestChildless(t *testing.T) {
+	if !childless() {
+		t.Fatal("the test process has a child before the test starts one")
+	}
+	cmd := exec.Command("cat")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if childless() {
+		t.Error("childless while the child runs")
+	}
+	stdin.Close() // the child exits
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		p, ok := procfs.Stat(cmd.Process.Pid)
+		if ok && !p.Live() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child did not exit")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if childless() {
+		t.Error("childless while the exited child is not reaped")
+	}
+	if p, ok := procfs.Stat(cmd.Process.Pid); !ok || p.Live() {
+		t.Fatal("the check reaped the exited child")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !childless() {
+		t.Error("not childless once the child is reaped")
+	}
 }
