@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/flameox/flameox/internal/subreaper"
@@ -20,38 +21,61 @@ type prestarted struct {
 }
 
 // prestart starts a waiting helper with the task bound max; nil where the helper cannot
-// be started here, or the broker is to use the process group alone.
+// be started here, or the broker is to use the process group alone. The helper is started
+// first, and the scope and the task bound made while it starts (its exec and runtime
+// start, about 3 ms here, are the longer): the invocation message hands them over, and
+// the helper clones the workload into the scope (staying outside it) and joins a v1 task
+// group with its forking thread, as a helper Run starts does.
 func prestart(max int64) *prestarted {
 	if forceProcessGroup {
 		return nil
 	}
-	sc := newScope()
-	tl := limitTasks(max, sc)
-	h := startWaiting(sc, tl)
-	tl.closeFiles()
+	h := startWaiting()
 	if h == nil {
-		tl.remove()
-		if sc != nil {
-			sc.remove()
-		}
 		return nil
 	}
-	return &prestarted{max: max, sc: sc, tl: tl, h: h}
+	sc := newScope()
+	return &prestarted{max: max, sc: sc, tl: limitTasks(max, sc), h: h}
 }
 
-// startWaiting starts the helper with subreaper.ArgWaiting, cloned into the scope where
-// there is one; its control channel is a SOCK_SEQPACKET socket, so that the invocation
-// and its standard streams arrive as one message. Nil when it cannot start.
-func startWaiting(sc *scope, tl *taskLimit) *reaper {
+// startWaiting starts the helper with subreaper.ArgWaiting, in no scope and with no task
+// bound; its control channel is a SOCK_SEQPACKET socket, so that the invocation and its
+// files arrive as one message. Nil when it cannot start.
+func startWaiting() *reaper {
 	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
 	ctlR, ctlW := os.NewFile(uintptr(pair[0]), "helper-control"), os.NewFile(uintptr(pair[1]), "helper-control")
-	h, _ := launchHelper(sc, tl, ctlR, ctlW, func(cmd *exec.Cmd, opts string) {
-		cmd.Args = []string{subreaper.Name, subreaper.ArgWaiting, opts}
+	h, _ := launchHelper(nil, nil, ctlR, ctlW, func(cmd *exec.Cmd, _ string) {
+		cmd.Args = []string{subreaper.Name, subreaper.ArgWaiting}
 	})
 	return h
+}
+
+// handover is what the invocation message attaches after the standard streams, and the
+// task options that name it: the scope's directory (scope=3), into which the helper
+// clones the workload, and the task bound's files (helperOptions) where the bound is not
+// the scope's own pids.max (which holds the workload without the helper's moving: it
+// stays outside the scope).
+func (p *prestarted) handover() (string, []int) {
+	var opts []string
+	var fds []int
+	if p.sc != nil {
+		opts, fds = append(opts, "scope=3"), append(fds, p.sc.fd)
+	}
+	if p.tl != nil && p.tl.kind != "cgroup" {
+		if o, fs := p.tl.helperOptions(3 + len(fds)); o != "-" {
+			opts = append(opts, o)
+			for _, f := range fs {
+				fds = append(fds, int(f.Fd()))
+			}
+		}
+	}
+	if len(opts) == 0 {
+		return "-", nil
+	}
+	return strings.Join(opts, ","), fds
 }
 
 // start hands the helper spec's invocation, with outW and errW as the workload's output,
@@ -66,7 +90,12 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 	if env == nil {
 		env = os.Environ() // as exec.Cmd starts a command with no Env
 	}
-	msg := subreaper.EncodeInvocation(spec.Path, spec.Dir, spec.helperArgv(), env)
+	opts, extra := p.handover()
+	defer p.tl.closeFiles() // the helper holds its own copies, or is gone
+	if 3+len(extra) > subreaper.MaxInvocationFiles {
+		return nil, nil, false
+	}
+	msg := subreaper.EncodeInvocation(opts, spec.Path, spec.Dir, spec.helperArgv(), env)
 	if len(msg) > subreaper.MaxInvocationBytes {
 		return nil, nil, false
 	}
@@ -82,8 +111,9 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 		return nil, nil, false
 	}
 	var sendErr error
+	fds := append([]int{int(stdin.Fd()), int(outW.Fd()), int(errW.Fd())}, extra...)
 	err = raw.Write(func(fd uintptr) bool {
-		sendErr = syscall.Sendmsg(int(fd), msg, syscall.UnixRights(int(stdin.Fd()), int(outW.Fd()), int(errW.Fd())), nil, 0)
+		sendErr = syscall.Sendmsg(int(fd), msg, syscall.UnixRights(fds...), nil, 0)
 		return true
 	})
 	if err != nil || sendErr != nil {
@@ -91,6 +121,7 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 	}
 	err = p.h.awaitStart()
 	if p.h.rep.workload > 0 {
+		p.h.inScope = p.h.rep.scoped
 		return contained(res, p.h.cmd, p.h, p.sc, p.h.inScope, p.tl), nil, true
 	}
 	// The helper started nothing and has exited: the invocation failed to start (err), or

@@ -129,3 +129,24 @@ func TestPrestartedHelperThatDoesNotFit(t *testing.T) {
 		t.Errorf("the abandoned helper %d was not reaped: %v", unused, err)
 	}
 }
+
+// TestPrestartedHelperClonesIntoTheScope: a helper started ahead is started in no scope;
+// the invocation hands it the scope, into which it clones the workload, a member from its
+// start (its own /proc/self/cgroup names the scope), while the helper stays outside.
+func TestPrestartedHelperClonesIntoTheScope(t *testing.T) {
+	p, helper := prestartedFor(t, taskBound(Spec{}))
+	sc := p.impl.sc
+	if sc == nil {
+		t.Skip("no cgroup v2 scope can be created here")
+	}
+	spec := sh(t, `grep '^0::' /proc/self/cgroup; grep '^0::' /proc/$PPID/cgroup`)
+	spec.Prestarted = p
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout.Excerpt)), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "/"+filepath.Base(sc.dir)) || strings.Contains(lines[1], filepath.Base(sc.dir)) || res.Mechanism != "cgroup" {
+		t.Errorf("the workload's and its parent %d's cgroups are %q under %s containment; want the workload alone in the scope %s", helper, lines, res.Mechanism, sc.dir)
+	}
+}

@@ -24,9 +24,12 @@ type reaperReport struct {
 	startErr  string // why the workload did not start
 	// unavailable: the helper could not become a subreaper and started nothing.
 	unavailable bool
-	ended       bool // the end line arrived
-	exitCode    *int
-	killed      int
+	// scoped: a helper started ahead cloned the workload into the scope its invocation
+	// handed it (scope=1).
+	scoped   bool
+	ended    bool // the end line arrived
+	exitCode *int
+	killed   int
 }
 
 // readStart reads the helper's first line.
@@ -42,9 +45,12 @@ func (r *reaperReport) readStart(br *bufio.Reader) {
 		if len(f) > 0 {
 			r.workload, _ = strconv.Atoi(f[0])
 		}
-		if len(f) > 1 {
-			if b, ok := strings.CutPrefix(f[1], "tasks="); ok && b != "-" {
+		for _, w := range f[1:] {
+			if b, ok := strings.CutPrefix(w, "tasks="); ok && b != "-" {
 				r.taskBound = b
+			}
+			if w == "scope=1" {
+				r.scoped = true
 			}
 		}
 		return

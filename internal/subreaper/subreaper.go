@@ -21,12 +21,19 @@
 // killed K" once nothing of the tree is left.
 //
 // A helper started ahead of its invocation (internal/broker's Prestart) has ArgWaiting
-// and the task options as its arguments, and its control channel on fd 3 is a
-// SOCK_SEQPACKET socket: it initializes, then waits there for one message, the
-// invocation (EncodeInvocation: executable, directory, argv and environment) with the
-// workload's standard input, output and error attached (SCM_RIGHTS), and goes on as
-// above; an end of the channel before it ends the helper, having started and reported
-// nothing.
+// alone as its argument, and its control channel on fd 3 is a SOCK_SEQPACKET socket: it
+// initializes, prepares its signal handling, then waits there for one message, the
+// invocation (EncodeInvocation: task options, executable, directory, argv and
+// environment) with the workload's standard input, output and error attached
+// (SCM_RIGHTS), followed by the files the options name, which name them by their
+// position among the attached files (join=3 is the fourth). Its options may also hold
+// scope=N, a cgroup v2 scope's directory, into which the helper clones the workload
+// (CLONE_INTO_CGROUP) while it stays outside; it then reports "started PID tasks=KIND
+// scope=1", or scope=0 where the kernel refused the clone and the workload started
+// outside. It goes on as above; an end of the channel, or a stop signal, before the
+// message ends the helper, having started and reported nothing. The broker starts such a
+// helper before it makes the scope and the task bound, so that the helper's start
+// overlaps their making.
 //
 // The helper's work runs from this package's init, and Go initializes, at each step, the
 // lexically smallest package whose imports are all initialized: a dependency that sorts
@@ -47,18 +54,24 @@ const Arg = "--flameox-broker-reaper-v2"
 const Name = "flameox-reaper"
 
 // ArgWaiting is the first argument of a helper started ahead of its invocation.
-const ArgWaiting = "--flameox-broker-reaper-waiting-v1"
+const ArgWaiting = "--flameox-broker-reaper-waiting-v2"
+
+// MaxInvocationFiles bounds the files a waiting helper's invocation message attaches:
+// the workload's three standard streams and the files of its task options (scope, join,
+// home).
+const MaxInvocationFiles = 6
 
 // MaxInvocationBytes bounds a waiting helper's invocation message (EncodeInvocation's
 // payload); the broker starts a larger invocation with a helper of its own.
 const MaxInvocationBytes = 64 << 10
 
-// EncodeInvocation is the payload of a waiting helper's invocation message: the
-// executable, the working directory ("" for the helper's), the count of argv, argv and
-// the environment, each followed by a NUL byte.
-func EncodeInvocation(path, dir string, argv, env []string) []byte {
+// EncodeInvocation is the payload of a waiting helper's invocation message: the task
+// options ("-" for none), the executable, the working directory ("" for the helper's),
+// the count of argv, argv and the environment, each followed by a NUL byte.
+func EncodeInvocation(opts, path, dir string, argv, env []string) []byte {
 	b := make([]byte, 0, 256)
 	field := func(s string) { b = append(append(b, s...), 0) }
+	field(opts)
 	field(path)
 	field(dir)
 	field(strconv.Itoa(len(argv)))

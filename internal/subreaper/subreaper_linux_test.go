@@ -113,25 +113,119 @@ func closeUnused(fd, opts string) {
 }
 
 // FuzzInvocation: what EncodeInvocation writes decodes to the same invocation (strings
-// without NUL bytes, as argv and the environment are), and no payload panics the helper.
+// without NUL bytes, as options, argv and the environment are), and no payload panics
+// the helper.
 func FuzzInvocation(f *testing.F) {
-	f.Add("/usr/bin/true", "/tmp", "true\x00-x", "PATH=/bin\x00A=b", []byte("x\x00\x001\x00x\x00"))
-	f.Add("", "", "", "", []byte("\x00\x00-1\x00"))
-	f.Fuzz(func(t *testing.T, path, dir, argvJoined, envJoined string, raw []byte) {
+	f.Add("join=3,home=4", "/usr/bin/true", "/tmp", "true\x00-x", "PATH=/bin\x00A=b", []byte("-\x00x\x00\x001\x00x\x00"))
+	f.Add("-", "", "", "", "", []byte("\x00\x00\x00-1\x00"))
+	f.Fuzz(func(t *testing.T, opts, path, dir, argvJoined, envJoined string, raw []byte) {
 		decodeInvocation(raw) // must not panic
 		argv, env := strings.Split(argvJoined, "\x00"), strings.Split(envJoined, "\x00")
 		if envJoined == "" {
 			env = nil
 		}
-		if strings.ContainsRune(path, 0) || strings.ContainsRune(dir, 0) {
+		if strings.ContainsRune(opts, 0) || strings.ContainsRune(path, 0) || strings.ContainsRune(dir, 0) {
 			return
 		}
-		inv, ok := decodeInvocation(EncodeInvocation(path, dir, argv, env))
-		if !ok || inv.path != path || inv.dir != dir || !slices.Equal(inv.argv, argv) || len(inv.env) != len(env) ||
+		inv, ok := decodeInvocation(EncodeInvocation(opts, path, dir, argv, env))
+		if !ok || inv.opts != opts || inv.path != path || inv.dir != dir || !slices.Equal(inv.argv, argv) || len(inv.env) != len(env) ||
 			len(env) > 0 && !slices.Equal(inv.env, env) {
-			t.Fatalf("round trip of %q %q %q %q = %+v, %v", path, dir, argv, env, inv, ok)
+			t.Fatalf("round trip of %q %q %q %q %q = %+v, %v", opts, path, dir, argv, env, inv, ok)
 		}
 	})
+}
+
+// TestAttachedOptions: the options name attached files by position; each named file's
+// position becomes its descriptor, a file no option names is closed, and an option that
+// names a standard stream, a missing position or a position twice refuses the message.
+func TestAttachedOptions(t *testing.T) {
+	open := func() int {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd, err := syscall.Dup(int(f.Fd()))
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	isOpen := func(fd int) bool {
+		_, err := unixFcntl(fd)
+		return err == nil
+	}
+	std := []int{0, 1, 2}
+	a, b, c := open(), open(), open()
+	defer syscall.Close(a)
+	defer syscall.Close(b)
+	got, ok := attachedOptions("scope=3,nproc=9,home=4", append(std, a, b, c))
+	want := "scope=" + strconv.Itoa(a) + ",nproc=9,home=" + strconv.Itoa(b)
+	if !ok || got != want {
+		t.Errorf("attachedOptions = %q, %v; want %q", got, ok, want)
+	}
+	if isOpen(c) {
+		t.Errorf("the unnamed file %d is still open", c)
+	}
+	for _, opts := range []string{"join=2", "join=5", "home=3,join=3", "scope=x"} {
+		if got, ok := attachedOptions(opts, append(std, a, b)); ok {
+			t.Errorf("attachedOptions(%q) = %q, accepted", opts, got)
+		}
+	}
+	if got, ok := attachedOptions("-", std); !ok || got != "-" {
+		t.Errorf("attachedOptions(-) = %q, %v", got, ok)
+	}
+}
+
+// unixFcntl reads fd's descriptor flags: an error for a closed descriptor.
+func unixFcntl(fd int) (uintptr, error) {
+	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return r, nil
+}
+
+// TestForkWorkload: without a scope the workload starts as before; with a descriptor the
+// kernel refuses as a cgroup (a plain directory), it starts outside and the started line
+// says scope=0; the scope's descriptor is closed either way. (internal/broker's
+// TestPrestartedHelperClonesIntoTheScope runs it into a real scope.)
+func TestForkWorkload(t *testing.T) {
+	if got := scopeFD("join=5,home=6"); got != -1 {
+		t.Errorf("scopeFD without scope = %d", got)
+	}
+	if got := scopeFD("home=7,scope=9"); got != 9 {
+		t.Errorf("scopeFD = %d, want 9", got)
+	}
+	attr := func() *syscall.ProcAttr {
+		return &syscall.ProcAttr{Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
+	}
+	wait := func(pid int) {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
+			t.Errorf("wait %d: %v, status %v", pid, err, ws)
+		}
+	}
+	pid, scoped, err := forkWorkload("/bin/true", []string{"true"}, attr(), -1)
+	if err != nil || scoped != "" {
+		t.Fatalf("forkWorkload without a scope = %q, %v", scoped, err)
+	}
+	wait(pid)
+	dir, err := syscall.Open(t.TempDir(), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, scoped, err = forkWorkload("/bin/true", []string{"true"}, attr(), dir)
+	if err != nil || scoped != " scope=0" {
+		t.Fatalf("forkWorkload into a plain directory = %q, %v; want scope=0 and a start outside", scoped, err)
+	}
+	wait(pid)
+	if _, err := unixFcntl(dir); err == nil {
+		t.Error("the scope's descriptor is still open")
+	}
+	if _, scoped, err = forkWorkload("/nonexistent/flameox-test", []string{"x"}, attr(), -1); err == nil || scoped != "" {
+		t.Errorf("a workload that cannot start: %q, %v", scoped, err)
+	}
 }
 
 // TestChildless: a child that runs, and one that exited but is not reaped, are children;
