@@ -714,13 +714,16 @@ func readReply(path string, max int64) (*workerReply, *failure.Failure) {
 // decodeResult rebuilds the worker's result; blocks stay the exact JSON the worker wrote,
 // so rows keep the catalog's field order.
 func decodeResult(reply *workerReply) (*Result, *failure.Failure) {
-	var res Result
+	// One pass: the blocks (the page's rows) stay the worker's bytes, which the answer
+	// writes as they are; the shallower Blocks field takes "blocks" from Result's.
 	var wire struct {
+		Result
 		Blocks []json.RawMessage `json:"blocks"`
 	}
-	if json.Unmarshal(reply.Result, &res) != nil || json.Unmarshal(reply.Result, &wire) != nil {
+	if json.Unmarshal(reply.Result, &wire) != nil {
 		return nil, failure.New(gen.FailureCodeInternalFailure, "the analysis worker's result does not decode").With("reason", "worker_reply")
 	}
+	res := wire.Result
 	res.Blocks = make([]any, len(wire.Blocks))
 	for i, b := range wire.Blocks {
 		res.Blocks[i] = b
