@@ -19,15 +19,16 @@ import (
 )
 
 // A scope is a cgroup v2 directory created for one invocation, below the cgroup this
-// process runs in. The helper (or the workload) is cloned straight into it
-// (CLONE_INTO_CGROUP), so everything the invocation starts is a member from its first
-// instruction, whatever its parent, session or process group: membership comes from the
-// kernel (cgroup.procs), and cgroup.kill ends all of it at once. A scope is created only
-// where the unified hierarchy is mounted, this process's cgroup is writable and the kernel
-// has cgroup.kill (5.14); elsewhere the broker keeps the subreaper alone.
+// process runs in. The workload is cloned straight into it (CLONE_INTO_CGROUP), by the
+// helper or, without one, by the broker, so everything the invocation starts is a member
+// from its first instruction, whatever its parent, session or process group: membership
+// comes from the kernel (cgroup.procs), and cgroup.kill ends all of it at once. A scope
+// is created only where the unified hierarchy is mounted, this process's cgroup is
+// writable and the kernel has cgroup.kill (5.14); elsewhere the broker keeps the
+// subreaper alone.
 type scope struct {
 	dir string
-	fd  int // the directory, opened for clone3's CLONE_INTO_CGROUP
+	f   *os.File // the directory, opened for clone3's CLONE_INTO_CGROUP
 }
 
 // scopePrefix names every scope directory: flameox-PIDNS-PID-START-RANDOM, the inode of
@@ -84,12 +85,12 @@ func newScope() *scope {
 		_ = os.Remove(dir)
 		return nil
 	}
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		_ = os.Remove(dir)
 		return nil
 	}
-	return &scope{dir: dir, fd: fd}
+	return &scope{dir: dir, f: f}
 }
 
 // newGroupDir creates a directory below parent named as this process's scopes are.
@@ -212,7 +213,7 @@ func validCgroupPath(rel string) (string, bool) {
 	return rel, true
 }
 
-// members returns the processes in the scope, the helper included.
+// members returns the live processes in the scope.
 func (s *scope) members() []procfs.Process {
 	b, err := os.ReadFile(filepath.Join(s.dir, "cgroup.procs"))
 	if err != nil {
@@ -258,7 +259,7 @@ func (s *scope) kill() int {
 // remove kills what is left and removes the scope directory.
 func (s *scope) remove() {
 	s.kill()
-	_ = syscall.Close(s.fd)
+	_ = s.f.Close()
 	for i := 0; i < 100; i++ {
 		err := os.Remove(s.dir)
 		if err == nil || errors.Is(err, os.ErrNotExist) {
@@ -273,11 +274,11 @@ func (s *scope) remove() {
 // of another pid namespace (whose owners this process cannot judge), are kept.
 func sweepScopes(parent string) {
 	for _, dir := range staleScopes(parent) {
-		fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 		if err != nil {
 			continue
 		}
-		(&scope{dir: dir, fd: fd}).remove()
+		(&scope{dir: dir, f: f}).remove()
 	}
 }
 

@@ -57,7 +57,7 @@ func startContained(spec Spec, outW, errW *os.File, res *Result) (container, err
 	var cmd *exec.Cmd
 	if h != nil {
 		cmd = h.cmd
-		inScope = h.inScope
+		inScope = h.rep.scoped
 	} else if err == nil {
 		inScope, err = startInScope(func() *exec.Cmd {
 			cmd = groupCmd(spec, outW, errW)

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/flameox/flameox/internal/subreaper"
@@ -23,9 +22,8 @@ type prestarted struct {
 // prestart starts a waiting helper with the task bound max; nil where the helper cannot
 // be started here, or the broker is to use the process group alone. The helper is started
 // first, and the scope and the task bound made while it starts (its exec and runtime
-// start, about 3 ms here, are the longer): the invocation message hands them over, and
-// the helper clones the workload into the scope (staying outside it) and joins a v1 task
-// group with its forking thread, as a helper Run starts does.
+// start, about 3 ms here, are the longer): the invocation message hands them over
+// (helperFiles), as a helper Run starts gets them with its arguments.
 func prestart(max int64) *prestarted {
 	if forceProcessGroup {
 		return nil
@@ -38,7 +36,7 @@ func prestart(max int64) *prestarted {
 	return &prestarted{max: max, sc: sc, tl: limitTasks(max, sc), h: h}
 }
 
-// startWaiting starts the helper with subreaper.ArgWaiting, in no scope and with no task
+// startWaiting starts the helper with subreaper.ArgWaiting, with neither scope nor task
 // bound; its control channel is a SOCK_SEQPACKET socket, so that the invocation and its
 // files arrive as one message. Nil when it cannot start.
 func startWaiting() *reaper {
@@ -53,31 +51,6 @@ func startWaiting() *reaper {
 	return h
 }
 
-// handover is what the invocation message attaches after the standard streams, and the
-// task options that name it: the scope's directory (scope=3), into which the helper
-// clones the workload, and the task bound's files (helperOptions) where the bound is not
-// the scope's own pids.max (which holds the workload without the helper's moving: it
-// stays outside the scope).
-func (p *prestarted) handover() (string, []int) {
-	var opts []string
-	var fds []int
-	if p.sc != nil {
-		opts, fds = append(opts, "scope=3"), append(fds, p.sc.fd)
-	}
-	if p.tl != nil && p.tl.kind != "cgroup" {
-		if o, fs := p.tl.helperOptions(3 + len(fds)); o != "-" {
-			opts = append(opts, o)
-			for _, f := range fs {
-				fds = append(fds, int(f.Fd()))
-			}
-		}
-	}
-	if len(opts) == 0 {
-		return "-", nil
-	}
-	return strings.Join(opts, ","), fds
-}
-
 // start hands the helper spec's invocation, with outW and errW as the workload's output,
 // and returns its container once the workload has started, as startContained does; ok is
 // false when the helper does not fit spec or is gone (the caller abandons it and starts
@@ -90,7 +63,8 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 	if env == nil {
 		env = os.Environ() // as exec.Cmd starts a command with no Env
 	}
-	opts, extra := p.handover()
+	// The options name the attached files by position, after the three standard streams.
+	opts, extra := helperFiles(p.sc, p.tl, 3)
 	defer p.tl.closeFiles() // the helper holds its own copies, or is gone
 	if 3+len(extra) > subreaper.MaxInvocationFiles {
 		return nil, nil, false
@@ -111,7 +85,10 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 		return nil, nil, false
 	}
 	var sendErr error
-	fds := append([]int{int(stdin.Fd()), int(outW.Fd()), int(errW.Fd())}, extra...)
+	fds := []int{int(stdin.Fd()), int(outW.Fd()), int(errW.Fd())}
+	for _, f := range extra {
+		fds = append(fds, int(f.Fd()))
+	}
 	err = raw.Write(func(fd uintptr) bool {
 		sendErr = syscall.Sendmsg(int(fd), msg, syscall.UnixRights(fds...), nil, 0)
 		return true
@@ -121,8 +98,7 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 	}
 	err = p.h.awaitStart()
 	if p.h.rep.workload > 0 {
-		p.h.inScope = p.h.rep.scoped
-		return contained(res, p.h.cmd, p.h, p.sc, p.h.inScope, p.tl), nil, true
+		return contained(res, p.h.cmd, p.h, p.sc, p.h.rep.scoped, p.tl), nil, true
 	}
 	// The helper started nothing and has exited: the invocation failed to start (err), or
 	// cannot be contained by a helper here (the caller starts it as without one).

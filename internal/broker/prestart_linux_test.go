@@ -130,23 +130,33 @@ func TestPrestartedHelperThatDoesNotFit(t *testing.T) {
 	}
 }
 
-// TestPrestartedHelperClonesIntoTheScope: a helper started ahead is started in no scope;
-// the invocation hands it the scope, into which it clones the workload, a member from its
-// start (its own /proc/self/cgroup names the scope), while the helper stays outside.
-func TestPrestartedHelperClonesIntoTheScope(t *testing.T) {
-	p, helper := prestartedFor(t, taskBound(Spec{}))
-	sc := p.impl.sc
-	if sc == nil {
+// TestHelperClonesIntoTheScope: the helper, started ahead or by Run, stays outside the
+// scope and clones the workload into it, a member from its start (its own
+// /proc/self/cgroup names a scope of this process, its parent's does not).
+func TestHelperClonesIntoTheScope(t *testing.T) {
+	if sc := newScope(); sc == nil {
 		t.Skip("no cgroup v2 scope can be created here")
+	} else {
+		sc.remove()
 	}
-	spec := sh(t, `grep '^0::' /proc/self/cgroup; grep '^0::' /proc/$PPID/cgroup`)
-	spec.Prestarted = p
-	res, err := Run(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(res.Stdout.Excerpt)), "\n")
-	if len(lines) != 2 || !strings.HasSuffix(lines[0], "/"+filepath.Base(sc.dir)) || strings.Contains(lines[1], filepath.Base(sc.dir)) || res.Mechanism != "cgroup" {
-		t.Errorf("the workload's and its parent %d's cgroups are %q under %s containment; want the workload alone in the scope %s", helper, lines, res.Mechanism, sc.dir)
+	for _, ahead := range []bool{false, true} {
+		t.Run(map[bool]string{false: "started by Run", true: "started ahead"}[ahead], func(t *testing.T) {
+			spec := sh(t, `grep '^0::' /proc/self/cgroup; grep '^0::' /proc/$PPID/cgroup`)
+			scopeOf := func(line string) bool { return strings.HasPrefix(filepath.Base(line), ownerPrefix()) }
+			if ahead {
+				p, _ := prestartedFor(t, taskBound(Spec{}))
+				want := "/" + filepath.Base(p.impl.sc.dir) // this helper's own scope
+				scopeOf = func(line string) bool { return strings.HasSuffix(line, want) }
+				spec.Prestarted = p
+			}
+			res, err := Run(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(res.Stdout.Excerpt)), "\n")
+			if len(lines) != 2 || !scopeOf(lines[0]) || scopeOf(lines[1]) || res.Mechanism != "cgroup" {
+				t.Errorf("the workload's and its parent's cgroups are %q under %s containment; want the workload alone in a scope of this process", lines, res.Mechanism)
+			}
+		})
 	}
 }

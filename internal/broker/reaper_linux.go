@@ -24,8 +24,7 @@ type reaperReport struct {
 	startErr  string // why the workload did not start
 	// unavailable: the helper could not become a subreaper and started nothing.
 	unavailable bool
-	// scoped: a helper started ahead cloned the workload into the scope its invocation
-	// handed it (scope=1).
+	// scoped: the helper cloned the workload into the scope it was handed (scope=1).
 	scoped   bool
 	ended    bool // the end line arrived
 	exitCode *int
@@ -86,7 +85,6 @@ type reaper struct {
 	statusR *os.File
 	br      *bufio.Reader
 	rep     reaperReport
-	inScope bool // the helper was cloned into the invocation's cgroup scope
 }
 
 // startReaper starts the helper for spec with the workload's output on outW and errW and
@@ -156,8 +154,8 @@ func (h *reaper) end() {
 }
 
 // launchHelper starts the helper with ctlR as its end of the control channel (ctlW the
-// broker's; both are closed on failure), its status pipe and the task bound's files, in
-// its own process group and cloned into the scope where there is one; set gives the
+// broker's; both are closed on failure), its status pipe and the files of its options
+// (helperFiles: the scope, the task bound's), in its own process group; set gives the
 // command what differs (its arguments from the task options on, its directory,
 // environment and standard streams).
 func launchHelper(sc *scope, tl *taskLimit, ctlR, ctlW *os.File, set func(cmd *exec.Cmd, opts string)) (*reaper, error) {
@@ -167,18 +165,15 @@ func launchHelper(sc *scope, tl *taskLimit, ctlR, ctlW *os.File, set func(cmd *e
 		ctlW.Close()
 		return nil, err
 	}
-	var cmd *exec.Cmd
-	opts, files := tl.helperOptions(5)
-	inScope, err := startInScope(func() *exec.Cmd {
-		cmd = &exec.Cmd{
-			Path: "/proc/self/exe", ExtraFiles: append([]*os.File{ctlR, statusW}, files...),
-			// The helper's own group holds the workload; SIGTERM on the broker's death makes it
-			// kill the tree (the control channel's end does too).
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
-		}
-		set(cmd, opts)
-		return cmd
-	}, sc)
+	opts, files := helperFiles(sc, tl, 5)
+	cmd := &exec.Cmd{
+		Path: "/proc/self/exe", ExtraFiles: append([]*os.File{ctlR, statusW}, files...),
+		// The helper's own group holds the workload; SIGTERM on the broker's death makes it
+		// kill the tree (the control channel's end does too).
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
+	}
+	set(cmd, opts)
+	err = cmd.Start()
 	ctlR.Close()
 	statusW.Close()
 	if err != nil {
@@ -186,7 +181,30 @@ func launchHelper(sc *scope, tl *taskLimit, ctlR, ctlW *os.File, set func(cmd *e
 		statusR.Close()
 		return nil, err
 	}
-	return &reaper{cmd: cmd, ctlW: ctlW, statusR: statusR, br: bufio.NewReader(statusR), inScope: inScope}, nil
+	return &reaper{cmd: cmd, ctlW: ctlW, statusR: statusR, br: bufio.NewReader(statusR)}, nil
+}
+
+// helperFiles are the helper's options and the files they name, numbered from first: the
+// scope's directory (scope=N), into which the helper clones the workload while it stays
+// outside, so that the workload is a member from its first instruction and the scope
+// holds the workload's tasks alone; and the task bound's files and limit
+// (helperOptions), unless the bound is the scope's own pids.max, which needs nothing of
+// the helper.
+func helperFiles(sc *scope, tl *taskLimit, first int) (string, []*os.File) {
+	var opts []string
+	var files []*os.File
+	if sc != nil {
+		opts, files = append(opts, "scope="+strconv.Itoa(first)), append(files, sc.f)
+	}
+	if tl != nil && tl.kind != "cgroup" {
+		if o, fs := tl.helperOptions(first + len(files)); o != "-" {
+			opts, files = append(opts, o), append(files, fs...)
+		}
+	}
+	if len(opts) == 0 {
+		return "-", nil
+	}
+	return strings.Join(opts, ","), files
 }
 
 // startInScope starts the command mk builds, cloned into the scope when there is one. A
@@ -196,7 +214,7 @@ func startInScope(mk func() *exec.Cmd, sc *scope) (inScope bool, err error) {
 	if sc != nil {
 		cmd := mk()
 		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = sc.fd
+		cmd.SysProcAttr.CgroupFD = int(sc.f.Fd())
 		if err := cmd.Start(); err == nil {
 			return true, nil
 		}

@@ -32,9 +32,9 @@ import (
 //     the forking process's own limit); root and CAP_SYS_RESOURCE are exempt, so it is not
 //     used for root.
 //
-// With a cgroup bound the helper returns to the cgroup it came from once the workload
-// runs: only the workload's tasks count, and the helper never fails to create a thread of
-// its own because the workload filled the bound.
+// Only the workload's tasks count, and the helper never fails to create a thread of its
+// own because the workload filled the bound: the helper clones the workload into the v2
+// scope and stays outside it, and returns from the v1 group once the workload runs.
 
 // taskLimit is the task bound of one invocation as it will be enforced.
 type taskLimit struct {
@@ -43,10 +43,8 @@ type taskLimit struct {
 	// dir is the directory whose pids.events counts refusals (cgroup, cgroup_v1).
 	dir string
 	// join is the v1 group's tasks file, which the helper's forking thread writes 0 to
-	// (itself) before it forks the workload (cgroup_v1); home is where the helper returns
-	// once the workload runs: the cgroup.procs of the scope's parent (cgroup: the
-	// process), the tasks file of the group's parent (cgroup_v1: the thread). Either may
-	// be nil.
+	// (itself) before it forks the workload; home is the tasks file of the group's parent,
+	// through which it returns once the workload runs (cgroup_v1). Either may be nil.
 	join, home *os.File
 }
 
@@ -57,9 +55,7 @@ func limitTasks(n int64, sc *scope) *taskLimit {
 		return nil
 	}
 	if sc != nil && sc.setPidsMax(n) {
-		t := &taskLimit{kind: "cgroup", max: n, dir: sc.dir}
-		t.home, _ = os.OpenFile(filepath.Join(filepath.Dir(sc.dir), "cgroup.procs"), os.O_WRONLY, 0)
-		return t
+		return &taskLimit{kind: "cgroup", max: n, dir: sc.dir}
 	}
 	if t := newV1Group(n); t != nil {
 		return t

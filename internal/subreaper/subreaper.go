@@ -8,32 +8,31 @@
 // (closing the control pipe: a limit or cancellation), and when the broker dies (the
 // control pipe reaches EOF even on SIGKILL; PR_SET_PDEATHSIG delivers SIGTERM as well).
 //
-// Its arguments are Arg, the task options, the executable and the argv. The task options
-// are "-" (none) or a comma-separated list of join=FD (a v1 pids group's tasks file,
-// through which the helper's forking thread joins the group before it forks the
-// workload), home=FD (the tasks or cgroup.procs file it returns through once the workload
-// runs; both are written "0", the writer) and nproc=N (the workload's RLIMIT_NPROC is the
-// user's tasks at launch plus N); internal/broker encodes them (its taskLimit's
-// helperOptions), this package parses them. The control pipe is fd 3; the protocol, on
-// fd 4, is one line each: "started PID tasks=KIND" (KIND: cgroup_v1 or rlimit where the
-// helper applied that bound, else -), "starterr MESSAGE" or "nosubreaper ERROR" (the
-// helper could not become a subreaper and started nothing), then "end exit|signal N
-// killed K" once nothing of the tree is left.
+// Its arguments are Arg, the options, the executable and the argv. The options are "-"
+// (none) or a comma-separated list of scope=FD (a cgroup v2 scope's directory, into which
+// the helper clones the workload, CLONE_INTO_CGROUP, while it stays outside), join=FD (a
+// v1 pids group's tasks file, through which the helper's forking thread joins the group
+// before it forks the workload), home=FD (the tasks file it returns through once the
+// workload runs; both are written "0", the writer) and nproc=N (the workload's
+// RLIMIT_NPROC is the user's tasks at launch plus N); internal/broker encodes them (its
+// helperFiles), this package parses them. The control pipe is fd 3; the protocol, on fd
+// 4, is one line each: "started PID tasks=KIND" (KIND: cgroup_v1 or rlimit where the
+// helper applied that bound, else -) followed by " scope=1" where the workload was cloned
+// into the scope, or " scope=0" where the kernel refused that and the workload started
+// outside; "starterr MESSAGE" or "nosubreaper ERROR" (the helper could not become a
+// subreaper and started nothing); then "end exit|signal N killed K" once nothing of the
+// tree is left.
 //
 // A helper started ahead of its invocation (internal/broker's Prestart) has ArgWaiting
 // alone as its argument, and its control channel on fd 3 is a SOCK_SEQPACKET socket: it
 // initializes, prepares its signal handling, then waits there for one message, the
-// invocation (EncodeInvocation: task options, executable, directory, argv and
-// environment) with the workload's standard input, output and error attached
-// (SCM_RIGHTS), followed by the files the options name, which name them by their
-// position among the attached files (join=3 is the fourth). Its options may also hold
-// scope=N, a cgroup v2 scope's directory, into which the helper clones the workload
-// (CLONE_INTO_CGROUP) while it stays outside; it then reports "started PID tasks=KIND
-// scope=1", or scope=0 where the kernel refused the clone and the workload started
-// outside. It goes on as above; an end of the channel, or a stop signal, before the
-// message ends the helper, having started and reported nothing. The broker starts such a
-// helper before it makes the scope and the task bound, so that the helper's start
-// overlaps their making.
+// invocation (EncodeInvocation: options, executable, directory, argv and environment)
+// with the workload's standard input, output and error attached (SCM_RIGHTS), followed by
+// the files the options name, which name them by their position among the attached files
+// (scope=3 is the fourth). It goes on as above; an end of the channel, or a stop signal,
+// before the message ends the helper, having started and reported nothing. The broker
+// starts such a helper before it makes the scope and the task bound, so that the
+// helper's start overlaps their making.
 //
 // The helper's work runs from this package's init, and Go initializes, at each step, the
 // lexically smallest package whose imports are all initialized: a dependency that sorts

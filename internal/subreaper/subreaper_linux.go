@@ -341,13 +341,12 @@ func descendants(root int) []procfs.Process {
 
 // applyTaskOptions runs in the helper's forking thread (locked to it) before it forks the
 // workload: it joins the v1 group (join=FD), notes where to return (home=FD) and lowers
-// RLIMIT_NPROC (nproc=N) for the fork. Both cgroup files are written "0", the writer
-// itself: through a v1 tasks file that moves this thread alone (which the kernel does
-// without the global lock a process's move takes), through a cgroup.procs file this
-// process. It returns the bound it applied (cgroup_v1, rlimit or -) and what to call once
+// RLIMIT_NPROC (nproc=N) for the fork. Both files are written "0", the writer itself:
+// through a v1 tasks file that moves this thread alone (which the kernel does without the
+// global lock a process's move takes). It returns the bound it applied (cgroup_v1, rlimit or -) and what to call once
 // the fork is done: the helper returns home and gets its own limit back, so the bound
 // holds the workload alone. None of the descriptors reaches the workload. The options
-// are internal/broker's encoding (its taskLimit's helperOptions).
+// are internal/broker's encoding (its helperFiles).
 func applyTaskOptions(opts string) (string, func()) {
 	bound := "-"
 	var home *os.File

@@ -189,7 +189,7 @@ func unixFcntl(fd int) (uintptr, error) {
 // TestForkWorkload: without a scope the workload starts as before; with a descriptor the
 // kernel refuses as a cgroup (a plain directory), it starts outside and the started line
 // says scope=0; the scope's descriptor is closed either way. (internal/broker's
-// TestPrestartedHelperClonesIntoTheScope runs it into a real scope.)
+// TestHelperClonesIntoTheScope runs it into a real scope.)
 func TestForkWorkload(t *testing.T) {
 	if got := scopeFD("join=5,home=6"); got != -1 {
 		t.Errorf("scopeFD without scope = %d", got)
