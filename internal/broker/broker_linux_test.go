@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
@@ -275,4 +276,54 @@ func newScopeAvailable() bool {
 	}
 	sc.remove()
 	return true
+}
+
+// TestSilentHelperStartedWhatItsScopeHolds: a helper that ends before its first line
+// (its workload killed it first) started the workload when its scope holds a process,
+// since nothing but the helper's clone enters the scope; with the scope empty, it
+// started nothing. TestDaemonThatLeftTheTreeDiesWithTheScope meets the first case only
+// when the workload wins the race.
+func TestSilentHelperStartedWhatItsScopeHolds(t *testing.T) {
+	sc := newScope()
+	if sc == nil {
+		t.Skip("no cgroup v2 scope can be created here")
+	}
+	defer sc.remove()
+	silent := func() *reaper {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		t.Cleanup(func() { r.Close() })
+		return &reaper{cmd: &exec.Cmd{}, br: bufio.NewReader(r)}
+	}
+
+	h := silent()
+	if err := h.awaitStart(sc); err == nil || h.rep.workload != 0 {
+		t.Fatalf("empty scope: err = %v, workload = %d; want the start failure", err, h.rep.workload)
+	}
+
+	var cmd *exec.Cmd
+	inScope, err := startInScope(func() *exec.Cmd {
+		cmd = exec.Command("sleep", "100")
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+		return cmd
+	}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if !inScope {
+		t.Skip("the kernel refuses to clone into the scope here")
+	}
+	h = silent()
+	if err := h.awaitStart(sc); err != nil || h.rep.workload != -1 || !h.rep.scoped {
+		t.Fatalf("populated scope: err = %v, report = %+v; want a workload started in the scope", err, h.rep)
+	}
+	// And without a scope, a silent helper started nothing.
+	h = silent()
+	if err := h.awaitStart(nil); err == nil || h.rep.workload != 0 {
+		t.Fatalf("no scope: err = %v, workload = %d", err, h.rep.workload)
+	}
 }

@@ -96,8 +96,8 @@ func (p *prestarted) start(spec Spec, outW, errW *os.File, res *Result) (c conta
 	if err != nil || sendErr != nil {
 		return nil, nil, false // the helper is gone: nothing was started
 	}
-	err = p.h.awaitStart()
-	if p.h.rep.workload > 0 {
+	err = p.h.awaitStart(p.sc)
+	if p.h.rep.workload != 0 {
 		return contained(res, p.h.cmd, p.h, p.sc, p.h.rep.scoped, p.tl), nil, true
 	}
 	// The helper started nothing and has exited: the invocation failed to start (err), or

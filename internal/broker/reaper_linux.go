@@ -19,13 +19,16 @@ import (
 
 // reaperReport is what the helper said.
 type reaperReport struct {
-	workload  int    // the workload's pid; 0 when it did not start
+	// workload is the workload's pid: -1 when it started but the helper ended before
+	// saying so (awaitStart), 0 when it did not start.
+	workload  int
 	taskBound string // cgroup_v1 or rlimit: the task bound the helper applied
 	startErr  string // why the workload did not start
 	// unavailable: the helper could not become a subreaper and started nothing.
 	unavailable bool
 	// scoped: the helper cloned the workload into the scope it was handed (scope=1).
 	scoped   bool
+	lost     bool // the helper ended before its first line
 	ended    bool // the end line arrived
 	exitCode *int
 	killed   int
@@ -36,6 +39,7 @@ func (r *reaperReport) readStart(br *bufio.Reader) {
 	line, err := br.ReadString('\n')
 	if err != nil {
 		r.startErr = "the containment helper ended before starting the workload"
+		r.lost = true
 		return
 	}
 	line = strings.TrimSpace(line)
@@ -106,7 +110,7 @@ func startReaper(spec Spec, outW, errW *os.File, sc *scope, tl *taskLimit) (*rea
 		}
 		return nil, nil
 	}
-	if err := h.awaitStart(); err != nil || h.rep.workload == 0 {
+	if err := h.awaitStart(sc); err != nil || h.rep.workload == 0 {
 		return nil, err
 	}
 	return h, nil
@@ -124,9 +128,17 @@ func (spec Spec) helperArgv() []string {
 // its pid; otherwise the helper, which started nothing, is ended and reaped (its control
 // and status ends closed and cleared), and the error is the workload's start failure
 // (nil where a helper cannot contain it here: rep.unavailable).
-func (h *reaper) awaitStart() error {
+// A helper that ends without a word while the scope sc it was handed holds a process
+// started the workload: nothing but its clone enters the scope. The workload ran first
+// and killed it (or something else did) before it reported; the workload runs in the
+// scope (rep.workload -1, rep.scoped), so the scope contains it and ends it as it would
+// have (the task bound the helper applied goes unreported).
+func (h *reaper) awaitStart(sc *scope) error {
 	h.rep.readStart(h.br)
-	if h.rep.workload > 0 {
+	if h.rep.lost && sc != nil && sc.populated() {
+		h.rep.workload, h.rep.scoped, h.rep.startErr = -1, true, ""
+	}
+	if h.rep.workload != 0 {
 		return nil
 	}
 	h.end()
