@@ -10,6 +10,6 @@
 // malformed message is called and how large a value may be are the reader's: each
 // decides and words its own errors and limits.
 //
-// It is built on google.golang.org/protobuf/encoding/protowire. Files: field.go (Field,
-// Next, Each, ValidNumber), reader.go (Reader).
+// It is built on providers/internal/protowire. Files: field.go (Field, Next, Each,
+// ValidNumber), reader.go (Reader).
 package protowalk

@@ -3,7 +3,7 @@ package protowalk
 import (
 	"math"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/flameox/flameox/providers/internal/protowire"
 )
 
 // Field is one field of a message.

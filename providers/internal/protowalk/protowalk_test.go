@@ -9,23 +9,25 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	gpw "google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/flameox/flameox/providers/internal/protowire"
 )
 
 // TestEachMatchesProtowire walks messages written with protowire and checks every field
-// against protowire's own reading, and that what protowire.ConsumeField refuses (bar
+// against protowire's own reading, and that what gpw.ConsumeField refuses (bar
 // groups, which Each refuses too, and field numbers, which it leaves to ValidNumber) is
 // malformed here.
 func TestEachMatchesProtowire(t *testing.T) {
 	var b []byte
-	b = protowire.AppendTag(b, 1, protowire.VarintType)
-	b = protowire.AppendVarint(b, 1<<63)
-	b = protowire.AppendTag(b, 2, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, 0x0102030405060708)
-	b = protowire.AppendTag(b, 3, protowire.Fixed32Type)
-	b = protowire.AppendFixed32(b, 0xdeadbeef)
-	b = protowire.AppendTag(b, 536870911, protowire.BytesType)
-	b = protowire.AppendBytes(b, []byte("payload"))
+	b = gpw.AppendTag(b, 1, gpw.VarintType)
+	b = gpw.AppendVarint(b, 1<<63)
+	b = gpw.AppendTag(b, 2, gpw.Fixed64Type)
+	b = gpw.AppendFixed64(b, 0x0102030405060708)
+	b = gpw.AppendTag(b, 3, gpw.Fixed32Type)
+	b = gpw.AppendFixed32(b, 0xdeadbeef)
+	b = gpw.AppendTag(b, 536870911, gpw.BytesType)
+	b = gpw.AppendBytes(b, []byte("payload"))
 	want := []Field{
 		{Num: 1, Type: protowire.VarintType, Value: 1 << 63},
 		{Num: 2, Type: protowire.Fixed64Type, Value: 0x0102030405060708},
@@ -48,7 +50,7 @@ func TestEachMatchesProtowire(t *testing.T) {
 	// Every prefix cut inside a field is malformed; a prefix at a field boundary is not.
 	ends := map[int]bool{0: true}
 	for rest := b; len(rest) > 0; {
-		_, _, n := protowire.ConsumeField(rest)
+		_, _, n := gpw.ConsumeField(rest)
 		rest = rest[n:]
 		ends[len(b)-len(rest)] = true
 	}
@@ -59,22 +61,22 @@ func TestEachMatchesProtowire(t *testing.T) {
 	}
 	// Groups and undefined wire types.
 	for _, typ := range []protowire.Type{protowire.StartGroupType, protowire.EndGroupType, 6, 7} {
-		m := protowire.AppendTag(nil, 1, typ)
+		m := gpw.AppendTag(nil, 1, gpw.Type(typ))
 		m = append(m, 0, 0, 0, 0, 0, 0, 0, 0)
 		if Each(m, func(Field) bool { return true }) {
 			t.Errorf("wire type %d is not malformed", typ)
 		}
 	}
 	// Field 0 and numbers past 2^31-1 are walked, and ValidNumber refuses them as
-	// protowire.ConsumeTag does.
+	// gpw.ConsumeTag does.
 	for _, num := range []uint64{0, 1, 1 << 29, 1<<31 - 1, 1 << 31, 1 << 40} {
-		m := protowire.AppendVarint(nil, num<<3|uint64(protowire.VarintType))
-		m = protowire.AppendVarint(m, 7)
+		m := gpw.AppendVarint(nil, num<<3|uint64(protowire.VarintType))
+		m = gpw.AppendVarint(m, 7)
 		f, rest, ok := Next(m)
 		if !ok || len(rest) != 0 || f.Num != num || f.Value != 7 {
 			t.Errorf("field number %d: %+v, ok %v", num, f, ok)
 		}
-		_, _, n := protowire.ConsumeTag(m)
+		_, _, n := gpw.ConsumeTag(m)
 		if ValidNumber(num) != (n > 0) {
 			t.Errorf("ValidNumber(%d) = %v, ConsumeTag %d", num, ValidNumber(num), n)
 		}
@@ -85,7 +87,7 @@ func TestEachMatchesProtowire(t *testing.T) {
 }
 
 func TestVarintsAndFixed64s(t *testing.T) {
-	packed := protowire.AppendVarint(protowire.AppendVarint(protowire.AppendVarint(nil, 1), 300), 1<<40)
+	packed := gpw.AppendVarint(gpw.AppendVarint(gpw.AppendVarint(nil, 1), 300), 1<<40)
 	var got []uint64
 	collect := func(v uint64) bool { got = append(got, v); return true }
 	if !(Field{Type: protowire.BytesType, Bytes: packed}).Varints(collect) || len(got) != 3 || got[1] != 300 || got[2] != 1<<40 {

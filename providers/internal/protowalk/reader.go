@@ -6,7 +6,7 @@ import (
 	"errors"
 	"io"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/flameox/flameox/providers/internal/protowire"
 )
 
 // ErrOverflow is a varint that does not fit 64 bits: ten bytes that all continue, or a

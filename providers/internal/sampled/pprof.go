@@ -11,11 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/flameox/flameox/internal/sourcefile"
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/protowalk"
+	"github.com/flameox/flameox/providers/internal/protowire"
 )
 
 // pprofUnits scales pprof time units to seconds.

@@ -3,9 +3,8 @@ package perfetto
 import (
 	"math"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/flameox/flameox/providers/internal/protowalk"
+	"github.com/flameox/flameox/providers/internal/protowire"
 )
 
 // Builtin clock ids (protos/perfetto/common/builtin_clock.proto).

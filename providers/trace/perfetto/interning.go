@@ -3,9 +3,8 @@ package perfetto
 import (
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/flameox/flameox/providers/internal/protowalk"
+	"github.com/flameox/flameox/providers/internal/protowire"
 )
 
 // sequence is a packet sequence's state (trusted_packet_sequence_id): its incremental

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"io"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/flameox/flameox/providers/internal/protowalk"
+	"github.com/flameox/flameox/providers/internal/protowire"
 )
 
 // TracePacket field numbers (protos/perfetto/trace/trace_packet.proto).

@@ -1,8 +1,6 @@
 package perfetto
 
-import (
-	"google.golang.org/protobuf/encoding/protowire"
-)
+import "github.com/flameox/flameox/providers/internal/protowire"
 
 // IsTrace sniffs the first bytes of a file for a Perfetto Trace.
 //

@@ -1,9 +1,8 @@
 package perfetto
 
 import (
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/flameox/flameox/providers/internal/protowalk"
+	"github.com/flameox/flameox/providers/internal/protowire"
 	"github.com/flameox/flameox/providers/trace/tracemodel"
 )
 
