@@ -8,10 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/jsonvalue"
 	"github.com/flameox/flameox/providers/trace/otlp"
@@ -54,28 +50,28 @@ func (r *otlpRange) add(t int, row []byte) error {
 	return nil
 }
 
-func (r *otlpRange) Resource(index int64, res *resourcepb.Resource) error {
+func (r *otlpRange) Resource(index int64, res *otlp.Resource) error {
 	if !r.take(0) {
 		return nil
 	}
 	o := newRow("resources")
 	o.int("resource_index", index)
-	o.value("attributes", attributes(res.GetAttributes()))
-	o.int("dropped_attributes_count", int64(res.GetDroppedAttributesCount()))
+	o.value("attributes", attributes(res.Attributes))
+	o.int("dropped_attributes_count", int64(res.DroppedAttributesCount))
 	return r.add(0, o.done())
 }
 
-func (r *otlpRange) Scope(resource, index int64, s *commonpb.InstrumentationScope) error {
+func (r *otlpRange) Scope(resource, index int64, s *otlp.Scope) error {
 	if !r.take(1) {
 		return nil
 	}
 	o := newRow("scopes")
 	o.int("resource_index", resource)
 	o.int("scope_index", index)
-	o.value("name", s.GetName())
-	o.value("version", s.GetVersion())
-	o.value("attributes", attributes(s.GetAttributes()))
-	o.int("dropped_attributes_count", int64(s.GetDroppedAttributesCount()))
+	o.value("name", s.Name)
+	o.value("version", s.Version)
+	o.value("attributes", attributes(s.Attributes))
+	o.int("dropped_attributes_count", int64(s.DroppedAttributesCount))
 	return r.add(1, o.done())
 }
 
@@ -94,59 +90,59 @@ func (r *otlpRange) Skip(events, links int) {
 	r.seen[4] += int64(links)
 }
 
-func (r *otlpRange) Span(resource, scope, index int64, s *tracepb.Span) error {
+func (r *otlpRange) Span(resource, scope, index int64, s *otlp.SpanRecord) error {
 	if r.take(2) {
 		o := newRow("spans")
 		o.int("resource_index", resource)
 		o.int("scope_index", scope)
 		o.int("span_index", index)
-		o.value("trace_id", hexID(s.GetTraceId()))
-		o.value("span_id", hexID(s.GetSpanId()))
-		o.value("parent_span_id", hexID(s.GetParentSpanId()))
-		o.value("trace_state", s.GetTraceState())
-		o.int("flags", int64(s.GetFlags()))
-		o.value("name", s.GetName())
-		o.value("kind", otlp.KindName(int32(s.GetKind())))
-		o.value("start_time_unix_nano", unixNanos(s.GetStartTimeUnixNano()))
-		o.value("end_time_unix_nano", unixNanos(s.GetEndTimeUnixNano()))
-		o.value("status_code", otlp.StatusName(int32(s.GetStatus().GetCode())))
-		o.value("status_message", s.GetStatus().GetMessage())
-		o.value("attributes", attributes(s.GetAttributes()))
-		o.int("dropped_attributes_count", int64(s.GetDroppedAttributesCount()))
-		o.int("dropped_events_count", int64(s.GetDroppedEventsCount()))
-		o.int("dropped_links_count", int64(s.GetDroppedLinksCount()))
+		o.value("trace_id", hexID(s.TraceID))
+		o.value("span_id", hexID(s.SpanID))
+		o.value("parent_span_id", hexID(s.ParentSpanID))
+		o.value("trace_state", s.TraceState)
+		o.int("flags", int64(s.Flags))
+		o.value("name", s.Name)
+		o.value("kind", otlp.KindName(s.Kind))
+		o.value("start_time_unix_nano", unixNanos(s.StartTimeUnixNano))
+		o.value("end_time_unix_nano", unixNanos(s.EndTimeUnixNano))
+		o.value("status_code", otlp.StatusName(s.Status.Code))
+		o.value("status_message", s.Status.Message)
+		o.value("attributes", attributes(s.Attributes))
+		o.int("dropped_attributes_count", int64(s.DroppedAttributesCount))
+		o.int("dropped_events_count", int64(s.DroppedEventsCount))
+		o.int("dropped_links_count", int64(s.DroppedLinksCount))
 		if err := r.add(2, o.done()); err != nil {
 			return err
 		}
 	}
-	for i, e := range s.GetEvents() {
+	for i, e := range s.Events {
 		if !r.take(3) {
 			continue
 		}
 		o := newRow("events")
 		o.int("span_index", index)
 		o.int("event_index", int64(i))
-		o.value("time_unix_nano", unixNanos(e.GetTimeUnixNano()))
-		o.value("name", e.GetName())
-		o.value("attributes", attributes(e.GetAttributes()))
-		o.int("dropped_attributes_count", int64(e.GetDroppedAttributesCount()))
+		o.value("time_unix_nano", unixNanos(e.TimeUnixNano))
+		o.value("name", e.Name)
+		o.value("attributes", attributes(e.Attributes))
+		o.int("dropped_attributes_count", int64(e.DroppedAttributesCount))
 		if err := r.add(3, o.done()); err != nil {
 			return err
 		}
 	}
-	for i, l := range s.GetLinks() {
+	for i, l := range s.Links {
 		if !r.take(4) {
 			continue
 		}
 		o := newRow("links")
 		o.int("span_index", index)
 		o.int("link_index", int64(i))
-		o.value("trace_id", hexID(l.GetTraceId()))
-		o.value("span_id", hexID(l.GetSpanId()))
-		o.value("trace_state", l.GetTraceState())
-		o.value("attributes", attributes(l.GetAttributes()))
-		o.int("dropped_attributes_count", int64(l.GetDroppedAttributesCount()))
-		o.int("flags", int64(l.GetFlags()))
+		o.value("trace_id", hexID(l.TraceID))
+		o.value("span_id", hexID(l.SpanID))
+		o.value("trace_state", l.TraceState)
+		o.value("attributes", attributes(l.Attributes))
+		o.int("dropped_attributes_count", int64(l.DroppedAttributesCount))
+		o.int("flags", int64(l.Flags))
 		if err := r.add(4, o.done()); err != nil {
 			return err
 		}
@@ -174,36 +170,37 @@ func unixNanos(t uint64) any {
 
 // attributes are an object of the attributes' values, keys sorted (the last of a
 // repeated key wins).
-func attributes(kvs []*commonpb.KeyValue) map[string]any {
+func attributes(kvs []otlp.KeyValue) map[string]any {
 	m := make(map[string]any, len(kvs))
-	for _, kv := range kvs {
-		m[kv.GetKey()] = anyValue(kv.GetValue())
+	for i := range kvs {
+		m[kvs[i].Key] = anyValue(&kvs[i].Value)
 	}
 	return m
 }
 
 // anyValue is an AnyValue as a native value: strings, booleans, integers, doubles, bytes
-// (base64), arrays and key-value lists (objects); an empty AnyValue is null.
-func anyValue(v *commonpb.AnyValue) any {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return x.StringValue
-	case *commonpb.AnyValue_BoolValue:
-		return x.BoolValue
-	case *commonpb.AnyValue_IntValue:
-		return x.IntValue
-	case *commonpb.AnyValue_DoubleValue:
-		return x.DoubleValue
-	case *commonpb.AnyValue_BytesValue:
-		return base64.StdEncoding.EncodeToString(x.BytesValue)
-	case *commonpb.AnyValue_ArrayValue:
-		out := make([]any, len(x.ArrayValue.GetValues()))
-		for i, e := range x.ArrayValue.GetValues() {
-			out[i] = anyValue(e)
+// (base64), arrays and key-value lists (objects); an empty AnyValue, or one holding a
+// profiles string index, is null.
+func anyValue(v *otlp.AnyValue) any {
+	switch v.Kind {
+	case otlp.ValueString:
+		return v.String
+	case otlp.ValueBool:
+		return v.Bool
+	case otlp.ValueInt:
+		return v.Int
+	case otlp.ValueDouble:
+		return v.Double
+	case otlp.ValueBytes:
+		return base64.StdEncoding.EncodeToString(v.Bytes)
+	case otlp.ValueArray:
+		out := make([]any, len(v.Array))
+		for i := range v.Array {
+			out[i] = anyValue(&v.Array[i])
 		}
 		return out
-	case *commonpb.AnyValue_KvlistValue:
-		return attributes(x.KvlistValue.GetValues())
+	case otlp.ValueKvlist:
+		return attributes(v.Kvlist)
 	}
 	return nil
 }

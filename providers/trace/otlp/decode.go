@@ -8,10 +8,6 @@ import (
 	"fmt"
 	"io"
 
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-
 	"github.com/flameox/flameox/providers"
 )
 
@@ -108,16 +104,18 @@ type decoder struct {
 	service *string
 	// resourceSeen says the current resource_spans' resource has been read.
 	resourceSeen bool
-	// tables, when set, receives every resource, scope and span as a complete message
+	// tables, when set, receives every resource, scope and span as a complete record
 	// (view "tables"); res, scope and full hold the current ones, and resSent and
 	// scopeSent say the current resource and scope went to the sink.
 	tables             TableSink
-	res                resourcepb.Resource
-	scope              commonpb.InstrumentationScope
-	full               tracepb.Span
+	res                Resource
+	scope              Scope
+	full               SpanRecord
 	resSent, scopeSent bool
 	// whole says full holds the current span, decoded whole for the sink.
 	whole bool
+	// records reads OTLP/JSON records whole.
+	records jsonRecords
 }
 
 func (d *decoder) bad(format string, a ...any) error {
@@ -153,7 +151,7 @@ func (d *decoder) emit() error {
 func (d *decoder) beginResource() {
 	d.st.Resources++
 	d.service, d.resourceSeen, d.resSent = nil, false, false
-	d.res.Reset()
+	d.res = Resource{}
 }
 
 // sendResource passes the current resource to the table sink, once: when it is read, or
@@ -177,7 +175,7 @@ func (d *decoder) endResource(err error) error {
 func (d *decoder) beginScope() {
 	d.st.Scopes++
 	d.scopeSent = false
-	d.scope.Reset()
+	d.scope = Scope{}
 }
 
 // sendScope passes the current scope to the table sink, once: when it is read, or when

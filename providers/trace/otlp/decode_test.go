@@ -15,9 +15,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/flameox/flameox/internal/testtool"
@@ -126,7 +123,7 @@ func TestMalformed(t *testing.T) {
 		data       []byte
 	}{
 		{"truncated protobuf", "t.binpb", pb[:len(pb)-7]},
-		// proto.Unmarshal rejects these; the generated types decode each message.
+		// proto.Unmarshal rejects these, and so does the record decoder.
 		{"protobuf span id of 5 bytes", "t.binpb", request(nil, append(traceID, msg(2, []byte{1, 2, 3, 4, 5})...))},
 		{"protobuf span name not UTF-8", "t.binpb", request(nil, append(traceID, msg(5, []byte{0xff, 0xfe})...))},
 		{"protobuf span truncated inside", "t.binpb", request(nil, append(traceID, msg(11, []byte{0x12, 0x05, 'a'})...))},
@@ -198,13 +195,11 @@ func (s *stopAt) at(table string) error {
 	}
 	return nil
 }
-func (s *stopAt) Resource(int64, *resourcepb.Resource) error { return s.at("resource") }
-func (s *stopAt) Scope(_, _ int64, _ *commonpb.InstrumentationScope) error {
-	return s.at("scope")
-}
-func (s *stopAt) Wants(int, int) bool                       { return true }
-func (s *stopAt) Span(_, _, _ int64, _ *tracepb.Span) error { return s.at("span") }
-func (s *stopAt) Skip(int, int)                             {}
+func (s *stopAt) Resource(int64, *otlp.Resource) error         { return s.at("resource") }
+func (s *stopAt) Scope(_, _ int64, _ *otlp.Scope) error        { return s.at("scope") }
+func (s *stopAt) Wants(int, int) bool                          { return true }
+func (s *stopAt) Span(_, _, _ int64, _ *otlp.SpanRecord) error { return s.at("span") }
+func (s *stopAt) Skip(int, int)                                {}
 
 // TestCallerErrorsPass: an error visit or the table sink returns ends the read and is
 // what Decode returns, as it is, in either encoding; the decoder neither words it nor

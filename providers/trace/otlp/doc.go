@@ -14,13 +14,20 @@
 //
 // Files, by what they own:
 //
-//	decode.go   Decode, Span, Event, Stats, the decoder: spans, resources and scopes
-//	            counted and handed on, the caller's errors passed through
-//	proto.go    OTLP/protobuf: the framing (protowalk.Reader) and each message decoded
-//	            with the OpenTelemetry project's generated types
-//	json.go     OTLP/JSON: the streaming walk of the objects and each span's members
-//	records.go  TableSink and the whole records it receives (view "tables"): an
-//	            OTLP/JSON message read with protojson, its hex ids as base64
-//	sniff.go    IsProto: is this the start of a protobuf export; ReadAsProto
-//	enums.go    KindName, StatusName: trace.proto's enum names
+//	decode.go       Decode, Span, Event, Stats, the decoder: spans, resources and scopes
+//	                counted and handed on, the caller's errors passed through
+//	proto.go        OTLP/protobuf: the framing (protowalk.Reader), each record handed to
+//	                pbrecords.go
+//	pbrecords.go    the records in protobuf, decoded as proto.Unmarshal decodes the
+//	                OpenTelemetry project's generated types (a test holds it to that)
+//	json.go         OTLP/JSON: the streaming walk of the objects and each span's members;
+//	                a span's hex ids checked before it is read whole
+//	jsonrecords.go  the records in OTLP/JSON, read as protojson reads proto3's JSON
+//	                mapping (a test holds it to that), ids hex
+//	records.go      TableSink and the whole records it receives (view "tables")
+//	sniff.go        IsProto: is this the start of a protobuf export; ReadAsProto
+//	enums.go        KindName, StatusName: trace.proto's enum names
+//
+// The protobuf runtime and the generated types are test-only: the binary does not pay
+// their initialization at every start (decision 0067).
 package otlp

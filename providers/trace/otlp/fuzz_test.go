@@ -5,10 +5,6 @@ import (
 	"context"
 	"testing"
 
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-
 	"github.com/flameox/flameox/providers/internal/fuzztool"
 	"github.com/flameox/flameox/providers/trace/otlp"
 	"github.com/flameox/flameox/providers/trace/otlp/otlptest"
@@ -17,16 +13,13 @@ import (
 // counter is a TableSink that wants every record and counts them by table.
 type counter struct{ resources, scopes, spans, events, links, skipped int64 }
 
-func (c *counter) Resource(int64, *resourcepb.Resource) error { c.resources++; return nil }
-func (c *counter) Scope(_, _ int64, _ *commonpb.InstrumentationScope) error {
-	c.scopes++
-	return nil
-}
-func (c *counter) Wants(int, int) bool { return true }
-func (c *counter) Span(_, _, _ int64, s *tracepb.Span) error {
+func (c *counter) Resource(int64, *otlp.Resource) error  { c.resources++; return nil }
+func (c *counter) Scope(_, _ int64, _ *otlp.Scope) error { c.scopes++; return nil }
+func (c *counter) Wants(int, int) bool                   { return true }
+func (c *counter) Span(_, _, _ int64, s *otlp.SpanRecord) error {
 	c.spans++
-	c.events += int64(len(s.GetEvents()))
-	c.links += int64(len(s.GetLinks()))
+	c.events += int64(len(s.Events))
+	c.links += int64(len(s.Links))
 	return nil
 }
 func (c *counter) Skip(int, int) { c.skipped++ }

@@ -261,7 +261,7 @@ func (d *decoder) json(r io.Reader) error {
 							}
 						}
 						if d.tables != nil {
-							if err := d.jsonMessage(v, &d.res, "resource"); err != nil {
+							if err := d.jsonRecord(v, "resource", func(j *jsonRecords) error { return j.resource(&d.res) }); err != nil {
 								return err
 							}
 						}
@@ -275,7 +275,7 @@ func (d *decoder) json(r io.Reader) error {
 									if err != nil {
 										return err
 									}
-									if err := d.jsonMessage(v, &d.scope, "scope"); err != nil {
+									if err := d.jsonRecord(v, "scope", func(j *jsonRecords) error { return j.scope(&d.scope) }); err != nil {
 										return err
 									}
 									return d.sendScope()
@@ -324,4 +324,123 @@ func (d *decoder) fixErr(err error) error {
 		return d.bad("resourceSpans, scopeSpans and spans must be arrays")
 	}
 	return d.jsonErr(err)
+}
+
+// jsonRecord reads the record v, a what, with read.
+func (d *decoder) jsonRecord(v jsontext.Value, what string, read func(*jsonRecords) error) error {
+	d.records.reset(v)
+	if err := read(&d.records); err != nil {
+		return d.bad("a %s does not follow the OTLP JSON mapping", what)
+	}
+	return nil
+}
+
+// jsonFullSpan reads the span v whole into d.full.
+func (d *decoder) jsonFullSpan(v jsontext.Value) error {
+	if err := d.jsonHexIDs(v); err != nil {
+		return err
+	}
+	d.full = SpanRecord{}
+	return d.jsonRecord(v, "span", func(j *jsonRecords) error { return j.span(&d.full) })
+}
+
+// idNames are the members of a span or a link whose hex ids jsonHexIDs checks, in its
+// order (a link's parent ids are checked too, then ignored as unknown).
+var idNames = [...]string{"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
+
+// jsonHexIDs checks the hex ids of the span v before anything else of it is read whole,
+// and words their errors: the span's own ids, that its links are an array of objects (or
+// null), then each link's ids.
+func (d *decoder) jsonHexIDs(v jsontext.Value) error {
+	d.records.reset(v)
+	dec := d.records.dec
+	if dec.PeekKind() != '{' {
+		return d.bad("a span does not follow the OTLP JSON mapping")
+	}
+	var links jsontext.Value
+	ids, err := idMembers(dec, func(name string) (bool, error) {
+		if name != "links" {
+			return false, nil
+		}
+		v, err := dec.ReadValue()
+		links = v.Clone()
+		return true, err
+	})
+	if err != nil {
+		return d.bad("a span does not follow the OTLP JSON mapping")
+	}
+	if err := d.checkHexIDs(&ids); err != nil {
+		return err
+	}
+	var linkIDs [][len(idNames)]jsontext.Value
+	if len(links) > 0 {
+		d.records.reset(links)
+		err := elements(dec, func() error {
+			switch dec.PeekKind() {
+			case 'n':
+				_, err := dec.ReadToken()
+				return err
+			case '{':
+				ids, err := idMembers(dec, nil)
+				linkIDs = append(linkIDs, ids)
+				return err
+			}
+			return errNotObject
+		})
+		if err != nil {
+			return d.bad("a span's links do not follow the OTLP JSON mapping")
+		}
+	}
+	for i := range linkIDs {
+		if err := d.checkHexIDs(&linkIDs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// idMembers reads the object that comes next, keeping the values of its id members
+// (idNames) and offering every other member to other, which reads its value or returns
+// false for it to be skipped.
+func idMembers(dec *jsontext.Decoder, other func(name string) (bool, error)) (ids [len(idNames)]jsontext.Value, err error) {
+	err = members(dec, func(name string) error {
+		for i, n := range idNames {
+			if n == name {
+				v, err := dec.ReadValue()
+				ids[i] = v.Clone()
+				return err
+			}
+		}
+		if other != nil {
+			if read, err := other(name); read || err != nil {
+				return err
+			}
+		}
+		return dec.SkipValue()
+	})
+	return ids, err
+}
+
+// checkHexIDs checks the id members' values, in idNames' order: each a string of hex
+// digits or null.
+func (d *decoder) checkHexIDs(ids *[len(idNames)]jsontext.Value) error {
+	for i, v := range ids {
+		var s string
+		switch v.Kind() {
+		case 0, 'n':
+			continue
+		case '"':
+			b, err := jsontext.AppendUnquote(nil, v)
+			if err != nil {
+				return d.bad("%s is not a string", idNames[i])
+			}
+			s = string(b)
+		default:
+			return d.bad("%s is not a string", idNames[i])
+		}
+		if _, err := hex.DecodeString(s); err != nil {
+			return d.bad("%s %q is not hex", idNames[i], s)
+		}
+	}
+	return nil
 }

@@ -4,14 +4,9 @@ import (
 	"fmt"
 	"io"
 
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/flameox/flameox/providers"
 	"github.com/flameox/flameox/providers/internal/protowalk"
+	"github.com/flameox/flameox/providers/internal/protowire"
 )
 
 // pbReader reads the framing of an OTLP protobuf export from a stream, its errors worded
@@ -19,8 +14,8 @@ import (
 type pbReader struct {
 	in *protowalk.Reader
 	d  *decoder
-	// kept holds a span's fields less its attributes.
-	kept []byte
+	// light holds the span just read, less its attributes (pbDecoder.light).
+	light SpanRecord
 }
 
 func (p *pbReader) varint() (uint64, error) {
@@ -113,14 +108,12 @@ func (p *pbReader) sub(typ protowire.Type) (int64, error) {
 	return p.in.Offset() + int64(l), nil
 }
 
-// protobuf streams the framing with protowire (ExportTraceServiceRequest/TracesData:
+// protobuf streams the framing with protowalk (ExportTraceServiceRequest/TracesData:
 // resource_spans = 1; ResourceSpans: resource = 1, scope_spans = 2; ScopeSpans:
 // scope = 1, spans = 2; other fields skipped) and decodes each Resource,
-// InstrumentationScope and Span, one at a time, with proto.Unmarshal into the
-// OpenTelemetry project's generated types.
+// InstrumentationScope and Span, one at a time, whole (pbrecords.go).
 func (d *decoder) protobuf(r io.Reader) error {
 	p := &pbReader{in: protowalk.NewReader(r, 64<<10), d: d}
-	var span tracepb.Span
 	return p.message(-1, func(num protowire.Number, typ protowire.Type) (bool, error) {
 		if num != 1 {
 			return true, nil
@@ -133,8 +126,13 @@ func (d *decoder) protobuf(r io.Reader) error {
 		err = p.message(end, func(num protowire.Number, typ protowire.Type) (bool, error) {
 			switch num {
 			case 1:
-				if err := p.unmarshal(typ, &d.res, "resource"); err != nil {
+				b, err := p.blob(typ, "resource")
+				if err != nil {
 					return false, err
+				}
+				d.res = Resource{}
+				if err := (pbDecoder{}).resource(b, &d.res, 1); err != nil {
+					return false, d.bad("a resource is malformed protobuf")
 				}
 				d.resourceSeen = true
 				d.service = serviceName(&d.res)
@@ -149,8 +147,13 @@ func (d *decoder) protobuf(r io.Reader) error {
 					switch num {
 					case 1:
 						// Decoding the scope checks it is well formed; only view "tables" shows it.
-						if err := p.unmarshal(typ, &d.scope, "scope"); err != nil {
+						b, err := p.blob(typ, "scope")
+						if err != nil {
 							return false, err
+						}
+						d.scope = Scope{}
+						if err := (pbDecoder{}).scope(b, &d.scope, 1); err != nil {
+							return false, d.bad("a scope is malformed protobuf")
 						}
 						return false, d.sendScope()
 					case 2:
@@ -158,16 +161,18 @@ func (d *decoder) protobuf(r io.Reader) error {
 						if err != nil {
 							return false, err
 						}
-						if err := p.unmarshalSpan(b, &span); err != nil {
-							return false, err
+						p.light = SpanRecord{Events: p.light.Events[:0], Links: p.light.Links[:0]}
+						if err := (pbDecoder{light: true}).span(b, &p.light, 1); err != nil {
+							return false, d.bad("a span is malformed protobuf")
 						}
-						if err := d.pbSpan(&span); err != nil {
+						if err := d.pbSpan(&p.light); err != nil {
 							return false, err
 						}
 						// View "tables" shows every field of a span whose rows it collects:
 						// that span is decoded again, whole.
 						if d.wantsSpan() {
-							if err := pbUnmarshal.Unmarshal(b, &d.full); err != nil {
+							d.full = SpanRecord{}
+							if err := (pbDecoder{}).span(b, &d.full, 1); err != nil {
 								return false, d.bad("a span is malformed protobuf")
 							}
 							d.whole = true
@@ -184,9 +189,6 @@ func (d *decoder) protobuf(r io.Reader) error {
 	})
 }
 
-// pbUnmarshal ignores unknown fields (receivers must) rather than keeping them.
-var pbUnmarshal = proto.UnmarshalOptions{DiscardUnknown: true}
-
 // blob reads one length-delimited message, valid until the next read.
 func (p *pbReader) blob(typ protowire.Type, what string) ([]byte, error) {
 	if typ != protowire.BytesType {
@@ -199,83 +201,38 @@ func (p *pbReader) blob(typ protowire.Type, what string) ([]byte, error) {
 	return p.bytes(l)
 }
 
-// unmarshal reads one length-delimited message (bounded by maxMessageBytes) into m.
-// The generated code copies what it keeps, so the read buffer is reused.
-func (p *pbReader) unmarshal(typ protowire.Type, m proto.Message, what string) error {
-	b, err := p.blob(typ, what)
-	if err != nil {
-		return err
-	}
-	if err := pbUnmarshal.Unmarshal(b, m); err != nil {
-		return p.d.bad("a %s is malformed protobuf", what)
-	}
-	return nil
-}
-
-// unmarshalSpan reads the Span b into sp. Its attributes (field 9) are in no row of the
-// operations, so they are dropped from the wire bytes first: decoding them would allocate
-// five objects per attribute (KeyValue, AnyValue, its oneof wrapper, key and value) and
-// tripled the read time of a span with three attributes (docs/performance.md).
-func (p *pbReader) unmarshalSpan(b []byte, sp *tracepb.Span) error {
-	p.kept = withoutField(p.kept[:0], b, 9)
-	if err := pbUnmarshal.Unmarshal(p.kept, sp); err != nil {
-		return p.d.bad("a span is malformed protobuf")
-	}
-	return nil
-}
-
-// withoutField appends to dst the fields of message b other than num. Malformed data is
-// copied as it is from there on, for Unmarshal to reject.
-func withoutField(dst, b []byte, num protowire.Number) []byte {
-	for len(b) > 0 {
-		n, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			return append(dst, b...)
-		}
-		m := protowire.ConsumeFieldValue(n, typ, b[k:])
-		if m < 0 {
-			return append(dst, b...)
-		}
-		if n != num {
-			dst = append(dst, b[:k+m]...)
-		}
-		b = b[k+m:]
-	}
-	return dst
-}
-
 // serviceName is the last string-valued service.name among a Resource's attributes.
-func serviceName(res *resourcepb.Resource) *string {
+func serviceName(res *Resource) *string {
 	var out *string
-	for _, kv := range res.GetAttributes() {
-		if sv, ok := kv.GetValue().GetValue().(*commonpb.AnyValue_StringValue); ok && kv.GetKey() == "service.name" {
-			v := sv.StringValue
+	for _, kv := range res.Attributes {
+		if kv.Value.Kind == ValueString && kv.Key == "service.name" {
+			v := kv.Value.String
 			out = &v
 		}
 	}
 	return out
 }
 
-// pbSpan maps a generated Span onto d.span. Ids are empty (absent) or of their
+// pbSpan maps a span record onto d.span. Ids are empty (absent) or of their
 // fixed length; an all-zero parent is none.
-func (d *decoder) pbSpan(sp *tracepb.Span) error {
+func (d *decoder) pbSpan(sp *SpanRecord) error {
 	s := &d.span
 	events := s.Events[:0]
-	*s = Span{Name: sp.GetName(), Kind: int32(sp.GetKind()), Start: sp.GetStartTimeUnixNano(),
-		End: sp.GetEndTimeUnixNano(), StatusCode: int32(sp.GetStatus().GetCode()), Links: len(sp.GetLinks())}
+	*s = Span{Name: sp.Name, Kind: sp.Kind, Start: sp.StartTimeUnixNano,
+		End: sp.EndTimeUnixNano, StatusCode: sp.Status.Code, Links: len(sp.Links)}
 	for _, id := range []struct {
 		dst  []byte
 		src  []byte
 		name string
-	}{{s.TraceID[:], sp.GetTraceId(), "trace_id"}, {s.SpanID[:], sp.GetSpanId(), "span_id"}, {s.ParentSpanID[:], sp.GetParentSpanId(), "parent_span_id"}} {
+	}{{s.TraceID[:], sp.TraceID, "trace_id"}, {s.SpanID[:], sp.SpanID, "span_id"}, {s.ParentSpanID[:], sp.ParentSpanID, "parent_span_id"}} {
 		if len(id.src) != 0 && len(id.src) != len(id.dst) {
 			return d.bad("span %s is an id of %d bytes, not %d", id.name, len(id.src), len(id.dst))
 		}
 		copy(id.dst, id.src)
 	}
 	s.HasParent = s.ParentSpanID != [8]byte{}
-	for _, e := range sp.GetEvents() {
-		events = append(events, Event{Time: e.GetTimeUnixNano(), Name: e.GetName()})
+	for _, e := range sp.Events {
+		events = append(events, Event{Time: e.TimeUnixNano, Name: e.Name})
 	}
 	s.Events = events
 	return nil

@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/flameox/flameox/providers/internal/protowalk"
+	"github.com/flameox/flameox/providers/internal/protowire"
 )
 
 // IsProto sniffs the first bytes of a file for an OTLP protobuf
