@@ -7,16 +7,16 @@ import (
 	"os"
 
 	"github.com/flameox/flameox/providers/internal/jsonvalue"
-	"github.com/parquet-go/parquet-go"
+	"github.com/flameox/flameox/providers/internal/parquet"
 )
 
 // parquetReader yields one row per Parquet record, keyed by the schema's top-level
-// columns in schema order. It seeks directly to the offset and reads one row at a time,
-// so memory holds the footer and the open pages only.
+// columns in schema order, in the forms of parquet.RowReader. It seeks directly to the
+// offset and reads one row at a time, so memory holds the footer, the open pages and
+// the record only.
 type parquetReader struct {
 	f      *os.File
-	pf     *parquet.File
-	r      *parquet.Reader
+	r      *parquet.RowReader
 	cols   []string
 	index  int
 	digest string
@@ -24,33 +24,24 @@ type parquetReader struct {
 	total  int64
 }
 
-func openParquet(src Source, index int) (rr *parquetReader, err error) {
+func openParquet(src Source, index int) (*parquetReader, error) {
 	f, err := os.Open(src.Path)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			f.Close()
-			rr, err = nil, decodeError(index, 0, nil, fmt.Sprintf("source %d is not a readable Parquet file", index))
-		}
-	}()
-	pf, err := parquet.OpenFile(f, src.Size)
+	pf, err := parquet.Open(f, src.Size)
 	if err != nil {
 		f.Close()
 		return nil, decodeError(index, 0, err, fmt.Sprintf("source %d is not a readable Parquet file", index))
 	}
-	p := &parquetReader{f: f, pf: pf, r: parquet.NewReader(pf), index: index, digest: src.SHA256, total: pf.NumRows()}
-	for _, fld := range pf.Schema().Fields() {
-		p.cols = append(p.cols, fld.Name())
+	p := &parquetReader{f: f, r: pf.Rows(), index: index, digest: src.SHA256, total: pf.NumRows}
+	for _, fld := range pf.Schema.Children {
+		p.cols = append(p.cols, fld.Name)
 	}
 	return p, nil
 }
 
-func (p *parquetReader) Close() error {
-	p.r.Close()
-	return p.f.Close()
-}
+func (p *parquetReader) Close() error { return p.f.Close() }
 
 func (p *parquetReader) skip(n int64) (int64, error) {
 	k := min(n, p.total-p.row)
@@ -64,17 +55,12 @@ func (p *parquetReader) skip(n int64) (int64, error) {
 	return k, nil
 }
 
-func (p *parquetReader) next() (row json.RawMessage, err error) {
+func (p *parquetReader) next() (json.RawMessage, error) {
 	if p.row >= p.total {
 		return nil, io.EOF
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			row, err = nil, decodeError(p.index, p.row+1, nil, fmt.Sprintf("Parquet record %d of source %d could not be decoded", p.row+1, p.index))
-		}
-	}()
-	m := map[string]any{}
-	if err := p.r.Read(&m); err != nil && err != io.EOF {
+	m, err := p.r.Read()
+	if err != nil {
 		return nil, decodeError(p.index, p.row+1, err, fmt.Sprintf("Parquet record %d of source %d could not be decoded", p.row+1, p.index))
 	}
 	p.row++

@@ -13,9 +13,7 @@ import (
 	"strings"
 
 	"github.com/flameox/flameox/providers"
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/deprecated"
-	"github.com/parquet-go/parquet-go/format"
+	"github.com/flameox/flameox/providers/internal/parquet"
 )
 
 // An nsys-parquet source is the directory nsys export --type parquetdir writes: one
@@ -64,8 +62,9 @@ func TablesRead() []string {
 // (parquetTables and markerTables), at most maxParquetLoadBytes, and applies to each
 // read: one analysis's figures, one page. Two measures count against it, each on its
 // own: the pages' declared decompressed sizes (the footer's column chunks of the columns
-// read, checked before a table is read, since parquet-go allocates them) and the values
-// read (8 bytes a number, strings by length, checked batch by batch).
+// read, checked before a table is read; the reader holds each page to its chunk's
+// declared size before allocating it) and the values read (8 bytes a number, strings by
+// length, checked batch by batch).
 const (
 	parquetExpansion    = 64
 	maxParquetLoadBytes = 4 << 30
@@ -153,8 +152,7 @@ func (p *parquetRead) limit(what string) error {
 			"max_decoded_bytes": int64(maxParquetLoadBytes)}}
 }
 
-// decodeErr is a table that parquet-go cannot read (its error or panic): never the
-// library's text, which may name the host path.
+// decodeErr is a table that the Parquet reader cannot read: never the reader's text.
 func (p *parquetRead) decodeErr(table string, err error) error {
 	if ctxErr := p.ctx.Err(); ctxErr != nil {
 		return ctxErr
@@ -218,22 +216,12 @@ const (
 	pqOther
 )
 
-// isUnsigned reports whether an integer column's logical type says unsigned.
-func isUnsigned(t parquet.Type) bool {
-	if lt := t.LogicalType(); lt != nil {
-		if it, ok := lt.Value.(*format.IntType); ok {
-			return !it.IsSigned
-		}
-	}
-	return false
-}
-
 // pqKindOf is the kind of a leaf column's type: integers signed or unsigned as their
 // logical type says, booleans 0 and 1, byte arrays (strings, enums, JSON, bytes) text.
 // Floating point and INT96 columns are pqOther, which no reader takes.
-func pqKindOf(t parquet.Type) pqKind {
-	unsigned := isUnsigned(t)
-	switch t.Kind() {
+func pqKindOf(n *parquet.Node) pqKind {
+	unsigned := n.IsUnsigned()
+	switch n.Type {
 	case parquet.Boolean:
 		return pqBoolean
 	case parquet.Int32:
@@ -252,6 +240,20 @@ func pqKindOf(t parquet.Type) pqKind {
 	return pqOther
 }
 
+// typeName names a leaf's type in a message: its physical type, or the text logical
+// type of a byte array.
+func typeName(n *parquet.Node) string {
+	switch {
+	case n.Logical.Kind == parquet.String || n.Converted == parquet.UTF8:
+		return "STRING"
+	case n.Logical.Kind == parquet.Enum || n.Converted == parquet.EnumConverted:
+		return "ENUM"
+	case n.Logical.Kind == parquet.JSON || n.Converted == parquet.JSONConverted:
+		return "JSON"
+	}
+	return n.Type.String()
+}
+
 // errStop ends a scan early without failing it.
 var errStop = errors.New("stop")
 
@@ -262,7 +264,8 @@ const pqBatch = 512
 type pqReader struct {
 	col   pqColumn
 	kind  pqKind
-	r     parquet.ColumnChunkValueReader
+	leaf  int
+	r     *parquet.ColumnReader
 	buf   []parquet.Value
 	vals  []pqValue
 	arena []byte
@@ -273,8 +276,8 @@ type pqReader struct {
 // ordinal (its rowid - 1) and values, which it reuses once visit returns; it returns the
 // rows the table holds. visit may end the scan early with errStop (the count is then of
 // no use). A table the parquetdir lacks has no rows.
-// Each column is read on its own (parquet-go's column chunk readers, in step, a batch of
-// rows at a time), so that columns the reader does not take are never decoded; the
+// Each column is read on its own (a column chunk reader each, in step, a batch of rows
+// at a time), so that columns the reader does not take are never decoded; the
 // column chunks' declared sizes and the values count against the read's bound.
 func (p *parquetRead) scan(table string, cols []pqColumn, visit func(row int64, vals []pqValue) error) (rows int64, err error) {
 	size, ok := p.files[table+parquetSuffix]
@@ -286,55 +289,38 @@ func (p *parquetRead) scan(table string, cols []pqColumn, visit func(row int64, 
 		return 0, &providers.InputError{Source: p.in.Index, Message: fmt.Sprintf("source %d: %s%s could not be read", p.in.Index, table, parquetSuffix), Err: err}
 	}
 	defer f.Close()
-	defer func() {
-		if r := recover(); r != nil { // parquet-go panics on some malformed files
-			rows, err = 0, p.decodeErr(table, fmt.Errorf("parquet: %v", r))
-		}
-	}()
-	pf, err := parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err := parquet.Open(f, size)
 	if err != nil {
 		return 0, p.decodeErr(table, err)
 	}
-	flat := flatColumns(pf.Schema())
-	index := make([]int, len(cols))
+	flat := flatColumns(pf)
 	rs := make([]*pqReader, len(cols))
+	index := make([]int, len(cols))
 	for i, c := range cols {
 		at := slices.IndexFunc(flat, func(f sqlColumn) bool { return strings.EqualFold(f.name, c.name) })
 		if at < 0 {
 			return 0, p.schemaErr(table, c.name, "has no")
 		}
-		t := pf.Schema().Columns()[flat[at].index]
-		leaf, _ := pf.Schema().Lookup(t...)
-		kind := pqKindOf(leaf.Node.Type())
+		leaf := pf.Columns[flat[at].index].Node
+		kind := pqKindOf(leaf)
 		if kind == pqOther || (kind == pqBytes && !c.text) {
-			return 0, p.schemaErr(table, c.name, "has a "+leaf.Node.Type().String()+" in place of the")
+			return 0, p.schemaErr(table, c.name, "has a "+typeName(leaf)+" in place of the")
 		}
 		index[i] = flat[at].index
-		rs[i] = &pqReader{col: c, kind: kind, buf: make([]parquet.Value, pqBatch), vals: make([]pqValue, pqBatch)}
+		rs[i] = &pqReader{col: c, kind: kind, leaf: flat[at].index, buf: make([]parquet.Value, pqBatch), vals: make([]pqValue, pqBatch)}
 	}
 	if err := p.declared(pf, index); err != nil {
 		return 0, err
 	}
 	row := make([]pqValue, len(cols))
-	metas := pf.Metadata().RowGroups
-	for g, rg := range pf.RowGroups() {
-		n := rg.NumRows()
-		if n < 0 || g >= len(metas) || metas[g].NumRows != n {
-			return 0, p.decodeErr(table, errors.New("row group row count"))
-		}
-		chunks := rg.ColumnChunks()
-		for i, r := range rs {
-			if index[i] >= len(chunks) {
-				return 0, p.decodeErr(table, errors.New("missing column chunk"))
+	for g, rg := range pf.RowGroups {
+		n := rg.NumRows
+		for _, r := range rs {
+			if r.r, err = pf.Column(g, r.leaf); err != nil {
+				return 0, p.decodeErr(table, err)
 			}
-			r.r = parquet.NewColumnChunkValueReader(chunks[index[i]])
 		}
 		err := func() error {
-			defer func() {
-				for _, r := range rs {
-					r.r.Close()
-				}
-			}()
 			for done := int64(0); done < n; {
 				if err := p.ctx.Err(); err != nil {
 					return err
@@ -374,12 +360,9 @@ func (p *parquetRead) scan(table string, cols []pqColumn, visit func(row int64, 
 // declared adds the decompressed sizes the footer declares for the column chunks of the
 // columns at index, and fails past the bound.
 func (p *parquetRead) declared(pf *parquet.File, index []int) error {
-	for _, rg := range pf.Metadata().RowGroups {
+	for _, rg := range pf.RowGroups {
 		for _, i := range index {
-			if i >= len(rg.Columns) {
-				continue
-			}
-			if n := rg.Columns[i].MetaData.TotalUncompressedSize; n > 0 {
+			if n := rg.Columns[i].TotalUncompressedSize; n > 0 {
 				p.pages += n
 			} else if n < 0 {
 				p.pages = math.MaxInt64
@@ -394,22 +377,22 @@ func (p *parquetRead) declared(pf *parquet.File, index []int) error {
 
 // read decodes the column's next k values into r.vals, counting them against the
 // bound: 8 bytes a number, text by length. Text is copied into r.arena as it is read,
-// since parquet-go reuses a page's buffers once it moves past the page.
+// since the reader reuses a page's buffers once it moves past the page.
 func (p *parquetRead) read(table string, r *pqReader, k int) error {
 	r.arena, r.ends = r.arena[:0], r.ends[:0]
 	for got := 0; got < k; {
-		n, err := r.r.ReadValues(r.buf[got:k])
+		n, err := r.r.Read(r.buf[got:k])
 		for i := got; i < got+n; i++ {
 			v, o := &r.buf[i], &r.vals[i]
 			*o = pqValue{}
-			if v.IsNull() {
+			if v.Null {
 				o.null = true
 				r.ends = append(r.ends, len(r.arena))
 				continue
 			}
 			switch r.kind {
 			case pqBoolean:
-				if v.Boolean() {
+				if v.Bool() {
 					o.n = 1
 				}
 			case pqInt32:
@@ -425,7 +408,7 @@ func (p *parquetRead) read(table string, r *pqReader, k int) error {
 				}
 				o.n = int64(u)
 			case pqBytes:
-				b := v.ByteArray()
+				b := v.Bytes
 				r.arena = append(r.arena, b...)
 				p.bytes += int64(len(b))
 			}
@@ -471,20 +454,19 @@ type sqlColumn struct {
 	name     string
 	index    int
 	affinity string
-	value    func(parquet.Value) any
+	value    func(*parquet.Value) any
 }
 
 // flatColumns are a Parquet schema's top-level, non-repeated leaf columns in schema order:
 // nested and repeated columns have no column in the SQLite export.
-func flatColumns(schema *parquet.Schema) []sqlColumn {
+func flatColumns(f *parquet.File) []sqlColumn {
 	var cols []sqlColumn
-	for i, path := range schema.Columns() {
-		leaf, ok := schema.Lookup(path...)
-		if len(path) != 1 || !ok || leaf.MaxRepetitionLevel > 0 {
+	for i, c := range f.Columns {
+		if len(c.Path) != 1 || c.MaxRep > 0 {
 			continue
 		}
-		aff, val := columnOf(leaf.Node.Type())
-		cols = append(cols, sqlColumn{name: path[0], index: i, affinity: aff, value: val})
+		aff, val := columnOf(c.Node)
+		cols = append(cols, sqlColumn{name: c.Path[0], index: i, affinity: aff, value: val})
 	}
 	return cols
 }
@@ -494,51 +476,38 @@ func flatColumns(schema *parquet.Schema) []sqlColumn {
 // floating point REAL, UTF-8 (string, enum, JSON) TEXT, other bytes BLOB; null stays
 // null. An unsigned 64-bit value above 2^63-1 becomes REAL, as SQLite stores an integer
 // literal out of its range.
-func columnOf(t parquet.Type) (string, func(parquet.Value) any) {
-	unsigned := isUnsigned(t)
-	switch t.Kind() {
+func columnOf(n *parquet.Node) (string, func(*parquet.Value) any) {
+	unsigned := n.IsUnsigned()
+	switch n.Type {
 	case parquet.Boolean:
-		return "INTEGER", func(v parquet.Value) any {
-			if v.Boolean() {
+		return "INTEGER", func(v *parquet.Value) any {
+			if v.Bool() {
 				return int64(1)
 			}
 			return int64(0)
 		}
 	case parquet.Int32:
 		if unsigned {
-			return "INTEGER", func(v parquet.Value) any { return int64(v.Uint32()) }
+			return "INTEGER", func(v *parquet.Value) any { return int64(v.Uint32()) }
 		}
-		return "INTEGER", func(v parquet.Value) any { return int64(v.Int32()) }
+		return "INTEGER", func(v *parquet.Value) any { return int64(v.Int32()) }
 	case parquet.Int64:
 		if unsigned {
-			return "INTEGER", func(v parquet.Value) any {
+			return "INTEGER", func(v *parquet.Value) any {
 				if u := v.Uint64(); u > math.MaxInt64 {
 					return float64(u)
 				}
 				return int64(v.Uint64())
 			}
 		}
-		return "INTEGER", func(v parquet.Value) any { return v.Int64() }
+		return "INTEGER", func(v *parquet.Value) any { return v.Int64() }
 	case parquet.Float:
-		return "REAL", func(v parquet.Value) any { return float64(v.Float()) }
+		return "REAL", func(v *parquet.Value) any { return float64(v.Float32()) }
 	case parquet.Double:
-		return "REAL", func(v parquet.Value) any { return v.Double() }
+		return "REAL", func(v *parquet.Value) any { return v.Float64() }
 	}
-	if isUTF8(t) {
-		return "TEXT", func(v parquet.Value) any { return string(v.ByteArray()) }
+	if n.IsUTF8() {
+		return "TEXT", func(v *parquet.Value) any { return string(v.Bytes) }
 	}
-	return "BLOB", func(v parquet.Value) any { return append([]byte{}, v.ByteArray()...) }
-}
-
-func isUTF8(t parquet.Type) bool {
-	if lt := t.LogicalType(); lt != nil {
-		switch lt.Value.(type) {
-		case *format.StringType, *format.EnumType, *format.JsonType:
-			return true
-		}
-	}
-	if ct := t.ConvertedType(); ct != nil {
-		return *ct == deprecated.UTF8 || *ct == deprecated.Enum || *ct == deprecated.Json
-	}
-	return false
+	return "BLOB", func(v *parquet.Value) any { return append([]byte{}, v.Bytes...) }
 }

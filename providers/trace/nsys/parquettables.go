@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/flameox/flameox/providers"
-	"github.com/parquet-go/parquet-go"
+	"github.com/flameox/flameox/providers/internal/parquet"
 )
 
 // parquetTableList lists the selected tables of a parquetdir (its top-level files, from
@@ -28,7 +28,7 @@ func parquetTableList(in providers.Input, files map[string]int64, pick func(stri
 	for _, n := range names {
 		t := Table{Name: n, size: files[n+parquetSuffix]}
 		err := withParquet(in, n, t.size, func(pf *parquet.File) error {
-			t.Rows = pf.NumRows()
+			t.Rows = pf.NumRows
 			return nil
 		})
 		if err != nil {
@@ -39,8 +39,8 @@ func parquetTableList(in providers.Input, files map[string]int64, pick func(stri
 	return tables, nil
 }
 
-// withParquet opens one table's file for f; a file parquet-go cannot read (its error or
-// panic) is a decode failure naming the table, never the library's text.
+// withParquet opens one table's file for f; a file the Parquet reader cannot read is a
+// decode failure naming the table, never the reader's text.
 func withParquet(in providers.Input, name string, size int64, f func(pf *parquet.File) error) (err error) {
 	fail := func(err error) error {
 		return &providers.DecodeError{Source: in.Index, Err: err,
@@ -51,12 +51,7 @@ func withParquet(in providers.Input, name string, size int64, f func(pf *parquet
 		return &providers.InputError{Source: in.Index, Message: fmt.Sprintf("source %d: %s%s could not be read", in.Index, name, parquetSuffix), Err: err}
 	}
 	defer file.Close()
-	defer func() {
-		if p := recover(); p != nil {
-			err = fail(fmt.Errorf("parquet: %v", p))
-		}
-	}()
-	pf, err := parquet.OpenFile(file, size)
+	pf, err := parquet.Open(file, size)
 	if err != nil {
 		return fail(err)
 	}
@@ -72,59 +67,89 @@ func withParquet(in providers.Input, name string, size int64, f func(pf *parquet
 // readParquetRows reads up to limit rows of one table from its row skip into add; full
 // is false when add ended the read.
 func readParquetRows(ctx context.Context, pf *parquet.File, name string, skip, limit int64, add func(*TableRow) (bool, error)) (bool, error) {
-	cols := flatColumns(pf.Schema())
+	cols := flatColumns(pf)
 	names := make([]string, len(cols))
-	at := map[int]int{}
 	for i, c := range cols {
-		names[i], at[c.index] = c.name, i
+		names[i] = c.name
 	}
 	vals := make([]any, len(cols))
 	tr := TableRow{Table: name, Columns: names, Values: vals}
-	buf := make([]parquet.Row, 256)
-	for _, rg := range pf.RowGroups() {
-		if n := rg.NumRows(); skip >= n {
+	const batch = 256
+	conv := make([][]any, len(cols))
+	for i := range conv {
+		conv[i] = make([]any, batch)
+	}
+	buf := make([]parquet.Value, batch)
+	for g, rg := range pf.RowGroups {
+		if limit == 0 {
+			break
+		}
+		if n := rg.NumRows; skip >= n {
 			skip -= n
 			continue
 		}
-		rows := rg.Rows()
-		if skip > 0 {
-			if err := rows.SeekToRow(skip); err != nil {
-				rows.Close()
+		rows := min(rg.NumRows-skip, limit)
+		readers := make([]*parquet.ColumnReader, len(cols))
+		for i, c := range cols {
+			r, err := pf.Column(g, c.index)
+			if err != nil {
 				return false, err
 			}
-			skip = 0
+			if err := r.Skip(skip); err != nil {
+				return false, shortChunk(err)
+			}
+			readers[i] = r
 		}
-		for limit > 0 {
+		skip = 0
+		for done := int64(0); done < rows; {
 			if err := ctx.Err(); err != nil {
-				rows.Close()
 				return false, err
 			}
-			n, rerr := rows.ReadRows(buf[:min(int64(len(buf)), limit)])
-			for _, row := range buf[:n] {
-				clear(vals)
-				for _, v := range row {
-					if i, ok := at[v.Column()]; ok && !v.IsNull() {
-						vals[i] = cols[i].value(v)
-					}
+			k := int(min(batch, rows-done))
+			for i, r := range readers {
+				if err := readColumn(r, buf[:k], cols[i].value, conv[i][:k]); err != nil {
+					return false, err
+				}
+			}
+			for j := range k {
+				for i := range cols {
+					vals[i] = conv[i][j]
 				}
 				if ok, err := add(&tr); err != nil || !ok {
-					rows.Close()
 					return false, err
 				}
 				limit--
 			}
-			if errors.Is(rerr, io.EOF) {
-				break
-			}
-			if rerr != nil {
-				rows.Close()
-				return false, rerr
-			}
-		}
-		rows.Close()
-		if limit == 0 {
-			break
+			done += int64(k)
 		}
 	}
 	return true, nil
+}
+
+// readColumn reads the next len(out) values of r, in their SQLite forms (nil for null),
+// through buf: a column chunk that ends first is a format error.
+func readColumn(r *parquet.ColumnReader, buf []parquet.Value, value func(*parquet.Value) any, out []any) error {
+	for got := 0; got < len(out); {
+		n, err := r.Read(buf[:len(out)-got])
+		for j := range n {
+			if v := &buf[j]; v.Null {
+				out[got+j] = nil
+			} else {
+				out[got+j] = value(v)
+			}
+		}
+		got += n
+		if err != nil && got < len(out) {
+			return shortChunk(err)
+		}
+	}
+	return nil
+}
+
+// shortChunk is a column chunk that holds fewer values than its row group's rows.
+func shortChunk(err error) error {
+	if errors.Is(err, io.EOF) {
+		return errors.New("a column chunk holds fewer values than its row group's rows")
+	}
+	return err
 }

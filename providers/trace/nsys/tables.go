@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flameox/flameox/providers"
-	"github.com/parquet-go/parquet-go"
+	"github.com/flameox/flameox/providers/internal/parquet"
 )
 
 // View "tables" reads an export's tables as Nsight Systems wrote them (decision 0032):
