@@ -6,10 +6,12 @@ package jsonvalue
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -48,7 +50,11 @@ func ReplaceInvalid(s string) string {
 }
 
 // AppendFloat appends a native float, carrying non-finite values as strings.
-func AppendFloat(dst []byte, f float64) []byte {
+func AppendFloat(dst []byte, f float64) []byte { return appendFloat(dst, f, 64) }
+
+// appendFloat appends f in the shortest form that reads back as the same float of bits
+// bits (a float32's 0.1 is 0.1, not the float64 it widens to).
+func appendFloat(dst []byte, f float64, bits int) []byte {
 	switch {
 	case math.IsNaN(f):
 		return append(dst, `"NaN"`...)
@@ -57,7 +63,7 @@ func AppendFloat(dst []byte, f float64) []byte {
 	case math.IsInf(f, -1):
 		return append(dst, `"-Infinity"`...)
 	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	return strconv.AppendFloat(dst, f, 'g', -1, bits)
 }
 
 // AppendInt appends a native integer, carrying wide values as strings.
@@ -70,8 +76,23 @@ func AppendInt(dst []byte, n int64) []byte {
 	return strconv.AppendInt(dst, n, 10)
 }
 
-// Append appends one native value: nil, booleans, Go's integer and float kinds, strings,
-// bytes, times (RFC 3339 in UTC), and lists and string-keyed maps of these (keys sorted).
+// appendNumber appends a JSON number kept as its text (json.Number): an integer as
+// AppendInt renders it (a wide one, even past 64 bits, as a decimal string), any other
+// number as it is written.
+func appendNumber(dst []byte, n json.Number) []byte {
+	s := string(n)
+	if strings.ContainsAny(s, ".eE") {
+		return append(dst, s...)
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return AppendInt(dst, i)
+	}
+	return AppendString(dst, s)
+}
+
+// Append appends one native value: nil, booleans, Go's integer and float kinds (a float32
+// in its own shortest form), JSON numbers kept as text (json.Number), strings, bytes,
+// times (RFC 3339 in UTC), and lists and string-keyed maps of these (keys sorted).
 // Any other value is rendered as its fmt form, as a string.
 func Append(dst []byte, v any) []byte {
 	switch x := v.(type) {
@@ -101,7 +122,9 @@ func Append(dst []byte, v any) []byte {
 		}
 		return AppendInt(dst, int64(x))
 	case float32:
-		return AppendFloat(dst, float64(x))
+		return appendFloat(dst, float64(x), 32)
+	case json.Number:
+		return appendNumber(dst, x)
 	case float64:
 		return AppendFloat(dst, x)
 	case string:

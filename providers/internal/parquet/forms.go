@@ -1,36 +1,34 @@
 package parquet
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
-	"math"
+	"io"
 	"math/big"
+	"strconv"
+	"strings"
 )
 
-// The Go forms of a record (RowReader.Read) are those the previews had from the former
-// Parquet library's generic reader (a record read into a map[string]any), kept so that
-// previews stay byte-identical:
+// The Go forms of a record (RowReader.Read), which preview_artifact renders through
+// providers/internal/jsonvalue (decision 0072). They are exact: what the file stores is
+// what the form says.
 //
 //   - a group is a map[string]any of its fields; an optional field that is null is nil;
 //   - a repeated field and a LIST are []any (empty when absent); a MAP is a
-//     map[string]any (empty when absent);
-//   - BOOLEAN bool; integers int32, or uint32 when the INTEGER logical type or a UINT
-//     converted type says unsigned and narrower than 64 bits, and int64 at 64 bits
-//     (unsigned ones too: 2^64-1 is -1); FLOAT float32;
-//     DOUBLE float64; INT96 the decimal string of its 96 bits, signed;
+//     map[string]any (empty when absent) whose keys are the text of the key's form
+//     (integers in decimal, booleans true or false, strings as they are) and whose
+//     values take the forms below, their annotations included;
+//   - BOOLEAN bool; integers int32 or int64, uint32 or uint64 when the INTEGER logical
+//     type or a UINT converted type says unsigned; FLOAT float32; DOUBLE float64;
+//     INT96 the decimal string of its 96 bits, signed;
+//   - DECIMAL, on any physical type, the exact decimal string of the unscaled value
+//     divided by 10^scale ("-12.50" at scale 2);
 //   - BYTE_ARRAY a string whatever its annotation, but JSON, which is decoded with
-//     encoding/json (a value that does not decode fails the record);
+//     numbers kept as their text (json.Number; a value that does not decode fails the
+//     record);
 //   - FIXED_LEN_BYTE_ARRAY (UUID, INTERVAL and FLOAT16 included) []byte;
 //   - DATE, TIME and TIMESTAMP their stored integers (days; units since midnight or
-//     the epoch);
-//   - DECIMAL on INT32 the float32 quotient of the value by 10^scale, on INT64 the
-//     float64 one, on byte arrays a *big.Float;
-//   - a MAP's keys are strings: byte arrays as they are, integers as the character of
-//     that code point (U+FFFD outside Unicode's range); keys of other types fail the
-//     record. Its values take the form of their physical type without annotation
-//     (byte arrays []byte, fixed-length byte arrays the decimal listing of their bytes
-//     as a string, unsigned integers signed, decimals unscaled), an optional value nil
-//     or that form, a group or repeated value the forms above.
+//     the epoch).
 
 // levels is the definition level and repetition depth reached by the nodes above.
 type levels struct {
@@ -199,55 +197,36 @@ func child(g *Node, name string) *Node {
 	return nil
 }
 
-// mapKey is a MAP key as a string: byte arrays as they are, integers as a character.
+// mapKey is a MAP key as a string: the text of its form (integers in decimal, booleans
+// true or false, strings and UTF-8 bytes as they are); a key of any other form fails the
+// record.
 func mapKey(n *Node, v *Value) (string, error) {
-	var x int64
-	switch n.Type {
-	case ByteArray:
-		return string(v.Bytes), nil
-	case Int32:
-		x = int64(v.Int32())
-	case Int64:
-		x = v.Int64()
-	default:
-		return "", formatErr("MAP key of type %s", n.Type)
+	f, err := leafForm(n, v)
+	if err != nil {
+		return "", err
 	}
-	if int64(rune(x)) != x {
-		return "\uFFFD", nil
+	switch x := f.(type) {
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case int32:
+		return strconv.FormatInt(int64(x), 10), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10), nil
+	case uint64:
+		return strconv.FormatUint(x, 10), nil
 	}
-	return string(rune(x)), nil
+	return "", formatErr("MAP key of type %s", n.Type)
 }
 
-// mapValue is a MAP value: a leaf in its physical form, required or optional; anything
-// else in the record's forms.
+// mapValue is a MAP value, in the forms of a field.
 func mapValue(n *Node, lv levels, cols [][]Value) (any, error) {
-	if n.Leaf < 0 || n.Repetition == Repeated {
-		return valueOf(n, false, lv, cols)
-	}
-	if len(cols) == 0 || len(cols[0]) == 0 {
-		return nil, formatErr("no value for column %d in a record", n.Leaf)
-	}
-	v := &cols[0][0]
-	if n.Repetition == Optional && v.Def < lv.def+1 {
-		return nil, nil
-	}
-	switch n.Type {
-	case Boolean:
-		return v.Bool(), nil
-	case Int32:
-		return v.Int32(), nil
-	case Int64:
-		return v.Int64(), nil
-	case Int96:
-		return int96String(v.Bytes), nil
-	case Float:
-		return v.Float32(), nil
-	case Double:
-		return v.Float64(), nil
-	case ByteArray:
-		return append([]byte{}, v.Bytes...), nil
-	}
-	return fmt.Sprint(v.Bytes), nil
+	return valueOf(n, false, lv, cols)
 }
 
 // leafForm is a leaf value's form (see the comment above).
@@ -264,23 +243,20 @@ func leafForm(n *Node, v *Value) (any, error) {
 		}
 		switch n.Type {
 		case Int32:
-			return float32(v.Int32()) / float32(math.Pow10(int(scale))), nil
+			return decimalString(big.NewInt(int64(v.Int32())), scale), nil
 		case Int64:
-			return float64(v.Int64()) / math.Pow10(int(scale)), nil
+			return decimalString(big.NewInt(v.Int64()), scale), nil
 		case ByteArray, FixedLenByteArray:
-			prec := n.Logical.Precision
-			if lk != Decimal {
-				prec = n.Precision
-			}
-			return decimalOf(v.Bytes, scale, prec), nil
+			return decimalString(twosComplement(v.Bytes), scale), nil
 		}
 	}
 	switch n.Type {
 	case Boolean:
 		return v.Bool(), nil
 	case Int32, Int64:
-		// The integer's width picks the form (an unsigned 64-bit integer is int64).
 		switch width, unsigned := intWidth(n); {
+		case width == 64 && unsigned:
+			return v.Uint64(), nil
 		case width == 64:
 			return v.Int64(), nil
 		case unsigned:
@@ -296,8 +272,10 @@ func leafForm(n *Node, v *Value) (any, error) {
 		return v.Float64(), nil
 	case ByteArray:
 		if lk == JSON || (lk == NoLogical && n.Converted == JSONConverted) {
-			var x any
-			if err := json.Unmarshal(v.Bytes, &x); err != nil {
+			d := json.NewDecoder(bytes.NewReader(v.Bytes))
+			d.UseNumber()
+			var x, more any
+			if d.Decode(&x) != nil || d.Decode(&more) != io.EOF {
 				return nil, formatErr("JSON value that does not decode")
 			}
 			return x, nil
@@ -340,23 +318,33 @@ func int96String(b []byte) string {
 	return z.String()
 }
 
-// decimalOf is a byte-array DECIMAL (big-endian two's complement) divided by 10^scale,
-// at a precision that represents it.
-func decimalOf(data []byte, scale, precision int32) *big.Float {
-	val := new(big.Int)
+// twosComplement is the integer of big-endian two's complement bytes.
+func twosComplement(data []byte) *big.Int {
+	val := new(big.Int).SetBytes(data)
 	if len(data) > 0 && data[0]&0x80 != 0 {
-		inv := make([]byte, len(data))
-		for i, b := range data {
-			inv[i] = ^b
-		}
-		val.SetBytes(inv)
-		val.Add(val, big.NewInt(1))
-		val.Neg(val)
-	} else {
-		val.SetBytes(data)
+		val.Sub(val, new(big.Int).Lsh(big.NewInt(1), uint(8*len(data))))
 	}
-	prec := max(uint(max(precision, 0))*4+64, 192)
-	f := new(big.Float).SetPrec(prec).SetInt(val)
-	div := new(big.Float).SetPrec(prec).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
-	return f.Quo(f, div)
+	return val
+}
+
+// decimalString is unscaled divided by 10^scale, exactly, in decimal: every digit the
+// scale gives ("1.50" at scale 2), a zero before the point ("-0.05"); a scale below zero
+// (which the format does not allow) multiplies.
+func decimalString(unscaled *big.Int, scale int32) string {
+	digits := new(big.Int).Abs(unscaled).String()
+	sign := ""
+	if unscaled.Sign() < 0 {
+		sign = "-"
+	}
+	if scale <= 0 {
+		if unscaled.Sign() == 0 {
+			return "0"
+		}
+		return sign + digits + strings.Repeat("0", int(-scale))
+	}
+	if n := int(scale) + 1 - len(digits); n > 0 {
+		digits = strings.Repeat("0", n) + digits
+	}
+	at := len(digits) - int(scale)
+	return sign + digits[:at] + "." + digits[at:]
 }
