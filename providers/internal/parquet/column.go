@@ -38,16 +38,33 @@ type ColumnReader struct {
 
 // Column returns a reader of leaf column leaf of row group group.
 func (f *File) Column(group, leaf int) (*ColumnReader, error) {
-	if group < 0 || group >= len(f.RowGroups) || leaf < 0 || leaf >= len(f.Columns) {
+	if leaf < 0 || leaf >= len(f.Columns) {
 		return nil, formatErr("no column %d in row group %d", leaf, group)
+	}
+	r := &ColumnReader{f: f, col: &f.Columns[leaf]}
+	if err := r.Reset(group); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reset moves the reader to its column's chunk in row group group, from its first value,
+// keeping the buffers it has grown (the values it returned before are no longer valid).
+func (r *ColumnReader) Reset(group int) error {
+	f, leaf := r.f, r.col.Node.Leaf
+	if group < 0 || group >= len(f.RowGroups) {
+		return formatErr("no column %d in row group %d", leaf, group)
 	}
 	c := &f.RowGroups[group].Columns[leaf]
 	if err := supportedCodec(c.Codec); err != nil {
-		return nil, err
+		return err
 	}
 	start := c.start()
-	return &ColumnReader{f: f, col: &f.Columns[leaf], chunk: c, pos: start, end: start + c.TotalCompressedSize,
-		budget: c.TotalUncompressedSize, left: c.NumValues}, nil
+	*r = ColumnReader{f: f, col: r.col, chunk: c, pos: start, end: start + c.TotalCompressedSize,
+		budget: c.TotalUncompressedSize, left: c.NumValues,
+		raw: r.raw[:0], out: r.out[:0], arena: r.arena[:0], defBuf: r.defBuf[:0], repBuf: r.repBuf[:0],
+		dict: r.dict[:0], dictRaw: r.dictRaw[:0]}
+	return nil
 }
 
 // Column is the column the reader reads.
@@ -167,12 +184,16 @@ func (r *ColumnReader) readDict(h pageHeader) error {
 	}
 	// The dictionary refers to its page's bytes: keep a copy the page buffers cannot
 	// overwrite.
-	r.dictRaw = append([]byte(nil), b...)
+	r.dictRaw = append(r.dictRaw[:0], b...)
 	p := newPlain(r.dictRaw, r.col.Node.Type, r.col.Node.TypeLength)
 	if h.numValues < 0 || !p.fits(int(h.numValues)) {
 		return formatErr("dictionary page counts more values than its bytes hold")
 	}
-	r.dict = make([]Value, h.numValues)
+	if cap(r.dict) < int(h.numValues) {
+		r.dict = make([]Value, h.numValues)
+	}
+	r.dict = r.dict[:h.numValues]
+	clear(r.dict)
 	if err := p.decode(r.dict); err != nil {
 		return err
 	}

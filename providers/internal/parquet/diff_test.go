@@ -263,12 +263,26 @@ func compareFile(t *testing.T, data []byte, exact ...string) {
 	if len(f.RowGroups) != len(pf.RowGroups()) || f.NumRows != pf.NumRows() || len(f.Columns) != len(pf.Schema().Columns()) {
 		t.Fatalf("shape: %d groups %d rows %d columns", len(f.RowGroups), f.NumRows, len(f.Columns))
 	}
+	// Each chunk read by a fresh reader, and by one reader per column Reset from row
+	// group to row group (its buffers and dictionary reused).
+	reused := make([]*ColumnReader, len(f.Columns))
 	for g, rg := range pf.RowGroups() {
 		for c, chunk := range rg.ColumnChunks() {
 			want := oracleColumn(t, chunk)
 			got := ourColumn(t, f, g, c)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("row group %d column %v (-parquet-go +ours):\n%s", g, f.Columns[c].Path, diff)
+			}
+			if reused[c] == nil {
+				reused[c], err = f.Column(g, c)
+			} else {
+				err = reused[c].Reset(g)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, readColumn(t, reused[c])); diff != "" {
+				t.Fatalf("row group %d column %v, reader reset (-parquet-go +ours):\n%s", g, f.Columns[c].Path, diff)
 			}
 		}
 	}
@@ -344,7 +358,12 @@ func ourColumn(t *testing.T, f *File, g, c int) []colValue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	typ := f.Columns[c].Node.Type
+	return readColumn(t, r)
+}
+
+// readColumn reads the rest of r's chunk.
+func readColumn(t *testing.T, r *ColumnReader) []colValue {
+	typ := r.Column().Node.Type
 	var out []colValue
 	buf := make([]Value, 33)
 	for {

@@ -316,7 +316,12 @@ func (p *parquetRead) scan(table string, cols []pqColumn, visit func(row int64, 
 	for g, rg := range pf.RowGroups {
 		n := rg.NumRows
 		for _, r := range rs {
-			if r.r, err = pf.Column(g, r.leaf); err != nil {
+			if r.r == nil {
+				r.r, err = pf.Column(g, r.leaf)
+			} else {
+				err = r.r.Reset(g) // the readers keep their page buffers from group to group
+			}
+			if err != nil {
 				return 0, p.decodeErr(table, err)
 			}
 		}

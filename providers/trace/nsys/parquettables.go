@@ -80,6 +80,7 @@ func readParquetRows(ctx context.Context, pf *parquet.File, name string, skip, l
 		conv[i] = make([]any, batch)
 	}
 	buf := make([]parquet.Value, batch)
+	readers := make([]*parquet.ColumnReader, len(cols))
 	for g, rg := range pf.RowGroups {
 		if limit == 0 {
 			break
@@ -89,12 +90,17 @@ func readParquetRows(ctx context.Context, pf *parquet.File, name string, skip, l
 			continue
 		}
 		rows := min(rg.NumRows-skip, limit)
-		readers := make([]*parquet.ColumnReader, len(cols))
 		for i, c := range cols {
-			r, err := pf.Column(g, c.index)
+			var err error
+			if readers[i] == nil {
+				readers[i], err = pf.Column(g, c.index)
+			} else {
+				err = readers[i].Reset(g) // the readers keep their page buffers from group to group
+			}
 			if err != nil {
 				return false, err
 			}
+			r := readers[i]
 			if err := r.Skip(skip); err != nil {
 				return false, shortChunk(err)
 			}
