@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os/signal"
 	"path/filepath"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flameox/flameox/internal/ahead"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/runtime"
 )
@@ -114,7 +114,7 @@ func newCaptureCommand(stdout io.Writer) *cobra.Command {
 				req["preserve"] = true
 			}
 			raw, _ := json.Marshal(req)
-			ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
+			ctx, stop := ahead.NotifyContext(context.Background())
 			defer stop()
 			prog := newProgress(c.ErrOrStderr())
 			defer prog.Stop()

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/ahead"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/runtime"
 )
@@ -226,7 +226,7 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 			if f != nil {
 				return f
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
+			ctx, stop := ahead.NotifyContext(context.Background())
 			defer stop()
 			prog := newProgress(c.ErrOrStderr())
 			defer prog.Stop()

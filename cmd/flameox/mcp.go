@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/signal"
 	"sort"
-	"syscall"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/ahead"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/runtime"
 )
@@ -38,7 +37,7 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			defer rt.Close() // the session scratch and the spares disappear with the server
-			ctx, stop := signal.NotifyContext(c.Context(), shutdownSignals...)
+			ctx, stop := ahead.NotifyContext(c.Context())
 			defer stop()
 			s := newServer(rt, sel)
 			s.AddReceivingMiddleware(cancelOnShutdown(ctx))
@@ -56,9 +55,10 @@ func newServeCommand() *cobra.Command {
 	return cmd
 }
 
-// shutdownSignals end a server or a capture: in-flight work is cancelled, which kills its
-// workloads and removes its scratch, before the process exits.
-var shutdownSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+// shutdownSignals end a command that runs work: in-flight work is cancelled, which kills
+// its workloads and removes its scratch, before the process exits. Capture, analyze and
+// mcp serve set them up through ahead.NotifyContext, which initialization prepared.
+var shutdownSignals = ahead.ShutdownSignals
 
 // cancelOnShutdown cancels every in-flight request when shutdown is done. The SDK runs
 // handlers on contexts detached from the one Server.Run was given, and closing the session

@@ -1,11 +1,16 @@
 package ahead
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flameox/flameox/internal/testtool"
 )
@@ -26,6 +31,23 @@ func TestMain(m *testing.M) {
 // has before and after ending it; with abandon it calls Abandon and prints how many are
 // left and whether anything is left to take.
 func child() int {
+	if os.Getenv("FLAMEOX_AHEAD_TEST_MODE") == "signal" {
+		// A shutdown signal before the call sets up its own: caught since
+		// initialization (the process lives on) and handed to NotifyContext, or, in a
+		// call that catches none, the default (the process dies of it).
+		mu.Lock()
+		ready := earlyReady
+		mu.Unlock()
+		if ready != nil {
+			<-ready // the catch is registered
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		time.Sleep(50 * time.Millisecond) // delivery is asynchronous
+		ctx, stop := NotifyContext(context.Background())
+		defer stop()
+		fmt.Printf("cancelled=%v\n", ctx.Err() != nil)
+		return 0
+	}
 	if os.Getenv("FLAMEOX_AHEAD_TEST_MODE") == "abandon" {
 		Abandon()
 		fmt.Printf("after=%d taken=%v\n", len(testtool.WaitingHelpers()), Take() == nil)
@@ -61,6 +83,9 @@ func TestHelperStartsDuringInitialization(t *testing.T) {
 		{"take", []string{"capture", "--help"}, "none"},
 		{"take", []string{"mcp", "serve"}, "none"},
 		{"abandon", []string{"capture", "--provider", "direct", "--", "true"}, "after=0 taken=true"},
+		{"signal", []string{"analyze", "rank_cpu_hotspots", "x.pstats"}, "cancelled=true"},
+		{"signal", []string{"capture", "--provider", "direct", "--", "true"}, "cancelled=true"},
+		{"signal", []string{"mcp", "serve"}, "cancelled=true"},
 	} {
 		cmd := exec.Command(os.Args[0], c.args...)
 		cmd.Env = append(os.Environ(), childVariable+"=1", "FLAMEOX_AHEAD_TEST_MODE="+c.mode)
@@ -68,5 +93,58 @@ func TestHelperStartsDuringInitialization(t *testing.T) {
 		if got := strings.TrimSpace(string(out)); err != nil || got != c.want {
 			t.Errorf("flameox %s: %q (%v), want %q", strings.Join(c.args, " "), got, err, c.want)
 		}
+	}
+}
+
+// TestOtherCallsKeepTheSignalsDefault: a call that does not set up the shutdown signals
+// as its work starts catches none during initialization, so a signal ends it at once.
+func TestOtherCallsKeepTheSignalsDefault(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"mcp", "inspect"}, {"analyze", "--help"}, {"evidence", "show", "x"}} {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), childVariable+"=1", "FLAMEOX_AHEAD_TEST_MODE=signal")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGHUP {
+			t.Errorf("flameox %s: %q (%v), want death by SIGHUP", strings.Join(args, " "), out, err)
+		}
+	}
+}
+
+// TestNotifyContextTakesOver: in this process (whose initialization caught nothing),
+// NotifyContext takes over a catch as initialization leaves it: a signal caught before
+// cancels the context at once; without one, the context waits for the next signal, which
+// no longer reaches the catch.
+func TestNotifyContextTakesOver(t *testing.T) {
+	catch := func() chan os.Signal {
+		e, ready := make(chan os.Signal, 1), make(chan struct{})
+		go func() { signal.Notify(e, ShutdownSignals...); close(ready) }()
+		mu.Lock()
+		early, earlyReady = e, ready
+		mu.Unlock()
+		return e
+	}
+
+	e := catch()
+	e <- syscall.SIGHUP // as if delivered during initialization
+	ctx, stop := NotifyContext(context.Background())
+	if ctx.Err() == nil {
+		t.Error("a signal caught before NotifyContext did not cancel its context")
+	}
+	stop()
+
+	e = catch()
+	ctx, stop = NotifyContext(context.Background())
+	defer stop()
+	if ctx.Err() != nil {
+		t.Fatal("the context is cancelled without a signal")
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGHUP did not cancel the context")
+	}
+	if len(e) != 0 {
+		t.Error("the initialization's catch still receives the signals")
 	}
 }

@@ -28,3 +28,30 @@ func TestCaptureCall(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalCall: capture, analyze and mcp serve catch the shutdown signals from
+// initialization; a call for help and every other command do not.
+func TestSignalCall(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"capture", "--provider", "direct", "--", "true"}, true},
+		{[]string{"analyze", "rank_cpu_hotspots", "a.pstats"}, true},
+		{[]string{"--json", "analyze", "x"}, true},
+		{[]string{"mcp", "serve"}, true},
+		{[]string{"mcp", "--toolsets", "all", "serve"}, false},
+		{[]string{"mcp", "inspect", "--full"}, false},
+		{[]string{"analyze", "--help"}, false},
+		{[]string{"capture", "-h", "--", "x"}, false},
+		{[]string{"capture", "--", "sh", "-h"}, true},
+		{[]string{"evidence", "show", "x"}, false},
+		{[]string{"--version"}, false},
+		{[]string{"--", "analyze"}, false},
+		{nil, false},
+	} {
+		if got := SignalCall(c.args); got != c.want {
+			t.Errorf("SignalCall(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
