@@ -54,11 +54,16 @@ func (rr *RowReader) open() error {
 			continue
 		}
 		for i, c := range rr.cursors {
-			r, err := rr.f.Column(rr.group, i)
+			var err error
+			if c.r == nil {
+				c.r, err = rr.f.Column(rr.group, i)
+			} else {
+				err = c.r.Reset(rr.group) // its buffers serve the next group
+			}
 			if err != nil {
 				return err
 			}
-			c.r, c.i, c.n = r, 0, 0
+			c.i, c.n = 0, 0
 		}
 	}
 	return nil
