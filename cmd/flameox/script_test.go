@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,6 +129,7 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"mkparquet":   cmdMkparquet,
+			"mkexact":     cmdMkExactParquet,
 			"nsysparquet": cmdNsysParquet,
 			"follow":      cmdFollow,
 			"getjson":     cmdGetJSON,
@@ -171,6 +173,36 @@ func cmdMkparquet(ts *testscript.TestScript, neg bool, args []string) {
 	// with how parquet-go finds its own version.
 	w := parquet.NewGenericWriter[row](f, parquet.MaxRowsPerRowGroup(7),
 		parquet.CreatedBy("github.com/parquet-go/parquet-go", "0.32.0", ""))
+	_, err = w.Write(rows)
+	ts.Check(err)
+	ts.Check(w.Close())
+	ts.Check(f.Close())
+}
+
+// cmdMkExactParquet writes FILE with two records of the column types whose preview forms
+// decision 0072 made exact (unsigned 64-bit integers, decimals, MAP keys and values,
+// float32, JSON numbers): mkexact FILE.
+func cmdMkExactParquet(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: mkexact FILE")
+	}
+	type row struct {
+		U64 uint64            `parquet:"u64"`
+		F   float32           `parquet:"f"`
+		D32 int32             `parquet:"d32,decimal(2:9)"`
+		DF  [4]byte           `parquet:"df,decimal(1:9)"`
+		J   string            `parquet:"j,json"`
+		MI  map[int64]uint64  `parquet:"mi"`
+		MS  map[string]string `parquet:"ms"`
+	}
+	rows := []row{
+		{U64: math.MaxUint64, F: 0.1, D32: -5, DF: [4]byte{0xff, 0xff, 0xff, 0x85},
+			J: `{"n":100000000000000000000,"x":2.50}`, MI: map[int64]uint64{-7: math.MaxUint64, 65: 1}, MS: map[string]string{"k": "v"}},
+		{U64: 1 << 53, F: -2.5, D32: 150, J: `[9007199254740993]`},
+	}
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	w := parquet.NewGenericWriter[row](f, parquet.CreatedBy("github.com/parquet-go/parquet-go", "0.32.0", ""))
 	_, err = w.Write(rows)
 	ts.Check(err)
 	ts.Check(w.Close())
