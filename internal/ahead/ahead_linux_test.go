@@ -36,13 +36,17 @@ func child() int {
 		// initialization (the process lives on) and handed to NotifyContext, or, in a
 		// call that catches none, the default (the process dies of it).
 		mu.Lock()
-		ready := earlyReady
+		e, ready := early, earlyReady
 		mu.Unlock()
 		if ready != nil {
 			<-ready // the catch is registered
 		}
 		syscall.Kill(os.Getpid(), syscall.SIGHUP)
-		time.Sleep(50 * time.Millisecond) // delivery is asynchronous
+		// Delivery is asynchronous: wait until the catch holds the signal, so that
+		// NotifyContext meets it there; a process without a catch dies meanwhile.
+		for deadline := time.Now().Add(time.Minute); (e == nil || len(e) == 0) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		ctx, stop := NotifyContext(context.Background())
 		defer stop()
 		fmt.Printf("cancelled=%v\n", ctx.Err() != nil)

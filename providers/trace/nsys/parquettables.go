@@ -100,11 +100,9 @@ func readParquetRows(ctx context.Context, pf *parquet.File, name string, skip, l
 			if err != nil {
 				return false, err
 			}
-			r := readers[i]
-			if err := r.Skip(skip); err != nil {
+			if err := readers[i].Skip(skip); err != nil {
 				return false, shortChunk(err)
 			}
-			readers[i] = r
 		}
 		skip = 0
 		for done := int64(0); done < rows; {
