@@ -3,7 +3,6 @@ package preview
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 
@@ -72,7 +71,7 @@ func projectValue(v jsontext.Value) (jsontext.Value, error) {
 			end++
 		}
 		if end-i > 15 || bytes.ContainsAny(v[i:end], "eE") {
-			if s, wide := wideNumber(string(v[i:end])); wide {
+			if s, wide := jsonvalue.WideNumber(string(v[i:end])); wide {
 				out = append(out, v[last:i]...)
 				out = jsonvalue.AppendString(out, s)
 				last = end
@@ -84,32 +83,6 @@ func projectValue(v jsontext.Value) (jsontext.Value, error) {
 		return v, nil
 	}
 	return append(out, v[last:]...), nil
-}
-
-// wideNumber reports whether the literal must be carried as a string.
-func wideNumber(lit string) (string, bool) {
-	isInt := true
-	for i := 0; i < len(lit); i++ {
-		if c := lit[i]; c == '.' || c == 'e' || c == 'E' {
-			isInt = false
-			break
-		}
-	}
-	if isInt {
-		n, err := strconv.ParseInt(lit, 10, 64)
-		if err != nil || n > jsonvalue.MaxSafe || n < -jsonvalue.MaxSafe {
-			return lit, true
-		}
-		return "", false
-	}
-	f, err := strconv.ParseFloat(lit, 64)
-	if err != nil || math.IsInf(f, 0) {
-		if f < 0 {
-			return "-Infinity", true
-		}
-		return "Infinity", true
-	}
-	return "", false
 }
 
 // stringEnd returns the index of the quote closing the JSON string that opens at v[start].

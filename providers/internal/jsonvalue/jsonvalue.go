@@ -76,18 +76,38 @@ func AppendInt(dst []byte, n int64) []byte {
 	return strconv.AppendInt(dst, n, 10)
 }
 
-// appendNumber appends a JSON number kept as its text (json.Number): an integer as
-// AppendInt renders it (a wide one, even past 64 bits, as a decimal string), any other
-// number as it is written.
+// appendNumber appends a JSON number kept as its text (json.Number): a string where
+// WideNumber says so, else an integer in its decimal form and any other number as it is
+// written.
 func appendNumber(dst []byte, n json.Number) []byte {
-	s := string(n)
-	if strings.ContainsAny(s, ".eE") {
-		return append(dst, s...)
+	if s, wide := WideNumber(string(n)); wide {
+		return AppendString(dst, s)
 	}
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return AppendInt(dst, i)
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		return strconv.AppendInt(dst, i, 10)
 	}
-	return AppendString(dst, s)
+	return append(dst, n...)
+}
+
+// WideNumber reports whether the JSON number literal lit must be carried as a string, and
+// which: an integer outside ±(2^53-1) as its digits, a number that overflows float64 as
+// "Infinity" or "-Infinity".
+func WideNumber(lit string) (string, bool) {
+	if !strings.ContainsAny(lit, ".eE") {
+		n, err := strconv.ParseInt(lit, 10, 64)
+		if err != nil || n > MaxSafe || n < -MaxSafe {
+			return lit, true
+		}
+		return "", false
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) {
+		if f < 0 {
+			return "-Infinity", true
+		}
+		return "Infinity", true
+	}
+	return "", false
 }
 
 // Append appends one native value: nil, booleans, Go's integer and float kinds (a float32
