@@ -73,6 +73,9 @@ func (r *ColumnReader) Column() *Column { return r.col }
 // header reads the page header at r.pos, reading a larger window of the chunk when the
 // header does not fit the first.
 func (r *ColumnReader) header() (pageHeader, error) {
+	if err := r.f.live(); err != nil {
+		return pageHeader{}, err
+	}
 	avail := r.end - r.pos
 	for size := int64(1024); ; size *= 4 {
 		n := min(size, avail, maxPageHeaderBytes)
@@ -112,6 +115,9 @@ func pageErr(err error) error {
 // body reads a page's compressed bytes and decompresses them (the bytes past skip,
 // which v2's levels leave uncompressed).
 func (r *ColumnReader) body(h pageHeader, skip int, compressed bool) ([]byte, error) {
+	if err := r.f.admit(int64(h.uncompressedSize)); err != nil {
+		return nil, err
+	}
 	n := int(h.compressedSize)
 	if cap(r.raw) < n {
 		r.raw = make([]byte, n)

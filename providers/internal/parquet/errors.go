@@ -18,6 +18,21 @@ type UnsupportedError struct {
 
 func (e *UnsupportedError) Error() string { return "parquet: unsupported " + e.Feature }
 
+// LimitError is a read that would decode more than its bound: the decompressed page bytes
+// a File's Guard allows (Record false), or the bytes of one record (Record true,
+// MaxRecordBytes).
+type LimitError struct {
+	Limit  int64
+	Record bool
+}
+
+func (e *LimitError) Error() string {
+	if e.Record {
+		return fmt.Sprintf("parquet: a record holds more than %d bytes", e.Limit)
+	}
+	return fmt.Sprintf("parquet: the pages read decompress to more than %d bytes", e.Limit)
+}
+
 func formatErr(format string, args ...any) error {
 	return &FormatError{Msg: fmt.Sprintf(format, args...)}
 }

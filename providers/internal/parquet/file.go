@@ -1,6 +1,7 @@
 package parquet
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -9,10 +10,14 @@ import (
 // MaxFooterBytes bounds the footer (FileMetaData) a file may declare.
 const MaxFooterBytes = 64 << 20
 
-// File is an open Parquet file: its schema and row groups, read from the footer.
+// File is an open Parquet file: its schema and row groups, read from the footer. Its
+// readers share its Guard, so they are not for concurrent use.
 type File struct {
 	r         io.ReaderAt
 	size      int64
+	ctx       context.Context // nil: no context (Guard)
+	maxPages  int64           // bound of decoded, 0: none (Guard)
+	decoded   int64           // decompressed bytes of the pages read so far
 	Schema    *Node
 	Columns   []Column
 	RowGroups []RowGroup
@@ -75,6 +80,32 @@ func Open(r io.ReaderAt, size int64) (*File, error) {
 		return nil, formatErr("file counts %d rows, its row groups %d", m.numRows, total)
 	}
 	return f, nil
+}
+
+// Guard bounds every read of f from now on: no page header is read once ctx is done (its
+// error is returned), and, when maxDecoded is positive, the pages all of f's readers
+// read may decompress to at most maxDecoded bytes together (a *LimitError before the
+// page that would pass it is allocated). Pages a reader skips without reading them do
+// not count against maxDecoded.
+func (f *File) Guard(ctx context.Context, maxDecoded int64) {
+	f.ctx, f.maxPages = ctx, maxDecoded
+}
+
+// live is the Guard's context's error, nil without one.
+func (f *File) live() error {
+	if f.ctx == nil {
+		return nil
+	}
+	return f.ctx.Err()
+}
+
+// admit counts a page of n decompressed bytes against the Guard.
+func (f *File) admit(n int64) error {
+	if f.maxPages > 0 && n > f.maxPages-f.decoded {
+		return &LimitError{Limit: f.maxPages}
+	}
+	f.decoded += n
+	return nil
 }
 
 // checkChunk checks that a column chunk's pages lie within the data of the file.

@@ -8,6 +8,14 @@ import (
 // RowReader assembles.
 const MaxRecordValues = 1 << 18
 
+// MaxRecordBytes bounds the bytes of the values of one record: a dictionary page's value
+// may stand for as many values of a record as MaxRecordValues allows, each copied into
+// the record (a *LimitError past it).
+const MaxRecordBytes = 64 << 20
+
+// recordBytes is MaxRecordBytes, lowered by tests.
+var recordBytes = MaxRecordBytes
+
 // RowReader reads a file's records in order, one at a time, each assembled from the
 // values of every leaf column (Read), and seeks to a record (SeekToRow). Memory holds
 // the footer, a page per column and the record.
@@ -163,6 +171,9 @@ func (c *cursor) record(dst []Value, arena *[]byte, budget *int) ([]Value, error
 		}
 		w := *v
 		if w.Bytes != nil {
+			if len(w.Bytes) > recordBytes-len(*arena) {
+				return dst, &LimitError{Limit: int64(recordBytes), Record: true}
+			}
 			start := len(*arena)
 			*arena = append(*arena, w.Bytes...)
 			w.Bytes = (*arena)[start:len(*arena):len(*arena)]
