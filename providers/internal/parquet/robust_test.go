@@ -2,6 +2,7 @@ package parquet
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -14,11 +15,17 @@ import (
 // readAllOf opens data and reads every column and every record (at most 300,000 values
 // in all and 200 records: a few bytes of RLE runs may count billions), returning the
 // first error; it must never panic.
+// readAllOf reads data's columns and some of its records under a Guard of
+// maxFuzzDecoded bytes, as preview reads under its source bound.
+// maxFuzzDecoded is the decompressed page bytes readAllOf allows.
+const maxFuzzDecoded = 16 << 20
+
 func readAllOf(data []byte) error {
 	f, err := Open(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return err
 	}
+	f.Guard(context.Background(), maxFuzzDecoded)
 	buf := make([]Value, 50)
 	read := 0
 	for g := range f.RowGroups {
@@ -133,8 +140,9 @@ func FuzzOpenRead(f *testing.F) {
 		_ = readAllOf(data)
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
-		// Allocation is bounded by what the input's own bytes justify (decompressed
-		// pages declare at most their chunk's size, which lies within the file).
+		// Allocation is bounded by the Guard (a footer may declare pages of any size; the
+		// guard refuses them before they are allocated) and what the input's own bytes
+		// justify.
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20+uint64(len(data))*1024 {
 			t.Fatalf("%d bytes allocated for %d bytes of input", grew, len(data))
 		}
