@@ -18,9 +18,11 @@ import (
 // offset and reads one row at a time, so memory holds the footer, the open pages and
 // the record only.
 type parquetReader struct {
-	f      *os.File
-	r      *parquet.RowReader
-	cols   []string
+	f    *os.File
+	r    *parquet.RowReader
+	cols []string
+	// nested: a column named as a field preview adds, so the record goes under value.
+	nested bool
 	index  int
 	digest string
 	row    int64
@@ -45,6 +47,7 @@ func openParquet(src Source, index int) (*parquetReader, error) {
 	p := &parquetReader{f: f, r: pf.Rows(), index: index, digest: src.SHA256, total: pf.NumRows}
 	for _, fld := range pf.Schema.Children {
 		p.cols = append(p.cols, fld.Name)
+		p.nested = p.nested || fld.Name == "input_sha256" || fld.Name == "record_index"
 	}
 	return p, nil
 }
@@ -72,19 +75,15 @@ func (p *parquetReader) next() (json.RawMessage, error) {
 		return nil, p.failure(err, p.row+1, fmt.Sprintf("Parquet record %d of source %d could not be decoded", p.row+1, p.index))
 	}
 	p.row++
-	nested := false
-	for _, c := range p.cols {
-		nested = nested || c == "input_sha256" || c == "record_index"
-	}
 	fields := newObject()
-	if !nested {
+	if !p.nested {
 		fields.int("record_index", p.row-1)
 	}
 	for _, c := range p.cols {
 		fields.key(c)
 		fields.b = jsonvalue.Append(fields.b, m[c])
 	}
-	if !nested {
+	if !p.nested {
 		fields.str("input_sha256", p.digest)
 		return fields.done(), nil
 	}
