@@ -43,14 +43,10 @@ func readExactly(r io.Reader, dst []byte, want int, name string) ([]byte, error)
 	if _, err := io.ReadFull(r, dst); err != nil {
 		return nil, formatErr("corrupt %s stream, or one shorter than its page", name)
 	}
+	// The stream must end there, cleanly (gzip checks its CRC at the end).
 	var one [1]byte
-	if n, err := r.Read(one[:]); n != 0 || (err != io.EOF && err != nil) {
+	if _, err := io.ReadFull(r, one[:]); err != io.EOF {
 		return nil, formatErr("corrupt %s stream, or one longer than its page", name)
-	} else if err == nil {
-		// A reader may return (0, nil); ask once more before concluding.
-		if n, _ := io.ReadFull(r, one[:]); n != 0 {
-			return nil, formatErr("%s stream longer than its page", name)
-		}
 	}
 	return dst, nil
 }

@@ -175,7 +175,7 @@ func mapOf(n *Node, lv levels, cols [][]Value) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := mapValue(val, lv, vc)
+		v, err := valueOf(val, false, lv, vc) // in the forms of a field
 		return [2]any{k, v}, err
 	})
 	if err != nil {
@@ -222,11 +222,6 @@ func mapKey(n *Node, v *Value) (string, error) {
 		return strconv.FormatUint(x, 10), nil
 	}
 	return "", formatErr("MAP key of type %s", n.Type)
-}
-
-// mapValue is a MAP value, in the forms of a field.
-func mapValue(n *Node, lv levels, cols [][]Value) (any, error) {
-	return valueOf(n, false, lv, cols)
 }
 
 // leafForm is a leaf value's form (see the comment above).
