@@ -11,6 +11,7 @@ import (
 
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/workerproc"
 )
 
 // In-process analyses read a verified copy (issue 40, item 1; decision 0054). An input is
@@ -58,7 +59,7 @@ func pinInputs(in []resolved, sealed sealedDir) ([]resolved, func(), *failure.Fa
 			continue
 		}
 		if dir == "" {
-			d, err := workerScratch()
+			d, err := workerproc.Scratch()
 			if err != nil {
 				return nil, done, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis scratch directory cannot be created; check TMPDIR's free space and permissions")
 			}

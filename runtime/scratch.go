@@ -14,14 +14,16 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/owner"
+	"github.com/flameox/flameox/internal/workerproc"
 )
 
 // Session scratch ceilings.
 const (
 	MaxSessionScratchBytes = 1 << 30
 	MaxSessionScratchFiles = 8192
-	// StorageReserveBytes must stay free on the scratch filesystem while a capture runs.
-	StorageReserveBytes = 64 << 20
+	// StorageReserveBytes must stay free on the scratch filesystem while a capture or an
+	// analysis worker runs.
+	StorageReserveBytes = workerproc.StorageReserveBytes
 )
 
 // scratch is the session's bounded scratch area: one directory per capture, reservations
@@ -167,7 +169,7 @@ const scratchPrefix = "flameox-session-"
 
 // stalePrefixes begin the names of the owner-tagged scratch directories removeStaleScratch
 // sweeps: sessions' and analysis workers'.
-var stalePrefixes = []string{scratchPrefix, workerScratchPrefix}
+var stalePrefixes = []string{scratchPrefix, workerproc.ScratchPrefix}
 
 // ownerOf returns the owner part (PID-START-RANDOM) of a swept scratch directory's name.
 func ownerOf(name string) (string, bool) {

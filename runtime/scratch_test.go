@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flameox/flameox/internal/owner"
+	"github.com/flameox/flameox/internal/workerproc"
 )
 
 func TestScratchIOFailureIsRetryableWithItsReason(t *testing.T) {
@@ -57,12 +58,12 @@ func TestScratchOfGoneOwnersIsSwept(t *testing.T) {
 		name  string
 		swept bool
 	}{
-		{workerScratchPrefix + gone + "-111", true},
+		{workerproc.ScratchPrefix + gone + "-111", true},
 		{scratchPrefix + gone + "-222", true},
-		{workerScratchPrefix + child + "-333", false},
-		{workerScratchPrefix + owner.Tag() + "-444", false},
+		{workerproc.ScratchPrefix + child + "-333", false},
+		{workerproc.ScratchPrefix + owner.Tag() + "-444", false},
 		{scratchPrefix + child + "-555", false},
-		{workerScratchPrefix + "123456789", false}, // no owner tag: made before tags
+		{workerproc.ScratchPrefix + "123456789", false}, // no owner tag: made before tags
 		{"flameox-other-" + gone + "-666", false},
 	} {
 		dir := filepath.Join(tmp, c.name)
@@ -168,7 +169,7 @@ func TestStaleScratchSweepIsStamped(t *testing.T) {
 // later start can tell whether its owner is gone.
 func TestScratchOfWorkerCarriesItsOwner(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	dir, err := workerScratch()
+	dir, err := workerproc.Scratch()
 	if err != nil {
 		t.Fatal(err)
 	}

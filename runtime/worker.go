@@ -9,19 +9,18 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	gen "github.com/flameox/flameox/generated/contracts"
+	"github.com/flameox/flameox/internal/ahead"
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/failure"
-	"github.com/flameox/flameox/internal/owner"
 	"github.com/flameox/flameox/internal/sourcefile"
+	"github.com/flameox/flameox/internal/workerproc"
 	"github.com/flameox/flameox/providers"
 )
 
@@ -38,12 +37,11 @@ import (
 // re-checks the inputs and keeps the session record.
 
 // WorkerVariable names the request file of a process started as an analysis worker.
-const WorkerVariable = "FLAMEOX_ANALYSIS_WORKER"
+const WorkerVariable = workerproc.Variable
 
-// inProcessBytes is the input size below which an analysis runs in the server process:
-// a worker costs a process start and a runtime (decision 0030 has the figures), and
-// uncompressed inputs this small cannot expand past the decoders' own bounds.
-const inProcessBytes = 256 << 10
+// inProcessBytes is the input size below which an analysis runs in the server process
+// (workerproc.InProcessBytes).
+const inProcessBytes = workerproc.InProcessBytes
 
 // WithAnalysisWorker runs analyses of non-trivial inputs in child processes of exe, which
 // must call ServeWorker first thing when WorkerVariable is set.
@@ -140,36 +138,12 @@ func inProcess(in []resolved) bool {
 	var total int64
 	for _, r := range in {
 		total += r.size
-		if overInProcess(total, r.members != nil, r.path) {
+		if workerproc.OverInProcess(total, r.members != nil, r.path) {
 			return false
 		}
 	}
 	return true
 }
-
-// overInProcess is inProcess's rule for the input at path, a directory or not, that
-// brings the inputs' bytes so far to total.
-func overInProcess(total int64, dir bool, path string) bool {
-	return dir || total > inProcessBytes || compressed(path)
-}
-
-// compressed reports whether a file opens with the gzip or the Parquet magic.
-func compressed(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var magic [4]byte
-	n, _ := io.ReadFull(f, magic[:])
-	return sourcefile.IsGzip(magic[:n]) || n == 4 && string(magic[:]) == "PAR1"
-}
-
-// replySlack is what a worker's reply may hold beyond the contract's largest page: the
-// envelope and the escaping of the reply's own JSON. The reply is bounded by the
-// contract's max_result_bytes, not the request's: a page's first row is returned whole
-// even when it alone passes the request's budget (decision 0011).
-const replySlack = 4 << 20
 
 // workerGCPercent is the worker's GOGC (ServeWorker).
 const workerGCPercent = 400
@@ -185,21 +159,7 @@ const workerGCPercent = 400
 const (
 	spareWarmBytes      = 8 << 20
 	spareMinMemoryBytes = 256 << 20
-	// workerWarmVariable carries spareWarmBytes to a spare.
-	workerWarmVariable = "FLAMEOX_ANALYSIS_WORKER_WARM"
 )
-
-// workerScratchPrefix begins the name of every analysis worker's scratch directory in the
-// system temporary directory: flameox-worker-PID-START-RANDOM, the owner tag of the server
-// process that starts the worker.
-const workerScratchPrefix = "flameox-worker-"
-
-// workerScratch creates a worker's scratch directory (its request.json names input paths).
-// The name carries the owner tag, so that a later start removes the directory of a server
-// killed before it could (removeStaleScratch).
-func workerScratch() (string, error) {
-	return os.MkdirTemp("", workerScratchPrefix+owner.Tag()+"-")
-}
 
 // The worker's disk budget (issue 40, decision 0050). A worker writes only under its
 // request-owned scratch directory: it is the worker's working directory and its TMPDIR
@@ -236,43 +196,6 @@ func inputBytes(in []resolved) int64 {
 	return total
 }
 
-// workerTempVariables are the environment variables that name the temporary directory,
-// for Go (TMPDIR; TMP and TEMP on Windows) and for SQLite (SQLITE_TMPDIR first).
-var workerTempVariables = []string{"TMPDIR", "TMP", "TEMP", "SQLITE_TMPDIR"}
-
-// workerEnv is env (the server's) with the request file named and every temporary
-// directory variable pointing at tmp; earlier values of those variables are dropped, as a
-// process that reads the first of duplicates would otherwise use them.
-func workerEnv(env []string, reqFile, tmp string, warm int64) []string {
-	drop := append([]string{WorkerVariable, workerWarmVariable}, workerTempVariables...)
-	out := make([]string, 0, len(env)+len(drop))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if !containsKey(drop, k) {
-			out = append(out, kv)
-		}
-	}
-	out = append(out, WorkerVariable+"="+reqFile)
-	if warm > 0 {
-		out = append(out, workerWarmVariable+"="+strconv.FormatInt(warm, 10))
-	}
-	for _, k := range workerTempVariables {
-		out = append(out, k+"="+tmp)
-	}
-	return out
-}
-
-// containsKey reports whether keys holds k, ignoring case on Windows, whose environment
-// names are case-insensitive.
-func containsKey(keys []string, k string) bool {
-	for _, x := range keys {
-		if x == k || goruntime.GOOS == "windows" && strings.EqualFold(x, k) {
-			return true
-		}
-	}
-	return false
-}
-
 // workerDiskFailure is the failure of a worker that wrote past its disk budget.
 func workerDiskFailure(budget, input int64) *failure.Failure {
 	return failure.New(gen.FailureCodeLimitExceeded,
@@ -290,18 +213,10 @@ func workerDiskFailure(budget, input int64) *failure.Failure {
 // worker's standard input says it is there; the input's end without that byte tells the
 // worker to exit without an analysis.
 type startedWorker struct {
-	dir, reqFile, replyFile string
-	disk                    int64
-	spec                    broker.Spec
-	ready                   *os.File           // the write end of the worker's standard input
-	arm                     chan broker.Bounds // a spare's bounds, sent when a request takes it
-	release                 func()             // gives back the worker's slot in the process's budget
-	cancel                  context.CancelFunc
-	done                    chan struct{} // closed once the worker has ended
-	replied                 chan struct{} // closed once the worker's output has ended (broker.Spec.StdoutClosed)
-	res                     *broker.Result
-	err                     error // the launch's error
-	used                    bool
+	*workerproc.Process
+	disk    int64
+	release func() // gives back the worker's slot in the process's budget
+	used    bool
 }
 
 // workerBounds are the bounds of the worker of req over in: its time, memory and disk.
@@ -335,11 +250,11 @@ func (rt *Runtime) prepareWorker(ctx context.Context, req *request, in []resolve
 	}
 	if w := rt.spares.takeFor(req.limits.MaxMemoryBytes); w != nil {
 		w.release, w.disk = release, b.MaxWritableGrowth
-		w.arm <- b
+		w.Arm <- b
 		// The request's cancellation and deadline stop the spare as they stop a worker
 		// started for it (the analysis cancels ctx when it ends, which then cancels a
 		// finished run: nothing).
-		context.AfterFunc(ctx, w.cancel)
+		context.AfterFunc(ctx, w.Cancel)
 		return w, nil
 	}
 	w, f := rt.startProcess(ctx, &b)
@@ -354,58 +269,23 @@ func (rt *Runtime) prepareWorker(ctx context.Context, req *request, in []resolve
 // startProcess creates a worker's scratch directory and launches it under ctx: under b,
 // or, for a spare (b nil), unbounded until a request arms it.
 func (rt *Runtime) startProcess(ctx context.Context, b *broker.Bounds) (*startedWorker, *failure.Failure) {
-	dir, err := workerScratch()
-	if err != nil {
-		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's scratch directory cannot be created; check TMPDIR's free space and permissions")
-	}
-	// The worker's own directory: its working directory and TMPDIR, measured against the
-	// disk budget; request.json and reply.json stay beside it, outside the measure.
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		os.RemoveAll(dir)
-		return nil, scratchIOFailure(err, "the analysis worker's scratch directory cannot be created")
-	}
-	w := &startedWorker{dir: dir, reqFile: filepath.Join(dir, "request.json"), replyFile: filepath.Join(dir, "reply.json"),
-		done: make(chan struct{}), replied: make(chan struct{}), release: func() {}}
 	var warm int64
 	if b == nil && (rt.spares == nil || !rt.spares.once) {
 		// A spare may wait long; one started ahead of a single analysis (once) is taken
 		// within milliseconds, with no time to warm a heap.
 		warm = spareWarmBytes
 	}
-	// The reply is bounded by the contract's max_result_bytes, not the request's
-	// (replySlack), so one bound serves every request.
-	// The worker is this program's code: the Go runtime bounds its threads
-	// (boundWorkerThreads) and every process it starts runs under a broker of its own, so
-	// it starts without the containment helper and the kernel's task bound (Direct): the
-	// helper is one more start of this binary and its exit after the worker's (3 to 4 ms
-	// of a CLI call through the worker here).
-	w.spec = broker.Spec{Path: rt.worker, Args: []string{rt.worker}, Dir: tmp, Direct: true,
-		Env:        workerEnv(os.Environ(), w.reqFile, tmp, warm),
-		StdoutFile: w.replyFile, StdoutClosed: w.replied, ExcerptBytes: 4096, MaxOutputBytes: gen.LimitMaxima.MaxResultBytes + replySlack,
-		WritableRoots: []string{tmp}, ReserveDir: tmp, ReserveBytes: StorageReserveBytes}
-	if b != nil {
-		w.spec.Timeout, w.spec.MaxRSSBytes, w.spec.MaxWritableGrowth, w.disk = b.Timeout, b.MaxRSSBytes, b.MaxWritableGrowth, b.MaxWritableGrowth
-	} else {
-		w.arm = make(chan broker.Bounds, 1)
-		w.spec.Arm = w.arm
-	}
-	stdin, ready, err := os.Pipe()
-	if err != nil {
-		os.RemoveAll(dir)
+	p, err := workerproc.Start(ctx, workerproc.Config{Exe: rt.worker, Bounds: b, Warm: warm, Launch: rt.launch})
+	switch {
+	case errors.Is(err, workerproc.ErrScratch):
+		return nil, scratchIOFailure(err, "the analysis worker's scratch directory cannot be created")
+	case err != nil:
 		return nil, failure.Wrap(err, gen.FailureCodeInternalFailure, "the analysis worker could not be started")
 	}
-	w.spec.Stdin, w.ready = stdin, ready
-	launch := rt.launch
-	if launch == nil {
-		launch = broker.Run
+	w := &startedWorker{Process: p, release: func() {}}
+	if b != nil {
+		w.disk = b.MaxWritableGrowth
 	}
-	ctx, w.cancel = context.WithCancel(ctx)
-	go func() {
-		defer close(w.done)
-		defer stdin.Close()
-		w.res, w.err = launch(ctx, w.spec)
-	}()
 	return w, nil
 }
 
@@ -417,15 +297,13 @@ func (w *startedWorker) abandon() {
 	}
 	w.used = true
 	w.stop()
-	os.RemoveAll(w.dir)
+	os.RemoveAll(w.Dir)
 }
 
 // stop ends the worker before its request: the input's end tells it to exit, and the
 // cancellation stops its launch. Its slot in the budget is given back.
 func (w *startedWorker) stop() {
-	w.ready.Close()
-	w.cancel()
-	<-w.done
+	w.Stop()
 	w.release()
 }
 
@@ -457,22 +335,8 @@ func WithWorkerAhead() Option {
 }
 
 // WorkerLikely reports whether an analysis of the files at paths runs in a worker by
-// what a stat and their first bytes say (inProcess: together over the in-process size,
-// a directory or a compressed file among them). A path that cannot be read says nothing.
-func WorkerLikely(paths []string) bool {
-	var total int64
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			continue
-		}
-		total += st.Size()
-		if overInProcess(total, st.IsDir(), p) {
-			return true
-		}
-	}
-	return false
-}
+// what a stat and their first bytes say (workerproc.Likely).
+func WorkerLikely(paths []string) bool { return workerproc.Likely(paths) }
 
 // WithSpareWorker keeps one analysis worker started ahead of need (decision 0067, second
 // addendum; issue 36): once an analysis has used a worker, the next one starts, so that a
@@ -502,7 +366,7 @@ func (s *spares) take() *startedWorker {
 		return nil
 	}
 	select {
-	case <-w.done:
+	case <-w.Done:
 		w.abandon()
 		return nil
 	default:
@@ -531,9 +395,39 @@ func (s *spares) replenish() {
 		return
 	}
 	s.started = true
+	if s.once {
+		if w := s.rt.aheadWorker(); w != nil {
+			s.spare = w
+			return
+		}
+	}
 	if w, f := s.rt.startProcess(s.ctx, nil); f == nil {
 		s.spare = w
 	}
+}
+
+// takeAheadWorker returns the channel of the worker a CLI analysis started while it
+// initialized (ahead.TakeWorker); tests replace it.
+var takeAheadWorker = ahead.TakeWorker
+
+// aheadWorker takes the worker this process started during its initialization, if there
+// is one and it is the worker this runtime would start (its executable, as a
+// spare, as startProcess starts one for WithWorkerAhead). Any other is stopped.
+func (rt *Runtime) aheadWorker() *startedWorker {
+	c := takeAheadWorker()
+	if c == nil {
+		return nil
+	}
+	p := <-c
+	if p == nil {
+		return nil
+	}
+	w := &startedWorker{Process: p, release: func() {}}
+	if p.Spec.Path != rt.worker || p.Arm == nil {
+		w.abandon()
+		return nil
+	}
+	return w
 }
 
 // close stops the spare and keeps any other from starting.
@@ -563,8 +457,8 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	handedOver := false
 	defer func() {
 		if !handedOver {
-			w.cancel()
-			os.RemoveAll(w.dir)
+			w.Cancel()
+			os.RemoveAll(w.Dir)
 		}
 	}()
 	defer rt.spares.replenish()
@@ -579,31 +473,31 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 			Producer: r.producer, Role: r.role, Declared: r.declared, Evidence: r.evidence, Reader: r.reader, Members: r.members})
 	}
 	body, _ := json.Marshal(wr)
-	if err := os.WriteFile(w.reqFile, body, 0o600); err != nil {
+	if err := os.WriteFile(w.ReqFile, body, 0o600); err != nil {
 		w.stop()
 		return nil, failure.Wrap(err, gen.FailureCodeIoFailure, "the analysis worker's request cannot be written; check TMPDIR's free space")
 	}
 	// The byte that starts the analysis; a worker that already ended leaves it unread.
-	w.ready.Write([]byte{'\n'})
-	w.ready.Close()
+	w.Ready.Write([]byte{'\n'})
+	w.Ready.Close()
 	if rt.spares != nil {
 		// A server answers a whole reply once the worker has closed its output, while the
 		// worker's process and its helper's still end (about 10 ms here); the worker's slot
 		// in the budget and its scratch are given back when they have (endLater). A reply
 		// that is not whole, or a worker that ended first, is judged at its end as before.
 		select {
-		case <-w.replied:
-			if reply, f := readReply(w.replyFile, w.spec.MaxOutputBytes); f == nil && ctx.Err() == nil {
+		case <-w.Replied:
+			if reply, f := readReply(w.ReplyFile, w.Spec.MaxOutputBytes); f == nil && ctx.Err() == nil {
 				handedOver = true
 				rt.endLater(w)
 				return rt.workerResult(req, in, reply)
 			}
-		case <-w.done:
+		case <-w.Done:
 		}
 	}
-	<-w.done
+	<-w.Done
 	w.release()
-	res, err := w.res, w.err
+	res, err := w.Res, w.Err
 	switch {
 	case ctx.Err() != nil:
 		return nil, providerFailure(ctx, ctx.Err(), nil)
@@ -612,7 +506,7 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	case res.Limit != nil:
 		return nil, workerLimit(req, res.Limit, w.disk, inputBytes(in))
 	}
-	reply, f := readReply(w.replyFile, w.spec.MaxOutputBytes)
+	reply, f := readReply(w.ReplyFile, w.Spec.MaxOutputBytes)
 	if l := threadExhaustion(res.Stderr.Excerpt); f != nil && l != nil {
 		return nil, workerLimit(req, l, w.disk, inputBytes(in))
 	}
@@ -634,10 +528,10 @@ func (rt *Runtime) endLater(w *startedWorker) {
 	rt.ending.Add(1)
 	go func() {
 		defer rt.ending.Done()
-		<-w.done
+		<-w.Done
 		w.release()
-		w.cancel()
-		os.RemoveAll(w.dir)
+		w.Cancel()
+		os.RemoveAll(w.Dir)
 	}()
 }
 
@@ -748,8 +642,8 @@ func ServeWorker(registry func() *providers.Registry) (int, bool) {
 	}
 	// Nothing this worker starts is a worker.
 	os.Unsetenv(WorkerVariable)
-	warm, _ := strconv.ParseInt(os.Getenv(workerWarmVariable), 10, 64)
-	os.Unsetenv(workerWarmVariable)
+	warm, _ := strconv.ParseInt(os.Getenv(workerproc.WarmVariable), 10, 64)
+	os.Unsetenv(workerproc.WarmVariable)
 	// The collector's target of the analysis (serveWorker) from the start, so that the
 	// warm heap stays below its goal and with the process.
 	if os.Getenv("GOGC") == "" {

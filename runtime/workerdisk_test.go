@@ -14,6 +14,7 @@ import (
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/owner"
 	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/internal/workerproc"
 )
 
 // lowDiskBudget makes every worker's disk budget bytes for the test.
@@ -28,7 +29,7 @@ func noWorkerScratchLeft(t *testing.T) {
 	t.Helper()
 	entries, _ := os.ReadDir(os.TempDir())
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), workerScratchPrefix+owner.Tag()+"-") {
+		if strings.HasPrefix(e.Name(), workerproc.ScratchPrefix+owner.Tag()+"-") {
 			t.Errorf("worker scratch left behind: %s", e.Name())
 		}
 	}
@@ -102,7 +103,7 @@ func TestWorkerDiskBudgetMeasured(t *testing.T) {
 	if len(seen.WritableRoots) != 1 || seen.WritableRoots[0] != seen.Dir || seen.MaxWritableGrowth != budget {
 		t.Errorf("roots %v (growth %d), dir %s", seen.WritableRoots, seen.MaxWritableGrowth, seen.Dir)
 	}
-	for _, k := range workerTempVariables {
+	for _, k := range workerproc.TempVariables {
 		var vals []string
 		for _, kv := range seen.Env {
 			if v, ok := strings.CutPrefix(kv, k+"="); ok {
@@ -133,15 +134,15 @@ func TestWorkerDiskBudgetFigures(t *testing.T) {
 }
 
 func TestWorkerEnv(t *testing.T) {
-	parent := []string{"PATH=/bin", "TMPDIR=/elsewhere", "SQLITE_TMPDIR=/x", WorkerVariable + "=old", workerWarmVariable + "=1", "TMPDIRX=keep"}
-	env := workerEnv(parent, "/s/request.json", "/s/tmp", 0)
+	parent := []string{"PATH=/bin", "TMPDIR=/elsewhere", "SQLITE_TMPDIR=/x", WorkerVariable + "=old", workerproc.WarmVariable + "=1", "TMPDIRX=keep"}
+	env := workerproc.Env(parent, "/s/request.json", "/s/tmp", 0)
 	want := []string{"PATH=/bin", "TMPDIRX=keep", WorkerVariable + "=/s/request.json", "TMPDIR=/s/tmp", "TMP=/s/tmp", "TEMP=/s/tmp", "SQLITE_TMPDIR=/s/tmp"}
 	if !slices.Equal(env, want) {
 		t.Errorf("env = %q, want %q", env, want)
 	}
 	// A spare is told how much heap to warm.
-	env = workerEnv(parent, "/s/request.json", "/s/tmp", spareWarmBytes)
-	want = slices.Insert(want, 3, workerWarmVariable+"=8388608")
+	env = workerproc.Env(parent, "/s/request.json", "/s/tmp", spareWarmBytes)
+	want = slices.Insert(want, 3, workerproc.WarmVariable+"=8388608")
 	if !slices.Equal(env, want) {
 		t.Errorf("env = %q, want %q", env, want)
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/internal/workerproc"
 	"github.com/flameox/flameox/providers/all"
 	"github.com/flameox/flameox/repository"
 )
@@ -20,7 +22,7 @@ import (
 type launchRecord struct {
 	requestAtLaunch bool // request.json existed when the worker was launched
 	spare           bool // launched unarmed, to wait for a request (Spec.Arm)
-	warm            bool // told to warm its heap (workerWarmVariable)
+	warm            bool // told to warm its heap (workerproc.WarmVariable)
 	armed           *broker.Bounds
 	ended           bool
 	replyBytes      int64 // the size of reply.json when the worker had ended
@@ -46,7 +48,7 @@ func withRecordingLaunch() (Option, func() []launchRecord) {
 			if v, ok := strings.CutPrefix(kv, WorkerVariable+"="); ok {
 				req = v
 			}
-			warm = warm || strings.HasPrefix(kv, workerWarmVariable+"=")
+			warm = warm || strings.HasPrefix(kv, workerproc.WarmVariable+"=")
 		}
 		_, err := os.Stat(req)
 		rec := &launchRecord{requestAtLaunch: err == nil, spare: spec.Arm != nil, warm: warm}
@@ -454,6 +456,83 @@ func TestWorkerAhead(t *testing.T) {
 		t.Errorf("after Close the unused worker = %+v, want it ended without a request or a reply", recs)
 	}
 	noWorkerScratchLeft(t)
+}
+
+// TestWorkerAheadFromInitialization: a CLI analysis whose worker package ahead started
+// while the process initialized (ahead.TakeWorker) runs in that worker: the runtime that
+// starts a worker ahead takes it instead of launching one, arms it and gets the answer the
+// server process gives. A worker of another executable is stopped unused, and the runtime
+// starts its own.
+func TestWorkerAheadFromInitialization(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts analysis workers")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		t.Skip("no cat to stand in for another executable")
+	}
+	for _, c := range []struct {
+		name            string
+		aheadExe        string
+		aheadUsed, ours bool
+	}{
+		{"this executable", exe, true, false},
+		{"another executable", cat, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec, aheadLaunches := withRecordingLaunch()
+			var probe Runtime
+			rec(&probe)
+			p, err := workerproc.Start(context.Background(), workerproc.Config{Exe: c.aheadExe, Launch: probe.launch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := make(chan *workerproc.Process, 1)
+			ch <- p
+			taken := false
+			defer func(old func() chan *workerproc.Process) { takeAheadWorker = old }(takeAheadWorker)
+			takeAheadWorker = func() chan *workerproc.Process {
+				if taken {
+					return nil
+				}
+				taken = true
+				return ch
+			}
+			own, ownLaunches := withRecordingLaunch()
+			rt, err := New(all.Registry(), nil, WithAnalysisWorker(exe), own, WithWorkerAhead(),
+				WithStore(repository.Location{Dir: filepath.Join(t.TempDir(), "store"), Source: repository.SourceExplicit}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			args := map[string]any{"sources": []any{map[string]any{"kind": "path", "path": bigText(t)}}, "page_size": 2}
+			want, _, wf := analyzeJSON(t, newRuntime(t), "preview_artifact", args)
+			got, _, gf := analyzeJSON(t, rt, "preview_artifact", args)
+			if wf != nil || gf != nil || string(got) != string(want) {
+				t.Fatalf("worker %s (%v), in process %s (%v)", got, gf, want, wf)
+			}
+			rt.Close()
+			select {
+			case <-p.Done:
+			case <-time.After(10 * time.Second):
+				t.Error("the worker started ahead was neither used nor stopped")
+				p.Stop()
+				os.RemoveAll(p.Dir)
+			}
+			ahead, ours := aheadLaunches(), ownLaunches()
+			if len(ahead) != 1 || (ahead[0].replyBytes > 0) != c.aheadUsed || (ahead[0].armed != nil) != c.aheadUsed || !ahead[0].ended {
+				t.Errorf("the worker started ahead = %+v, want it ended, used: %v", ahead, c.aheadUsed)
+			}
+			if (len(ours) == 1 && ours[0].replyBytes > 0) != c.ours || len(ours) > 1 {
+				t.Errorf("the runtime's own launches = %+v, want one that replied: %v", ours, c.ours)
+			}
+			noWorkerScratchLeft(t)
+		})
+	}
 }
 
 // TestWorkerLikely: what the sizes and first bytes of paths say before a request is read.

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+
+	"github.com/flameox/flameox/internal/ahead"
 )
 
 // TestLazyRootAnswersAsTheWholeTree: a call's tree (newRootCommandFor, the other commands
@@ -90,5 +93,36 @@ func TestCommandsFor(t *testing.T) {
 		if d := cmp.Diff(c.built, strings.Join(got, " ")); d != "" {
 			t.Errorf("flameox %s builds (-want +got):\n%s", c.args, d)
 		}
+	}
+}
+
+// TestAnalyzeFlagsAsAheadReadsThem: package ahead finds an analyze call's paths during
+// initialization, before cobra parses it, by skipping the values of the analyze
+// command's flags; it reads each flag as this command defines it (a value or none), and
+// the root's flags take no value. A flag added with a value and not named there would
+// make ahead read its value as a path.
+func TestAnalyzeFlagsAsAheadReadsThem(t *testing.T) {
+	root := newRootCommand(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	analyze, _, err := root.Find([]string{"analyze"})
+	if err != nil || analyze.Name() != "analyze" {
+		t.Fatalf("no analyze command: %v", err)
+	}
+	seen := 0
+	analyze.Flags().VisitAll(func(f *pflag.Flag) {
+		seen++
+		if takes := f.NoOptDefVal == ""; ahead.AnalyzeValueFlag(f.Name) != takes {
+			t.Errorf("--%s takes a value: %v; ahead.AnalyzeValueFlag says %v", f.Name, takes, !takes)
+		}
+		if f.Shorthand != "" {
+			t.Errorf("--%s has the shorthand -%s, which ahead.AnalyzePaths does not read", f.Name, f.Shorthand)
+		}
+	})
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if f.NoOptDefVal == "" {
+			t.Errorf("the root's --%s takes a value; ahead reads the root's flags as taking none", f.Name)
+		}
+	})
+	if seen < 7 {
+		t.Fatalf("the analyze command has %d flags; expected its own", seen)
 	}
 }

@@ -6,11 +6,18 @@
 // can know a capture follows and has the broker to start it with: it runs once the
 // broker and its dependencies are initialized (os/exec, path/filepath and regexp among
 // them, which initialize late), before the last 30% of the binary's packages. A
-// process whose arguments are not a capture call (a test binary, mcp serve, an analysis
-// worker, the helper itself) starts nothing.
+// process whose arguments are neither a capture call nor an analyze call below (a test
+// binary, mcp serve, an analysis worker, the helper itself) starts nothing.
 //
 // The runtime's StartCaptureHelper takes the helper (Take); the CLI's run ends one that
 // no capture took (Abandon) before it returns.
+//
+// In the same way it starts the analysis worker of a `flameox analyze` call whose paths
+// send the analysis to a worker (AnalyzePaths, workerproc.Likely): the worker's process
+// start (3 to 6 ms here, on a core it shares with the caller) then overlaps the rest of
+// the caller's initialization and the runtime's start, which it followed before (decision
+// 0067, eleventh addendum). The runtime takes it (TakeWorker) as the worker it starts
+// ahead; Abandon ends one that nothing took.
 //
 // It also catches the shutdown signals of a capture, an analysis or a server from its
 // initialization (SignalCall): os/signal's first Notify waits for a thread of the
@@ -22,11 +29,13 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/flameox/flameox/internal/broker"
+	"github.com/flameox/flameox/internal/workerproc"
 )
 
 // ShutdownSignals end a server, a capture or an analysis: in-flight work is cancelled,
@@ -40,21 +49,50 @@ var (
 	// (SignalCall); registered once earlyReady is closed.
 	early      chan os.Signal
 	earlyReady chan struct{}
+	// worker receives the analysis worker started during initialization (nil there when
+	// the paths did not call for one, or it could not start).
+	worker chan *workerproc.Process
 )
 
 func init() {
 	args := os.Args[1:]
+	// The processes start first: a goroutine started before them (the signals' catch,
+	// whose first Notify waits on runtime threads several times) held the second
+	// processor until about main, and they waited for it (decision 0067, eleventh
+	// addendum).
+	if paths, ok := AnalyzePaths(args); ok && os.Getenv(workerproc.InProcessVariable) != "1" {
+		w := make(chan *workerproc.Process, 1)
+		worker = w
+		go func() { w <- startWorker(paths) }()
+	}
+	if CaptureCall(args) {
+		c := make(chan *broker.Prestarted, 1)
+		started = c
+		go func() { c <- broker.Prestart() }()
+	}
 	if SignalCall(args) {
 		e, ready := make(chan os.Signal, 1), make(chan struct{})
 		early, earlyReady = e, ready
 		go func() { signal.Notify(e, ShutdownSignals...); close(ready) }()
 	}
-	if !CaptureCall(args) {
-		return
+}
+
+// startWorker starts a spare analysis worker of this executable when the files at paths
+// send their analysis to one (nil otherwise, or when it cannot start: the runtime then
+// starts its own and words the failure).
+func startWorker(paths []string) *workerproc.Process {
+	if !workerproc.Likely(paths) {
+		return nil
 	}
-	c := make(chan *broker.Prestarted, 1)
-	started = c
-	go func() { c <- broker.Prestart() }()
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	p, err := workerproc.Start(context.Background(), workerproc.Config{Exe: exe})
+	if err != nil {
+		return nil
+	}
+	return p
 }
 
 // NotifyContext is signal.NotifyContext(parent, ShutdownSignals...). In a call whose
@@ -130,20 +168,88 @@ func commandWords(args []string, n int) (words []string, ok bool) {
 	return words, true
 }
 
+// analyzeValueFlags are the analyze command's flags that take a value (the command
+// defines them; a test in package main compares).
+var analyzeValueFlags = []string{"arguments", "continuation", "evidence", "format", "limits", "rescue-to"}
+
+// AnalyzeValueFlag reports whether AnalyzePaths reads the analyze command's flag name
+// as taking a value.
+func AnalyzeValueFlag(name string) bool { return slices.Contains(analyzeValueFlags, name) }
+
+// AnalyzePaths returns the paths of a CLI call with args (after the program name) that
+// is the analyze command run on paths: its first word that is not a flag or a flag's
+// value is "analyze", before any "--", the second the operation and the rest the paths
+// (with those after a "--"); ok is false for any other call, one that asks for help, or one that analyzes
+// preserved evidence (--evidence). The root's flags take no value; the analyze command's
+// that do are analyzeValueFlags, as "--name value" or "--name=value". A call this
+// misreads only starts a worker that Abandon ends, or starts none and the runtime starts
+// its own.
+func AnalyzePaths(args []string) (paths []string, ok bool) {
+	var words []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if len(words) == 0 {
+				// Nothing names the command before it.
+				return nil, false
+			}
+			words = append(words, args[i+1:]...)
+			break
+		}
+		if a == "-h" || a == "--help" {
+			return nil, false
+		}
+		if name, found := strings.CutPrefix(a, "--"); found {
+			name, _, inline := strings.Cut(name, "=")
+			if name == "evidence" {
+				return nil, false
+			}
+			if !inline && AnalyzeValueFlag(name) {
+				i++
+			}
+			continue
+		}
+		if strings.HasPrefix(a, "-") && a != "-" {
+			continue
+		}
+		words = append(words, a)
+	}
+	if len(words) < 3 || words[0] != "analyze" {
+		return nil, false
+	}
+	return words[2:], true
+}
+
+// TakeWorker returns the channel on which the analysis worker started during
+// initialization arrives (nil there when none started), once; nil when none was asked
+// for or it was taken or abandoned.
+func TakeWorker() chan *workerproc.Process { return take(&worker) }
+
 // Take returns the channel on which the helper started during initialization arrives
 // (nil there when none could start), once; nil when none was started or it was taken or
 // abandoned.
-func Take() chan *broker.Prestarted {
+func Take() chan *broker.Prestarted { return take(&started) }
+
+// take returns the channel *c holds and leaves nil there.
+func take[T any](c *chan T) chan T {
 	mu.Lock()
 	defer mu.Unlock()
-	c := started
-	started = nil
-	return c
+	v := *c
+	*c = nil
+	return v
 }
 
-// Abandon ends the helper started during initialization unless it was taken.
+// Abandon ends the helper and the analysis worker started during initialization unless
+// they were taken: the worker is told to exit, its launch returns and its scratch
+// directory is removed.
 func Abandon() {
 	if c := Take(); c != nil {
 		(<-c).Abandon()
+	}
+	if w := TakeWorker(); w != nil {
+		if p := <-w; p != nil {
+			p.Stop()
+			os.RemoveAll(p.Dir)
+		}
 	}
 }

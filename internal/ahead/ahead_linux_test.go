@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flameox/flameox/internal/testtool"
+	"github.com/flameox/flameox/internal/workerproc"
 )
 
 // childVariable makes the test binary a child process that reports, with its own
@@ -20,6 +23,14 @@ import (
 const childVariable = "FLAMEOX_AHEAD_TEST_CHILD"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(workerproc.Variable) != "" {
+		// A worker a child's initialization started: it says it runs (a file in its
+		// working directory, the worker's scratch), waits for its request, as a worker
+		// does, and exits at the input's end.
+		os.WriteFile("running", nil, 0o600)
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	if os.Getenv(childVariable) == "1" {
 		os.Exit(child())
 	}
@@ -52,6 +63,9 @@ func child() int {
 		fmt.Printf("cancelled=%v\n", ctx.Err() != nil)
 		return 0
 	}
+	if os.Getenv("FLAMEOX_AHEAD_TEST_MODE") == "worker" {
+		return childWorker()
+	}
 	if os.Getenv("FLAMEOX_AHEAD_TEST_MODE") == "abandon" {
 		Abandon()
 		fmt.Printf("after=%d taken=%v\n", len(testtool.WaitingHelpers()), Take() == nil)
@@ -67,6 +81,91 @@ func child() int {
 	p.Abandon()
 	fmt.Printf("started=%v waiting=%d after=%d\n", p != nil, before, len(testtool.WaitingHelpers()))
 	return 0
+}
+
+// childWorker takes the analysis worker initialization started and prints whether there
+// is one, whether its scratch directory is there, whether its process runs there, and,
+// once it is stopped, whether its directory is gone.
+func childWorker() int {
+	c := TakeWorker()
+	if c == nil {
+		fmt.Println("none")
+		return 0
+	}
+	p := <-c
+	if p == nil {
+		fmt.Println("nil")
+		return 0
+	}
+	_, err := os.Stat(p.Dir)
+	waiting := err == nil && len(workerDirs()) == 1
+	running := false
+	for deadline := time.Now().Add(time.Minute); !running && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		_, err := os.Stat(filepath.Join(p.Spec.Dir, "running"))
+		running = err == nil
+	}
+	p.Stop()
+	os.RemoveAll(p.Dir)
+	fmt.Printf("waiting=%v running=%v left=%d\n", waiting, running, len(workerDirs()))
+	return 0
+}
+
+// workerDirs lists the analysis workers' scratch directories in the temporary directory.
+func workerDirs() []string {
+	m, _ := filepath.Glob(filepath.Join(os.TempDir(), workerproc.ScratchPrefix+"*"))
+	return m
+}
+
+// TestWorkerStartsDuringInitialization: a process whose arguments are an analyze call
+// over paths that go to a worker (over the in-process size, compressed, a directory) has
+// a worker started by the time its packages are initialized; small paths, preserved
+// evidence, FLAMEOX_ANALYSIS_IN_PROCESS=1 and other commands start none. Abandon ends
+// one nothing took and removes its scratch.
+func TestWorkerStartsDuringInitialization(t *testing.T) {
+	if TakeWorker() != nil {
+		t.Fatal("the test binary's own arguments started a worker")
+	}
+	dir := t.TempDir()
+	big, small := filepath.Join(dir, "big.pstats"), filepath.Join(dir, "small.pstats")
+	if err := os.WriteFile(big, make([]byte, workerproc.InProcessBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(small, []byte("small"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gz := filepath.Join(dir, "small.json.gz")
+	if err := os.WriteFile(gz, []byte{0x1f, 0x8b, 8, 0}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode string
+		args []string
+		env  string
+		want string
+	}{
+		{"worker", []string{"analyze", "rank_cpu_hotspots", big}, "", "waiting=true running=true left=0"},
+		{"worker", []string{"analyze", "--arguments", "{}", "rank_cpu_hotspots", small, gz}, "", "waiting=true running=true left=0"},
+		{"worker", []string{"analyze", "summarize_directory", dir}, "", "waiting=true running=true left=0"},
+		{"worker", []string{"analyze", "rank_cpu_hotspots", small}, "", "nil"},
+		{"worker", []string{"analyze", "rank_cpu_hotspots", big}, workerproc.InProcessVariable + "=1", "none"},
+		{"worker", []string{"analyze", "rank_cpu_hotspots", "--evidence", "ev", big}, "", "none"},
+		{"worker", []string{"capture", "--", "cat", big}, "", "none"},
+		{"abandon", []string{"analyze", "rank_cpu_hotspots", big}, "", "after=0 taken=true"},
+	} {
+		tmp := t.TempDir()
+		cmd := exec.Command(os.Args[0], c.args...)
+		cmd.Env = append(os.Environ(), childVariable+"=1", "FLAMEOX_AHEAD_TEST_MODE="+c.mode, "TMPDIR="+tmp)
+		if c.env != "" {
+			cmd.Env = append(cmd.Env, c.env)
+		}
+		out, err := cmd.CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != c.want {
+			t.Errorf("flameox %s (%s): %q (%v), want %q", strings.Join(c.args, " "), c.env, got, err, c.want)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmp, workerproc.ScratchPrefix+"*")); len(left) > 0 {
+			t.Errorf("flameox %s: the worker's scratch is left behind: %q", strings.Join(c.args, " "), left)
+		}
+	}
 }
 
 // TestHelperStartsDuringInitialization: a process whose arguments are a capture call has

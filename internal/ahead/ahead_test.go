@@ -1,6 +1,7 @@
 package ahead
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -52,6 +53,41 @@ func TestSignalCall(t *testing.T) {
 	} {
 		if got := SignalCall(c.args); got != c.want {
 			t.Errorf("SignalCall(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
+// TestAnalyzePaths: the paths of an analyze call are its words after the operation,
+// with the analyze command's flag values skipped ("--name value" and "--name=value") and
+// the words after "--" kept; a call for help, one over preserved evidence and any other
+// command have none.
+func TestAnalyzePaths(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+		ok   bool
+	}{
+		{[]string{"analyze", "rank_cpu_hotspots", "a.pstats"}, []string{"a.pstats"}, true},
+		{[]string{"--json", "analyze", "rank_cpu_hotspots", "a", "b"}, []string{"a", "b"}, true},
+		{[]string{"analyze", "--arguments", `{"page_size":5}`, "rank_cpu_hotspots", "a"}, []string{"a"}, true},
+		{[]string{"analyze", "rank_cpu_hotspots", "--format", "pstats", "a", "--limits={}", "b", "--preserve"}, []string{"a", "b"}, true},
+		{[]string{"analyze", "rank_cpu_hotspots", "--continuation", "tok", "--rescue-to", "/r", "a"}, []string{"a"}, true},
+		{[]string{"analyze", "rank_cpu_hotspots", "--", "-odd", "--help"}, []string{"-odd", "--help"}, true},
+		{[]string{"analyze", "rank_cpu_hotspots", "-"}, []string{"-"}, true},
+		{[]string{"analyze", "rank_cpu_hotspots"}, nil, false},
+		{[]string{"analyze", "rank_cpu_hotspots", "--evidence", "ev1"}, nil, false},
+		{[]string{"analyze", "rank_cpu_hotspots", "--evidence=ev1"}, nil, false},
+		{[]string{"analyze", "rank_cpu_hotspots", "a", "--help"}, nil, false},
+		{[]string{"-h", "analyze", "rank_cpu_hotspots", "a"}, nil, false},
+		{[]string{"capture", "--", "analyze", "x", "y"}, nil, false},
+		{[]string{"help", "analyze", "x", "y"}, nil, false},
+		{[]string{"--", "analyze", "x", "y"}, nil, false},
+		{[]string{"analyze", "--", "rank_cpu_hotspots", "a"}, []string{"a"}, true},
+		{nil, nil, false},
+	} {
+		got, ok := AnalyzePaths(c.args)
+		if ok != c.ok || !slices.Equal(got, c.want) {
+			t.Errorf("AnalyzePaths(%q) = %q, %v; want %q, %v", c.args, got, ok, c.want, c.ok)
 		}
 	}
 }
