@@ -49,6 +49,10 @@ var (
 	// (SignalCall); registered once earlyReady is closed.
 	early      chan os.Signal
 	earlyReady chan struct{}
+	// catching says NotifyContext took over the catch; cancels are the contexts a signal
+	// cancels now (NotifyContext).
+	catching bool
+	cancels  = map[*byte]context.CancelFunc{}
 	// worker receives the analysis worker started during initialization (nil there when
 	// the paths did not call for one, or it could not start).
 	worker chan *workerproc.Process
@@ -96,29 +100,65 @@ func startWorker(paths []string) *workerproc.Process {
 }
 
 // NotifyContext is signal.NotifyContext(parent, ShutdownSignals...). In a call whose
-// initialization catches the shutdown signals (SignalCall), it takes over from that
-// catch: the context is registered first, then the catch is stopped, and a signal the
-// catch received cancels the context at once. So a signal ends the call whenever it
-// comes: before the catch is registered (by a goroutine of initialization) by its
-// default action, as in any call, and after it, by cancelling the call's work.
+// initialization catches the shutdown signals (SignalCall), it takes over that catch
+// instead: the context is registered first, then a goroutine forwards what the catch
+// receives, so a signal it received before cancels the context at once. So a signal ends
+// the call whenever it comes: before the catch is registered (by a goroutine of
+// initialization) by its default action, as in any call, and after it, by cancelling the
+// call's work. The catch stays registered after stop: a signal with no context left takes
+// its default action then (reraise), as after signal.NotifyContext's stop, without the
+// round trips to the runtime's signal thread that unregistering costs (about 0.3 ms of
+// every capture or analysis here, at its end).
 func NotifyContext(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(parent, ShutdownSignals...)
 	mu.Lock()
-	e, ready := early, earlyReady
+	e, ready, forwarding := early, earlyReady, catching
 	early, earlyReady = nil, nil
-	mu.Unlock()
-	if e == nil {
-		return ctx, stop
+	if e != nil {
+		catching = true
 	}
-	<-ready
-	signal.Stop(e)
-	select {
-	case <-e:
-		caught, cancel := context.WithCancel(ctx)
+	mu.Unlock()
+	if e == nil && !forwarding {
+		return signal.NotifyContext(parent, ShutdownSignals...)
+	}
+	ctx, cancel := context.WithCancel(parent)
+	key := new(byte)
+	mu.Lock()
+	cancels[key] = cancel
+	mu.Unlock()
+	if e != nil {
+		<-ready
+		select {
+		case <-e:
+			cancel() // caught before: this call is cancelled from its start
+		default:
+		}
+		go forward(e)
+	}
+	return ctx, func() {
+		mu.Lock()
+		delete(cancels, key)
+		mu.Unlock()
 		cancel()
-		return caught, func() { cancel(); stop() }
-	default:
-		return ctx, stop
+	}
+}
+
+// forward cancels the registered contexts at each signal the catch e receives, or, with
+// none registered, gives the signal its default action.
+func forward(e chan os.Signal) {
+	for sig := range e {
+		mu.Lock()
+		cs := make([]context.CancelFunc, 0, len(cancels))
+		for _, c := range cancels {
+			cs = append(cs, c)
+		}
+		mu.Unlock()
+		if len(cs) == 0 {
+			reraise(sig)
+			continue
+		}
+		for _, c := range cs {
+			c()
+		}
 	}
 }
 

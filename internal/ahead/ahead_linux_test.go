@@ -63,6 +63,16 @@ func child() int {
 		fmt.Printf("cancelled=%v\n", ctx.Err() != nil)
 		return 0
 	}
+	if os.Getenv("FLAMEOX_AHEAD_TEST_MODE") == "stopped" {
+		// A shutdown signal after the call's context is stopped takes its default
+		// action, as after signal.NotifyContext's stop: the process dies of it.
+		_, stop := NotifyContext(context.Background())
+		stop()
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		time.Sleep(10 * time.Second)
+		fmt.Println("alive")
+		return 0
+	}
 	if os.Getenv("FLAMEOX_AHEAD_TEST_MODE") == "worker" {
 		return childWorker()
 	}
@@ -200,11 +210,22 @@ func TestHelperStartsDuringInitialization(t *testing.T) {
 }
 
 // TestOtherCallsKeepTheSignalsDefault: a call that does not set up the shutdown signals
-// as its work starts catches none during initialization, so a signal ends it at once.
+// as its work starts catches none during initialization, so a signal ends it at once; in
+// a call that does, a signal after NotifyContext's stop ends it too.
 func TestOtherCallsKeepTheSignalsDefault(t *testing.T) {
-	for _, args := range [][]string{{"--version"}, {"mcp", "inspect"}, {"analyze", "--help"}, {"evidence", "show", "x"}} {
+	for _, c := range []struct {
+		mode string
+		args []string
+	}{
+		{"signal", []string{"--version"}}, {"signal", []string{"mcp", "inspect"}}, {"signal", []string{"analyze", "--help"}},
+		{"signal", []string{"evidence", "show", "x"}},
+		// The calls that catch them, once their context is stopped.
+		{"stopped", []string{"analyze", "rank_cpu_hotspots", "x.pstats"}}, {"stopped", []string{"mcp", "serve"}},
+		{"stopped", []string{"--version"}},
+	} {
+		args := c.args
 		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), childVariable+"=1", "FLAMEOX_AHEAD_TEST_MODE=signal")
+		cmd.Env = append(os.Environ(), childVariable+"=1", "FLAMEOX_AHEAD_TEST_MODE="+c.mode)
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGHUP {
