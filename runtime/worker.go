@@ -20,6 +20,7 @@ import (
 	"github.com/flameox/flameox/internal/broker"
 	"github.com/flameox/flameox/internal/failure"
 	"github.com/flameox/flameox/internal/sourcefile"
+	"github.com/flameox/flameox/internal/validate"
 	"github.com/flameox/flameox/internal/workerproc"
 	"github.com/flameox/flameox/providers"
 )
@@ -705,9 +706,12 @@ func serveWorker(rt *Runtime, loadErr error, path string) (reply workerReply) {
 	if !ok || t.Family != "analysis" {
 		return fail(failure.New(gen.FailureCodeInternalFailure, "the analysis worker does not know the tool %q", wr.Tool))
 	}
-	inst, f := t.Validate(wr.Arguments)
-	if f != nil {
-		return fail(f)
+	// The arguments are the instance the parent validated against the tool's schema and
+	// admitted: decoded as Validate decodes, they admit the same request here, without
+	// compiling the schema a second time (about 0.4 ms of a CLI analysis's critical path).
+	inst, err := validate.Decode(wr.Arguments)
+	if err != nil {
+		return fail(failure.New(gen.FailureCodeInternalFailure, "the analysis worker's request cannot be read"))
 	}
 	req, f := rt.admit(t, inst)
 	if f != nil {

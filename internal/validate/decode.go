@@ -22,6 +22,11 @@ const (
 	errTooDeep  decodeError = "JSON nests arrays and objects too deeply"
 )
 
+// Decode reads an instance as Validate reads one, without checking it against a schema:
+// for an instance that was validated already (an analysis worker's arguments, which its
+// parent validated and admitted).
+func Decode(b []byte) (any, error) { return decode(b) }
+
 // decode reads the one JSON value of b as map[string]any, []any, json.Number (numbers
 // kept exact), string, bool or nil. Like the decoder of santhosh-tekuri/jsonschema/v6, it
 // refuses anything after the value but white space; it also refuses nesting deeper
