@@ -521,14 +521,17 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 	return rt.workerResult(req, in, reply)
 }
 
-// endLater waits, on a goroutine of its own, for a worker whose whole reply has been read
-// to end, then gives back its slot in the budget and removes its scratch; Close waits
-// for every such worker. What the broker reports of it then (a bound reached while it
+// endLater removes the reply file of a worker whose whole reply has been read and waits,
+// on a goroutine of its own, for the worker to end, then gives back its slot in the
+// budget and removes its scratch; Close waits for every such worker. What the broker reports of it then (a bound reached while it
 // exited, the measure of its scratch at the end) no longer changes the answer.
 func (rt *Runtime) endLater(w *startedWorker) {
 	rt.ending.Add(1)
 	go func() {
 		defer rt.ending.Done()
+		// The reply is read; the worker removes the rest of its scratch as it exits
+		// (workerproc.Release), so that once it has ended only the directory is left.
+		os.Remove(w.ReplyFile)
 		<-w.Done
 		w.release()
 		w.Cancel()
@@ -661,8 +664,10 @@ func ServeWorker(registry func() *providers.Registry) (int, bool) {
 	if err := json.NewEncoder(os.Stdout).Encode(reply); err != nil {
 		return 1, true
 	}
-	// The reply is whole: a server reads it from here, while this process exits.
+	// The reply is whole: a server reads it from here, while this process exits and
+	// removes what its scratch holds but the reply.
 	os.Stdout.Close()
+	workerproc.Release(path)
 	return 0, true
 }
 

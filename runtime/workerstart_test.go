@@ -25,7 +25,7 @@ type launchRecord struct {
 	warm            bool // told to warm its heap (workerproc.WarmVariable)
 	armed           *broker.Bounds
 	ended           bool
-	replyBytes      int64 // the size of reply.json when the worker had ended
+	replyBytes      int64 // the reply's bytes the broker wrote to reply.json
 	exitCode        *int
 }
 
@@ -74,10 +74,9 @@ func withRecordingLaunch() (Option, func() []launchRecord) {
 		mu.Lock()
 		defer mu.Unlock()
 		rec.ended = true
-		if st, err := os.Stat(spec.StdoutFile); err == nil {
-			rec.replyBytes = st.Size()
-		}
 		if res != nil {
+			// The reply file may be gone already: a server removes it once it has read it.
+			rec.replyBytes = res.Stdout.Retained
 			rec.exitCode = res.ExitCode
 		}
 		return res, rerr
@@ -532,32 +531,5 @@ func TestWorkerAheadFromInitialization(t *testing.T) {
 			}
 			noWorkerScratchLeft(t)
 		})
-	}
-}
-
-// TestWorkerLikely: what the sizes and first bytes of paths say before a request is read.
-func TestWorkerLikely(t *testing.T) {
-	dir := t.TempDir()
-	small, big, gz := filepath.Join(dir, "small.txt"), bigText(t), filepath.Join(dir, "small.gz")
-	os.WriteFile(small, []byte("a line\n"), 0o600)
-	os.WriteFile(gz, []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3}, 0o600)
-	half := filepath.Join(dir, "half.txt")
-	os.WriteFile(half, make([]byte, inProcessBytes/2+1), 0o600)
-	for _, c := range []struct {
-		name  string
-		paths []string
-		want  bool
-	}{
-		{"small", []string{small}, false},
-		{"none", nil, false},
-		{"missing", []string{filepath.Join(dir, "missing")}, false},
-		{"over the in-process size", []string{big}, true},
-		{"together over it", []string{half, half}, true},
-		{"directory", []string{dir}, true},
-		{"gzip", []string{gz}, true},
-	} {
-		if got := WorkerLikely(c.paths); got != c.want {
-			t.Errorf("%s: WorkerLikely = %v, want %v", c.name, got, c.want)
-		}
 	}
 }

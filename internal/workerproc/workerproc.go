@@ -217,6 +217,28 @@ func Start(ctx context.Context, c Config) (*Process, error) {
 	return p, nil
 }
 
+// Release is called by a worker whose reply is whole (its standard output closed), with
+// its request file: it removes its request and its working directory (the scratch's
+// tmp, with whatever the analysis left there) while the caller reads the reply, so that
+// the caller removes only the reply and the directory once the worker has ended.
+// Directories cost a fraction of a millisecond each to remove on ext4 here, and the
+// caller's removal came after its answer: about 1 ms of a CLI analysis's end. Nothing
+// outside the worker's own scratch is touched, and a failure leaves the rest to the
+// caller.
+func Release(reqFile string) {
+	dir := filepath.Dir(reqFile)
+	if !strings.HasPrefix(filepath.Base(dir), ScratchPrefix) {
+		return
+	}
+	os.Remove(reqFile)
+	tmp := filepath.Join(dir, "tmp")
+	// A working directory cannot be removed on Windows.
+	if wd, err := os.Getwd(); err == nil && wd == tmp {
+		os.Chdir(dir)
+	}
+	os.RemoveAll(tmp)
+}
+
 // Stop ends a worker before its request: the input's end tells it to exit, and the
 // cancellation stops its launch; Stop returns once the launch has.
 func (p *Process) Stop() {
