@@ -31,7 +31,6 @@ const (
 // or active request uses them.
 type scratch struct {
 	mu   sync.Mutex
-	root string
 	dirs map[string]*scratchDir
 }
 
@@ -89,16 +88,12 @@ func (s *scratch) reserve(bytes, files int64, evict func(need func() bool)) (*sc
 			With("reserved_bytes", bytes).With("reserved_files", files).
 			With("recovery", "Lower limits.max_output_bytes, run fewer cases or blocks, or preserve and release earlier captures.")
 	}
-	if s.root == "" {
-		// The name carries the owner tag, so a later start can tell scratch left behind by a
-		// killed process from that of a live one (removeStaleScratch).
-		root, err := os.MkdirTemp("", scratchPrefix+owner.Tag()+"-")
-		if err != nil {
-			return nil, scratchIOFailure(err, "the session scratch could not be created")
-		}
-		s.root = root
-	}
-	dir, err := os.MkdirTemp(s.root, "capture-")
+	// Each capture's directory is made in the system temporary directory itself, not in
+	// a session directory: a directory costs 0.15 to 0.3 ms to make and as much to remove
+	// on this project's ext4 guest, and a one-shot capture paid for one that held only
+	// its own. The name carries the owner tag, so a later start can tell scratch left
+	// behind by a killed process from that of a live one (removeStaleScratch).
+	dir, err := os.MkdirTemp("", scratchPrefix+owner.Tag()+"-")
 	if err != nil {
 		return nil, scratchIOFailure(err, "the capture scratch could not be created")
 	}
@@ -163,8 +158,9 @@ func (s *scratch) release(ds []*scratchDir) {
 	}
 }
 
-// scratchPrefix begins the name of every session scratch directory in the system
-// temporary directory: flameox-session-PID-START-RANDOM.
+// scratchPrefix begins the name of every capture's scratch directory in the system
+// temporary directory: flameox-session-PID-START-RANDOM, the owner tag of the session's
+// process.
 const scratchPrefix = "flameox-session-"
 
 // stalePrefixes begin the names of the owner-tagged scratch directories removeStaleScratch
@@ -238,15 +234,14 @@ func removeStaleScratch(dir string) {
 	}
 }
 
-// close removes the whole session scratch.
+// close removes the whole session scratch: every capture directory it holds.
 func (s *scratch) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.root != "" {
-		os.RemoveAll(s.root)
+	for dir := range s.dirs {
+		os.RemoveAll(dir)
 	}
 	s.dirs = map[string]*scratchDir{}
-	s.root = ""
 }
 
 // retryAfterMS is the suggested wait before retrying a transient scratch failure.
