@@ -102,7 +102,8 @@ func startWorker(paths []string) *workerproc.Process {
 // NotifyContext is signal.NotifyContext(parent, ShutdownSignals...). In a call whose
 // initialization catches the shutdown signals (SignalCall), it takes over that catch
 // instead: the context is registered first, then a goroutine forwards what the catch
-// receives, so a signal it received before cancels the context at once. So a signal ends
+// receives, so a signal it received before cancels the context at once (at once too
+// when the catch is registered later: NotifyContext does not wait for it). So a signal ends
 // the call whenever it comes: before the catch is registered (by a goroutine of
 // initialization) by its default action, as in any call, and after it, by cancelling the
 // call's work. The catch stays registered after stop: a signal with no context left takes
@@ -126,13 +127,24 @@ func NotifyContext(parent context.Context) (context.Context, context.CancelFunc)
 	cancels[key] = cancel
 	mu.Unlock()
 	if e != nil {
-		<-ready
 		select {
-		case <-e:
-			cancel() // caught before: this call is cancelled from its start
+		case <-ready:
+			select {
+			case <-e:
+				cancel() // caught before: this call is cancelled from its start
+			default:
+			}
+			go forward(e)
 		default:
+			// The catch is still being registered (os/signal's first Notify, on a
+			// goroutine that started after the process's helper or worker): the call
+			// does not wait for it. Until it is registered a signal takes its default
+			// action, as before this call.
+			go func() {
+				<-ready
+				forward(e)
+			}()
 		}
-		go forward(e)
 	}
 	return ctx, func() {
 		mu.Lock()

@@ -236,27 +236,59 @@ func TestOtherCallsKeepTheSignalsDefault(t *testing.T) {
 
 // TestNotifyContextTakesOver: in this process (whose initialization caught nothing),
 // NotifyContext takes over a catch as initialization leaves it: a signal caught before
-// cancels the context at once; without one, the context waits for the next signal, which
-// no longer reaches the catch.
+// cancels the context at once, also when the catch is registered only after the call;
+// without one, the context waits for the next signal, which no longer reaches the catch.
 func TestNotifyContextTakesOver(t *testing.T) {
-	catch := func() chan os.Signal {
-		e, ready := make(chan os.Signal, 1), make(chan struct{})
-		go func() { signal.Notify(e, ShutdownSignals...); close(ready) }()
+	// catch registers a catch as initialization does, once register is closed; ready is
+	// closed when it is registered.
+	catch := func(register chan struct{}) (e chan os.Signal, ready chan struct{}) {
+		e, ready = make(chan os.Signal, 1), make(chan struct{})
+		go func() {
+			<-register
+			signal.Notify(e, ShutdownSignals...)
+			close(ready)
+		}()
 		mu.Lock()
 		early, earlyReady = e, ready
 		mu.Unlock()
-		return e
+		return e, ready
 	}
+	registered := make(chan struct{})
+	close(registered)
 
-	e := catch()
+	e, ready := catch(registered)
+	<-ready
 	e <- syscall.SIGHUP // as if delivered during initialization
 	ctx, stop := NotifyContext(context.Background())
 	if ctx.Err() == nil {
 		t.Error("a signal caught before NotifyContext did not cancel its context")
 	}
 	stop()
+	// Each part's catch stops receiving once the part is done, so that a later signal
+	// reaches only the catch under test (a process of the CLI has one).
+	signal.Stop(e)
 
-	e = catch()
+	// The call comes before the catch is registered: it does not wait, and a signal the
+	// catch holds once registered cancels the context then.
+	register := make(chan struct{})
+	e, _ = catch(register)
+	ctx, stop = NotifyContext(context.Background())
+	if ctx.Err() != nil {
+		t.Fatal("the context is cancelled without a signal")
+	}
+	e <- syscall.SIGHUP
+	close(register)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Error("a signal the catch held once registered did not cancel the context")
+	}
+	stop()
+	signal.Stop(e)
+
+	e, ready = catch(registered)
+	<-ready
+	defer signal.Stop(e)
 	ctx, stop = NotifyContext(context.Background())
 	defer stop()
 	if ctx.Err() != nil {
