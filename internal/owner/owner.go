@@ -9,14 +9,19 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Tag is this process's owner tag: its pid and its start time in the OS's unit (0 where
-// the OS does not say), as "PID-START".
-func Tag() string {
+// the OS does not say), as "PID-START". Neither changes while the process lives, so the
+// tag is read once (on Linux a read of /proc/self/stat, 0.1 to 0.2 ms here, which a
+// capture made for its scope, its scratch and its store before).
+func Tag() string { return tag() }
+
+var tag = sync.OnceValue(func() string {
 	pid := os.Getpid()
 	return fmt.Sprintf("%d-%d", pid, ProcessStart(pid))
-}
+})
 
 // Gone reports whether the process named by name, "PID-START-REST" as built from Tag, is
 // provably gone: no process has its pid, or the process with that pid started at another
