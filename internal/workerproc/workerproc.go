@@ -119,12 +119,13 @@ func compressed(path string) bool {
 
 // Likely reports whether an analysis of the files at paths runs in a worker by what a
 // stat and their first bytes say (OverInProcess). A path that cannot be read says
-// nothing.
+// nothing, nor does one that is neither a regular file nor a directory: opening a FIFO
+// would wait for its writer, and the analysis refuses it anyway.
 func Likely(paths []string) bool {
 	var total int64
 	for _, p := range paths {
 		st, err := os.Stat(p)
-		if err != nil {
+		if err != nil || !st.Mode().IsRegular() && !st.IsDir() {
 			continue
 		}
 		total += st.Size()

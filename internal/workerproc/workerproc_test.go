@@ -62,11 +62,13 @@ func TestLikely(t *testing.T) {
 	small, half := write("small.txt", []byte("a line\n")), write("half.txt", make([]byte, InProcessBytes/2+1))
 	big := write("big.txt", make([]byte, InProcessBytes+1))
 	gz, parquet := write("small.gz", []byte{0x1f, 0x8b, 8, 0}), write("t.parquet", []byte("PAR1"))
-	for _, c := range []struct {
+
+	type likelyCase struct {
 		name  string
 		paths []string
 		want  bool
-	}{
+	}
+	cases := []likelyCase{
 		{"small", []string{small}, false},
 		{"none", nil, false},
 		{"missing", []string{filepath.Join(dir, "missing")}, false},
@@ -76,7 +78,12 @@ func TestLikely(t *testing.T) {
 		{"directory", []string{dir}, true},
 		{"gzip", []string{gz}, true},
 		{"parquet", []string{parquet}, true},
-	} {
+	}
+	if fifo := filepath.Join(dir, "fifo"); mkfifo(fifo) == nil {
+		// Opening it would wait for a writer: the test would hang.
+		cases = append(cases, likelyCase{"a FIFO, which is not opened", []string{fifo}, false})
+	}
+	for _, c := range cases {
 		if got := Likely(c.paths); got != c.want {
 			t.Errorf("%s: Likely = %v, want %v", c.name, got, c.want)
 		}

@@ -1,0 +1,5 @@
+package workerproc
+
+import "errors"
+
+func mkfifo(string) error { return errors.New("no FIFOs on Windows") }
