@@ -7,9 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,35 +37,51 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// waitRegistered waits until the catch of initialization, if there is one, is
+// registered.
+func waitRegistered() {
+	mu.Lock()
+	r := registered
+	mu.Unlock()
+	if r != nil {
+		<-r
+	}
+}
+
 // child prints what initialization started. With FLAMEOX_AHEAD_TEST_MODE=take it takes
 // the helper and prints whether one started and how many waiting helpers this process
 // has before and after ending it; with abandon it calls Abandon and prints how many are
 // left and whether anything is left to take.
 func child() int {
-	if os.Getenv("FLAMEOX_AHEAD_TEST_MODE") == "signal" {
-		// A shutdown signal before the call sets up its own: caught since
-		// initialization (the process lives on) and handed to NotifyContext, or, in a
-		// call that catches none, the default (the process dies of it).
-		mu.Lock()
-		e, ready := early, earlyReady
-		mu.Unlock()
-		if ready != nil {
-			<-ready // the catch is registered
-		}
+	switch os.Getenv("FLAMEOX_AHEAD_TEST_MODE") {
+	case "signal":
+		// A shutdown signal before the call sets up its own takes its default action:
+		// the process dies of it, whether its initialization catches the signals (once
+		// the catch is registered, it gives the signal back) or not.
+		waitRegistered()
 		syscall.Kill(os.Getpid(), syscall.SIGHUP)
-		// Delivery is asynchronous: wait until the catch holds the signal, so that
-		// NotifyContext meets it there; a process without a catch dies meanwhile.
-		for deadline := time.Now().Add(time.Minute); (e == nil || len(e) == 0) && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		time.Sleep(10 * time.Second)
+		fmt.Println("alive")
+		return 0
+	case "during":
+		// A shutdown signal while the call's context is registered cancels it, and the
+		// process lives on.
+		waitRegistered()
 		ctx, stop := NotifyContext(context.Background())
 		defer stop()
-		fmt.Printf("cancelled=%v\n", ctx.Err() != nil)
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		select {
+		case <-ctx.Done():
+			fmt.Println("cancelled=true")
+		case <-time.After(10 * time.Second):
+			fmt.Println("cancelled=false")
+		}
 		return 0
 	}
 	if os.Getenv("FLAMEOX_AHEAD_TEST_MODE") == "stopped" {
 		// A shutdown signal after the call's context is stopped takes its default
 		// action, as after signal.NotifyContext's stop: the process dies of it.
+		waitRegistered()
 		_, stop := NotifyContext(context.Background())
 		stop()
 		syscall.Kill(os.Getpid(), syscall.SIGHUP)
@@ -196,9 +212,10 @@ func TestHelperStartsDuringInitialization(t *testing.T) {
 		{"take", []string{"capture", "--help"}, "none"},
 		{"take", []string{"mcp", "serve"}, "none"},
 		{"abandon", []string{"capture", "--provider", "direct", "--", "true"}, "after=0 taken=true"},
-		{"signal", []string{"analyze", "rank_cpu_hotspots", "x.pstats"}, "cancelled=true"},
-		{"signal", []string{"capture", "--provider", "direct", "--", "true"}, "cancelled=true"},
-		{"signal", []string{"mcp", "serve"}, "cancelled=true"},
+		{"during", []string{"analyze", "rank_cpu_hotspots", "x.pstats"}, "cancelled=true"},
+		{"during", []string{"capture", "--provider", "direct", "--", "true"}, "cancelled=true"},
+		{"during", []string{"mcp", "serve"}, "cancelled=true"},
+		{"during", []string{"--version"}, "cancelled=true"},
 	} {
 		cmd := exec.Command(os.Args[0], c.args...)
 		cmd.Env = append(os.Environ(), childVariable+"=1", "FLAMEOX_AHEAD_TEST_MODE="+c.mode)
@@ -211,7 +228,7 @@ func TestHelperStartsDuringInitialization(t *testing.T) {
 
 // TestOtherCallsKeepTheSignalsDefault: a call that does not set up the shutdown signals
 // as its work starts catches none during initialization, so a signal ends it at once; in
-// a call that does, a signal after NotifyContext's stop ends it too.
+// a call that does, a signal before NotifyContext or after its stop ends it too.
 func TestOtherCallsKeepTheSignalsDefault(t *testing.T) {
 	for _, c := range []struct {
 		mode string
@@ -219,7 +236,10 @@ func TestOtherCallsKeepTheSignalsDefault(t *testing.T) {
 	}{
 		{"signal", []string{"--version"}}, {"signal", []string{"mcp", "inspect"}}, {"signal", []string{"analyze", "--help"}},
 		{"signal", []string{"evidence", "show", "x"}},
-		// The calls that catch them, once their context is stopped.
+		// The calls that catch them, before their context is registered and once it is
+		// stopped.
+		{"signal", []string{"analyze", "rank_cpu_hotspots", "x.pstats"}}, {"signal", []string{"mcp", "serve"}},
+		{"signal", []string{"capture", "--provider", "direct", "--", "true"}},
 		{"stopped", []string{"analyze", "rank_cpu_hotspots", "x.pstats"}}, {"stopped", []string{"mcp", "serve"}},
 		{"stopped", []string{"--version"}},
 	} {
@@ -234,65 +254,31 @@ func TestOtherCallsKeepTheSignalsDefault(t *testing.T) {
 	}
 }
 
-// TestNotifyContextTakesOver: in this process (whose initialization caught nothing),
-// NotifyContext takes over a catch as initialization leaves it: a signal caught before
-// cancels the context at once, also when the catch is registered only after the call;
-// without one, the context waits for the next signal, which no longer reaches the catch.
+// testCatch starts one catch in this test process, as a SignalCall's initialization
+// does, however many times the tests run.
+var testCatch = sync.OnceFunc(func() {
+	mu.Lock()
+	catching, registered = true, make(chan struct{})
+	r := registered
+	mu.Unlock()
+	go catch(r)
+	<-r
+})
+
+// TestNotifyContextTakesOver: in a process that catches the shutdown signals from
+// initialization, NotifyContext registers its context with the catch: a signal cancels
+// it and reaches no other catch, and stop unregisters it.
 func TestNotifyContextTakesOver(t *testing.T) {
-	// catch registers a catch as initialization does, once register is closed; ready is
-	// closed when it is registered.
-	catch := func(register chan struct{}) (e chan os.Signal, ready chan struct{}) {
-		e, ready = make(chan os.Signal, 1), make(chan struct{})
-		go func() {
-			<-register
-			signal.Notify(e, ShutdownSignals...)
-			close(ready)
-		}()
-		mu.Lock()
-		early, earlyReady = e, ready
-		mu.Unlock()
-		return e, ready
-	}
-	registered := make(chan struct{})
-	close(registered)
-
-	e, ready := catch(registered)
-	<-ready
-	e <- syscall.SIGHUP // as if delivered during initialization
+	testCatch()
 	ctx, stop := NotifyContext(context.Background())
-	if ctx.Err() == nil {
-		t.Error("a signal caught before NotifyContext did not cancel its context")
-	}
-	stop()
-	// Each part's catch stops receiving once the part is done, so that a later signal
-	// reaches only the catch under test (a process of the CLI has one).
-	signal.Stop(e)
-
-	// The call comes before the catch is registered: it does not wait, and a signal the
-	// catch holds once registered cancels the context then.
-	register := make(chan struct{})
-	e, _ = catch(register)
-	ctx, stop = NotifyContext(context.Background())
 	if ctx.Err() != nil {
 		t.Fatal("the context is cancelled without a signal")
 	}
-	e <- syscall.SIGHUP
-	close(register)
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
-		t.Error("a signal the catch held once registered did not cancel the context")
-	}
-	stop()
-	signal.Stop(e)
-
-	e, ready = catch(registered)
-	<-ready
-	defer signal.Stop(e)
-	ctx, stop = NotifyContext(context.Background())
-	defer stop()
-	if ctx.Err() != nil {
-		t.Fatal("the context is cancelled without a signal")
+	mu.Lock()
+	n := len(cancels)
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d contexts registered, want 1", n)
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	select {
@@ -300,7 +286,11 @@ func TestNotifyContextTakesOver(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("SIGHUP did not cancel the context")
 	}
-	if len(e) != 0 {
-		t.Error("the initialization's catch still receives the signals")
+	stop()
+	mu.Lock()
+	n = len(cancels)
+	mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d contexts registered after stop, want 0", n)
 	}
 }
