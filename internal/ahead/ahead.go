@@ -22,7 +22,8 @@
 // It also catches the shutdown signals of a capture, an analysis or a server from its
 // initialization (SignalCall): os/signal's first Notify waits for a thread of the
 // runtime's several times, 0.1 to 3 ms on a 2-core machine, which the call would
-// otherwise wait for just before its work starts. NotifyContext takes over from it.
+// otherwise wait for just before its work starts. NotifyContext registers the call's
+// context with that catch; a signal with none registered takes its default action.
 package ahead
 
 import (
