@@ -212,11 +212,11 @@ func AnalyzeValueFlag(name string) bool { return slices.Contains(analyzeValueFla
 // AnalyzePaths returns the paths of a CLI call with args (after the program name) that
 // is the analyze command run on paths: its first word that is not a flag or a flag's
 // value is "analyze", before any "--", the second the operation and the rest the paths
-// (with those after a "--"); ok is false for any other call, one that asks for help, or one that analyzes
-// preserved evidence (--evidence). The root's flags take no value; the analyze command's
-// that do are analyzeValueFlags, as "--name value" or "--name=value". A call this
-// misreads only starts a worker that Abandon ends, or starts none and the runtime starts
-// its own.
+// (with those after a "--"). ok is false for any other call, for one that asks for help
+// and for one that analyzes preserved evidence (--evidence). The root's flags take no
+// value; the analyze command's that do are analyzeValueFlags, as "--name value" or
+// "--name=value". A call this misreads only starts a worker that Abandon ends, or starts
+// none and the runtime starts its own.
 func AnalyzePaths(args []string) (paths []string, ok bool) {
 	var words []string
 	for i := 0; i < len(args); i++ {
