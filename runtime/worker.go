@@ -412,8 +412,8 @@ func (s *spares) replenish() {
 var takeAheadWorker = ahead.TakeWorker
 
 // aheadWorker takes the worker this process started during its initialization, if there
-// is one and it is the worker this runtime would start (its executable, as a
-// spare, as startProcess starts one for WithWorkerAhead). Any other is stopped.
+// is one and it is the worker this runtime would start: of its executable, and a spare,
+// as startProcess starts one for WithWorkerAhead. Any other is stopped.
 func (rt *Runtime) aheadWorker() *startedWorker {
 	c := takeAheadWorker()
 	if c == nil {
@@ -523,8 +523,9 @@ func (rt *Runtime) analyzeInWorker(ctx context.Context, req *request, in []resol
 
 // endLater removes the reply file of a worker whose whole reply has been read and waits,
 // on a goroutine of its own, for the worker to end, then gives back its slot in the
-// budget and removes its scratch; Close waits for every such worker. What the broker reports of it then (a bound reached while it
-// exited, the measure of its scratch at the end) no longer changes the answer.
+// budget and removes its scratch; Close waits for every such worker. What the broker
+// reports of it then (a bound reached while it exited, the measure of its scratch at the
+// end) no longer changes the answer.
 func (rt *Runtime) endLater(w *startedWorker) {
 	rt.ending.Add(1)
 	go func() {
