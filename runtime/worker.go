@@ -207,16 +207,18 @@ func workerDiskFailure(budget, input int64) *failure.Failure {
 }
 
 // A startedWorker is an analysis worker started before its request is written
-// (decision 0067, second addendum): the broker, the containment helper and the worker
-// start, and the worker loads its catalog, while this process hashes the inputs and
-// detects their formats (or, for a spare, before the request arrives at all). The request
-// then goes to request.json in the worker's scratch directory, and one byte on the
-// worker's standard input says it is there; the input's end without that byte tells the
-// worker to exit without an analysis.
+// (decision 0067, second addendum): the worker's process starts and loads its catalog
+// while this process hashes the inputs and detects their formats (or, for a spare,
+// before the request arrives at all; for a CLI analysis, while the process initializes:
+// eleventh addendum). The request then goes to request.json in the worker's scratch
+// directory, and one byte on the worker's standard input says it is there; the input's
+// end without that byte tells the worker to exit without an analysis. disk is its disk
+// budget, release gives back its slot in the process's budget, and used says an analysis
+// took it.
 type startedWorker struct {
 	*workerproc.Process
 	disk    int64
-	release func() // gives back the worker's slot in the process's budget
+	release func()
 	used    bool
 }
 
