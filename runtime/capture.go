@@ -1602,15 +1602,18 @@ func fitProvenance(p *captureProvenance, limit int64) {
 }
 
 // rememberCapture caches a capture's analysis as its own record and returns its handle.
-// The handle covers the capture's sequence in this session and its provenance, so two
-// captures whose analysed bytes are identical never share one, and the record is
-// complete before the handle is returned.
+// The handle covers the session and the capture's sequence in it, so two captures whose
+// analysed bytes are identical never share one, and the record is complete before the
+// handle is returned.
 func (rt *Runtime) rememberCapture(r *record) string {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.captures++
-	doc, _ := r.capture.document()
-	b, err := canon.Marshal(map[string]any{"request": r.req.digest, "offset": r.req.offset, "capture": rt.captures, "provenance": doc})
+	// The handle is the session's, and the capture's number in the session makes it
+	// unique there (the spec: meaningless after a restart). Its provenance, canonicalized
+	// once already to fit it (fitProvenance), is not canonicalized again for it: about
+	// 0.15 ms of every capture here.
+	b, err := canon.Marshal(map[string]any{"request": r.req.digest, "offset": r.req.offset, "capture": rt.captures})
 	if err != nil {
 		b = []byte(fmt.Sprintf("%s/%d", r.req.digest, rt.captures))
 	}
