@@ -299,8 +299,8 @@ func (w *startedWorker) abandon() {
 		return
 	}
 	w.used = true
-	w.stop()
-	os.RemoveAll(w.Dir)
+	w.Abandon()
+	w.release()
 }
 
 // stop ends the worker before its request: the input's end tells it to exit, and the
@@ -325,7 +325,7 @@ type spares struct {
 
 // WithWorkerAhead starts one analysis worker as the runtime starts, for a caller that
 // knows its analysis goes to a worker before its request is read (the CLI's analyze
-// command, when the sizes of its paths alone say so: WorkerLikely). Its process and
+// command, when the sizes of its paths alone say so: workerproc.Likely). Its process and
 // catalog start while the runtime starts and the request is validated, admitted and
 // hashed, and the analysis takes it as it takes a spare (WithSpareWorker), armed with the
 // request's bounds; no worker starts after it. Close stops it when no analysis took it
@@ -336,10 +336,6 @@ func WithWorkerAhead() Option {
 		rt.spares = &spares{rt: rt, ctx: ctx, cancel: cancel, once: true}
 	}
 }
-
-// WorkerLikely reports whether an analysis of the files at paths runs in a worker by
-// what a stat and their first bytes say (workerproc.Likely).
-func WorkerLikely(paths []string) bool { return workerproc.Likely(paths) }
 
 // WithSpareWorker keeps one analysis worker started ahead of need (decision 0067, second
 // addendum; issue 36): once an analysis has used a worker, the next one starts, so that a

@@ -408,7 +408,7 @@ func TestSpareWorkerBounds(t *testing.T) {
 }
 
 // TestWorkerAhead: a runtime that starts a worker ahead (the CLI's analyze command, when
-// WorkerLikely says so) launches it as it starts, unarmed and without warming a heap; the
+// workerproc.Likely says so) launches it as it starts, unarmed and without warming a heap; the
 // analysis takes it (under a memory bound below spareMinMemoryBytes too: it has no warm
 // heap to count), arms it with the request's bounds and gets the answer the server
 // process gives, and no other worker starts; one that no analysis took is stopped by

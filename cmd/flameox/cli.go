@@ -20,6 +20,7 @@ import (
 	gen "github.com/flameox/flameox/generated/contracts"
 	"github.com/flameox/flameox/internal/ahead"
 	"github.com/flameox/flameox/internal/failure"
+	"github.com/flameox/flameox/internal/workerproc"
 	"github.com/flameox/flameox/runtime"
 )
 
@@ -189,7 +190,7 @@ func newAnalyzeCommand(stdout io.Writer) *cobra.Command {
 			// runtime starts and the request is validated, admitted and hashed (decision
 			// 0067, fifth addendum).
 			var opts []runtime.Option
-			if evidence == "" && runtime.WorkerLikely(args[1:]) {
+			if evidence == "" && workerproc.Likely(args[1:]) {
 				opts = append(opts, runtime.WithWorkerAhead())
 			}
 			rt, err := newRuntime([]byte(limits), opts...)

@@ -167,12 +167,17 @@ func cmdMkparquet(ts *testscript.TestScript, neg bool, args []string) {
 			rows[i].Tag = &tag
 		}
 	}
-	f, err := os.Create(ts.MkAbs(args[0]))
+	writeParquet(ts, args[0], rows, parquet.MaxRowsPerRowGroup(7))
+}
+
+// writeParquet writes rows to the script's file name with parquet-go. The writer's name
+// is pinned, so the file (and the goldens' digests) do not move with how parquet-go finds
+// its own version.
+func writeParquet[T any](ts *testscript.TestScript, name string, rows []T, opts ...parquet.WriterOption) {
+	f, err := os.Create(ts.MkAbs(name))
 	ts.Check(err)
-	// The writer's name is pinned, so the file (and the goldens' digests) do not move
-	// with how parquet-go finds its own version.
-	w := parquet.NewGenericWriter[row](f, parquet.MaxRowsPerRowGroup(7),
-		parquet.CreatedBy("github.com/parquet-go/parquet-go", "0.32.0", ""))
+	opts = append(opts, parquet.CreatedBy("github.com/parquet-go/parquet-go", "0.32.0", ""))
+	w := parquet.NewGenericWriter[T](f, opts...)
 	_, err = w.Write(rows)
 	ts.Check(err)
 	ts.Check(w.Close())
@@ -200,13 +205,7 @@ func cmdMkExactParquet(ts *testscript.TestScript, neg bool, args []string) {
 			J: `{"n":100000000000000000000,"x":2.50}`, MI: map[int64]uint64{-7: math.MaxUint64, 65: 1}, MS: map[string]string{"k": "v"}},
 		{U64: 1 << 53, F: -2.5, D32: 150, J: `[9007199254740993]`},
 	}
-	f, err := os.Create(ts.MkAbs(args[0]))
-	ts.Check(err)
-	w := parquet.NewGenericWriter[row](f, parquet.CreatedBy("github.com/parquet-go/parquet-go", "0.32.0", ""))
-	_, err = w.Write(rows)
-	ts.Check(err)
-	ts.Check(w.Close())
-	ts.Check(f.Close())
+	writeParquet(ts, args[0], rows)
 }
 
 // cmdNsysParquet converts an Nsight Systems SQLite export into the layout of an nsys

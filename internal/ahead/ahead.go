@@ -117,14 +117,12 @@ func startWorker(paths []string) *workerproc.Process {
 // signal thread again (about 0.3 ms of every capture or analysis here).
 func NotifyContext(parent context.Context) (context.Context, context.CancelFunc) {
 	mu.Lock()
-	c := catching
-	mu.Unlock()
-	if !c {
+	if !catching {
+		mu.Unlock()
 		return signal.NotifyContext(parent, ShutdownSignals...)
 	}
 	ctx, cancel := context.WithCancel(parent)
 	key := new(byte)
-	mu.Lock()
 	cancels[key] = cancel
 	mu.Unlock()
 	return ctx, func() {
@@ -281,8 +279,7 @@ func Abandon() {
 	}
 	if w := TakeWorker(); w != nil {
 		if p := <-w; p != nil {
-			p.Stop()
-			os.RemoveAll(p.Dir)
+			p.Abandon()
 		}
 	}
 }

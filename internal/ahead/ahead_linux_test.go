@@ -130,8 +130,7 @@ func childWorker() int {
 		_, err := os.Stat(filepath.Join(p.Spec.Dir, "running"))
 		running = err == nil
 	}
-	p.Stop()
-	os.RemoveAll(p.Dir)
+	p.Abandon()
 	fmt.Printf("waiting=%v running=%v left=%d\n", waiting, running, len(workerDirs()))
 	return 0
 }

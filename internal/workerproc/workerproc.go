@@ -247,3 +247,9 @@ func (p *Process) Stop() {
 	p.Cancel()
 	<-p.Done
 }
+
+// Abandon stops a worker that no analysis used and removes its scratch directory.
+func (p *Process) Abandon() {
+	p.Stop()
+	os.RemoveAll(p.Dir)
+}
