@@ -80,35 +80,9 @@ func (d *deltaDecoder) next() (int64, error) {
 		return d.last, nil
 	}
 	for d.miniLeft == 0 {
-		if d.mini >= len(d.widths) { // a new block
-			md, err := d.varint()
-			if err != nil {
-				return 0, err
-			}
-			if len(d.data)-d.pos < d.minis {
-				return 0, errDelta
-			}
-			d.minDelta = md
-			d.widths = d.data[d.pos : d.pos+d.minis]
-			d.pos += d.minis
-			d.mini = 0
+		if err := d.nextMini(d.total + 1); err != nil {
+			return 0, err
 		}
-		w := uint(d.widths[d.mini])
-		if w > 64 {
-			return 0, errDelta
-		}
-		bytes := d.perMini * int(w) / 8
-		// The data of the last miniblock holding values is padded to its full size;
-		// data past it may be absent.
-		need := (min(d.perMini, d.total+1)*int(w) + 7) / 8
-		if len(d.data)-d.pos < need {
-			return 0, errDelta
-		}
-		d.miniBit = uint64(d.pos) * 8
-		d.pos += min(bytes, len(d.data)-d.pos)
-		d.miniWidth = w
-		d.miniLeft = d.perMini
-		d.mini++
 	}
 	delta := bitsAt(d.data, d.miniBit, d.miniWidth)
 	d.miniBit += uint64(d.miniWidth)
@@ -117,13 +91,60 @@ func (d *deltaDecoder) next() (int64, error) {
 	return d.last, nil
 }
 
-// end decodes the rest of the stream (on a copy) and returns the offset just past it.
+// nextMini moves to the next miniblock (reading a block's header first where one
+// begins), with left values of the stream still to read, this miniblock's first among
+// them. Its data is passed over: its values are read at miniBit.
+func (d *deltaDecoder) nextMini(left int) error {
+	if d.mini >= len(d.widths) { // a new block
+		md, err := d.varint()
+		if err != nil {
+			return err
+		}
+		if len(d.data)-d.pos < d.minis {
+			return errDelta
+		}
+		d.minDelta = md
+		d.widths = d.data[d.pos : d.pos+d.minis]
+		d.pos += d.minis
+		d.mini = 0
+	}
+	w := uint(d.widths[d.mini])
+	if w > 64 {
+		return errDelta
+	}
+	bytes := d.perMini * int(w) / 8
+	// The data of the last miniblock holding values is padded to its full size; data
+	// past it may be absent.
+	need := (min(d.perMini, left)*int(w) + 7) / 8
+	if len(d.data)-d.pos < need {
+		return errDelta
+	}
+	d.miniBit = uint64(d.pos) * 8
+	d.pos += min(bytes, len(d.data)-d.pos)
+	d.miniWidth = w
+	d.miniLeft = d.perMini
+	d.mini++
+	return nil
+}
+
+// end walks the rest of the stream (on a copy) a miniblock at a time, decoding no value,
+// and returns the offset just past it: a stream of few bytes may count 2^31 values of
+// bit width 0, which a walk by values would decode one by one.
 func (d *deltaDecoder) end() (int, error) {
 	c := *d
+	if c.total > 0 && c.first {
+		c.total--
+		c.first = false
+	}
 	for c.total > 0 {
-		if _, err := c.next(); err != nil {
-			return 0, err
+		if c.miniLeft == 0 {
+			if err := c.nextMini(c.total); err != nil {
+				return 0, err
+			}
 		}
+		n := min(c.miniLeft, c.total)
+		c.total -= n
+		c.miniLeft -= n
 	}
 	return c.pos, nil
 }
