@@ -230,12 +230,7 @@ func leafForm(n *Node, v *Value) (any, error) {
 		return nil, nil
 	}
 	lk := n.Logical.Kind
-	decimal := lk == Decimal || (lk == NoLogical && n.Converted == DecimalConv)
-	if decimal {
-		scale := n.Logical.Scale
-		if lk != Decimal {
-			scale = n.Scale
-		}
+	if scale, ok := n.decimalScale(); ok {
 		switch n.Type {
 		case Int32:
 			return decimalString(big.NewInt(int64(v.Int32())), scale), nil

@@ -78,6 +78,9 @@ func buildSchema(elems []schemaElement) (*Node, []Column, error) {
 			if e.typ == FixedLenByteArray && e.typeLength <= 0 {
 				return nil, formatErr("leaf %q has no fixed length", e.name)
 			}
+			if s, ok := n.decimalScale(); ok && (s < -maxDecimalScale || s > maxDecimalScale) {
+				return nil, formatErr("leaf %q declares a DECIMAL scale of %d, past %d", e.name, s, maxDecimalScale)
+			}
 			n.Leaf = len(cols)
 			cols = append(cols, Column{Node: n, Path: path, MaxDef: def, MaxRep: rep})
 			return n, nil
@@ -137,4 +140,22 @@ func (n *Node) IsUnsigned() bool {
 		return n.Converted >= Uint8 && n.Converted <= Uint64
 	}
 	return false
+}
+
+// maxDecimalScale bounds a DECIMAL leaf's scale either way. Its form writes a digit for
+// every unit of scale (decimalString), so a scale near the int32 limits would make one
+// value a string of gigabytes. DECIMAL on INT32 and INT64 holds at most 9 and 18 digits,
+// and the widest decimal Arrow writes (Decimal256) 76.
+const maxDecimalScale = 1000
+
+// decimalScale is the scale of a leaf the file annotates as DECIMAL (its logical type,
+// else its converted type); ok is false for any other node.
+func (n *Node) decimalScale() (scale int32, ok bool) {
+	switch {
+	case n.Logical.Kind == Decimal:
+		return n.Logical.Scale, true
+	case n.Logical.Kind == NoLogical && n.Converted == DecimalConv:
+		return n.Scale, true
+	}
+	return 0, false
 }
