@@ -344,11 +344,11 @@ func TestJSONRecordsEdges(t *testing.T) {
 		`{"status":{"code":"1"}}`, `{"status":{"code":1e0}}`, `{"status":{"code":"STATUS_CODE_NOPE","message":"m"}}`,
 		`{"[opentelemetry.proto.trace.v1.x]":1}`, `{"startTimeUnixNano":"1e19"}`, `{"startTimeUnixNano":"1e20"}`,
 		`{"startTimeUnixNano":0.1e1}`, `{"startTimeUnixNano":10e-1}`, `{"startTimeUnixNano":1e-1}`, `{"flags":"0"}`,
-		`{"name":"\ud800"}`, `{"name":"\u0000"}`, `{"droppedAttributesCount":1e2147483648}`, `{"droppedAttributesCount":0e2147483648}`,
+		`{"name":"\u0000"}`, `{"droppedAttributesCount":1e2147483648}`, `{"droppedAttributesCount":0e2147483648}`,
 		`{"entityRefs":[{"idKeys":["a",null]}]}`, `{"status":{"":"STATUS_CODE_OK"}}`, `{"":1}`, `{"attributes":[{"":{"intValue":1}}]}`, `{"entityRefs":[{"idKeys":["a","b"],"type":"t"}]}`,
 	} {
 		if !readableJSON([]byte(v)) {
-			t.Logf("%s: not JSON the file reader takes", v)
+			t.Errorf("%s: not JSON the file reader takes, so this case tests nothing", v)
 			continue
 		}
 		checkJSONRecords(t, []byte(v))
