@@ -605,6 +605,39 @@ func TestNsysParquetDecodedBound(t *testing.T) {
 	}
 }
 
+// TestNsysParquetTablesBound: view "tables" reads the same bomb's rows through its own
+// readers, which hold the pages they decompress to the bound an analysis has (64 times the
+// bytes of the tables' Parquet files): a page of the StringIds table that declares 16
+// MiB fails typed, in bounded memory, naming the measure and no host path.
+func TestNsysParquetTablesBound(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "report_pqtdir")
+	bomb := testtool.ParquetBomb{Rows: 4, ValueBytes: 16 << 20}
+	size, err := bomb.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var err2 error
+	peak := testtool.PeakHeap(func() {
+		var a *providers.Analysis
+		if a, err2 = summarize(context.Background(), sliceReq(tablesReq(parquetInput(t, dir), "StringIds"))); err2 == nil {
+			_, err2 = a.Rows.Page(context.Background(), 0, 100, nil)
+		}
+	})
+	le, ok := errors.AsType[*providers.LimitError](err2)
+	if !ok {
+		t.Fatalf("got %T %v, want a LimitError", err2, err2)
+	}
+	if le.Limit > 64*size || le.Unit != "bytes" || le.Details["reason"] != "parquet_decoded_bytes" {
+		t.Errorf("limit %d %s %v, want at most %d bytes (64 x %d)", le.Limit, le.Unit, le.Details, 64*size, size)
+	}
+	if !strings.Contains(le.Message, `view "tables"`) || strings.Contains(le.Message, dir) {
+		t.Errorf("message %q", le.Message)
+	}
+	if peak > 64<<20 {
+		t.Errorf("the read held %d bytes of heap", peak)
+	}
+}
+
 // BenchmarkNsysParquet is each Nsight Systems operation's first page of 100 rows on the
 // corpus parquetdir (nsysparquet) and, for reference, on the SQLite export it was
 // converted from (nsys-sqlite): decision 0057's figures.

@@ -144,11 +144,15 @@ func (p *parquetRead) has(table string) bool {
 }
 
 // limit is the failure of a read past its decoded-bytes bound; what names the measure.
-func (p *parquetRead) limit(what string) error {
-	return &providers.LimitError{Source: p.in.Index, Limit: p.bound, Unit: "bytes",
+func (p *parquetRead) limit(what string) error { return parquetLimit(p.in.Index, p.bound, p.input, what) }
+
+// parquetLimit is the failure of a read of source's Parquet files of input bytes past
+// its decoded-bytes bound; what names the measure.
+func parquetLimit(source int, bound, input int64, what string) error {
+	return &providers.LimitError{Source: source, Limit: bound, Unit: "bytes",
 		Message: fmt.Sprintf("source %d's Parquet tables decode to more than %d bytes (%s; the bound is %d times the %d bytes of its Parquet files, at most %d): the export expands past what Flameox reads; analyze its SQLite export (nsys export --type sqlite) or a shorter capture",
-			p.in.Index, p.bound, what, parquetExpansion, p.input, int64(maxParquetLoadBytes)),
-		Details: map[string]any{"reason": "parquet_decoded_bytes", "input_bytes": p.input, "expansion": parquetExpansion,
+			source, bound, what, parquetExpansion, input, int64(maxParquetLoadBytes)),
+		Details: map[string]any{"reason": "parquet_decoded_bytes", "input_bytes": input, "expansion": parquetExpansion,
 			"max_decoded_bytes": int64(maxParquetLoadBytes)}}
 }
 

@@ -2,6 +2,7 @@ package nsys
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/flameox/flameox/providers"
@@ -60,10 +61,22 @@ func (x Export) TableRows(ctx context.Context, tables []Table, offset, end int64
 	}
 	stop := func() int64 { return offset + n }
 	if x.Parquet {
+		// The pages each table's reader decompresses are bounded as an analysis's are:
+		// parquetExpansion times the bytes of the tables' Parquet files, and the reads
+		// stop with ctx.
+		var input int64
+		for _, t := range tables {
+			input += t.size
+		}
+		bound := parquetLoadBound(input)
 		return readTables(tables, offset, end, stop,
 			func(t Table, skip, limit int64) (full bool, err error) {
 				err = withParquet(x.In, t.Name, t.size, func(pf *parquet.File) error {
+					pf.Guard(ctx, bound)
 					full, err = readParquetRows(ctx, pf, t.Name, skip, limit, counted)
+					if _, ok := errors.AsType[*parquet.LimitError](err); ok {
+						return parquetLimit(x.In.Index, bound, input, `the pages view "tables" reads decompress past it`)
+					}
 					return err
 				})
 				return full, err
